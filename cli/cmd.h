@@ -1,0 +1,31 @@
+/* cmd.h — the etkit subcommands (one file per command, cli/cmd_<name>.c) and small helpers
+ * shared by them. Each command returns the process exit status: 0 ok, 1 failure found
+ * (e.g. validation errors), 2 usage or input error. */
+#ifndef ETKIT_CLI_CMD_H
+#define ETKIT_CLI_CMD_H
+
+#include "etkit/et.h"
+
+int cmd_info(int argc, char **argv);
+int cmd_validate(int argc, char **argv);
+int cmd_json(int argc, char **argv);
+int cmd_recode(int argc, char **argv);
+int cmd_dot(int argc, char **argv);
+int cmd_gen(int argc, char **argv);
+int cmd_models(int argc, char **argv);
+int cmd_sim(int argc, char **argv);
+int cmd_run(int argc, char **argv);
+int cmd_convert(int argc, char **argv);
+
+/* "etkit <cmd>: <message>" on stderr; returns 2 (usage error). */
+int cli_usage_error(const char *cmd, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+/* Print an etk_error as "etkit <cmd>: error: <msg>" on stderr; returns 2. */
+int cli_fail(const char *cmd, const etk_error *err);
+/* Parse a non-negative integer / double option value; on error print a message and return -1. */
+int cli_parse_u64(const char *cmd, const char *opt, const char *s, uint64_t *out);
+int cli_parse_double(const char *cmd, const char *opt, const char *s, double *out);
+#endif

@@ -1,0 +1,106 @@
+/* main.c — the etkit command: dispatches `etkit <command> ...` to cli/cmd_<command>.c.
+ * Every command is a thin layer over libetkit (see ../shared/DESIGN.md). */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <errno.h>
+
+#include "cmd.h"
+
+static const struct {
+    const char *name;
+    int (*fn)(int, char **);
+    const char *summary;
+} commands[] = {
+    {"info", cmd_info, "per-rank statistics of Chakra traces (node types, FLOPs, bytes, collectives)"},
+    {"validate", cmd_validate, "check traces and workloads (ids, deps, cycles, attribute kinds, matching, deadlock)"},
+    {"json", cmd_json, "export a trace as JSON (lossless or Chakra feeder form), or import it back"},
+    {"recode", cmd_recode, "read and re-write a trace canonically"},
+    {"dot", cmd_dot, "Graphviz DOT of a trace"},
+    {"gen", cmd_gen, "synthesize per-rank traces for LLM training under a parallel plan"},
+    {"models", cmd_models, "list built-in model presets with their parameter counts"},
+    {"sim", cmd_sim, "simulate a workload on a cluster"},
+    {"run", cmd_run, "generate a workload in memory and simulate it"},
+    {"convert", cmd_convert, "convert PyTorch execution traces (+ Kineto) to Chakra"},
+};
+#define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: etkit <command> [options]\n\ncommands:\n");
+    for (size_t i = 0; i < N_COMMANDS; i++)
+        fprintf(f, "  %-9s %s\n", commands[i].name, commands[i].summary);
+    fprintf(f, "\n'etkit <command> --help' describes a command.\n");
+}
+
+int cli_usage_error(const char *cmd, const char *fmt, ...)
+{
+    va_list ap;
+    fprintf(stderr, "etkit %s: ", cmd);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "\n(see 'etkit %s --help')\n", cmd);
+    return 2;
+}
+
+int cli_fail(const char *cmd, const etk_error *err)
+{
+    fprintf(stderr, "etkit %s: error: %s\n", cmd, err->msg);
+    return 2;
+}
+
+int cli_parse_u64(const char *cmd, const char *opt, const char *s, uint64_t *out)
+{
+    char *end;
+    errno = 0;
+    if (!s || !*s || *s == '-')
+        goto bad;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || *end)
+        goto bad;
+    *out = v;
+    return 0;
+bad:
+    cli_usage_error(cmd, "%s wants a non-negative integer, got '%s'", opt, s ? s : "");
+    return -1;
+}
+
+int cli_parse_double(const char *cmd, const char *opt, const char *s, double *out)
+{
+    char *end;
+    errno = 0;
+    if (!s || !*s)
+        goto bad;
+    double v = strtod(s, &end);
+    if (errno || *end)
+        goto bad;
+    *out = v;
+    return 0;
+bad:
+    cli_usage_error(cmd, "%s wants a number, got '%s'", opt, s ? s : "");
+    return -1;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+        usage(stdout);
+        return 0;
+    }
+    if (!strcmp(argv[1], "--version")) {
+        printf("etkit 0.1.0\n");
+        return 0;
+    }
+    for (size_t i = 0; i < N_COMMANDS; i++)
+        if (!strcmp(argv[1], commands[i].name))
+            return commands[i].fn(argc - 1, argv + 1);
+    fprintf(stderr, "etkit: unknown command '%s'\n", argv[1]);
+    usage(stderr);
+    return 2;
+}

@@ -1,0 +1,101 @@
+/* etkit/net.h — the cluster model: GPU figures (compute roofline) and the network as an ordered
+ * list of dimensions, with analytical collective / point-to-point costs in integer ns.
+ * Used by sim/ (the event engine) and by anything that wants a collective's time.
+ * Units: bandwidth in bytes/s (10^9 B/s = 1 GB/s), latency in ns, FLOP/s, bytes. */
+#ifndef ETKIT_NET_H
+#define ETKIT_NET_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "etkit/et.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum etk_precision {
+    ETK_PREC_BF16 = 0,
+    ETK_PREC_FP16 = 1,
+    ETK_PREC_FP8 = 2,
+    ETK_PREC_FP32 = 3,
+    ETK_PREC_TF32 = 4,
+} etk_precision;
+#define ETK_PREC_COUNT 5
+
+typedef struct etk_gpu {
+    char name[64];
+    double peak_flops[ETK_PREC_COUNT]; /* dense FLOP/s per precision (0: unsupported) */
+    double hbm_bw_Bps;                 /* HBM bandwidth, bytes/s */
+    uint64_t hbm_bytes;                /* HBM capacity, bytes */
+} etk_gpu;
+
+typedef enum etk_topo {
+    ETK_TOPO_RING = 0,
+    ETK_TOPO_FULLY_CONNECTED = 1,
+    ETK_TOPO_SWITCH = 2,
+} etk_topo;
+
+typedef enum etk_algo {
+    ETK_ALGO_AUTO = 0,
+    ETK_ALGO_RING = 1,
+    ETK_ALGO_DIRECT = 2,
+    ETK_ALGO_HALVING_DOUBLING = 3,
+    ETK_ALGO_DOUBLE_BINARY_TREE = 4,
+} etk_algo;
+
+#define ETK_MAX_DIMS 8
+
+typedef struct etk_net_dim {
+    uint32_t size;       /* NPUs along this dimension */
+    int32_t topo;        /* etk_topo */
+    double bw_Bps;       /* per direction, bytes/s */
+    double latency_ns;   /* per hop/link */
+    int32_t algo[ETK_COLL_TYPE_COUNT]; /* etk_algo per collective type on this dimension */
+} etk_net_dim;
+
+typedef struct etk_cluster {
+    char name[64];
+    etk_gpu gpu;
+    uint32_t n_dims;
+    etk_net_dim dims[ETK_MAX_DIMS]; /* dims[0] varies fastest: rank r has coordinate
+                                       (r % dims[0].size, r / dims[0].size % dims[1].size, ...) */
+    uint32_t n_npus;                /* product of dims[].size */
+    double compute_efficiency;      /* roofline efficiency factor in (0, 1], default 1 */
+    etk_precision precision;        /* which peak_flops the roofline uses, default bf16 */
+    /* ASTRA-sim compatibility mode (--astra-compat): reproduce its congestion-unaware
+     * analytical backend to the ns. */
+    bool astra_compat;
+    uint32_t astra_splits;          /* preferred-dataset-splits (C), default 4 */
+    uint32_t astra_active_chunks;   /* active-chunks-per-dimension, default 1 */
+    double astra_endpoint_delay_ns; /* endpoint-delay, default 10 */
+    double astra_local_mem_bw_GBps; /* local-mem-bw in 10^9 B/s, default 1600 */
+} etk_cluster;
+
+/* Built-in presets "dgx-a100", "dgx-h100", "hgx-h200", "dgx-b200" (figures from
+ * ../shared/spec/hardware.md) with `nodes` nodes of 8 GPUs. */
+int etk_cluster_preset(const char *name, uint32_t nodes, etk_cluster *out, etk_error *err);
+/* etkit cluster YAML (docs/cluster.md). */
+int etk_cluster_load(const char *path, etk_cluster *out, etk_error *err);
+/* ASTRA-sim network YAML + system JSON (their units: network GB/s = 2^30 B/s, local-mem-bw
+ * GB/s = 10^9 B/s, peak-perf TFLOP/s). Sets astra_compat. */
+int etk_cluster_load_astra(const char *network_yaml, const char *system_json, etk_cluster *out,
+                           etk_error *err);
+/* Check internal consistency (sizes > 0, bandwidth > 0, known topology) and that the cluster
+ * has exactly n_ranks NPUs; the message says what is wrong. */
+int etk_cluster_check(const etk_cluster *c, uint32_t n_ranks, etk_error *err);
+
+/* Time of one collective of `bytes` (the Chakra comm_size convention: all-gather = per-rank
+ * input, others = full buffer) over the given group of ranks, placed on the dimensions the
+ * group actually spans. */
+uint64_t etk_net_coll_ns(const etk_cluster *c, etk_coll_type type, uint64_t bytes,
+                         const uint32_t *ranks, uint32_t n_ranks);
+/* Time of one point-to-point message. */
+uint64_t etk_net_p2p_ns(const etk_cluster *c, uint32_t src, uint32_t dst, uint64_t bytes);
+/* Roofline time of a compute node: max(flops / (peak * eff), bytes / (hbm_bw * eff)). */
+uint64_t etk_hw_compute_ns(const etk_cluster *c, uint64_t flops, uint64_t bytes);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
