@@ -306,6 +306,16 @@ typedef struct etk_workload {
     etk_trace **ranks;      /* ranks[r] for r in [0, n_ranks) */
     etk_groups *groups;     /* NULL when no comm-group file was found or given */
     const char *groups_path;
+    /* Rank classes (optional; set by the generator, NULL for workloads read from files):
+     * class_of[r] is rank r's class; all ranks of a class have the same trace up to the
+     * renaming of communicator groups and point-to-point peers. class_rep[c] is the class's
+     * representative rank. In a folded in-memory workload only ranks[class_rep[c]] are
+     * non-NULL; the other ranks[r] are NULL. */
+    uint32_t n_classes;
+    uint32_t *class_of;
+    uint32_t *class_rep;
+    void (*free_extra)(void *); /* called with `extra` by etk_workload_free (owner hook) */
+    void *extra;
 } etk_workload;
 
 /* Open a workload. `spec` is either a prefix (files <prefix>.0.et, <prefix>.1.et, ... are read
