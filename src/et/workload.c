@@ -1,0 +1,169 @@
+/* workload.c — a workload is the per-rank traces of one job plus its communicator groups.
+ * Opened from a prefix (<prefix>.<rank>.et, <prefix>.json), from one rank file, or from a
+ * single trace; written back as files of the same shape. */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "etkit/et.h"
+
+static bool exists(const char *p)
+{
+    struct stat st;
+    return stat(p, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+/* If `s` is "<prefix>.<digits>.et", return a malloc'ed prefix, else NULL. */
+static char *rank_file_prefix(const char *s)
+{
+    size_t n = strlen(s);
+    if (n < 5 || strcmp(s + n - 3, ".et") != 0)
+        return NULL;
+    size_t e = n - 3, b = e;
+    while (b > 0 && s[b - 1] >= '0' && s[b - 1] <= '9')
+        b--;
+    if (b == e || b == 0 || s[b - 1] != '.')
+        return NULL;
+    return strndup(s, b - 1);
+}
+
+void etk_workload_free(etk_workload *w)
+{
+    if (!w)
+        return;
+    for (uint32_t r = 0; r < w->n_ranks; r++)
+        etk_trace_free(w->ranks ? w->ranks[r] : NULL);
+    free(w->ranks);
+    etk_groups_free(w->groups);
+    free((char *)w->prefix);
+    free((char *)w->groups_path);
+    free(w->class_of);
+    free(w->class_rep);
+    if (w->free_extra)
+        w->free_extra(w->extra);
+    free(w);
+}
+
+static int add_rank(etk_workload *w, etk_trace *t, size_t *cap)
+{
+    if (w->n_ranks == *cap) {
+        size_t nc = *cap ? *cap * 2 : 8;
+        etk_trace **nr = realloc(w->ranks, nc * sizeof *nr);
+        if (!nr)
+            return ETK_ENOMEM;
+        w->ranks = nr;
+        *cap = nc;
+    }
+    w->ranks[w->n_ranks++] = t;
+    return 0;
+}
+
+int etk_workload_open(const char *spec, const char *groups_path, const etk_read_opts *opts,
+                      etk_workload **out, etk_error *err)
+{
+    *out = NULL;
+    etk_workload *w = calloc(1, sizeof *w);
+    if (!w)
+        return etk_err(err, ETK_ENOMEM, "out of memory");
+    size_t cap = 0;
+    int rc = 0;
+    char *prefix = rank_file_prefix(spec);
+    char *path = malloc(strlen(spec) + 32);
+    if (!path) {
+        free(prefix);
+        free(w);
+        return etk_err(err, ETK_ENOMEM, "out of memory");
+    }
+    if (!prefix) {
+        snprintf(path, strlen(spec) + 32, "%s.0.et", spec);
+        if (exists(path))
+            prefix = strdup(spec);
+    }
+    if (prefix) {
+        for (uint32_t r = 0;; r++) {
+            size_t plen = strlen(prefix) + 32;
+            char *p = realloc(path, plen);
+            if (!p) {
+                rc = etk_err(err, ETK_ENOMEM, "out of memory");
+                break;
+            }
+            path = p;
+            snprintf(path, plen, "%s.%u.et", prefix, r);
+            if (!exists(path)) {
+                if (r == 0)
+                    rc = etk_err(err, ETK_ENOTFOUND, "%s: no rank 0 trace (expected %s)", spec, path);
+                break;
+            }
+            etk_trace *t;
+            if ((rc = etk_trace_read(path, opts, &t, err)) != 0)
+                break;
+            if ((rc = add_rank(w, t, &cap)) != 0) {
+                etk_trace_free(t);
+                rc = etk_err(err, rc, "out of memory");
+                break;
+            }
+        }
+        w->prefix = prefix;
+    } else {
+        if (!exists(spec)) {
+            rc = etk_err(err, ETK_ENOTFOUND,
+                         "%s: no such trace file, and no rank files %s.<rank>.et", spec, spec);
+        } else {
+            etk_trace *t;
+            if ((rc = etk_trace_read(spec, opts, &t, err)) == 0 && (rc = add_rank(w, t, &cap)) != 0) {
+                etk_trace_free(t);
+                rc = etk_err(err, rc, "out of memory");
+            }
+            size_t n = strlen(spec);
+            w->prefix = (n > 3 && !strcmp(spec + n - 3, ".et")) ? strndup(spec, n - 3) : strdup(spec);
+        }
+    }
+    if (rc == 0) {
+        const char *gp = groups_path;
+        if (!gp && w->prefix) {
+            size_t plen = strlen(w->prefix) + 8;
+            char *p = realloc(path, plen);
+            if (p) {
+                path = p;
+                snprintf(path, plen, "%s.json", w->prefix);
+                if (exists(path))
+                    gp = path;
+            }
+        }
+        if (gp) {
+            if ((rc = etk_groups_read(gp, &w->groups, err)) == 0)
+                w->groups_path = strdup(gp);
+        }
+    }
+    free(path);
+    if (rc) {
+        etk_workload_free(w);
+        return rc;
+    }
+    *out = w;
+    return 0;
+}
+
+int etk_workload_write(const etk_workload *w, const char *prefix, etk_error *err)
+{
+    size_t plen = strlen(prefix) + 32;
+    char *path = malloc(plen);
+    if (!path)
+        return etk_err(err, ETK_ENOMEM, "out of memory");
+    int rc = 0;
+    for (uint32_t r = 0; r < w->n_ranks && rc == 0; r++) {
+        if (!w->ranks[r]) {
+            rc = etk_err(err, ETK_EINVAL,
+                         "rank %u has no trace (a folded workload must be expanded before writing)", r);
+            break;
+        }
+        snprintf(path, plen, "%s.%u.et", prefix, r);
+        rc = etk_trace_write(w->ranks[r], path, err);
+    }
+    if (rc == 0 && w->groups) {
+        snprintf(path, plen, "%s.json", prefix);
+        rc = etk_groups_write(w->groups, path, err);
+    }
+    free(path);
+    return rc;
+}

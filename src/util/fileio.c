@@ -1,0 +1,134 @@
+/* fileio.c — atomic output (write "<path>.tmp.<pid>", fsync, rename) and whole-file input
+ * (transparently gunzipped) shared by every module that reads or writes files. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "etkit/et.h"
+
+FILE *etk_file_begin(const char *path, char **tmp_path_out, etk_error *err)
+{
+    size_t n = strlen(path) + 32;
+    char *tmp = malloc(n);
+    if (!tmp) {
+        etk_err(err, ETK_ENOMEM, "%s: out of memory", path);
+        return NULL;
+    }
+    snprintf(tmp, n, "%s.tmp.%ld", path, (long)getpid());
+    FILE *f = fopen(tmp, "wb");
+    if (!f) {
+        etk_err(err, ETK_EIO, "%s: cannot create %s: %s", path, tmp, strerror(errno));
+        free(tmp);
+        return NULL;
+    }
+    *tmp_path_out = tmp;
+    return f;
+}
+
+int etk_file_commit(FILE *f, char *tmp, const char *path, etk_error *err)
+{
+    int rc = 0;
+    if (fflush(f) != 0 || ferror(f))
+        rc = etk_err(err, ETK_EIO, "%s: write failed: %s", path, strerror(errno));
+    else if (fsync(fileno(f)) != 0 && errno != EINVAL && errno != EROFS)
+        rc = etk_err(err, ETK_EIO, "%s: fsync failed: %s", path, strerror(errno));
+    if (fclose(f) != 0 && rc == 0)
+        rc = etk_err(err, ETK_EIO, "%s: close failed: %s", path, strerror(errno));
+    if (rc == 0 && rename(tmp, path) != 0)
+        rc = etk_err(err, ETK_EIO, "%s: cannot rename %s into place: %s", path, tmp,
+                     strerror(errno));
+    if (rc)
+        unlink(tmp);
+    free(tmp);
+    return rc;
+}
+
+void etk_file_abort(FILE *f, char *tmp)
+{
+    if (f)
+        fclose(f);
+    if (tmp) {
+        unlink(tmp);
+        free(tmp);
+    }
+}
+
+int etk_file_write_all(const char *path, const void *data, size_t len, etk_error *err)
+{
+    if (!strcmp(path, "-")) {
+        if (fwrite(data, 1, len, stdout) != len || fflush(stdout) != 0)
+            return etk_err(err, ETK_EIO, "<stdout>: write failed: %s", strerror(errno));
+        return 0;
+    }
+    char *tmp;
+    FILE *f = etk_file_begin(path, &tmp, err);
+    if (!f)
+        return err ? err->code : ETK_EIO;
+    if (len && fwrite(data, 1, len, f) != len) {
+        int rc = etk_err(err, ETK_EIO, "%s: write failed: %s", path, strerror(errno));
+        etk_file_abort(f, tmp);
+        return rc;
+    }
+    return etk_file_commit(f, tmp, path, err);
+}
+
+int etk_file_read_all(const char *path, char **data, size_t *len, etk_error *err)
+{
+    *data = NULL;
+    *len = 0;
+    gzFile gz = gzopen(path, "rb");
+    if (!gz)
+        return etk_err(err, ETK_EIO, "%s: cannot open: %s", path, strerror(errno));
+    size_t cap = 1u << 16, n = 0;
+    char *buf = malloc(cap);
+    if (!buf) {
+        gzclose(gz);
+        return etk_err(err, ETK_ENOMEM, "%s: out of memory", path);
+    }
+    for (;;) {
+        if (cap - n < (1u << 15)) {
+            if (cap > ((size_t)1 << 40)) {
+                free(buf);
+                gzclose(gz);
+                return etk_err(err, ETK_EINVAL, "%s: file too large", path);
+            }
+            char *nb = realloc(buf, cap * 2);
+            if (!nb) {
+                free(buf);
+                gzclose(gz);
+                return etk_err(err, ETK_ENOMEM, "%s: out of memory (%zu bytes)", path, cap * 2);
+            }
+            buf = nb;
+            cap *= 2;
+        }
+        size_t want = cap - n - 1;
+        if (want > (1u << 30))
+            want = 1u << 30;
+        int r = gzread(gz, buf + n, (unsigned)want);
+        if (r < 0) {
+            int zerr;
+            const char *m = gzerror(gz, &zerr);
+            int rc = etk_err(err, ETK_EIO, "%s: read failed: %s", path,
+                             zerr == Z_ERRNO ? strerror(errno) : m);
+            free(buf);
+            gzclose(gz);
+            return rc;
+        }
+        if (r == 0)
+            break;
+        n += (size_t)r;
+    }
+    int zerr;
+    gzerror(gz, &zerr);
+    gzclose(gz);
+    if (zerr == Z_BUF_ERROR) {
+        free(buf);
+        return etk_err(err, ETK_EFORMAT, "%s: truncated gzip stream", path);
+    }
+    buf[n] = 0;
+    *data = buf;
+    *len = n;
+    return 0;
+}
