@@ -156,7 +156,7 @@ static int put_node(emitter *E, const char *name, int type, uint64_t *deps, uint
         int64_t v;
         if (type == ETK_NODE_COMP && etk_node_i64(&n, "num_ops", &v)) {
             s->flops += (double)v;
-            if (E->phase != P_RECOMP)
+            if (E->phase != P_RECOMP && E->phase != P_OPT)
                 s->model_flops += (double)v;
         } else if (type == ETK_NODE_COLL) {
             int64_t ct = 0, sz = 0;
@@ -389,7 +389,7 @@ static void emit_optimizer(emitter *E, uint64_t unit_end)
         deps = &one;
         nd = unit_end ? 1 : 0;
     }
-    E->phase = P_BWD;
+    E->phase = P_OPT;
     uint64_t opt = E->next_id;
     /* reads and writes fp32 master weights, Adam m and v; reads the gradient, writes the parameter */
     put_comp(E, "optimizer.adam", (double)n * ADAM_FLOPS_PER_PARAM, n * (2 * 12 + c->grad_bytes + 2), deps, (uint32_t)nd);

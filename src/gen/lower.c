@@ -435,8 +435,8 @@ static uint64_t saved_bytes(ctx *c)
             if (seen[t])
                 continue;
             int pj = c->prod_op[t];
-            if (c->selective && pj >= 0 && c->S->ops[pj].region)
-                continue; /* recomputed */
+            if (c->selective && op->region && pj >= 0 && c->S->ops[pj].region)
+                continue; /* made and used inside the recomputed region */
             seen[t] = true;
             lay L = c->ts[0][t].L;
             for (int i = 0; i < op->nin; i++)
