@@ -221,7 +221,7 @@ static uint64_t emit_fwd(emitter *E, int si, uint32_t j, uint64_t input)
     size_t k0 = (size_t)si * E->G->m + j;
     E->fbase[k0] = base;
     E->fin[k0] = input;
-    char lab[32], name[160];
+    char lab[32], name[160] = "";
     si_label(E, si, lab, sizeof lab);
     uint64_t deps[64];
     for (int k = 0; k < P->nfwd && !E->rc; k++) {
@@ -234,7 +234,8 @@ static uint64_t emit_fwd(emitter *E, int si, uint32_t j, uint64_t input)
             else if (x == DEP_IN && input)
                 deps[nd++] = input;
         }
-        snprintf(name, sizeof name, "mb%u.%s.%s", j, lab, I->name);
+        if (E->put) /* names only for traces that are kept */
+            snprintf(name, sizeof name, "mb%u.%s.%s", j, lab, I->name);
         E->phase = I->phase;
         if (I->type == ETK_NODE_COMP)
             put_comp(E, name, I->flops, I->bytes, deps, nd);
@@ -256,7 +257,7 @@ static int emit_bwd(emitter *E, int si, uint32_t j, const uint64_t *gd, int ngd,
     const gprog *P = &G->prog[E->si_sec[si]];
     size_t k0 = (size_t)si * G->m + j;
     uint64_t fb = E->fbase[k0], fin = E->fin[k0], bb = E->next_id;
-    char lab[32], name[160];
+    char lab[32], name[160] = "";
     si_label(E, si, lab, sizeof lab);
     uint64_t deps[96];
     for (int k = P->nfwd; k < P->n && !E->rc; k++) {
@@ -274,7 +275,8 @@ static int emit_bwd(emitter *E, int si, uint32_t j, const uint64_t *gd, int ngd,
                 for (int g = 0; g < ngd && nd < 90; g++)
                     deps[nd++] = gd[g];
         }
-        snprintf(name, sizeof name, "mb%u.%s.%s", j, lab, I->name);
+        if (E->put)
+            snprintf(name, sizeof name, "mb%u.%s.%s", j, lab, I->name);
         E->phase = I->phase;
         uint64_t id = E->next_id;
         if (I->type == ETK_NODE_COMP)
