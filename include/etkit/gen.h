@@ -125,8 +125,12 @@ typedef struct etk_gen_summary {
 int etk_gen_summarize(const etk_gen_config *cfg, etk_gen_summary *out, etk_error *err);
 void etk_gen_summary_free(etk_gen_summary *s);
 
-/* Write <prefix>.<rank>.et for every rank and <prefix>.json (communicator groups). */
+/* Write <prefix>.<rank>.et for every rank and <prefix>.json (communicator groups). Each file is
+ * written to a temporary name and renamed when complete; the file system is synced once at the
+ * end. The bytes are those etk_writer writes for the same nodes. */
 int etk_gen_write(const etk_gen_config *cfg, const char *prefix, etk_error *err);
+/* Same, reporting the bytes of all rank files. */
+int etk_gen_write_stats(const etk_gen_config *cfg, const char *prefix, uint64_t *bytes, etk_error *err);
 /* The generated workload in memory (see the etk_workload rank-class fields in et.h). */
 int etk_gen_workload(const etk_gen_config *cfg, bool fold, etk_workload **out, etk_error *err);
 /* Communicator groups of the plan (ids as in the written JSON). */

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "etkit/gen.h"
+#include "gen/fastwrite.h"
 #include "gen/lower.h"
 
 #define ADAM_FLOPS_PER_PARAM 10 /* m, v updates 4; bias corrections 2; sqrt, divide 2; update, decay 2 */
@@ -427,6 +428,7 @@ static int emit_stage(gen *G, uint32_t stage, uint32_t tp_i, uint32_t dp_i, put_
         E.next_rank = etk_gen_rank(c, tp_i, dp_i, stage + 1);
     snprintf(E.tp_pg, sizeof E.tp_pg, "%u", 1 + dp_i + c->dp * stage);
     snprintf(E.dp_pg, sizeof E.dp_pg, "%u", 1 + c->dp * p + tp_i + c->tp * stage);
+    /* the numbering is bind_rank()'s, which the file writer uses for the other ranks */
     bool has_embed = stage == 0, has_head = stage == p - 1;
     E.nsi = (int)G->nl[stage] + has_embed + has_head;
     E.si_sec = calloc((size_t)E.nsi, sizeof(int));
@@ -678,8 +680,6 @@ int etk_gen_groups(const etk_gen_config *c, etk_groups **out, etk_error *err)
 }
 
 /* ---------- writing and in-memory workloads ---------- */
-static int put_writer(void *u, const etk_node *n, etk_error *err) { return etk_writer_put(u, n, err); }
-
 static int put_trace(void *u, const etk_node *n, etk_error *err)
 {
     if (!etk_trace_add(u, n))
@@ -689,7 +689,19 @@ static int put_trace(void *u, const etk_node *n, etk_error *err)
 
 #define ET_VERSION "0.0.4"
 
-int etk_gen_write(const etk_gen_config *cfg, const char *prefix, etk_error *err)
+/* Groups and peers of a rank (see gen.h for the numbering). */
+static void bind_rank(const etk_gen_config *c, uint32_t r, char *tp_pg, char *dp_pg, uint32_t *prev, uint32_t *next)
+{
+    uint32_t co[ETK_GEN_N_AXES];
+    etk_gen_coords(c, r, co);
+    uint32_t s = co[ETK_GEN_PP];
+    snprintf(tp_pg, 16, "%u", 1 + co[ETK_GEN_DP] + c->dp * s);
+    snprintf(dp_pg, 16, "%u", 1 + c->dp * c->pp + co[ETK_GEN_TP] + c->tp * s);
+    *prev = s > 0 ? etk_gen_rank(c, co[ETK_GEN_TP], co[ETK_GEN_DP], s - 1) : UINT32_MAX; /* none */
+    *next = s + 1 < c->pp ? etk_gen_rank(c, co[ETK_GEN_TP], co[ETK_GEN_DP], s + 1) : UINT32_MAX;
+}
+
+int etk_gen_write_stats(const etk_gen_config *cfg, const char *prefix, uint64_t *bytes_out, etk_error *err)
 {
     gen G;
     int rc = gen_init(&G, cfg, err);
@@ -697,22 +709,32 @@ int etk_gen_write(const etk_gen_config *cfg, const char *prefix, etk_error *err)
         return rc;
     size_t plen = strlen(prefix) + 32;
     char *path = malloc(plen);
-    if (!path) {
-        gen_free(&G);
-        return etk_err(err, ETK_ENOMEM, "out of memory");
+    etk_trace **reps = calloc(G.p, sizeof *reps);
+    etk_gen_class *cls = calloc(G.p, sizeof *cls);
+    uint64_t bytes = 0;
+    if (!path || !reps || !cls) {
+        rc = etk_err(err, ETK_ENOMEM, "out of memory");
+        goto done;
+    }
+    /* one template per stage class, bound to its representative */
+    for (uint32_t s = 0; s < G.p && !rc; s++) {
+        uint32_t rep = etk_gen_rank(cfg, 0, 0, s), prev, next;
+        char tp_pg[16], dp_pg[16];
+        bind_rank(cfg, rep, tp_pg, dp_pg, &prev, &next);
+        if (!(reps[s] = etk_trace_new(ET_VERSION))) {
+            rc = etk_err(err, ETK_ENOMEM, "out of memory");
+            break;
+        }
+        if (!(rc = emit_stage(&G, s, 0, 0, put_trace, reps[s], NULL, err)))
+            rc = etk_gen_class_build(&cls[s], reps[s], tp_pg, dp_pg, prev, next, err);
     }
     for (uint32_t r = 0; r < cfg->n_ranks && !rc; r++) {
-        uint32_t co[ETK_GEN_N_AXES];
+        uint32_t co[ETK_GEN_N_AXES], prev, next;
+        char tp_pg[16], dp_pg[16];
         etk_gen_coords(cfg, r, co);
+        bind_rank(cfg, r, tp_pg, dp_pg, &prev, &next);
         snprintf(path, plen, "%s.%u.et", prefix, r);
-        etk_writer *w;
-        if ((rc = etk_writer_open(path, ET_VERSION, NULL, 0, &w, err)))
-            break;
-        rc = emit_stage(&G, co[ETK_GEN_PP], co[ETK_GEN_TP], co[ETK_GEN_DP], put_writer, w, NULL, err);
-        if (rc)
-            etk_writer_abort(w);
-        else
-            rc = etk_writer_close(w, err);
+        rc = etk_gen_class_write(&cls[co[ETK_GEN_PP]], path, ET_VERSION, tp_pg, dp_pg, prev, next, &bytes, err);
     }
     if (!rc) {
         etk_groups *g;
@@ -722,9 +744,25 @@ int etk_gen_write(const etk_gen_config *cfg, const char *prefix, etk_error *err)
             etk_groups_free(g);
         }
     }
+    if (!rc)
+        rc = etk_gen_sync_dir(prefix, err);
+done:
+    for (uint32_t s = 0; reps && cls && s < G.p; s++) {
+        etk_gen_class_free(&cls[s]);
+        etk_trace_free(reps[s]);
+    }
+    free(reps);
+    free(cls);
     free(path);
     gen_free(&G);
+    if (bytes_out)
+        *bytes_out = bytes;
     return rc;
+}
+
+int etk_gen_write(const etk_gen_config *cfg, const char *prefix, etk_error *err)
+{
+    return etk_gen_write_stats(cfg, prefix, NULL, err);
 }
 
 int etk_gen_workload(const etk_gen_config *cfg, bool fold, etk_workload **out, etk_error *err)
