@@ -59,6 +59,7 @@ typedef struct etk_gen_config {
     double dp_bucket_mb;     /* DP gradient bucket, MiB (default 25) */
     int rank_order[ETK_GEN_N_AXES]; /* axes fastest first (ETK_GEN_TP, ...) */
     char gpu[32];            /* GPU for the memory verdict (default "h100") */
+    bool no_sync;            /* etk_gen_write: skip the final syncfs (scratch output, benchmarks) */
     /* derived by etk_gen_check */
     uint32_t n_ranks;
     uint32_t micro_batches;        /* per DP rank per step */

@@ -240,26 +240,25 @@ void etk_gen_class_free(etk_gen_class *k)
 int etk_gen_class_write(const etk_gen_class *k, const char *path, const char *version, const char *tp_pg,
                         const char *dp_pg, uint32_t prev, uint32_t next, uint64_t *bytes, etk_error *err)
 {
+    /* the whole file is assembled in memory and written with one call */
+    size_t cap = 64 + k->len;
+    for (size_t i = 0; i < k->nseg; i++)
+        if (k->seg[i].node != (size_t)-1)
+            cap += etk_gen_node_bound(&k->t->nodes[k->seg[i].node]) + 32;
+    uint8_t *buf = malloc(cap);
     size_t tl = strlen(path) + 32;
     char *tmp = malloc(tl);
-    if (!tmp)
-        return etk_err(err, ETK_ENOMEM, "out of memory");
-    snprintf(tmp, tl, "%s.tmp.%ld", path, (long)getpid());
-    FILE *f = fopen(tmp, "wb");
-    if (!f) {
-        int rc = etk_err(err, ETK_EIO, "%s: cannot create: %s", path, strerror(errno));
+    if (!buf || !tmp) {
+        free(buf);
         free(tmp);
-        return rc;
+        return etk_err(err, ETK_ENOMEM, "out of memory");
     }
-    uint8_t meta[64], nb[4096];
-    size_t ml = etk_gen_encode_meta(version, meta);
-    bool ok = fwrite(meta, 1, ml, f) == ml;
-    uint64_t total = ml;
-    for (size_t i = 0; i < k->nseg && ok; i++) {
+    size_t len = etk_gen_encode_meta(version, buf);
+    for (size_t i = 0; i < k->nseg; i++) {
         const etk_gen_seg *s = &k->seg[i];
-        ok = fwrite(k->blob + s->off, 1, s->len, f) == s->len;
-        total += s->len;
-        if (s->node == (size_t)-1 || !ok)
+        memcpy(buf + len, k->blob + s->off, s->len);
+        len += s->len;
+        if (s->node == (size_t)-1)
             continue;
         etk_node n = k->t->nodes[s->node];
         etk_attr a[8];
@@ -273,29 +272,33 @@ int etk_gen_class_write(const etk_gen_class *k, const char *path, const char *ve
         }
         n.attr = a;
         n.n_attr = na;
-        size_t b = etk_gen_node_bound(&n);
-        uint8_t *buf = b <= sizeof nb ? nb : malloc(b);
-        if (!buf) {
-            ok = false;
-            break;
-        }
-        size_t l = etk_gen_encode_node(&n, buf);
-        ok = fwrite(buf, 1, l, f) == l;
-        total += l;
-        if (buf != nb)
-            free(buf);
+        len += etk_gen_encode_node(&n, buf + len);
     }
-    if (fclose(f) != 0)
-        ok = false;
-    if (!ok || rename(tmp, path) != 0) {
-        int rc = etk_err(err, ETK_EIO, "%s: write failed: %s", path, strerror(errno));
-        unlink(tmp);
-        free(tmp);
-        return rc;
+    snprintf(tmp, tl, "%s.tmp.%ld", path, (long)getpid());
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    int rc = 0;
+    if (fd < 0) {
+        rc = etk_err(err, ETK_EIO, "%s: cannot create: %s", path, strerror(errno));
+    } else {
+        size_t off = 0;
+        while (off < len) {
+            ssize_t w = write(fd, buf + off, len - off);
+            if (w < 0 && errno == EINTR)
+                continue;
+            if (w <= 0)
+                break;
+            off += (size_t)w;
+        }
+        if (close(fd) != 0 || off != len || rename(tmp, path) != 0) {
+            rc = etk_err(err, ETK_EIO, "%s: write failed: %s", path, strerror(errno));
+            unlink(tmp);
+        }
     }
     free(tmp);
-    *bytes += total;
-    return 0;
+    free(buf);
+    if (!rc)
+        *bytes += len;
+    return rc;
 }
 
 int etk_gen_sync_dir(const char *path, etk_error *err)

@@ -728,14 +728,7 @@ int etk_gen_write_stats(const etk_gen_config *cfg, const char *prefix, uint64_t 
         if (!(rc = emit_stage(&G, s, 0, 0, put_trace, reps[s], NULL, err)))
             rc = etk_gen_class_build(&cls[s], reps[s], tp_pg, dp_pg, prev, next, err);
     }
-    for (uint32_t r = 0; r < cfg->n_ranks && !rc; r++) {
-        uint32_t co[ETK_GEN_N_AXES], prev, next;
-        char tp_pg[16], dp_pg[16];
-        etk_gen_coords(cfg, r, co);
-        bind_rank(cfg, r, tp_pg, dp_pg, &prev, &next);
-        snprintf(path, plen, "%s.%u.et", prefix, r);
-        rc = etk_gen_class_write(&cls[co[ETK_GEN_PP]], path, ET_VERSION, tp_pg, dp_pg, prev, next, &bytes, err);
-    }
+    /* groups first: their fsync is cheap before the rank files are written */
     if (!rc) {
         etk_groups *g;
         if (!(rc = etk_gen_groups(cfg, &g, err))) {
@@ -744,7 +737,15 @@ int etk_gen_write_stats(const etk_gen_config *cfg, const char *prefix, uint64_t 
             etk_groups_free(g);
         }
     }
-    if (!rc)
+    for (uint32_t r = 0; r < cfg->n_ranks && !rc; r++) {
+        uint32_t co[ETK_GEN_N_AXES], prev, next;
+        char tp_pg[16], dp_pg[16];
+        etk_gen_coords(cfg, r, co);
+        bind_rank(cfg, r, tp_pg, dp_pg, &prev, &next);
+        snprintf(path, plen, "%s.%u.et", prefix, r);
+        rc = etk_gen_class_write(&cls[co[ETK_GEN_PP]], path, ET_VERSION, tp_pg, dp_pg, prev, next, &bytes, err);
+    }
+    if (!rc && !cfg->no_sync)
         rc = etk_gen_sync_dir(prefix, err);
 done:
     for (uint32_t s = 0; reps && cls && s < G.p; s++) {
