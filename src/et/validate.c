@@ -762,7 +762,8 @@ static int load_groups(xstate *x)
         g->members = malloc((src->n_ranks ? src->n_ranks : 1) * sizeof *g->members);
         if (!g->members)
             return ETK_ENOMEM;
-        memcpy(g->members, src->ranks, src->n_ranks * sizeof *g->members);
+        if (src->n_ranks)
+            memcpy(g->members, src->ranks, src->n_ranks * sizeof *g->members);
         qsort(g->members, g->n_members, sizeof *g->members, cmp_u32);
         uint32_t bad = 0, dup = 0, first_bad = 0, first_dup = 0;
         for (uint32_t k = 0; k < g->n_members; k++) {
