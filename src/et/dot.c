@@ -53,7 +53,7 @@ int etk_dot_write(FILE *f, etk_trace *t, const etk_dot_opts *opts, size_t *n_edg
     fprintf(f, "  // %s: %zu nodes", t->path && *t->path ? t->path : "trace", t->n_nodes);
     if (shown < t->n_nodes)
         fprintf(f, "; cut by --max-nodes to the first %zu (file order)", shown);
-    fprintf(f, "\n  // data dependencies solid, control dependencies dashed (dependency -> dependent)\n");
+    fprintf(f, "\n  // data dependencies solid, control dependencies dashed; arrows point from a dependency to its dependent\n");
     fprintf(f, "  node [shape=box, fontname=\"monospace\", fontsize=10];\n");
     for (size_t i = 0; i < shown; i++) {
         const etk_node *n = &t->nodes[i];
