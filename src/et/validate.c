@@ -976,7 +976,8 @@ static int check_collectives(xstate *x)
             goto out;
     }
     /* sequence lengths: every member issues n_seq collectives on the group */
-    qsort(tl, n_tl, sizeof *tl, cmp_touch);
+    if (n_tl)
+        qsort(tl, n_tl, sizeof *tl, cmp_touch);
     for (size_t a = 0, b; a < n_tl; a = b) {
         b = a;
         while (b < n_tl && tl[b].g == tl[a].g)
@@ -1037,14 +1038,14 @@ static int cmp_p2p(const void *a, const void *b)
 
 typedef struct p2p_agg {
     uint64_t n;
-    const p2p *first;
+    p2p first; /* a copy: the record may live on the stack */
     sbuf list;
 } p2p_agg;
 
 static void agg_hit(p2p_agg *a, const p2p *m, uint32_t nlist, const etk_workload *w)
 {
     if (!a->n)
-        a->first = m;
+        a->first = *m;
     if (a->n < nlist)
         sb_printf(&a->list, "%srank %" PRIu32 " id %" PRIu64 " (%" PRId64 "->%" PRId64
                   " tag %" PRId64 ", %" PRId64 " bytes)",
@@ -1057,9 +1058,9 @@ static int agg_emit(xstate *x, p2p_agg *a, const char *code, const char *what)
 {
     int rc = 0;
     if (a->n) {
-        const etk_trace *t = x->w->ranks[a->first->rank];
-        rc = add(x->out, ETK_SEV_ERROR, code, a->first->rank, t->path, a->first->idx,
-                 t->nodes[a->first->idx].id, a->n, "%" PRIu64 " %s: %s%s", a->n, what,
+        const etk_trace *t = x->w->ranks[a->first.rank];
+        rc = add(x->out, ETK_SEV_ERROR, code, a->first.rank, t->path, a->first.idx,
+                 t->nodes[a->first.idx].id, a->n, "%" PRIu64 " %s: %s%s", a->n, what,
                  sb_str(&a->list), a->n > x->nlist ? "; ..." : "");
     }
     free(a->list.p);
@@ -1104,8 +1105,10 @@ static int check_p2p(xstate *x)
         }
     }
     /* k-th send of (src, dst, tag) in file order matches the k-th recv of the same key */
-    qsort(s, ns, sizeof *s, cmp_p2p);
-    qsort(rv, nr, sizeof *rv, cmp_p2p);
+    if (ns)
+        qsort(s, ns, sizeof *s, cmp_p2p);
+    if (nr)
+        qsort(rv, nr, sizeof *rv, cmp_p2p);
     size_t a = 0, b = 0;
     while (a < ns || b < nr) {
         int c = a == ns ? 1 : b == nr ? -1 : 0;
