@@ -225,22 +225,26 @@ static const char *nname(const etk_node *n)
 
 /* Missing dependencies of one kind: one finding with the count of distinct absent ids, the
  * number of references and the first few ids. */
-static int check_missing(etk_trace *t, int64_t rank, bool ctrl, uint32_t nlist, etk_findings *out)
+static int check_missing(etk_trace *t, const int32_t *res, int64_t rank, bool ctrl,
+                         uint32_t nlist, etk_findings *out)
 {
     u64vec ids = {0};
     uint64_t refs = 0;
     int64_t first = -1;
+    size_t k = 0;
     for (size_t i = 0; i < t->n_nodes; i++) {
         const etk_node *n = &t->nodes[i];
+        size_t base = k + (ctrl ? 0 : n->n_ctrl_deps);
         const uint64_t *d = ctrl ? n->ctrl_deps : n->data_deps;
         uint32_t nd = ctrl ? n->n_ctrl_deps : n->n_data_deps;
-        for (uint32_t k = 0; k < nd; k++) {
-            if (d[k] == n->id || etk_trace_find_index(t, d[k]) >= 0)
+        k += (size_t)n->n_ctrl_deps + n->n_data_deps;
+        for (uint32_t j = 0; j < nd; j++) {
+            if (res[base + j] != ETK_DG_ABSENT)
                 continue;
             if (first < 0)
                 first = (int64_t)i;
             refs++;
-            if (u64_push(&ids, d[k])) {
+            if (u64_push(&ids, d[j])) {
                 free(ids.v);
                 return ETK_ENOMEM;
             }
@@ -270,6 +274,8 @@ static int check_missing(etk_trace *t, int64_t rank, bool ctrl, uint32_t nlist, 
 
 static int check_ids(etk_trace *t, int64_t rank, uint32_t nlist, etk_findings *out)
 {
+    if (!t->n_duplicate_ids) /* counted by etk_trace_index */
+        return 0;
     uint64_t dups = 0;
     int64_t first = -1;
     sbuf b = {0};
@@ -295,11 +301,11 @@ static int check_ids(etk_trace *t, int64_t rank, uint32_t nlist, etk_findings *o
     return rc;
 }
 
-static int check_cycles(etk_trace *t, int64_t rank, uint32_t nlist, etk_findings *out,
-                        bool *cyclic, etk_error *err)
+static int check_cycles(etk_trace *t, const int32_t *res, int64_t rank, uint32_t nlist,
+                        etk_findings *out, bool *cyclic, etk_error *err)
 {
     etk_dg g;
-    int rc = etk_dg_build(t, &g, err);
+    int rc = etk_dg_build(t, res, &g, err);
     if (rc)
         return rc;
     *cyclic = g.n_self > 0 || g.n_order < g.n;
@@ -307,13 +313,12 @@ static int check_cycles(etk_trace *t, int64_t rank, uint32_t nlist, etk_findings
         uint64_t nodes = 0;
         int64_t first = -1;
         sbuf b = {0};
+        size_t k = 0;
         for (size_t i = 0; i < t->n_nodes; i++) {
             const etk_node *n = &t->nodes[i];
             bool self = false;
-            for (uint32_t k = 0; k < n->n_ctrl_deps; k++)
-                self |= n->ctrl_deps[k] == n->id;
-            for (uint32_t k = 0; k < n->n_data_deps; k++)
-                self |= n->data_deps[k] == n->id;
+            for (uint32_t j = 0; j < n->n_ctrl_deps + n->n_data_deps; j++)
+                self |= res[k++] == ETK_DG_SELF;
             if (!self)
                 continue;
             if (first < 0)
@@ -564,23 +569,38 @@ static int check_node_attrs(etk_trace *t, int64_t rank, etk_findings *out)
     return 0;
 }
 
+/* res_keep: when not NULL, receives the resolved dependency array (for the deadlock pass) */
 static int validate_trace(etk_trace *t, int64_t rank, const etk_validate_opts *opts,
-                          etk_findings *out, bool *cyclic, etk_error *err)
+                          etk_findings *out, bool *cyclic, int32_t **res_keep, etk_error *err)
 {
     uint32_t nlist = opts && opts->max_ids_listed ? opts->max_ids_listed : LIST_DEFAULT;
     int rc;
     *cyclic = false;
     if (!t->index_slots && (rc = etk_trace_index(t, err)))
         return rc;
-    if ((rc = check_ids(t, rank, nlist, out)) || (rc = check_missing(t, rank, false, nlist, out)) ||
-        (rc = check_missing(t, rank, true, nlist, out)))
+    size_t n_refs;
+    int32_t *res = etk_dg_resolve(t, &n_refs);
+    if (!res)
+        return etk_err(err, ETK_ENOMEM, "%s: out of memory validating", tpath(t));
+    if ((rc = check_ids(t, rank, nlist, out)) ||
+        (rc = check_missing(t, res, rank, false, nlist, out)) ||
+        (rc = check_missing(t, res, rank, true, nlist, out)))
         goto oom;
-    if ((rc = check_cycles(t, rank, nlist, out, cyclic, err)))
-        return rc == ETK_ENOMEM ? etk_err(err, rc, "%s: out of memory validating", tpath(t)) : rc;
+    if ((rc = check_cycles(t, res, rank, nlist, out, cyclic, err))) {
+        free(res);
+        return rc == ETK_ENOMEM && err && err->code != ETK_ENOMEM
+                   ? etk_err(err, rc, "%s: out of memory validating", tpath(t))
+                   : rc;
+    }
     if ((rc = check_attr_kinds(t, rank, out)) || (rc = check_node_attrs(t, rank, out)))
         goto oom;
+    if (res_keep)
+        *res_keep = res;
+    else
+        free(res);
     return 0;
 oom:
+    free(res);
     return etk_err(err, rc, "%s: out of memory validating", tpath(t));
 }
 
@@ -588,7 +608,7 @@ int etk_validate_trace(etk_trace *t, int64_t rank, const etk_validate_opts *opts
                        etk_findings *out, etk_error *err)
 {
     bool cyclic;
-    return validate_trace(t, rank, opts, out, &cyclic, err);
+    return validate_trace(t, rank, opts, out, &cyclic, NULL, err);
 }
 
 /* ---------- cross-rank checks ---------- */
@@ -632,6 +652,7 @@ typedef struct xstate {
     uint32_t all;    /* index of the all-ranks group */
     size_t *off;     /* n_ranks + 1: global node numbers of rank r start at off[r] */
     uint32_t *uf;    /* union-find parent over global node numbers */
+    int32_t **res;   /* per rank: resolved dependencies (etk_dg_resolve) */
 } xstate;
 
 static int grp_slot_find(const xstate *x, const char *id, size_t *slot)
@@ -1191,20 +1212,18 @@ static int check_deadlock(xstate *x, etk_error *err)
     size_t E = 0;
     for (uint32_t r = 0; r < w->n_ranks; r++) {
         const etk_trace *t = w->ranks[r];
+        const int32_t *res = x->res[r];
+        const uint32_t *rp = rep + x->off[r];
+        size_t k = 0;
         for (size_t i = 0; i < t->n_nodes; i++) {
             const etk_node *n = &t->nodes[i];
-            uint32_t v = rep[x->off[r] + i];
-            for (int pass = 0; pass < 2; pass++) {
-                const uint64_t *d = pass ? n->data_deps : n->ctrl_deps;
-                uint32_t nd = pass ? n->n_data_deps : n->n_ctrl_deps;
-                for (uint32_t k = 0; k < nd; k++) {
-                    ptrdiff_t j = d[k] == n->id ? -1 : etk_trace_find_index(t, d[k]);
-                    if (j < 0)
-                        continue;
-                    start[rep[x->off[r] + (size_t)j] + 1]++;
-                    indeg[v]++;
-                    E++;
-                }
+            uint32_t v = rp[i], m = n->n_ctrl_deps + n->n_data_deps;
+            for (uint32_t q = 0; q < m; q++, k++) {
+                if (res[k] < 0)
+                    continue;
+                start[rp[res[k]] + 1]++;
+                indeg[v]++;
+                E++;
             }
         }
     }
@@ -1216,18 +1235,15 @@ static int check_deadlock(xstate *x, etk_error *err)
         goto out;
     for (uint32_t r = 0; r < w->n_ranks; r++) {
         const etk_trace *t = w->ranks[r];
+        const int32_t *res = x->res[r];
+        const uint32_t *rp = rep + x->off[r];
+        size_t k = 0;
         for (size_t i = 0; i < t->n_nodes; i++) {
             const etk_node *n = &t->nodes[i];
-            uint32_t v = rep[x->off[r] + i];
-            for (int pass = 0; pass < 2; pass++) {
-                const uint64_t *d = pass ? n->data_deps : n->ctrl_deps;
-                uint32_t nd = pass ? n->n_data_deps : n->n_ctrl_deps;
-                for (uint32_t k = 0; k < nd; k++) {
-                    ptrdiff_t j = d[k] == n->id ? -1 : etk_trace_find_index(t, d[k]);
-                    if (j >= 0)
-                        succ[start[rep[x->off[r] + (size_t)j]]++] = v;
-                }
-            }
+            uint32_t v = rp[i], m = n->n_ctrl_deps + n->n_data_deps;
+            for (uint32_t q = 0; q < m; q++, k++)
+                if (res[k] >= 0)
+                    succ[start[rp[res[k]]]++] = v;
         }
     }
     /* start[u] now points at the end of u's list: shift back */
@@ -1358,7 +1374,14 @@ int etk_validate_workload(etk_workload *w, const etk_validate_opts *opts, etk_fi
         opts = &dflt;
     bool folded = false, any_cyclic = false;
     size_t total = 0;
-    int rc;
+    int rc = 0;
+    const char *prefix = w->prefix ? w->prefix : "";
+    /* resolved dependencies per rank, kept for the deadlock pass */
+    bool keep = !opts->skip_cross_rank && !opts->skip_deadlock;
+    int32_t **res = keep ? calloc(w->n_ranks ? w->n_ranks : 1, sizeof *res) : NULL;
+    if (keep && !res)
+        return etk_err(err, ETK_ENOMEM, "out of memory");
+    xstate x = {0};
     for (uint32_t r = 0; r < w->n_ranks; r++) {
         etk_trace *t = w->ranks[r];
         if (!t) {
@@ -1366,26 +1389,27 @@ int etk_validate_workload(etk_workload *w, const etk_validate_opts *opts, etk_fi
             continue;
         }
         bool cyclic;
-        if ((rc = validate_trace(t, r, opts, out, &cyclic, err)))
-            return rc;
+        if ((rc = validate_trace(t, r, opts, out, &cyclic, keep ? &res[r] : NULL, err)))
+            goto out;
         any_cyclic |= cyclic;
         total += t->n_nodes;
     }
-    const char *prefix = w->prefix ? w->prefix : "";
-    if (folded)
-        return add(out, ETK_SEV_INFO, "skipped", -1, prefix, -1, 0, 1,
-                   "folded workload (%" PRIu32 " classes over %" PRIu32 " ranks): only the class "
-                   "representatives were checked; expand it for the cross-rank checks",
-                   w->n_classes, w->n_ranks)
-                   ? etk_err(err, ETK_ENOMEM, "out of memory")
-                   : 0;
+    if (folded) {
+        rc = add(out, ETK_SEV_INFO, "skipped", -1, prefix, -1, 0, 1,
+                 "folded workload (%" PRIu32 " classes over %" PRIu32 " ranks): only the class "
+                 "representatives were checked; expand it for the cross-rank checks",
+                 w->n_classes, w->n_ranks);
+        goto out;
+    }
     if (opts->skip_cross_rank)
-        return 0;
-    if (total >= UINT32_MAX)
-        return etk_err(err, ETK_EINVAL,
-                       "%s: %zu nodes in total: more than the 2^32-2 the cross-rank checks support",
-                       prefix, total);
-    xstate x = {0};
+        goto out;
+    if (total >= UINT32_MAX) {
+        rc = etk_err(err, ETK_EINVAL,
+                     "%s: %zu nodes in total: more than the 2^32-2 the cross-rank checks support",
+                     prefix, total);
+        goto out;
+    }
+    x.res = res;
     x.w = w;
     x.out = out;
     x.nlist = opts->max_ids_listed ? opts->max_ids_listed : LIST_DEFAULT;
@@ -1419,6 +1443,9 @@ out:
     free(x.slots);
     free(x.off);
     free(x.uf);
+    for (uint32_t r = 0; res && r < w->n_ranks; r++)
+        free(res[r]);
+    free(res);
     if (rc == ETK_ENOMEM && !(err && err->code == ETK_ENOMEM))
         return etk_err(err, rc, "%s: out of memory in the cross-rank checks", prefix);
     return rc;
