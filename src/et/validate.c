@@ -713,6 +713,12 @@ static int64_t grp_get(xstate *x, const char *id)
     return (int64_t)x->n_g - 1;
 }
 
+/* after a group's name in messages: the implicit group has the empty name */
+static const char *all_note(const grp *g)
+{
+    return g->all ? " (all ranks: no pg_name)" : "";
+}
+
 static int cmp_u32(const void *a, const void *b)
 {
     uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
@@ -987,11 +993,12 @@ static int check_collectives(xstate *x)
         uint32_t ref_idx = (uint32_t)(ref->gid - x->off[ref->rank]);
         if (add(x->out, ETK_SEV_ERROR, "coll-mismatch", g->mm_rank, t->path, g->mm_idx, n->id,
                 g->n_mismatch,
-                "group \"%s\": collective #%" PRId64 " on the group is %s of %" PRId64
+                "group \"%s\"%s: collective #%" PRId64 " on the group is %s of %" PRId64
                 " bytes on rank %" PRIu32 " (node #%" PRIu32 " id %" PRIu64 ") but %s of %" PRId64
                 " bytes on rank %" PRId64 "; every member must issue the same sequence of "
                 "(comm_type, comm_size); %" PRIu64 " positions differ",
-                g->id, g->mm_k, etk_coll_type_name((int)ref->type), ref->size, ref->rank,
+                g->id, all_note(g), g->mm_k, etk_coll_type_name((int)ref->type), ref->size,
+                ref->rank,
                 ref_idx, w->ranks[ref->rank]->nodes[ref_idx].id, etk_coll_type_name((int)type),
                 size, g->mm_rank, g->n_mismatch))
             goto out;
@@ -1023,10 +1030,11 @@ static int check_collectives(xstate *x)
         }
         if (n_bad && add(x->out, ETK_SEV_ERROR, "coll-count-mismatch", bad_rank,
                          w->ranks[bad_rank]->path, -1, 0, n_bad,
-                         "group \"%s\": rank %" PRId64 " issues %" PRIu64 " collectives on the "
+                         "group \"%s\"%s: rank %" PRId64 " issues %" PRIu64 " collectives on the "
                          "group, rank %" PRIu32 " issues %" PRIu64 "; %" PRIu64 " of its %" PRIu32
                          " ranks differ from %" PRIu64 " (the others wait forever)",
-                         g->id, bad_rank, bad_count, g->seq[0].rank, want, n_bad, nm, want))
+                         g->id, all_note(g), bad_rank, bad_count, g->seq[0].rank, want, n_bad, nm,
+                         want))
             goto out;
     }
     rc = 0;
@@ -1311,15 +1319,23 @@ static int check_deadlock(xstate *x, etk_error *err)
                 }
             }
         }
-        if (!found) /* cannot happen for a stalled node */
+        if (!found) { /* cannot happen for a stalled node; report without a witness */
+            steps = 0;
             break;
+        }
     }
-    size_t s0 = pos[cur] ? pos[cur] - 1 : 0, len = steps - s0;
+    size_t s0 = steps ? pos[cur] - 1 : 0, len = steps - s0;
     sbuf b = {0}, rk = {0};
     /* ranks involved, in order of first appearance */
     uint32_t listed[WITNESS_MAX];
     size_t n_listed = 0;
-    for (size_t k = s0; k < steps; k++) {
+    /* start the written cycle at its lowest (rank, node): global numbers order exactly so */
+    size_t best = s0;
+    for (size_t k = s0; k < steps; k++)
+        if (walk_from[k] < walk_from[best])
+            best = k;
+    for (size_t q = 0; q < len; q++) {
+        size_t k = s0 + (best - s0 + q) % len;
         uint32_t gm = walk_from[k], gd = walk_to[k];
         uint32_t r = rank_of(x, gm);
         const etk_trace *t = w->ranks[r];
@@ -1331,19 +1347,20 @@ static int check_deadlock(xstate *x, etk_error *err)
             listed[n_listed++] = r;
             sb_printf(&rk, "%s%" PRIu32, n_listed > 1 ? ", " : "", r);
         }
-        if (k - s0 < WITNESS_MAX)
+        if (q < WITNESS_MAX)
             sb_printf(&b, "%srank %" PRIu32 " node id %" PRIu64 " (%s '%.*s') waits for id %" PRIu64
                       " (%s '%.*s')",
-                      k > s0 ? "; " : "", r, nm->id, etk_node_type_name(nm->type), NAME_MAX_SHOWN,
+                      q ? "; " : "", r, nm->id, etk_node_type_name(nm->type), NAME_MAX_SHOWN,
                       nname(nm), ndp->id, etk_node_type_name(ndp->type), NAME_MAX_SHOWN,
                       nname(ndp));
     }
     if (len > WITNESS_MAX)
         sb_printf(&b, "; ...");
-    uint32_t r0 = rank_of(x, walk_from[s0]);
+    uint32_t where = len ? walk_from[best] : cur;
+    uint32_t r0 = rank_of(x, where);
     const etk_trace *t0 = w->ranks[r0];
-    rc = add(x->out, ETK_SEV_ERROR, "deadlock", r0, t0->path, walk_from[s0] - x->off[r0],
-             t0->nodes[walk_from[s0] - x->off[r0]].id, n_rep - qt,
+    rc = add(x->out, ETK_SEV_ERROR, "deadlock", r0, t0->path, where - x->off[r0],
+             t0->nodes[where - x->off[r0]].id, n_rep - qt,
              "cross-rank deadlock: a cycle of %zu waits over ranks %s%s: %s. (A collective waits "
              "for every member of its group, a send for its matching recv.) %zu operations can "
              "never run",
