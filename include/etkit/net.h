@@ -131,6 +131,12 @@ uint64_t etk_net_place_coll_ns(const etk_cluster *c, const etk_net_place *p, etk
 int etk_cluster_preset(const char *name, uint32_t nodes, etk_cluster *out, etk_error *err);
 /* etkit cluster YAML (docs/cluster.md). */
 int etk_cluster_load(const char *path, etk_cluster *out, etk_error *err);
+/* Same from text in memory (`name` is used in messages). */
+int etk_cluster_parse(const char *text, size_t len, const char *name, etk_cluster *out,
+                      etk_error *err);
+/* One line for reports, e.g. "dgx-h100: 64 x H100-SXM (989 TFLOP/s bf16, 3350 GB/s HBM);
+ * network 8 Switch 450 GB/s 500 ns x 8 Switch 50 GB/s 2000 ns". Returns buf. */
+char *etk_cluster_describe(const etk_cluster *c, char *buf, size_t size);
 /* ASTRA-sim network YAML + system JSON (their units: network GB/s = 2^30 B/s, local-mem-bw
  * GB/s = 10^9 B/s, peak-perf TFLOP/s). Sets astra_compat. */
 int etk_cluster_load_astra(const char *network_yaml, const char *system_json, etk_cluster *out,
