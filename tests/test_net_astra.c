@@ -333,6 +333,15 @@ static void test_astra_errors(void **state)
                        "expected \"baseline\" or \"localBWAware\"");
     etk_cluster c;
     etk_error err = {0};
+    /* halving-doubling on 6 NPUs is accepted with a warning saying what etkit does */
+    assert_int_equal(etk_cluster_load_astra(
+                         write_tmp("n6.yml", "topology: [ Switch ]\nnpus_count: [ 6 ]\n"
+                                             "bandwidth: [ 50 ]\nlatency: [ 500 ]\n"),
+                         write_tmp("s6.json", "{\"preferred-dataset-splits\": 4, "
+                                              "\"all-reduce-implementation\": [\"halvingDoubling\"]}"),
+                         &c, &err),
+                     0);
+    assert_non_null(strstr(c.warnings, "6 NPUs on dimension 0 is not a power of two"));
     assert_true(etk_cluster_load_astra("/nonexistent/net.yml", write_tmp("s.json", ok_sys), &c,
                                        &err) < 0);
     assert_non_null(strstr(err.msg, "/nonexistent/net.yml"));

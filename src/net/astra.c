@@ -375,6 +375,20 @@ int etk_cluster_load_astra(const char *network_yaml, const char *system_json, et
     if ((rc = load_system_json(system_json, &c, err)))
         return rc;
     net_cluster_finish(&c);
+    for (uint32_t i = 0; i < c.n_dims; i++) {
+        uint32_t n = c.dims[i].size;
+        if ((n & (n - 1)) == 0)
+            continue;
+        for (int t = 0; t < ETK_COLL_TYPE_COUNT; t++)
+            if (c.dims[i].algo[t] == ETK_ALGO_HALVING_DOUBLING ||
+                c.dims[i].algo[t] == ETK_ALGO_DOUBLE_BINARY_TREE) {
+                char what[96];
+                snprintf(what, sizeof what, "%u NPUs on dimension %u", n, i);
+                add_warning(&c, "%s is not a power of two: halvingDoubling there is costed as "
+                                "ring (doubleBinaryTree with depth ceil(log2 N))", what);
+                break;
+            }
+    }
     const char *b = strrchr(network_yaml, '/');
     snprintf(c.name, sizeof c.name, "%s", b ? b + 1 : network_yaml);
     if ((rc = etk_cluster_check(&c, 0, err)))
