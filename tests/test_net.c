@@ -194,6 +194,12 @@ static void test_placement(void **state)
     uint32_t dup[4] = {0, 1, 8, 8}; /* duplicates: right shape, wrong set */
     assert_int_equal(etk_net_place_group(&c, dup, 4, &p, NULL), 0);
     assert_false(p.regular);
+    uint32_t dup2[4] = {0, 0, 9, 9}; /* same per-dimension coordinate sums as {0, 1, 8, 9} */
+    assert_int_equal(etk_net_place_group(&c, dup2, 4, &p, NULL), 0);
+    assert_false(p.regular);
+    uint32_t shuffled[4] = {9, 0, 8, 1}; /* not increasing: checked by the fingerprint */
+    assert_int_equal(etk_net_place_group(&c, shuffled, 4, &p, NULL), 0);
+    assert_true(p.regular);
     uint32_t two_by_two[4] = {0, 1, 8, 9};
     assert_int_equal(etk_net_place_group(&c, two_by_two, 4, &p, NULL), 0);
     assert_true(p.regular);
