@@ -240,6 +240,27 @@ static void test_subgroup(void **state)
     assert_int_equal(whole(&s, ETK_COLL_ALL_REDUCE, MiB), 148440);
 }
 
+/* Sub-groups spanning both dimensions. {0..15}: every link's first differing dimension is the
+ * Ring one (7→8 is (7,0)→(0,1): ring distance 1), so it is a 16-rank ring at 400 GB/s, 500 ns:
+ * 1 MiB, m = 16384 B, net = ⌊500 + 38.15⌋ = 538, red = 3·⌊10.24⌋ = 30 →
+ * 4·(10 + 30·548 + 15·30) = 67,600. {0, 8, 9, 1}: links alternate Switch (⌊2000 + 1220.7⌋ =
+ * 3220 for m = 65536 B) and Ring (⌊500 + 152.6⌋ = 652); every chain of 2(N−1) = 6 links holds
+ * three of each: 4·(10 + 3·652 + 3·3220 + 6·10 + 3·120) = 48,184. */
+static void test_subgroup_mixed(void **state)
+{
+    (void)state;
+    int topo[2] = {ETK_TOPO_RING, ETK_TOPO_SWITCH};
+    uint32_t size[2] = {8, 8};
+    double bw[2] = {400, 50}, lat[2] = {500, 1000};
+    etk_cluster c = astra(2, topo, size, bw, lat, ETK_ALGO_RING);
+    assert_int_equal(etk_net_coll_ns(&c, ETK_COLL_ALL_REDUCE, MiB, NULL, 16), 67600);
+    uint32_t g[4] = {0, 8, 9, 1};
+    assert_int_equal(etk_net_coll_ns(&c, ETK_COLL_ALL_REDUCE, MiB, g, 4), 48184);
+    /* NULL ranks = 0..n-1: the whole cluster → ASTRA-sim's multi-dimensional path */
+    c.astra_local_bw_aware = true;
+    assert_int_equal(etk_net_coll_ns(&c, ETK_COLL_ALL_REDUCE, GiB, NULL, 64), 6249065);
+}
+
 /* Point-to-point: one unchunked message on the first differing dimension + endpoint delay:
  * 1 MiB from rank 0 to rank 3 on Ring 8 @ 50 GB/s, 500 ns: 3 hops → ⌊1500 + 19531.25⌋ + 10. */
 static void test_p2p(void **state)
@@ -354,7 +375,8 @@ int main(void)
         cmocka_unit_test(test_switch_table),   cmocka_unit_test(test_switch_mib),
         cmocka_unit_test(test_two_dims),       cmocka_unit_test(test_sensitivity),
         cmocka_unit_test(test_compute),        cmocka_unit_test(test_chunk_padding),
-        cmocka_unit_test(test_subgroup),       cmocka_unit_test(test_p2p),
+        cmocka_unit_test(test_subgroup),       cmocka_unit_test(test_subgroup_mixed),
+        cmocka_unit_test(test_p2p),
         cmocka_unit_test(test_load_astra),     cmocka_unit_test(test_astra_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

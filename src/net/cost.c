@@ -69,6 +69,9 @@ static uint32_t class_index(etk_net_place *p, uint8_t f, uint8_t l, uint32_t hop
     return best;
 }
 
+/* ranks == NULL stands for 0, 1, ..., n-1 */
+#define RANK(i) ((ranks ? ranks[(i)] : (uint32_t)(i)) % c->n_npus)
+
 int etk_net_place_group(const etk_cluster *c, const uint32_t *ranks, uint32_t n,
                         etk_net_place *p, etk_error *err)
 {
@@ -88,8 +91,8 @@ int etk_net_place_group(const etk_cluster *c, const uint32_t *ranks, uint32_t n,
     uint64_t sum_r2 = 0, sum_r3 = 0; /* mod 2^64 */
     bool increasing = true;
     for (uint32_t i = 0; i < n; i++) {
-        uint32_t r = ranks[i] % c->n_npus;
-        if (i && r <= ranks[i - 1] % c->n_npus)
+        uint32_t r = RANK(i);
+        if (i && r <= RANK(i - 1))
             increasing = false;
         sum_r2 += (uint64_t)r * r;
         sum_r3 += (uint64_t)r * r * r;
@@ -109,7 +112,7 @@ int etk_net_place_group(const etk_cluster *c, const uint32_t *ranks, uint32_t n,
         /* flat-ring link classes: link i goes member[i] -> member[i+1 mod n] */
         uint8_t f, l;
         uint32_t hops;
-        link_of(c, ranks[i] % c->n_npus, ranks[(i + 1) % n] % c->n_npus, &f, &l, &hops);
+        link_of(c, RANK(i), RANK((i + 1) % n), &f, &l, &hops);
         uint32_t k = class_index(p, f, l, hops);
         p->class_count[k]++;
         if (i == 0)
