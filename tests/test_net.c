@@ -319,6 +319,24 @@ static void test_lower_bounds(void **state)
                 }
 }
 
+/* Clusters built in memory and never checked must not crash the cost functions: zero
+ * bandwidth gives an "infinite" time, zero splits/active chunks count as 1. */
+static void test_unchecked(void **state)
+{
+    (void)state;
+    etk_cluster c = one_dim(ETK_TOPO_SWITCH, 8, 100, 1000, ETK_ALGO_RING);
+    c.dims[0].bw_Bps = 0;
+    assert_true(all(&c, ETK_COLL_ALL_REDUCE, 1000) == UINT64_MAX);
+    assert_true(etk_net_p2p_ns(&c, 0, 1, 1000) == UINT64_MAX);
+    c.astra_compat = true;
+    assert_true(all(&c, ETK_COLL_ALL_REDUCE, 1000) == UINT64_MAX);
+    c = one_dim(ETK_TOPO_SWITCH, 8, 100, 1000, ETK_ALGO_RING);
+    c.astra_compat = true;
+    c.astra_splits = 0;
+    c.astra_active_chunks = 0;
+    assert_true(all(&c, ETK_COLL_ALL_REDUCE, 1000) > 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -329,6 +347,7 @@ int main(void)
         cmocka_unit_test(test_irregular),         cmocka_unit_test(test_ring_stride),
         cmocka_unit_test(test_p2p),               cmocka_unit_test(test_all_to_all_lower_bound),
         cmocka_unit_test(test_large),             cmocka_unit_test(test_lower_bounds),
+        cmocka_unit_test(test_unchecked),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

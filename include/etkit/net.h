@@ -153,7 +153,8 @@ uint64_t etk_net_coll_ns(const etk_cluster *c, etk_coll_type type, uint64_t byte
 /* (etk_net_coll_ns places the group on every call: O(n_ranks). Callers that issue many
  * collectives on one group should place it once with etk_net_place_group.) ranks == NULL
  * means ranks 0..n_ranks-1 (e.g. no comm-group file: the whole cluster). Ranks out of range
- * count as rank % n_npus; an empty or one-rank group costs 0. */
+ * count as rank % n_npus; an empty or one-rank group costs 0; a cluster that fails
+ * etk_cluster_check with a zero bandwidth gives UINT64_MAX (never finishes). */
 /* Time of one point-to-point message. */
 uint64_t etk_net_p2p_ns(const etk_cluster *c, uint32_t src, uint32_t dst, uint64_t bytes);
 /* Roofline time of a compute node: max(flops / (peak * eff), bytes / (hbm_bw * eff)). */

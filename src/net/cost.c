@@ -419,6 +419,9 @@ uint64_t etk_net_place_coll_ns(const etk_cluster *c, const etk_net_place *p, etk
 {
     if (p->n_ranks <= 1 || (int)type < 0 || (int)type >= ETK_COLL_TYPE_COUNT)
         return 0;
+    for (uint32_t d = 0; d < c->n_dims && d < ETK_MAX_DIMS; d++)
+        if (!(c->dims[d].bw_Bps > 0) && c->dims[d].size > 1)
+            return UINT64_MAX; /* unchecked cluster with a dead dimension: never finishes */
     if (c->astra_compat)
         return net_astra_coll_ns(c, p, type, bytes);
     return net_phys_coll_ns(c, p, type, bytes);
