@@ -122,7 +122,7 @@ typedef struct etk_net_place {
 
 int etk_net_place_group(const etk_cluster *c, const uint32_t *ranks, uint32_t n_ranks,
                         etk_net_place *out, etk_error *err);
-/* etk_net_coll_ns for a placed group: O(dims) (O(log n) for halving-doubling), no allocation. */
+/* etk_net_coll_ns for a group placed on the same cluster: O(dims) (O(log n) for halving-doubling), no allocation. */
 uint64_t etk_net_place_coll_ns(const etk_cluster *c, const etk_net_place *p, etk_coll_type type,
                                uint64_t bytes);
 
@@ -147,14 +147,13 @@ int etk_cluster_check(const etk_cluster *c, uint32_t n_ranks, etk_error *err);
 
 /* Time of one collective of `bytes` (the Chakra comm_size convention: all-gather = per-rank
  * input, others = full buffer) over the given group of ranks, placed on the dimensions the
- * group actually spans. */
-uint64_t etk_net_coll_ns(const etk_cluster *c, etk_coll_type type, uint64_t bytes,
-                         const uint32_t *ranks, uint32_t n_ranks);
-/* (etk_net_coll_ns places the group on every call: O(n_ranks). Callers that issue many
- * collectives on one group should place it once with etk_net_place_group.) ranks == NULL
- * means ranks 0..n_ranks-1 (e.g. no comm-group file: the whole cluster). Ranks out of range
+ * group actually spans. This places the group on every call: O(n_ranks); callers that
+ * issue many collectives on one group should place it once with etk_net_place_group.
+ * ranks == NULL means ranks 0..n_ranks-1 (e.g. no comm-group file: the whole cluster). Ranks out of range
  * count as rank % n_npus; an empty or one-rank group costs 0; a cluster that fails
  * etk_cluster_check with a zero bandwidth gives UINT64_MAX (never finishes). */
+uint64_t etk_net_coll_ns(const etk_cluster *c, etk_coll_type type, uint64_t bytes,
+                         const uint32_t *ranks, uint32_t n_ranks);
 /* Time of one point-to-point message. */
 uint64_t etk_net_p2p_ns(const etk_cluster *c, uint32_t src, uint32_t dst, uint64_t bytes);
 /* Roofline time of a compute node: max(flops / (peak * eff), bytes / (hbm_bw * eff)). */
