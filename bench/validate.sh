@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# validate.sh — read + validate + info throughput (bench_validate): synthetic workloads of
+# 2 M nodes on 8 and on 1024 ranks, and the real Chakra CNN trace. Figures go to bench/RESULTS.md (## validate).
+# usage: bash bench/validate.sh <build-dir> <shared-dir>
+set -eu
+BUILD=$1
+"$BUILD/bench_validate" 8 250000
+"$BUILD/bench_validate" 1024 2000
