@@ -476,13 +476,14 @@ static int emit_stage(gen *G, uint32_t stage, uint32_t tp_i, uint32_t dp_i, put_
             }
             for (int si = 0; si < E.nsi && !E.rc; si++)
                 in = emit_fwd(&E, si, j, in);
+            /* the next unit waits for this unit's compute, not for its send: a send and the
+             * next receive are posted together (Megatron's send_forward_recv_backward), so
+             * rendezvous sends cannot deadlock adjacent stages */
+            unit_end = in;
             if (stage + 1 < p) {
                 uint64_t d = in;
-                unit_end = E.next_id;
                 snprintf(name, sizeof name, "mb%u.send_activation", j);
                 put_p2p(&E, name, true, E.next_rank, msg, (int32_t)(2 * (stage * m + j)), &d, d ? 1 : 0);
-            } else {
-                unit_end = in;
             }
         } else {
             uint32_t j = nb++;
@@ -507,13 +508,11 @@ static int emit_stage(gen *G, uint32_t stage, uint32_t tp_i, uint32_t dp_i, put_
                     ngd = n;
                 }
             }
+            unit_end = gd[ngd - 1];
             if (stage > 0) {
-                unit_end = E.next_id;
                 snprintf(name, sizeof name, "mb%u.send_gradient", j);
                 E.phase = P_BWD;
                 put_p2p(&E, name, true, E.prev_rank, msg, (int32_t)(2 * ((stage - 1) * m + j) + 1), gd, (uint32_t)ngd);
-            } else {
-                unit_end = gd[ngd - 1];
             }
         }
     }
