@@ -51,6 +51,8 @@ done
 [ -s "$T/a.json" ] || fail "missing groups JSON"
 grep -q '"1": \[0, 1\]' "$T/a.json" || fail "TP group 1 is not ranks 0,1 (tp fastest): $(cat "$T/a.json")"
 ls "$T" | grep -q tmp && fail "temporary files left behind"
+# the written workload passes the validator (ids, deps, kinds, groups, matching, deadlock)
+expect 0 "0 errors, 0 warnings" validate "$T/a"
 # an unwritable prefix is an error naming the file
 expect 2 "nonexistent-dir" gen --model llama2-7b --layers 2 -o "$T/nonexistent-dir/x"
 
