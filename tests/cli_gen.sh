@@ -28,6 +28,13 @@ expect 2 "unknown model 'gpt5'" gen --model gpt5 --summary
 expect 2 "needs a value" gen --summary --tp
 expect 2 "more pipeline stages than --layers 32" gen --model llama2-7b --pp 64 --summary
 
+# a model file; a broken one names the file and the field
+printf 'name: tiny\narch: llama\nlayers: 2\nhidden: 256\nheads: 4\nkv_heads: 2\nffn: 512\nvocab: 1000\nseq: 64\n' >"$T/tiny.yaml"
+expect 0 "model tiny (llama): 2 layers" gen --model-file "$T/tiny.yaml" --tp 2 --summary
+printf 'name: tiny\narch: llama\nlayers: two\n' >"$T/bad.yaml"
+expect 2 "bad.yaml: field 'layers' must be a positive integer" gen --model-file "$T/bad.yaml" --summary
+expect 2 "nothere.yaml" gen --model-file "$T/nothere.yaml" --summary
+
 # the ten presets with their parameter counts
 expect 0 "llama2-7b .* 6738415616" models
 [ "$("$ETKIT" models | tail -n +2 | wc -l)" = 10 ] || fail "etkit models does not list 10 presets"
