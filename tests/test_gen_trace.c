@@ -461,6 +461,20 @@ static void test_schedule_and_buckets(void **state)
     }
     assert_true(nb >= 2);
     assert_true(first_bucket < last_bwd);
+    /* gradient accumulation: each weight-gradient node follows the previous micro-batch's */
+    const etk_node *w7 = NULL, *w6 = NULL;
+    for (size_t i = 0; i < t->n_nodes; i++) {
+        if (!strcmp(t->nodes[i].name, "mb7.L0.q.wgrad"))
+            w7 = &t->nodes[i];
+        if (!strcmp(t->nodes[i].name, "mb6.L0.q.wgrad"))
+            w6 = &t->nodes[i];
+    }
+    assert_non_null(w7);
+    assert_non_null(w6);
+    bool follows = false;
+    for (uint32_t k = 0; k < w7->n_data_deps; k++)
+        follows |= w7->data_deps[k] == w6->id;
+    assert_true(follows);
     etk_workload_free(w);
     snprintf(line, sizeof line, "%s --schedule gpipe", base);
     w = workload(line, true, &c);

@@ -102,6 +102,7 @@ typedef struct emitter {
     int *si_sec;
     uint32_t *si_layer;
     uint64_t *fbase, *fin;
+    uint64_t *prev_bbase; /* per section instance: backward base id of the previous backward unit */
     etk_gen_stage *st;
     int phase;
     int axis;
@@ -257,7 +258,8 @@ static int emit_bwd(emitter *E, int si, uint32_t j, const uint64_t *gd, int ngd,
     gen *G = E->G;
     const gprog *P = &G->prog[E->si_sec[si]];
     size_t k0 = (size_t)si * G->m + j;
-    uint64_t fb = E->fbase[k0], fin = E->fin[k0], bb = E->next_id;
+    uint64_t fb = E->fbase[k0], fin = E->fin[k0], bb = E->next_id, pb = E->prev_bbase[si];
+    E->prev_bbase[si] = bb;
     char lab[32], name[160] = "";
     si_label(E, si, lab, sizeof lab);
     uint64_t deps[96];
@@ -276,6 +278,11 @@ static int emit_bwd(emitter *E, int si, uint32_t j, const uint64_t *gd, int ngd,
                 for (int g = 0; g < ngd && nd < 90; g++)
                     deps[nd++] = gd[g];
         }
+        /* gradient accumulation: a weight-gradient node adds into the buffer the same node of
+         * the previous micro-batch wrote, so it follows it (and the DP buckets, which depend on
+         * the last micro-batch's, transitively follow every micro-batch) */
+        if (I->nw && pb)
+            deps[nd++] = pb + (uint64_t)(k - P->nfwd);
         if (E->put)
             snprintf(name, sizeof name, "mb%u.%s.%s", j, lab, I->name);
         E->phase = I->phase;
@@ -435,7 +442,8 @@ static int emit_stage(gen *G, uint32_t stage, uint32_t tp_i, uint32_t dp_i, put_
     E.si_layer = calloc((size_t)E.nsi, sizeof(uint32_t));
     E.fbase = calloc((size_t)E.nsi * m, sizeof(uint64_t));
     E.fin = calloc((size_t)E.nsi * m, sizeof(uint64_t));
-    if (!E.si_sec || !E.si_layer || !E.fbase || !E.fin) {
+    E.prev_bbase = calloc((size_t)E.nsi, sizeof(uint64_t));
+    if (!E.si_sec || !E.si_layer || !E.fbase || !E.fin || !E.prev_bbase) {
         E.rc = etk_err(err, ETK_ENOMEM, "out of memory (%u micro-batches x %d sections)", m, E.nsi);
         goto out;
     }
@@ -523,6 +531,7 @@ out:
     free(E.si_sec);
     free(E.si_layer);
     free(E.fbase);
+    free(E.prev_bbase);
     free(E.fin);
     free(E.cur.deps);
     free(E.bucket_elems);
