@@ -217,19 +217,25 @@ static void test_comm_tp(void **state)
     const etk_gen_stage *st = &s.stages[1];
     uint64_t b = 2, sq = 2048, h = 6144, l = 12, m = 4, buf = b * sq * h * 2;
     /* no SP: 2 all-reduces forward + 2 backward per block per micro-batch of b s h elements */
-    assert_int_equal(st->coll_count[ETK_GEN_TP][ETK_COLL_ALL_REDUCE], 4 * l * m);
-    assert_int_equal(st->coll_bytes[ETK_GEN_TP][ETK_COLL_ALL_REDUCE], 4 * l * m * buf);
-    assert_int_equal(st->coll_count[ETK_GEN_TP][ETK_COLL_ALL_GATHER], 0);
+    assert_int_equal(st->coll_count[ETK_GEN_GROUP_TP][ETK_COLL_ALL_REDUCE], 4 * l * m);
+    assert_int_equal(st->coll_bytes[ETK_GEN_GROUP_TP][ETK_COLL_ALL_REDUCE], 4 * l * m * buf);
+    assert_int_equal(st->coll_count[ETK_GEN_GROUP_TP][ETK_COLL_ALL_GATHER], 0);
     /* stage 0 adds the vocabulary-parallel embedding's all-reduce (1 per micro-batch); the last
      * stage adds the output layer's input-gradient all-reduce (1) and the cross entropy's three
      * [b, s] fp32 all-reduces per micro-batch */
-    assert_int_equal(s.stages[0].coll_bytes[ETK_GEN_TP][ETK_COLL_ALL_REDUCE], (4 * l + 1) * m * buf);
-    assert_int_equal(s.stages[3].coll_bytes[ETK_GEN_TP][ETK_COLL_ALL_REDUCE], (4 * l + 1) * m * buf + 3 * m * b * sq * 4);
+    assert_int_equal(s.stages[0].coll_bytes[ETK_GEN_GROUP_TP][ETK_COLL_ALL_REDUCE], (4 * l + 1) * m * buf);
+    assert_int_equal(s.stages[3].coll_bytes[ETK_GEN_GROUP_TP][ETK_COLL_ALL_REDUCE], (4 * l + 1) * m * buf + 3 * m * b * sq * 4);
+    /* the output layer is tied to the embedding: first and last stage sum the table's fp32
+     * gradient (V h / t elements) once per step over their embedding group; middle stages don't */
+    for (int k = 0; k < 4; k++) {
+        uint64_t want = (k == 0 || k == 3) ? 51200ull * h / 4 * 4 : 0;
+        assert_int_equal(s.stages[k].coll_bytes[ETK_GEN_GROUP_EMB][ETK_COLL_ALL_REDUCE], want);
+    }
     etk_gen_summary_free(&s);
 
     /* full recompute repeats the 2 forward all-reduces */
     summarize("--model megatron-22b --tp 4 --pp 4 --dp 2 --micro-batch 2 --global-batch 16 --recompute full", &c, &s);
-    assert_int_equal(s.stages[1].coll_bytes[ETK_GEN_TP][ETK_COLL_ALL_REDUCE], 6 * l * m * buf);
+    assert_int_equal(s.stages[1].coll_bytes[ETK_GEN_GROUP_TP][ETK_COLL_ALL_REDUCE], 6 * l * m * buf);
     etk_gen_summary_free(&s);
 
     /* TP + SP: each all-reduce becomes a reduce-scatter (full buffer) and an all-gather (the
@@ -238,11 +244,14 @@ static void test_comm_tp(void **state)
      * in backward: 2 more all-gathers per block, which the closed form leaves out. */
     summarize("--model megatron-22b --tp 4 --pp 4 --dp 2 --micro-batch 2 --global-batch 16 --sp", &c, &s);
     st = &s.stages[1];
-    assert_int_equal(st->coll_count[ETK_GEN_TP][ETK_COLL_ALL_REDUCE], 0);
-    assert_int_equal(st->coll_count[ETK_GEN_TP][ETK_COLL_REDUCE_SCATTER], 4 * l * m);
-    assert_int_equal(st->coll_bytes[ETK_GEN_TP][ETK_COLL_REDUCE_SCATTER], 4 * l * m * buf);
-    assert_int_equal(st->coll_count[ETK_GEN_TP][ETK_COLL_ALL_GATHER], (4 + 2) * l * m);
-    assert_int_equal(st->coll_bytes[ETK_GEN_TP][ETK_COLL_ALL_GATHER], (4 + 2) * l * m * buf / 4);
+    /* and once per step, the TP all-reduce of the gradients of the TP-replicated weights (each
+     * rank saw only its sequence slice): LayerNorms 4h + output biases 2h per layer, fp32 */
+    assert_int_equal(st->coll_count[ETK_GEN_GROUP_TP][ETK_COLL_ALL_REDUCE], 1);
+    assert_int_equal(st->coll_bytes[ETK_GEN_GROUP_TP][ETK_COLL_ALL_REDUCE], l * 6 * h * 4);
+    assert_int_equal(st->coll_count[ETK_GEN_GROUP_TP][ETK_COLL_REDUCE_SCATTER], 4 * l * m);
+    assert_int_equal(st->coll_bytes[ETK_GEN_GROUP_TP][ETK_COLL_REDUCE_SCATTER], 4 * l * m * buf);
+    assert_int_equal(st->coll_count[ETK_GEN_GROUP_TP][ETK_COLL_ALL_GATHER], (4 + 2) * l * m);
+    assert_int_equal(st->coll_bytes[ETK_GEN_GROUP_TP][ETK_COLL_ALL_GATHER], (4 + 2) * l * m * buf / 4);
     etk_gen_summary_free(&s);
 }
 
@@ -261,11 +270,11 @@ static void test_comm_dp_pp(void **state)
     assert_int_equal(s.stages[0].params, p0);
     assert_int_equal(s.stages[1].params, p1);
     /* DP without ZeRO: all-reduce of every fp32 gradient the rank holds, once per step */
-    assert_int_equal(s.stages[0].coll_bytes[ETK_GEN_DP][ETK_COLL_ALL_REDUCE], 4 * p0);
-    assert_int_equal(s.stages[1].coll_bytes[ETK_GEN_DP][ETK_COLL_ALL_REDUCE], 4 * p1);
+    assert_int_equal(s.stages[0].coll_bytes[ETK_GEN_GROUP_DP][ETK_COLL_ALL_REDUCE], 4 * p0);
+    assert_int_equal(s.stages[1].coll_bytes[ETK_GEN_GROUP_DP][ETK_COLL_ALL_REDUCE], 4 * p1);
     /* buckets of 25 MiB: ceil(gradient bytes / 25 MiB) is an upper bound, weights are not split */
-    assert_true(s.stages[0].coll_count[ETK_GEN_DP][ETK_COLL_ALL_REDUCE] <= (4 * p0) / (25u << 20) + 1);
-    assert_true(s.stages[0].coll_count[ETK_GEN_DP][ETK_COLL_ALL_REDUCE] >= 8);
+    assert_true(s.stages[0].coll_count[ETK_GEN_GROUP_DP][ETK_COLL_ALL_REDUCE] <= (4 * p0) / (25u << 20) + 1);
+    assert_true(s.stages[0].coll_count[ETK_GEN_GROUP_DP][ETK_COLL_ALL_REDUCE] >= 8);
     /* PP: per micro-batch one activation forward and one gradient backward, b s h elements each
      * (each TP rank sends the full activation without SP) */
     uint64_t m = 8;
@@ -278,9 +287,9 @@ static void test_comm_dp_pp(void **state)
     /* ZeRO-1: reduce-scatter of the gradients (full buffer) + all-gather of the updated bf16
      * parameters (per-rank shard: 2 bytes x params / d). dp 4 divides every bucket here. */
     summarize("--model llama2-7b --tp 2 --pp 2 --dp 4 --micro-batch 1 --global-batch 32 --zero 1 --sp", &c, &s);
-    assert_int_equal(s.stages[0].coll_bytes[ETK_GEN_DP][ETK_COLL_REDUCE_SCATTER], 4 * p0);
-    assert_int_equal(s.stages[0].coll_bytes[ETK_GEN_DP][ETK_COLL_ALL_GATHER], 2 * p0 / 4);
-    assert_int_equal(s.stages[0].coll_count[ETK_GEN_DP][ETK_COLL_ALL_REDUCE], 0);
+    assert_int_equal(s.stages[0].coll_bytes[ETK_GEN_GROUP_DP][ETK_COLL_REDUCE_SCATTER], 4 * p0);
+    assert_int_equal(s.stages[0].coll_bytes[ETK_GEN_GROUP_DP][ETK_COLL_ALL_GATHER], 2 * p0 / 4);
+    assert_int_equal(s.stages[0].coll_count[ETK_GEN_GROUP_DP][ETK_COLL_ALL_REDUCE], 0);
     /* with SP each TP rank sends its sequence slice: b s h / t */
     assert_int_equal(s.stages[0].send_bytes, m * sq * h * 2 / t);
     /* memory: bf16 params, fp32 grads, sharded optimizer: 6 + 12/d bytes per parameter */

@@ -89,7 +89,7 @@ static void test_stage_comparison(void **state)
     assert_int_equal(g->ranks[0], 0);
     assert_int_equal(g->ranks[1], 2); /* the same TP group as STAGE's "5" */
     const etk_trace *t = w->ranks[0];
-    uint64_t ag = 0, ag_b = 0, rs = 0, rs_b = 0, emb_ag = 0, emb_rs = 0, dp_ar = 0;
+    uint64_t ag = 0, ag_b = 0, rs = 0, rs_b = 0, emb_ag = 0, emb_rs = 0, dp_ar = 0, tied_ar = 0;
     double scores_flops = 0;
     for (size_t i = 0; i < t->n_nodes; i++) {
         const etk_node *n = &t->nodes[i];
@@ -119,8 +119,10 @@ static void test_stage_comparison(void **state)
                 } else
                     emb_rs++;
             }
-        } else if (ct == ETK_COLL_ALL_REDUCE) {
+        } else if (ct == ETK_COLL_ALL_REDUCE && !strcmp(pg, "5")) { /* rank 0's DP group: 1 + DP*PP + 0 */
             dp_ar++;
+        } else if (ct == ETK_COLL_ALL_REDUCE && !strcmp(pg, "9")) { /* embedding group: 1 + DP*PP + TP*PP */
+            tied_ar++;
         }
     }
     /* same count, and bytes = 2 x STAGE's elements (fp16): STAGE writes elements */
@@ -133,15 +135,17 @@ static void test_stage_comparison(void **state)
      *    reduce-scattered in forward and its gradient all-gathered in backward, once per
      *    micro-batch (STAGE has no embedding collectives on rank 0);
      * 2. STAGE all-reduces each layer's DP gradients once per micro-batch (8 on rank 0); etkit
-     *    reduces once per step after the last backward, in 25 MiB buckets: 120,139,776 bytes of
-     *    fp32 gradients on this rank, a bucket closes at the first layer boundary past 25 MiB, so
-     *    layer 1 + layer 0 (50 MB) and the embedding (70 MB) make 2 buckets;
+     *    reduces once per step after the last backward, in 25 MiB buckets: a bucket closes at
+     *    the first layer boundary past 25 MiB, so layers 1 + 0 (50 MB) make one, the position
+     *    embedding (4 MB) one, and the tied word embedding (66 MB) one after its gradient is summed
+     *    with the last stage's copy (Megatron's embedding group, which STAGE does not have);
      * 3. STAGE's attention kernel FLOPs are linear in the sequence length (1,572,864 MACs for
      *    Q K^T on this rank); etkit counts 2 b s^2 h / t = 1,073,741,824 FLOPs for Q K^T. */
     assert_int_equal(emb_rs, 4);
     assert_int_equal(emb_ag, 4);
     assert_int_equal(s_dp_ar, 8);
-    assert_int_equal(dp_ar, 2);
+    assert_int_equal(dp_ar, 3);
+    assert_int_equal(tied_ar, 1);
     assert_true(scores_flops == 2.0 * 1024 * 1024 * 1024 / 2);
     etk_workload_free(w);
 }
