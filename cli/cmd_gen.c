@@ -213,11 +213,13 @@ int cmd_gen(int argc, char **argv)
     }
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    if (etk_gen_write(&cfg, out, &err))
+    uint64_t bytes = 0;
+    if (etk_gen_write_stats(&cfg, out, &bytes, &err))
         return cli_fail("gen", &err);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     double sec = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
-    printf("wrote %u rank files %s.<0..%u>.et and %s.json (model %s, tp %u dp %u pp %u, %u micro-batches) in %.3f s\n",
-           cfg.n_ranks, out, cfg.n_ranks - 1, out, cfg.model.name, cfg.tp, cfg.dp, cfg.pp, cfg.micro_batches, sec);
+    printf("wrote %u rank files %s.<0..%u>.et and %s.json (model %s, tp %u dp %u pp %u, %u micro-batches): "
+           "%" PRIu64 " bytes in %.3f s\n",
+           cfg.n_ranks, out, cfg.n_ranks - 1, out, cfg.model.name, cfg.tp, cfg.dp, cfg.pp, cfg.micro_batches, bytes, sec);
     return 0;
 }

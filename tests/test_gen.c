@@ -388,6 +388,21 @@ static void test_calibration_memory(void **state)
         assert_near((double)st->act_bytes / GIB * rows[i].interleave, rows[i].act_sp_sel_gib, 0.05, rows[i].model);
         etk_gen_summary_free(&s);
     }
+    /* GPipe keeps every micro-batch's activations until its backward; 1F1B at most p - s */
+    {
+        etk_gen_config c1;
+        etk_gen_summary s1, s2;
+        summarize("--model megatron-22b --tp 8 --pp 4 --global-batch 16 --schedule gpipe", &c1, &s1);
+        summarize("--model megatron-22b --tp 8 --pp 4 --global-batch 16", &c1, &s2);
+        for (int k = 0; k < 4; k++) {
+            assert_int_equal(s1.stages[k].in_flight, 16);
+            assert_int_equal(s2.stages[k].in_flight, 4 - k);
+            assert_int_equal(s1.stages[k].act_bytes, 16 * s1.stages[k].act_per_mb_bytes);
+            assert_int_equal(s2.stages[k].act_per_mb_bytes, s1.stages[k].act_per_mb_bytes);
+        }
+        etk_gen_summary_free(&s1);
+        etk_gen_summary_free(&s2);
+    }
     /* 22B without recompute does not fit an 80 GB A100 (59.25 + 45.56 GiB measured); with SP and
      * selective recompute it does */
     etk_gen_config c;
