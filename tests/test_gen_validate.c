@@ -83,6 +83,34 @@ static void test_validate_generated(void **state)
         fail_msg("%s", err.msg);
     expect_clean(w, "written files");
     etk_workload_free(w);
+
+    /* 64 ranks and more are written by 4 threads: same files as the in-memory workload */
+    cfg_from(&c, "--model gpt3-175b --layers 4 --hidden 256 --heads 4 --ffn 1024 --vocab 1024 --seq 64 "
+                 "--global-batch 16 --dp 8 --tp 4 --pp 2 --sp");
+    assert_int_equal(c.n_ranks, 64);
+    snprintf(prefix, sizeof prefix, "%s/many", tu_tmpdir());
+    if (etk_gen_write(&c, prefix, &err))
+        fail_msg("%s", err.msg);
+    if (etk_workload_open(prefix, NULL, &ro, &w, &err))
+        fail_msg("%s", err.msg);
+    assert_int_equal(w->n_ranks, 64);
+    expect_clean(w, "64 written files");
+    etk_workload *mem;
+    if (etk_gen_workload(&c, false, &mem, &err))
+        fail_msg("%s", err.msg);
+    for (uint32_t r = 0; r < 64; r++) {
+        assert_int_equal(w->ranks[r]->n_nodes, mem->ranks[r]->n_nodes);
+        for (size_t i = 0; i < mem->ranks[r]->n_nodes; i++) {
+            const etk_node *a = &w->ranks[r]->nodes[i], *b = &mem->ranks[r]->nodes[i];
+            assert_int_equal(a->id, b->id);
+            assert_string_equal(a->name, b->name);
+            const char *pa = etk_node_str(a, "pg_name"), *pb = etk_node_str(b, "pg_name");
+            if (pa || pb)
+                assert_string_equal(pa, pb);
+        }
+    }
+    etk_workload_free(mem);
+    etk_workload_free(w);
 }
 
 int main(void)

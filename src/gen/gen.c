@@ -6,6 +6,7 @@
  * same emitter feeds the summary (one representative per stage, no traces), the in-memory
  * workload and the per-rank file writer, so all three agree by construction. */
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -801,6 +802,38 @@ static void bind_rank(const etk_gen_config *c, uint32_t r, char *tp_pg, char *dp
     *next = s + 1 < c->pp ? etk_gen_rank(c, co[ETK_GEN_TP], co[ETK_GEN_DP], s + 1) : UINT32_MAX;
 }
 
+typedef struct wjob {
+    const etk_gen_config *cfg;
+    const etk_gen_class *cls;
+    const char *prefix;
+    uint32_t from, to;
+    uint64_t bytes;
+    int rc;
+    etk_error err;
+} wjob;
+
+static void *write_ranks(void *arg)
+{
+    wjob *j = arg;
+    size_t plen = strlen(j->prefix) + 32;
+    char *path = malloc(plen);
+    if (!path) {
+        j->rc = etk_err(&j->err, ETK_ENOMEM, "out of memory");
+        return NULL;
+    }
+    for (uint32_t r = j->from; r < j->to && !j->rc; r++) {
+        uint32_t co[ETK_GEN_N_AXES], prev, next;
+        char tp_pg[16], dp_pg[16], emb_pg[16];
+        etk_gen_coords(j->cfg, r, co);
+        bind_rank(j->cfg, r, tp_pg, dp_pg, emb_pg, &prev, &next);
+        snprintf(path, plen, "%s.%u.et", j->prefix, r);
+        j->rc = etk_gen_class_write(&j->cls[co[ETK_GEN_PP]], path, ET_VERSION, tp_pg, dp_pg, emb_pg, prev, next,
+                                    &j->bytes, &j->err);
+    }
+    free(path);
+    return NULL;
+}
+
 int etk_gen_write_stats(const etk_gen_config *cfg, const char *prefix, uint64_t *bytes_out, etk_error *err)
 {
     gen G;
@@ -837,13 +870,30 @@ int etk_gen_write_stats(const etk_gen_config *cfg, const char *prefix, uint64_t 
             etk_groups_free(g);
         }
     }
-    for (uint32_t r = 0; r < cfg->n_ranks && !rc; r++) {
-        uint32_t co[ETK_GEN_N_AXES], prev, next;
-        char tp_pg[16], dp_pg[16], emb_pg[16];
-        etk_gen_coords(cfg, r, co);
-        bind_rank(cfg, r, tp_pg, dp_pg, emb_pg, &prev, &next);
-        snprintf(path, plen, "%s.%u.et", prefix, r);
-        rc = etk_gen_class_write(&cls[co[ETK_GEN_PP]], path, ET_VERSION, tp_pg, dp_pg, emb_pg, prev, next, &bytes, err);
+    if (!rc) {
+        /* rank files in parallel: the work is mostly the kernel creating and filling files */
+        uint32_t nt = cfg->n_ranks >= 64 ? 4 : 1;
+        wjob jobs[4];
+        pthread_t th[4];
+        uint32_t per = (cfg->n_ranks + nt - 1) / nt;
+        for (uint32_t i = 0; i < nt; i++) {
+            jobs[i] = (wjob){cfg, cls, prefix, i * per, (i + 1) * per < cfg->n_ranks ? (i + 1) * per : cfg->n_ranks,
+                             0, 0, {0, ""}};
+            if (nt == 1 || pthread_create(&th[i], NULL, write_ranks, &jobs[i]) != 0) {
+                write_ranks(&jobs[i]);
+                th[i] = 0;
+            }
+        }
+        for (uint32_t i = 0; i < nt; i++) {
+            if (th[i])
+                pthread_join(th[i], NULL);
+            bytes += jobs[i].bytes;
+            if (jobs[i].rc && !rc) {
+                rc = jobs[i].rc;
+                if (err)
+                    *err = jobs[i].err;
+            }
+        }
     }
     if (!rc && !cfg->no_sync)
         rc = etk_gen_sync_dir(prefix, err);
