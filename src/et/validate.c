@@ -338,15 +338,16 @@ static int check_cycles(etk_trace *t, const int32_t *res, int64_t rank, uint32_t
     }
     if (g.n_order < g.n) {
         uint32_t *cyc;
+        uint8_t *via;
         size_t len;
-        rc = etk_dg_cycle(t, &g, &cyc, &len, err);
+        rc = etk_dg_cycle(t, &g, &cyc, &via, &len, err);
         if (rc)
             goto done;
         sbuf b = {0};
         for (size_t k = 0; k < len && k < WITNESS_MAX; k++) {
             const etk_node *n = &t->nodes[cyc[k]];
-            sb_printf(&b, "#%" PRIu32 " id %" PRIu64 " '%.*s' -> ", cyc[k], n->id, NAME_MAX_SHOWN,
-                      nname(n));
+            sb_printf(&b, "#%" PRIu32 " id %" PRIu64 " '%.*s' -%s-> ", cyc[k], n->id,
+                      NAME_MAX_SHOWN, nname(n), via[k] ? "ctrl" : "data");
         }
         if (len > WITNESS_MAX)
             sb_printf(&b, "... -> ");
@@ -355,11 +356,13 @@ static int check_cycles(etk_trace *t, const int32_t *res, int64_t rank, uint32_t
         uint64_t unordered = g.n - g.n_order;
         rc = add(out, ETK_SEV_ERROR, "cycle", rank, tpath(t), len ? (int64_t)cyc[0] : -1,
                  len ? t->nodes[cyc[0]].id : 0, unordered,
-                 "dependency cycle of %zu nodes (each depends on the next): %s; %" PRIu64
+                 "dependency cycle of %zu nodes (each depends on the next through the data or "
+                 "ctrl dependency shown): %s; %" PRIu64
                  " nodes are on or after a cycle and can never run",
-                 len, sb_str(&b), unordered);
+                 len, len ? sb_str(&b) : "(no witness)", unordered);
         free(b.p);
         free(cyc);
+        free(via);
     }
 done:
     etk_dg_free(&g);
