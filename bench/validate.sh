@@ -6,3 +6,4 @@ set -eu
 BUILD=$1
 "$BUILD/bench_validate" 8 250000
 "$BUILD/bench_validate" 1024 2000
+"$BUILD/bench_validate" 32768 64 mem
