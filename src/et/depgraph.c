@@ -152,25 +152,29 @@ oom:
                    t->path ? t->path : "");
 }
 
-int etk_dg_cycle(const etk_trace *t, const etk_dg *g, uint32_t **path, size_t *len,
-                 etk_error *err)
+int etk_dg_cycle(const etk_trace *t, const etk_dg *g, uint32_t **path, uint8_t **via_ctrl,
+                 size_t *len, etk_error *err)
 {
     *path = NULL;
+    *via_ctrl = NULL;
     *len = 0;
     if (g->n_order >= g->n)
         return 0;
     /* pos[i]: 1 + position of i on the walk, 0 if not visited */
     uint32_t *pos = calloc(g->n, sizeof *pos);
     uint32_t *walk = malloc(g->n * sizeof *walk);
-    if (!pos || !walk) {
+    uint8_t *ctrl = malloc(g->n);
+    if (!pos || !walk || !ctrl) {
         free(pos);
         free(walk);
+        free(ctrl);
         return etk_err(err, ETK_ENOMEM, "out of memory looking for a cycle");
     }
     size_t cur = 0;
     while (g->indeg[cur] == 0)
         cur++;
     size_t steps = 0;
+    bool stuck = false;
     while (!pos[cur]) {
         pos[cur] = (uint32_t)++steps;
         walk[steps - 1] = (uint32_t)cur;
@@ -183,21 +187,27 @@ int etk_dg_cycle(const etk_trace *t, const etk_dg *g, uint32_t **path, size_t *l
                 ptrdiff_t j = dep_target(t, nd, deps[k]);
                 if (j >= 0 && g->indeg[j] > 0) {
                     next = j;
+                    ctrl[steps - 1] = pass == 0;
                     break;
                 }
             }
         }
-        if (next < 0) /* cannot happen for a node Kahn left unordered */
+        if (next < 0) { /* cannot happen for a node Kahn left unordered */
+            stuck = true;
             break;
+        }
         cur = (size_t)next;
     }
-    if (pos[cur]) {
+    if (!stuck) {
         size_t start = pos[cur] - 1;
         *len = steps - start;
         memmove(walk, walk + start, *len * sizeof *walk);
+        memmove(ctrl, ctrl + start, *len);
         *path = walk;
+        *via_ctrl = ctrl;
     } else {
         free(walk);
+        free(ctrl);
     }
     free(pos);
     return 0;

@@ -32,9 +32,10 @@ int32_t *etk_dg_resolve(const etk_trace *t, size_t *n_refs);
 int etk_dg_build(const etk_trace *t, const int32_t *res, etk_dg *g, etk_error *err);
 void etk_dg_free(etk_dg *g);
 /* When the graph has a cycle (n_order < n): a cycle as node indices, path[0] depends on
- * path[1], ..., path[len-1] depends on path[0]. *path is malloc'ed (caller frees). Walks
+ * path[1], ..., path[len-1] depends on path[0]; via_ctrl[k] is 1 when path[k]'s dependency on
+ * the next one is a control dependency. Both malloc'ed (caller frees). Walks
  * dependencies backwards among unordered nodes: every such node has an unordered
  * dependency, so the walk must revisit a node, and that loop is a cycle. */
-int etk_dg_cycle(const etk_trace *t, const etk_dg *g, uint32_t **path, size_t *len,
-                 etk_error *err);
+int etk_dg_cycle(const etk_trace *t, const etk_dg *g, uint32_t **path, uint8_t **via_ctrl,
+                 size_t *len, etk_error *err);
 #endif

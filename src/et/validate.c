@@ -338,15 +338,16 @@ static int check_cycles(etk_trace *t, const int32_t *res, int64_t rank, uint32_t
     }
     if (g.n_order < g.n) {
         uint32_t *cyc;
+        uint8_t *via;
         size_t len;
-        rc = etk_dg_cycle(t, &g, &cyc, &len, err);
+        rc = etk_dg_cycle(t, &g, &cyc, &via, &len, err);
         if (rc)
             goto done;
         sbuf b = {0};
         for (size_t k = 0; k < len && k < WITNESS_MAX; k++) {
             const etk_node *n = &t->nodes[cyc[k]];
-            sb_printf(&b, "#%" PRIu32 " id %" PRIu64 " '%.*s' -> ", cyc[k], n->id, NAME_MAX_SHOWN,
-                      nname(n));
+            sb_printf(&b, "#%" PRIu32 " id %" PRIu64 " '%.*s' -%s-> ", cyc[k], n->id,
+                      NAME_MAX_SHOWN, nname(n), via[k] ? "ctrl" : "data");
         }
         if (len > WITNESS_MAX)
             sb_printf(&b, "... -> ");
@@ -355,11 +356,13 @@ static int check_cycles(etk_trace *t, const int32_t *res, int64_t rank, uint32_t
         uint64_t unordered = g.n - g.n_order;
         rc = add(out, ETK_SEV_ERROR, "cycle", rank, tpath(t), len ? (int64_t)cyc[0] : -1,
                  len ? t->nodes[cyc[0]].id : 0, unordered,
-                 "dependency cycle of %zu nodes (each depends on the next): %s; %" PRIu64
+                 "dependency cycle of %zu nodes (each depends on the next through the data or "
+                 "ctrl dependency shown): %s; %" PRIu64
                  " nodes are on or after a cycle and can never run",
-                 len, sb_str(&b), unordered);
+                 len, len ? sb_str(&b) : "(no witness)", unordered);
         free(b.p);
         free(cyc);
+        free(via);
     }
 done:
     etk_dg_free(&g);
@@ -469,29 +472,34 @@ static bool has_value(const etk_node *n, const char *name)
     return a && a->kind != ETK_ATTR_NONE;
 }
 
-/* Required attributes, zero/negative sizes and unknown node types, aggregated per problem. */
-enum { P_COLL_TYPE, P_COLL_SIZE, P_SEND_DST, P_SEND_SIZE, P_SEND_TAG, P_RECV_SRC, P_RECV_SIZE,
-       P_RECV_TAG, P_COMP_COST, P_ZERO_SIZE, P_NEG_SIZE, P_BAD_TYPE, P_COUNT };
+/* Required attributes, zero/negative sizes and unknown node types, aggregated per problem.
+ * The first P_N_REQUIRED entries are (node type, attribute it needs). */
+enum { P_N_REQUIRED = 8, P_COMP_COST = 8, P_ZERO_SIZE, P_NEG_SIZE, P_BAD_TYPE, P_COUNT };
 
 static const struct {
     const char *code;
     int sev;
     const char *what;
+    int type;          /* required-attribute entries: the node type */
+    const char *attr;  /* and the attribute */
 } problems[P_COUNT] = {
-    {"missing-attr", ETK_SEV_ERROR, "COMM_COLL_NODE without comm_type (other tools read ALL_REDUCE)"},
-    {"missing-attr", ETK_SEV_ERROR, "COMM_COLL_NODE without comm_size"},
-    {"missing-attr", ETK_SEV_ERROR, "COMM_SEND_NODE without comm_dst"},
-    {"missing-attr", ETK_SEV_ERROR, "COMM_SEND_NODE without comm_size"},
-    {"missing-attr", ETK_SEV_ERROR, "COMM_SEND_NODE without comm_tag"},
-    {"missing-attr", ETK_SEV_ERROR, "COMM_RECV_NODE without comm_src"},
-    {"missing-attr", ETK_SEV_ERROR, "COMM_RECV_NODE without comm_size"},
-    {"missing-attr", ETK_SEV_ERROR, "COMM_RECV_NODE without comm_tag"},
+    {"missing-attr", ETK_SEV_ERROR, "COMM_COLL_NODE without comm_type (other tools read ALL_REDUCE)",
+     ETK_NODE_COLL, "comm_type"},
+    {"missing-attr", ETK_SEV_ERROR, "COMM_COLL_NODE without comm_size", ETK_NODE_COLL, "comm_size"},
+    {"missing-attr", ETK_SEV_ERROR, "COMM_SEND_NODE without comm_dst", ETK_NODE_SEND, "comm_dst"},
+    {"missing-attr", ETK_SEV_ERROR, "COMM_SEND_NODE without comm_size", ETK_NODE_SEND, "comm_size"},
+    {"missing-attr", ETK_SEV_ERROR, "COMM_SEND_NODE without comm_tag", ETK_NODE_SEND, "comm_tag"},
+    {"missing-attr", ETK_SEV_ERROR, "COMM_RECV_NODE without comm_src", ETK_NODE_RECV, "comm_src"},
+    {"missing-attr", ETK_SEV_ERROR, "COMM_RECV_NODE without comm_size", ETK_NODE_RECV, "comm_size"},
+    {"missing-attr", ETK_SEV_ERROR, "COMM_RECV_NODE without comm_tag", ETK_NODE_RECV, "comm_tag"},
     {"missing-cost", ETK_SEV_WARNING,
-     "COMP_NODE with neither num_ops nor duration_micros (it runs in zero time)"},
-    {"zero-size-comm", ETK_SEV_WARNING, "communication node with comm_size 0 (not a BARRIER)"},
-    {"negative-size", ETK_SEV_ERROR, "communication node with a negative comm_size"},
+     "COMP_NODE with neither num_ops nor duration_micros (it runs in zero time)", 0, NULL},
+    {"zero-size-comm", ETK_SEV_WARNING, "communication node with comm_size 0 (not a BARRIER)", 0,
+     NULL},
+    {"negative-size", ETK_SEV_ERROR, "communication node with a negative comm_size", 0, NULL},
     {"unknown-node-type", ETK_SEV_WARNING,
-     "node type outside METADATA_NODE..COMM_COLL_NODE (1..7); consumers skip or reject it"},
+     "node type outside METADATA_NODE..COMM_COLL_NODE (1..7); consumers skip or reject it", 0,
+     NULL},
 };
 
 static int check_node_attrs(etk_trace *t, int64_t rank, etk_findings *out)
@@ -507,42 +515,15 @@ static int check_node_attrs(etk_trace *t, int64_t rank, etk_findings *out)
     } while (0)
     for (size_t i = 0; i < t->n_nodes; i++) {
         const etk_node *n = &t->nodes[i];
-        bool comm = false;
-        switch (n->type) {
-        case ETK_NODE_COLL:
-            comm = true;
-            if (!has_value(n, "comm_type"))
-                HIT(P_COLL_TYPE);
-            if (!has_value(n, "comm_size"))
-                HIT(P_COLL_SIZE);
-            break;
-        case ETK_NODE_SEND:
-            comm = true;
-            if (!has_value(n, "comm_dst"))
-                HIT(P_SEND_DST);
-            if (!has_value(n, "comm_size"))
-                HIT(P_SEND_SIZE);
-            if (!has_value(n, "comm_tag"))
-                HIT(P_SEND_TAG);
-            break;
-        case ETK_NODE_RECV:
-            comm = true;
-            if (!has_value(n, "comm_src"))
-                HIT(P_RECV_SRC);
-            if (!has_value(n, "comm_size"))
-                HIT(P_RECV_SIZE);
-            if (!has_value(n, "comm_tag"))
-                HIT(P_RECV_TAG);
-            break;
-        case ETK_NODE_COMP:
+        bool comm = n->type == ETK_NODE_COLL || n->type == ETK_NODE_SEND || n->type == ETK_NODE_RECV;
+        if (comm) {
+            for (int p = 0; p < P_N_REQUIRED; p++)
+                if (problems[p].type == n->type && !has_value(n, problems[p].attr))
+                    HIT(p);
+        } else if (n->type == ETK_NODE_COMP) {
             if (!has_value(n, "num_ops") && n->duration_micros == 0)
                 HIT(P_COMP_COST);
-            break;
-        case ETK_NODE_METADATA:
-        case ETK_NODE_MEM_LOAD:
-        case ETK_NODE_MEM_STORE:
-            break;
-        default:
+        } else if (n->type < ETK_NODE_METADATA || n->type > ETK_NODE_COLL) {
             HIT(P_BAD_TYPE);
         }
         int64_t size;
