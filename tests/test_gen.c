@@ -147,6 +147,10 @@ static void test_flops_gpt(void **state)
         /* Narayanan et al. 2021: F = 72 B s l h^2 (1 + s/(6h) + V/(12 l h)) */
         double closed = 72 * B * sq * l * h * h * (1 + sq / (6 * h) + V / (12 * l * h));
         assert_near(s.model_flops, closed, 0.005, plans[i]);
+        /* what etk_gen_check exposes for the simulator's MFU and tokens/s */
+        assert_true(c.model_flops_per_step == s.model_flops);
+        assert_true(c.hw_flops_per_step == s.step_flops);
+        assert_int_equal(c.tokens_per_step, (uint64_t)B * (uint64_t)sq);
         /* exactly: closed form + the declared elementwise terms */
         assert_near(s.model_flops, closed + B * sq * gpt_elementwise_per_token(&c.model, c.tp, c.sp), 1e-9, plans[i]);
         assert_true(s.model_flops > closed);

@@ -71,8 +71,8 @@ typedef struct etk_gen_config {
     uint32_t micro_batches;        /* per DP rank per step */
     uint64_t gpu_bytes;            /* HBM capacity of `gpu` */
     uint64_t tokens_per_step;      /* global_batch * seq */
-    double model_flops_per_step;   /* all ranks, no recompute ("model FLOPs", for MFU) */
-    double hw_flops_per_step;      /* all ranks, with recompute ("hardware FLOPs") */
+    double model_flops_per_step;   /* all ranks, forward + backward, no recompute ("model FLOPs", MFU) */
+    double hw_flops_per_step;      /* all ranks, with recompute and the optimizer ("hardware FLOPs", HFU) */
 } etk_gen_config;
 
 void etk_gen_config_init(etk_gen_config *c);

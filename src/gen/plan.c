@@ -332,6 +332,13 @@ int etk_gen_check(etk_gen_config *c, etk_error *err)
     }
     c->gpu_bytes = etk_gen_gpu_bytes(c->gpu);
     c->tokens_per_step = (uint64_t)c->global_batch * (uint64_t)m->seq;
+    /* FLOPs per step for MFU/HFU: one emission per stage class (milliseconds even at 32K ranks) */
+    etk_gen_summary s;
+    if ((rc = etk_gen_summarize(c, &s, err)))
+        return rc;
+    c->model_flops_per_step = s.model_flops;
+    c->hw_flops_per_step = s.step_flops;
+    etk_gen_summary_free(&s);
     return 0;
 }
 
