@@ -42,7 +42,7 @@ const char *etk_gen_options_help(void)
 {
     return "model:\n"
            "  --model NAME         built-in preset (see 'etkit models'), default llama2-7b\n"
-           "  --model-file FILE    model in the preset YAML format\n"
+           "  --model-file FILE    model in the preset YAML format, or a Hugging Face config.json\n"
            "  --layers N --hidden N --heads N --kv-heads N --ffn N --vocab N --seq N\n"
            "                       override one dimension of the model\n"
            "plan:\n"
