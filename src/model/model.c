@@ -1,7 +1,7 @@
-/* model.c — model presets and the symbolic block graph. A model (presets/models/<name>.yaml or a
- * user file) gives the dimensions; its arch selects a block graph (presets/models/blocks/
- * <arch>.yaml) whose ops over named dimensions are loaded here with every size evaluated.
- * gen/lower.c turns that graph into per-rank work under a parallel plan. */
+/* model.c — model presets and the symbolic block graph. A model (presets/models/<name>.yaml, a
+ * user file or a Hugging Face config.json) gives the dimensions; its arch selects a block graph
+ * (presets/models/blocks/<arch>.yaml) whose ops over named dimensions are loaded here with every
+ * size evaluated. gen/lower.c turns that graph into per-rank work under a parallel plan. */
 #include <ctype.h>
 #include <inttypes.h>
 #include <stdio.h>
