@@ -729,8 +729,25 @@ int etk_gen_summarize(const etk_gen_config *cfg, etk_gen_summary *out, etk_error
         st->layers = stage_layers(&G, s);
         st->has_embed = s == 0;
         st->has_head = s == G.p - 1;
-        if ((rc = emit_stage(&G, s, 0, 0, NULL, NULL, st, err)))
+        /* middle stages with the same layers per chunk have the same nodes (only their order in
+         * the schedule differs): count one, copy the totals */
+        bool same = s > 1 && s + 1 < G.p;
+        for (uint32_t c = 0; same && c < G.v; c++)
+            same = G.nl[c * G.p + s] == G.nl[c * G.p + s - 1];
+        if (same) {
+            const etk_gen_stage *ps = &out->stages[s - 1];
+            st->nodes = ps->nodes;
+            st->flops = ps->flops;
+            st->model_flops = ps->model_flops;
+            memcpy(st->coll_count, ps->coll_count, sizeof st->coll_count);
+            memcpy(st->coll_bytes, ps->coll_bytes, sizeof st->coll_bytes);
+            st->send_count = ps->send_count;
+            st->send_bytes = ps->send_bytes;
+            st->recv_count = ps->recv_count;
+            st->recv_bytes = ps->recv_bytes;
+        } else if ((rc = emit_stage(&G, s, 0, 0, NULL, NULL, st, err))) {
             goto done;
+        }
         stage_memory(&G, s, st);
         out->step_flops += st->flops * per_stage_ranks;
         out->model_flops += st->model_flops * per_stage_ranks;
