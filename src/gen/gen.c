@@ -492,6 +492,15 @@ static void emit_optimizer(emitter *E, uint64_t unit_end)
         }
 }
 
+/* "mb<j>.<what>", or "mb<j>.chunk<c>.<what>" with interleaving */
+static void p2p_name(char *buf, size_t n, uint32_t j, int chunk, const char *what)
+{
+    if (chunk >= 0)
+        snprintf(buf, n, "mb%u.chunk%d.%s", j, chunk, what);
+    else
+        snprintf(buf, n, "mb%u.%s", j, what);
+}
+
 /* Emit every node of stage `stage` for the rank at (tp_i, dp_i). */
 static int emit_stage(gen *G, uint32_t stage, uint32_t tp_i, uint32_t dp_i, put_fn put, void *u, etk_gen_stage *st,
                       etk_error *err)
@@ -582,7 +591,7 @@ static int emit_stage(gen *G, uint32_t stage, uint32_t tp_i, uint32_t dp_i, put_
             uint64_t in = 0;
             if (q > 0) {
                 in = E.next_id;
-                snprintf(name, sizeof name, "mb%u.recv_activation%s", j, v > 1 ? "" : "");
+                p2p_name(name, sizeof name, j, v > 1 ? (int)ch : -1, "recv_activation");
                 E.phase = P_FWD;
                 put_p2p(&E, name, false, E.prev_rank, msg, (int32_t)(2 * ((q - 1) * m + j)), NULL, 0);
             }
@@ -594,7 +603,7 @@ static int emit_stage(gen *G, uint32_t stage, uint32_t tp_i, uint32_t dp_i, put_
             unit_end = in;
             if (q + 1 < V) {
                 uint64_t d = in;
-                snprintf(name, sizeof name, "mb%u.send_activation", j);
+                p2p_name(name, sizeof name, j, v > 1 ? (int)ch : -1, "send_activation");
                 put_p2p(&E, name, true, E.next_rank, msg, (int32_t)(2 * (q * m + j)), &d, d ? 1 : 0);
             }
         } else {
@@ -603,7 +612,7 @@ static int emit_stage(gen *G, uint32_t stage, uint32_t tp_i, uint32_t dp_i, put_
             int ngd = 0;
             if (q + 1 < V) {
                 gd[ngd++] = E.next_id;
-                snprintf(name, sizeof name, "mb%u.recv_gradient", j);
+                p2p_name(name, sizeof name, j, v > 1 ? (int)ch : -1, "recv_gradient");
                 E.phase = P_BWD;
                 put_p2p(&E, name, false, E.next_rank, msg, (int32_t)(2 * (q * m + j) + 1), NULL, 0);
             } else {
@@ -621,7 +630,7 @@ static int emit_stage(gen *G, uint32_t stage, uint32_t tp_i, uint32_t dp_i, put_
             }
             unit_end = gd[ngd - 1];
             if (q > 0) {
-                snprintf(name, sizeof name, "mb%u.send_gradient", j);
+                p2p_name(name, sizeof name, j, v > 1 ? (int)ch : -1, "send_gradient");
                 E.phase = P_BWD;
                 put_p2p(&E, name, true, E.prev_rank, msg, (int32_t)(2 * ((q - 1) * m + j) + 1), gd, (uint32_t)ngd);
             }
