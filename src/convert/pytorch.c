@@ -525,10 +525,15 @@ static void durations(conv *c)
     cv_host *h = &c->h;
     int64_t *child = calloc(h->n_ops + 1, sizeof *child);
     bool dev = c->have_dev;
-    for (size_t i = 0; i < h->n_ops; i++) {
+    /* children come after their parent (parent_ix < i): in reverse order each op's child sum
+     * is complete when it is reached. An op without a duration passes its children's time up,
+     * so a matched ancestor does not count it twice. */
+    for (size_t i = h->n_ops; child && i-- > 0;) {
         const cv_op *op = &h->ops[i];
         int64_t incl = dev ? op->dev_dur_ns : op->host_incl_ns;
-        if (child && op->parent_ix >= 0 && incl > 0)
+        if (incl < 0)
+            incl = child[i];
+        if (op->parent_ix >= 0)
             child[op->parent_ix] += incl;
     }
     for (size_t i = 0; i < h->n_ops; i++) {
