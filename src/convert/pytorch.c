@@ -182,7 +182,8 @@ static void match_by_name(conv *c)
 {
     cv_host *h = &c->h;
     cv_dev *d = &c->d;
-    qsort(d->ev, d->n_ev, sizeof *d->ev, ev_ts_cmp);
+    if (d->n_ev)
+        qsort(d->ev, d->n_ev, sizeof *d->ev, ev_ts_cmp);
     size_t j = 0;
     enum { LOOKAHEAD = 16 };
     for (size_t i = 0; i < h->n_ops && j < d->n_ev; i++) {
@@ -831,7 +832,8 @@ static int convert(const etk_convert_opts *o, etk_convert_stats *st, conv *c, ui
         cv_warn(st, o->quiet, "%s: unknown schema \"%s\" (known: 1.0.1, 1.0.2, 1.0.3, 1.1.0, "
                 "1.1.1); attempting to read it by its node layout", o->host_path, h->schema);
 
-    qsort(h->ops, h->n_ops, sizeof *h->ops, op_cmp);
+    if (h->n_ops)
+        qsort(h->ops, h->n_ops, sizeof *h->ops, op_cmp);
     for (size_t i = 1; i < h->n_ops; i++)
         if (h->ops[i].id == h->ops[i - 1].id)
             return etk_err(err, ETK_EFORMAT, "%s: node id %llu appears twice (\"%s\" and \"%s\")",
@@ -894,7 +896,8 @@ static int convert(const etk_convert_opts *o, etk_convert_stats *st, conv *c, ui
     durations(c);
     if ((rc = cross_thread(c, prev, err)))
         return rc;
-    qsort(c->edges, c->n_edges, sizeof *c->edges, edge_cmp);
+    if (c->n_edges)
+        qsort(c->edges, c->n_edges, sizeof *c->edges, edge_cmp);
     if (st->n_zero_dur)
         cv_warn(st, o->quiet, "%zu host ops have no duration in %s (written as 0 us)",
                 st->n_zero_dur, o->device_path ? "the device trace" : "the host trace");
