@@ -52,20 +52,20 @@ expect 0 'warning: 1 host ops have no duration' \
 
 # --- --ranks with %d: two copies of the Kineto pair as ranks 0 and 1 (rank 1's Kineto
 # distributedInfo says rank 0: refused, naming the file)
-cp $P/kineto_host.json "$T/h_0.json"; cp $P/kineto_host.json "$T/h_1.json"
-cp $P/kineto_device.json "$T/d_0.json"
-sed 's/"rank": 0/"rank": 1/' $P/kineto_device.json > "$T/d_1.json"
+cp $P/kineto_host_0.json "$T/h_0.json"; cp $P/kineto_host_0.json "$T/h_1.json"
+cp $P/kineto_device_0.json "$T/d_0.json"
+sed 's/"rank": 0/"rank": 1/' $P/kineto_device_0.json > "$T/d_1.json"
 expect 0 'rank 1: .*job.1.et' "$ETKIT" convert pytorch -q --host "$T/h_%d.json" --device "$T/d_%d.json" --ranks 2 -o "$T/job"
 [ -s "$T/job.0.et" ] && [ -s "$T/job.1.et" ] || fail "--ranks 2 wrote $(ls "$T")"
-cp $P/kineto_device.json "$T/d_1.json"
+cp $P/kineto_device_0.json "$T/d_1.json"
 expect 2 'd_1.json is the device trace of rank 0 .* but --rank is 1' \
   "$ETKIT" convert pytorch -q --host "$T/h_%d.json" --device "$T/d_%d.json" --ranks 2 -o "$T/job2"
-expect 0 '"gpu_ops": 3' "$ETKIT" convert pytorch -q --json --host $P/kineto_host.json --device $P/kineto_device.json -o "$T/k"
+expect 0 '"gpu_ops": 3' "$ETKIT" convert pytorch -q --json --host $P/kineto_host_0.json --device $P/kineto_device_0.json -o "$T/k"
 
 # --- bad inputs
 head -c 20000 $P/mlp_host_et.json > "$T/trunc.json"
 expect 2 'trunc.json: truncated JSON' "$ETKIT" convert pytorch --host "$T/trunc.json" -o "$T/y"
-expect 2 'kineto_device.json: no "nodes" list' "$ETKIT" convert pytorch --host $P/kineto_device.json -o "$T/y"
+expect 2 'kineto_device_0.json: no "nodes" list' "$ETKIT" convert pytorch --host $P/kineto_device_0.json -o "$T/y"
 expect 2 'do not belong together: only 40 of 126' \
   "$ETKIT" convert pytorch --host $P/mlp_host_et.json --device $P/transformer_profiler.json -o "$T/y"
 expect 2 '/nonexistent.json' "$ETKIT" convert pytorch --host /nonexistent.json -o "$T/y"

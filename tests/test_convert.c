@@ -383,7 +383,7 @@ static void test_kineto_linking(void **state)
     etk_convert_stats st;
     etk_groups *g = NULL;
     etk_trace *t =
-        convert_ok("tests/pytorch/kineto_host.json", "tests/pytorch/kineto_device.json", &st, &g);
+        convert_ok("tests/pytorch/kineto_host_0.json", "tests/pytorch/kineto_device_0.json", &st, &g);
     etk_error err;
     assert_int_equal(etk_trace_index(t, &err), 0);
     /* 12 host nodes - process root = 11 host nodes written; 3 GPU events (sgemm, all-reduce,
@@ -473,7 +473,7 @@ static void test_write_files(void **state)
     (void)state;
     char prefix[512], path[600];
     snprintf(prefix, sizeof prefix, "%s/kin", tu_tmpdir());
-    etk_convert_opts o = {"tests/pytorch/kineto_host.json", "tests/pytorch/kineto_device.json", 3,
+    etk_convert_opts o = {"tests/pytorch/kineto_host_0.json", "tests/pytorch/kineto_device_0.json", 3,
                           true};
     etk_convert_stats st;
     etk_error err = {0};
@@ -616,8 +616,8 @@ static void test_bad_inputs(void **state)
     assert_non_null(strstr(err.msg, "node id 5 appears twice"));
 
     /* a host trace without nodes (e.g. a Kineto trace given as --host) */
-    assert_int_equal(convert_err("tests/pytorch/kineto_device.json", NULL, -1, &err), ETK_EFORMAT);
-    assert_non_null(strstr(err.msg, "kineto_device.json: no \"nodes\" list"));
+    assert_int_equal(convert_err("tests/pytorch/kineto_device_0.json", NULL, -1, &err), ETK_EFORMAT);
+    assert_non_null(strstr(err.msg, "kineto_device_0.json: no \"nodes\" list"));
     p = write_tmp("list.json", "[1, 2]");
     assert_int_equal(convert_err(p, NULL, -1, &err), ETK_EFORMAT);
     assert_non_null(strstr(err.msg, "expected a PyTorch host execution trace"));
@@ -633,22 +633,22 @@ static void test_bad_inputs(void **state)
                                  "tests/pytorch/transformer_profiler.json", -1, &err),
                      ETK_EINVAL);
     assert_non_null(strstr(err.msg, "do not belong together: only 40 of 126 host ops"));
-    assert_int_equal(convert_err(tu_data(DATA102), "tests/pytorch/kineto_device.json", -1, &err),
+    assert_int_equal(convert_err(tu_data(DATA102), "tests/pytorch/kineto_device_0.json", -1, &err),
                      ETK_EINVAL);
     assert_non_null(strstr(err.msg, "pid 788625"));
     /* a device trace that is no trace, and a truncated one */
-    assert_int_equal(convert_err("tests/pytorch/kineto_host.json",
-                                 "tests/pytorch/kineto_host.json", -1, &err), ETK_EFORMAT);
+    assert_int_equal(convert_err("tests/pytorch/kineto_host_0.json",
+                                 "tests/pytorch/kineto_host_0.json", -1, &err), ETK_EFORMAT);
     assert_non_null(strstr(err.msg, "no \"traceEvents\" list"));
-    b = tu_read("tests/pytorch/kineto_device.json", &len);
+    b = tu_read("tests/pytorch/kineto_device_0.json", &len);
     b[len / 2] = 0;
     p = write_tmp("trunc_dev.json", (char *)b);
     free(b);
-    assert_int_equal(convert_err("tests/pytorch/kineto_host.json", p, -1, &err), ETK_EFORMAT);
+    assert_int_equal(convert_err("tests/pytorch/kineto_host_0.json", p, -1, &err), ETK_EFORMAT);
     assert_non_null(strstr(err.msg, "trunc_dev.json: truncated JSON"));
     p = write_tmp("badts.json", "{\"traceEvents\": [{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": "
                   "\"k\", \"ts\": \"soon\"}]}");
-    assert_int_equal(convert_err("tests/pytorch/kineto_host.json", p, -1, &err), ETK_EFORMAT);
+    assert_int_equal(convert_err("tests/pytorch/kineto_host_0.json", p, -1, &err), ETK_EFORMAT);
     assert_non_null(strstr(err.msg, "traceEvents[0] \"k\""));
     assert_non_null(strstr(err.msg, "must be numbers"));
 }
