@@ -39,7 +39,9 @@ typedef struct etk_sim_opts {
     uint32_t cpu_streams;       /* per rank; 0 means 1 */
     uint32_t comp_streams;      /* GPU compute streams per rank; 0 means 1 (at most 32) */
     uint32_t comm_streams;      /* GPU communication streams per rank; 0 means 1 (at most 32) */
-    bool missing_deps_ignore;   /* deps on ids absent from the trace count as satisfied */
+    bool missing_deps_ignore;   /* lenient dependencies (converter output): deps on ids absent
+                                   from the trace count as satisfied, and control deps that
+                                   close a cycle with data deps are dropped; both warned */
     bool stage_units;           /* STAGE traces: sizes in fp16 elements (x2 bytes), MACs (x2) */
     bool no_fold;               /* etk_sim_workload: simulate every rank */
     bool timeline;              /* keep per-node times for etk_sim_write_timeline */
@@ -86,6 +88,7 @@ typedef struct etk_sim_result {
     uint64_t step_ns;          /* max finish over ranks */
     uint64_t n_events;         /* nodes executed by the simulated ranks */
     uint64_t missing_deps;     /* dependency ids absent from their trace (ignored) */
+    uint64_t ctrl_deps_dropped;/* control deps closing cycles, dropped (missing_deps_ignore) */
     etk_sim_rank_stats *ranks; /* [n_ranks] */
     etk_sim_coll_stats *coll;
     size_t n_coll;

@@ -505,10 +505,16 @@ static int setup_node(etk_sim *s, uint32_t rank, snode *n, const etk_node *e, et
         n->flops = cpu ? 0 : (uint64_t)fl * scale;
         n->bytes = tb * scale;
         n->kind = cpu ? K_CPU : K_COMP;
-        if (!dur && !cpu && (n->flops || n->bytes))
+        if (s->cl.astra_compat) {
+            /* ASTRA-sim: roofline for GPU ops when roofline-enabled, else the duration
+             * replayed (a zero duration as 1 ns) */
+            if (s->cl.astra_roofline && !cpu)
+                n->dur_ns = s->costs.compute_ns(s->costs.ctx, &s->cl, n->flops, n->bytes);
+            else if (!dur)
+                n->dur_ns = 1;
+        } else if (!dur && !cpu && (n->flops || n->bytes)) {
             n->dur_ns = s->costs.compute_ns(s->costs.ctx, &s->cl, n->flops, n->bytes);
-        else if (!dur && s->cl.astra_compat)
-            n->dur_ns = 1; /* ASTRA-sim replays a zero duration as 1 ns */
+        }
         break;
     }
     case ETK_NODE_MEM_LOAD:
@@ -524,11 +530,17 @@ static int setup_node(etk_sim *s, uint32_t rank, snode *n, const etk_node *e, et
     case ETK_NODE_COLL: {
         int64_t ct = 0, cs = 0;
         etk_node_i64(e, "comm_type", &ct); /* absent: ALL_REDUCE, as other tools read it */
-        if (!etk_node_i64(e, "comm_size", &cs) || cs < 0)
+        if (!etk_node_i64(e, "comm_size", &cs)) {
+            /* Chakra's converter writes some collectives (e.g. broadcast) without a size:
+             * time them as 0 bytes (latency only), like a replay of an unknown size */
+            cs = 0;
+            s->no_size++;
+        }
+        if (cs < 0)
             return etk_err(err, ETK_EFORMAT,
-                           "rank %u node id %" PRIu64 " (%s): collective without a valid "
-                           "comm_size (bytes) attribute",
-                           rank, e->id, tp);
+                           "rank %u node id %" PRIu64 " (%s): comm_size %" PRId64
+                           " is negative; expected bytes",
+                           rank, e->id, tp, cs);
         if (ct < 0 || ct >= ETK_COLL_TYPE_COUNT)
             return etk_err(err, ETK_EFORMAT,
                            "rank %u node id %" PRIu64 " (%s): comm_type %" PRId64
@@ -592,6 +604,85 @@ static int setup_node(etk_sim *s, uint32_t rank, snode *n, const etk_node *e, et
     if (o)
         return oom(err);
     return 0;
+}
+
+static bool has_dep(const uint64_t *d, uint32_t n, uint64_t id)
+{
+    for (uint32_t k = 0; k < n; k++)
+        if (d[k] == id)
+            return true;
+    return false;
+}
+
+/* Kahn's algorithm over the chunk's internal edges; with data_only, control-only edges are
+ * skipped. Fills pos[] with the topological position (SIM_NONE for nodes on a cycle); returns
+ * the number of nodes ordered. Ties go to the smallest index. */
+static uint32_t topo_order(const srank *R, uint32_t base, uint32_t m, const etk_trace *t,
+                           bool data_only, uint32_t *indeg, uint32_t *queue, uint32_t *pos)
+{
+    memset(indeg, 0, sizeof(uint32_t) * m);
+    for (uint32_t u = 0; u < m; u++) {
+        const snode *n = &R->nodes[base + u];
+        pos[u] = SIM_NONE;
+        for (uint32_t k = 0; k < n->n_succ; k++) {
+            uint32_t v = R->succ[n->succ_begin + k] - base;
+            const etk_node *e = &t->nodes[v];
+            if (!data_only || has_dep(e->data_deps, e->n_data_deps, n->id))
+                indeg[v]++;
+        }
+    }
+    uint32_t qh = 0, qt = 0;
+    for (uint32_t u = 0; u < m; u++)
+        if (!indeg[u])
+            queue[qt++] = u;
+    while (qh < qt) {
+        uint32_t u = queue[qh];
+        pos[u] = qh++;
+        const snode *n = &R->nodes[base + u];
+        for (uint32_t k = 0; k < n->n_succ; k++) {
+            uint32_t v = R->succ[n->succ_begin + k] - base;
+            const etk_node *e = &t->nodes[v];
+            if ((!data_only || has_dep(e->data_deps, e->n_data_deps, n->id)) && --indeg[v] == 0)
+                queue[qt++] = v;
+        }
+    }
+    return qt;
+}
+
+/* Chakra's PyTorch converter writes control dependencies that close cycles with data
+ * dependencies (converted_cnn_ddp.0.et: node 3317 ctrl-depends on its own kernel 3318). In the
+ * lenient mode (missing_deps_ignore) such control edges are dropped: the ones that go against
+ * a topological order of the data edges (self-loops included). Returns the number dropped. */
+static uint64_t break_ctrl_cycles(srank *R, uint32_t base, uint32_t m, const etk_trace *t,
+                                  bool *oom_flag)
+{
+    uint32_t *buf = malloc(sizeof(uint32_t) * 3 * ((size_t)m + 1));
+    if (!buf) {
+        *oom_flag = true;
+        return 0;
+    }
+    uint32_t *indeg = buf, *queue = buf + m + 1, *pos = buf + 2 * (m + 1);
+    uint64_t dropped = 0;
+    if (topo_order(R, base, m, t, false, indeg, queue, pos) < m &&
+        topo_order(R, base, m, t, true, indeg, queue, pos) == m) {
+        for (uint32_t u = 0; u < m; u++) {
+            snode *n = &R->nodes[base + u];
+            uint32_t keep = 0;
+            for (uint32_t k = 0; k < n->n_succ; k++) {
+                uint32_t v = R->succ[n->succ_begin + k];
+                const etk_node *e = &t->nodes[v - base];
+                if (pos[u] >= pos[v - base] && !has_dep(e->data_deps, e->n_data_deps, n->id)) {
+                    R->nodes[v].pending--;
+                    dropped++;
+                } else {
+                    R->succ[n->succ_begin + keep++] = v;
+                }
+            }
+            n->n_succ = keep;
+        }
+    }
+    free(buf);
+    return dropped;
 }
 
 int etk_sim_add_rank_trace(etk_sim *s, uint32_t rank, const etk_trace *t, etk_error *err)
@@ -718,6 +809,17 @@ int etk_sim_add_rank_trace(etk_sim *s, uint32_t rank, const etk_trace *t, etk_er
     R->n_succ = off;
     free(cnt);
     R->n = base + m;
+    if (s->o.missing_deps_ignore) {
+        uint64_t dropped = break_ctrl_cycles(R, base, m, t, &o);
+        if (o)
+            return oom(err);
+        if (dropped && !s->o.quiet)
+            fprintf(stderr,
+                    "etkit sim: warning: %s (rank %u): %" PRIu64 " control dependencies that "
+                    "close cycles with data dependencies dropped\n",
+                    path, rank, dropped);
+        R->ctrl_dropped += dropped;
+    }
     for (uint32_t i = 0; i < m; i++) {
         int rc = setup_node(s, rank, &R->nodes[base + i], &t->nodes[i], err);
         if (rc) {
@@ -725,6 +827,12 @@ int etk_sim_add_rank_trace(etk_sim *s, uint32_t rank, const etk_trace *t, etk_er
             return rc;
         }
     }
+    if (s->no_size && !s->o.quiet)
+        fprintf(stderr,
+                "etkit sim: warning: %s (rank %u): %" PRIu64 " collectives without comm_size, "
+                "timed as 0 bytes\n",
+                path, rank, s->no_size);
+    s->no_size = 0;
     s->broken = false;
     s->finished = false;
     for (uint32_t i = 0; i < m; i++)

@@ -72,6 +72,7 @@ typedef struct srank {
     etk_sim_rank_stats st;
     uint64_t p2p_count, p2p_bytes, p2p_time;
     uint64_t missing;
+    uint64_t ctrl_dropped;
     bool dirty, simulated;
 } srank;
 
@@ -155,7 +156,7 @@ struct etk_sim {
     bool finished, broken;
     etk_sim_result res;
     uint64_t missing_total;
-    char warned_dups;
+    uint64_t no_size; /* collectives without comm_size in the trace being added */
 };
 
 /* fold.c / report.c helpers */

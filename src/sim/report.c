@@ -84,6 +84,7 @@ int sim_build_result(etk_sim *s, etk_error *err)
         R->st.n_nodes = R->n_done;
         res->n_events += R->n_done;
         res->missing_deps += R->missing;
+        res->ctrl_deps_dropped += R->ctrl_dropped;
         uint32_t cs = s->csize[s->cls[r]];
         flops += (double)R->st.flops * cs;
         p2p_count += R->p2p_count * cs;
@@ -187,6 +188,9 @@ void etk_sim_print_text(const etk_sim_result *r, FILE *f)
     fprintf(f, "node events    %s\n", commas(r->n_events, b1));
     if (r->missing_deps)
         fprintf(f, "missing deps   %s (treated as satisfied)\n", commas(r->missing_deps, b1));
+    if (r->ctrl_deps_dropped)
+        fprintf(f, "dropped deps   %s control deps closing cycles\n",
+                commas(r->ctrl_deps_dropped, b1));
     fprintf(f, "FLOPs/step     %.4g (%s)\n", r->flops_per_step,
             r->model_flops_given ? "model FLOPs from the generator" : "sum of num_ops");
     fprintf(f, "per GPU        %.2f TFLOP/s", r->tflops_per_gpu);
@@ -254,6 +258,7 @@ int etk_sim_print_json(const etk_sim_result *r, FILE *f)
     json_object_set_new(o, "step_ns", json_integer((json_int_t)r->step_ns));
     json_object_set_new(o, "node_events", json_integer((json_int_t)r->n_events));
     json_object_set_new(o, "missing_deps", json_integer((json_int_t)r->missing_deps));
+    json_object_set_new(o, "ctrl_deps_dropped", json_integer((json_int_t)r->ctrl_deps_dropped));
     json_object_set_new(o, "flops_per_step", json_real(r->flops_per_step));
     json_object_set_new(o, "flops_source",
                         json_string(r->model_flops_given ? "model" : "sum_num_ops"));
