@@ -50,16 +50,16 @@ grep -qF '"schema": "1.0.1"' "$T/mlp.out" || fail "mlp: schema 1.0.1"
 expect 0 'warning: 1 host ops have no duration' \
   "$ETKIT" convert pytorch --host $P/transformer_host_et.json --device $P/transformer_profiler.json -o "$T/tr"
 
-# --- --ranks with %d: two copies of the Kineto pair as ranks 0 and 1 (rank 1's Kineto
-# distributedInfo says rank 0: refused, naming the file)
-cp $P/kineto_host_0.json "$T/h_0.json"; cp $P/kineto_host_0.json "$T/h_1.json"
-cp $P/kineto_device_0.json "$T/d_0.json"
-sed 's/"rank": 0/"rank": 1/' $P/kineto_device_0.json > "$T/d_1.json"
-expect 0 'rank 1: .*job.1.et' "$ETKIT" convert pytorch -q --host "$T/h_%d.json" --device "$T/d_%d.json" --ranks 2 -o "$T/job"
+# --- --ranks with %d: the hand-made 2-rank job (rank 1 receives what rank 0 sends) converts and
+# passes etkit validate (groups, matched all-reduce and send/recv, no deadlock)
+expect 0 'rank 1: .*job.1.et' "$ETKIT" convert pytorch -q --host "$P/kineto_host_%d.json" \
+  --device "$P/kineto_device_%d.json" --ranks 2 -o "$T/job"
 [ -s "$T/job.0.et" ] && [ -s "$T/job.1.et" ] || fail "--ranks 2 wrote $(ls "$T")"
-cp $P/kineto_device_0.json "$T/d_1.json"
-expect 2 'd_1.json is the device trace of rank 0 .* but --rank is 1' \
-  "$ETKIT" convert pytorch -q --host "$T/h_%d.json" --device "$T/d_%d.json" --ranks 2 -o "$T/job2"
+expect 0 '2 ranks, 28 nodes, groups .*: 0 errors' "$ETKIT" validate "$T/job"
+# rank 1's host trace with rank 0's Kineto trace: refused, naming the file
+cp $P/kineto_host_1.json "$T/h_1.json"; cp $P/kineto_device_0.json "$T/d_1.json"
+cp $P/kineto_host_0.json "$T/h_0.json"; cp $P/kineto_device_0.json "$T/d_0.json"
+expect 2 'd_1.json' "$ETKIT" convert pytorch -q --host "$T/h_%d.json" --device "$T/d_%d.json" --ranks 2 -o "$T/job2"
 expect 0 '"gpu_ops": 3' "$ETKIT" convert pytorch -q --json --host $P/kineto_host_0.json --device $P/kineto_device_0.json -o "$T/k"
 
 # --- bad inputs

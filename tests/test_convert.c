@@ -5,7 +5,9 @@
  *    convert without preprocessing, validate (ids, cycles), replay (critical path) and compare the
  *    replayed span with the span the profiler recorded (fidelity, printed);
  *  - a hand-made host + Kineto pair whose every linked value is derived by hand below;
- *  - bad inputs: each error names the file, the place and what was expected. */
+ *  - bad inputs: each error names the file, the place and what was expected.
+ * Validation is etkit's own (etk_validate_trace/_workload, branch io-tools) plus the independent
+ * checks below; simulation is etk_sim_workload (branch sim) plus an independent replay. */
 #include "testutil.h"
 
 #include <jansson.h>
@@ -15,6 +17,9 @@
 
 #include "etkit/convert.h"
 #include "etkit/et.h"
+#include "etkit/net.h"
+#include "etkit/sim.h"
+#include "etkit/validate.h"
 
 #define DATA102 "chakra/pytorch_host_et_1.0.2.json"
 #define CHAKRA102 "chakra/pytorch_host_et_1.0.2.chakra-converted.et"
@@ -113,6 +118,83 @@ static size_t replay(etk_trace *t, uint64_t *span_us)
     free(fill);
     *span_us = span;
     return tail;
+}
+
+/* etk_validate_trace finds no error: no dangling ids, no cycle, no duplicate id, attribute
+ * kinds as the Chakra conventions. The only warning allowed is "missing-cost": the thread-root
+ * nodes (kept, as Chakra's converter does) and ops without a recorded duration run in 0 us. */
+static void validate_clean(etk_trace *t, int64_t rank)
+{
+    etk_findings *f = etk_findings_new();
+    etk_error err;
+    assert_non_null(f);
+    assert_int_equal(etk_validate_trace(t, rank, NULL, f, &err), 0);
+    for (size_t i = 0; i < f->n; i++) {
+        char buf[1024];
+        etk_finding_format(&f->items[i], buf, sizeof buf);
+        if (f->items[i].severity != ETK_SEV_INFO && strcmp(f->items[i].code, "missing-cost"))
+            fail_msg("validate: %s", buf);
+    }
+    assert_int_equal(f->n_errors, 0);
+    etk_findings_free(f);
+}
+
+/* Simulate the workload written at prefix on H100s behind one NVSwitch; returns the step time. */
+static uint64_t simulate(const char *prefix, uint32_t want_ranks, etk_sim_rank_stats *r0)
+{
+    etk_workload *w = NULL;
+    etk_error err = {0};
+    etk_read_opts ro = {0, true};
+    if (etk_workload_open(prefix, NULL, &ro, &w, &err))
+        fail_msg("open %s: %s", prefix, err.msg);
+    assert_int_equal(w->n_ranks, want_ranks);
+    etk_findings *f = etk_findings_new();
+    assert_int_equal(etk_validate_workload(w, NULL, f, &err), 0);
+    for (size_t i = 0; i < f->n; i++) {
+        char buf[1024];
+        etk_finding_format(&f->items[i], buf, sizeof buf);
+        if (f->items[i].severity == ETK_SEV_ERROR)
+            fail_msg("validate workload: %s", buf);
+    }
+    etk_findings_free(f);
+    etk_cluster c;
+    if (etk_cluster_preset("dgx-h100", 1, &c, &err))
+        fail_msg("cluster: %s", err.msg);
+    /* the H100s of one DGX node's NVSwitch, cut to the job's rank count */
+    c.n_dims = 1;
+    c.dims[0].size = want_ranks;
+    c.n_npus = want_ranks;
+    etk_sim_opts so = {0};
+    so.quiet = true;
+    etk_sim *s = NULL;
+    if (etk_sim_workload(w, &c, &so, &s, &err))
+        fail_msg("simulate %s: %s", prefix, err.msg);
+    const etk_sim_result *res = etk_sim_result_get(s);
+    assert_non_null(res);
+    uint64_t step = res->step_ns;
+    if (r0)
+        *r0 = res->ranks[0];
+    etk_sim_free(s);
+    etk_workload_free(w);
+    return step;
+}
+
+static const char *tmp_prefix(const char *name)
+{
+    static char p[4][600];
+    static int k;
+    char *q = p[k++ & 3];
+    snprintf(q, 600, "%s/%s", tu_tmpdir(), name);
+    return q;
+}
+
+static void write_ok(const char *host, const char *device, int64_t rank, const char *prefix)
+{
+    etk_convert_opts o = {host, device, rank, true};
+    etk_convert_stats st;
+    etk_error err = {0};
+    if (etk_convert_pytorch_write(&o, prefix, &st, &err))
+        fail_msg("convert %s: %s", host, err.msg);
 }
 
 static etk_trace *convert_ok(const char *host, const char *device, etk_convert_stats *st,
@@ -234,6 +316,7 @@ static void test_chakra_102_node_for_node(void **state)
      * converter leaves 210 on converted_cnn_ddp.0.et). */
     assert_int_equal(dangling(t), 0);
     assert_int_equal(dangling(ref), 0);
+    validate_clean(t, 0);
     uint64_t span;
     assert_int_equal(replay(t, &span), t->n_nodes);
 
@@ -331,6 +414,19 @@ static void check_recorded(const char *model, size_t host_nodes, size_t events)
            (unsigned long long)span, (unsigned long long)span_rec, e);
     assert_true(span <= span_rec);
     assert_true(e > -10.0);
+    validate_clean(t, 0);
+
+    /* The simulator replays the same durations: one rank, every op a CPU op chained in
+     * program order, so its step time is the replayed critical path exactly (us -> ns). */
+    const char *prefix = tmp_prefix(model);
+    write_ok(host, prof, 0, prefix);
+    etk_sim_rank_stats r0;
+    uint64_t step = simulate(prefix, 1, &r0);
+    double es = ((double)step / 1000.0 - (double)span_rec) / (double)span_rec * 100.0;
+    printf("fidelity %s (etkit sim): step %llu ns vs recorded span %llu us, error %+.1f%%\n",
+           model, (unsigned long long)step, (unsigned long long)span_rec, es);
+    assert_int_equal(step, span * 1000);
+    assert_int_equal(r0.n_nodes, t->n_nodes);
     etk_trace_free(t);
 }
 
@@ -456,6 +552,7 @@ static void test_kineto_linking(void **state)
     /* span: first event 1000 us, last end MmBackward0 1215 + 30 = 1245 us → 245 us */
     assert_int_equal(st.trace_span_us, 245);
     assert_int_equal(dangling(t), 0);
+    validate_clean(t, 0);
     uint64_t span;
     assert_int_equal(replay(t, &span), t->n_nodes);
 
@@ -466,6 +563,32 @@ static void test_kineto_linking(void **state)
     assert_int_equal(g->groups[1].n_ranks, 2);
     etk_groups_free(g);
     etk_trace_free(t);
+}
+
+/* The hand-made pair as a 2-rank job (rank 1 receives what rank 0 sends): the workload passes
+ * etkit's cross-rank validation (groups, the all-reduce on group "0" on both ranks with the same
+ * size, the send matched by a recv on (0, 1, tag 5), no deadlock) and simulates. */
+static void test_two_rank_job(void **state)
+{
+    (void)state;
+    const char *prefix = tmp_prefix("job");
+    char h[64], d[64];
+    for (int r = 0; r < 2; r++) {
+        snprintf(h, sizeof h, "tests/pytorch/kineto_host_%d.json", r);
+        snprintf(d, sizeof d, "tests/pytorch/kineto_device_%d.json", r);
+        write_ok(h, d, r, prefix);
+    }
+    etk_sim_rank_stats r0;
+    uint64_t step = simulate(prefix, 2, &r0);
+    /* rank 0 runs every node. The CPU chain replays 40 + 10 + 4 + 6 + 20 + 10 (thread 1, up
+     * to c10d::send, ending at 90 us), then aten::item (90 us), then thread 2's MmBackward0
+     * (30 us) = 210 us. aten::item also waits for the send launched at 90 us (sync dep on
+     * node 15), which needs the all-reduce (1 KiB) and the 64-byte transfer: a few hundred ns
+     * over NVSwitch, so the step is just above 210 us. */
+    assert_int_equal(r0.n_nodes, 14);
+    assert_true(step > 210000 && step < 215000);
+    printf("two-rank job: simulated step %llu ns (recorded span 245 us)\n",
+           (unsigned long long)step);
 }
 
 static void test_write_files(void **state)
@@ -661,6 +784,7 @@ int main(void)
         cmocka_unit_test(test_transformer_101),
         cmocka_unit_test(test_host_only_101),
         cmocka_unit_test(test_kineto_linking),
+        cmocka_unit_test(test_two_rank_job),
         cmocka_unit_test(test_write_files),
         cmocka_unit_test(test_host_durations_and_unknown_schema),
         cmocka_unit_test(test_coll_names),
