@@ -26,7 +26,8 @@ static void help(FILE *f)
             "options:\n"
             "  --host FILE      host execution trace JSON (plain or gzip)        (required)\n"
             "  --device FILE    Kineto trace JSON or profiler event list          (optional)\n"
-            "  --rank R         rank of this trace (output PREFIX.R.et; default 0)\n"
+            "  --rank R         rank of this trace (output PREFIX.R.et; default: the Kineto\n"
+            "                   trace's distributedInfo.rank, else 0)\n"
             "  --ranks N        convert ranks 0..N-1; --host/--device contain %%d for the rank\n"
             "  -o, --output P   output prefix                                      (required)\n"
             "  --json           print the summary as JSON\n"
@@ -163,8 +164,8 @@ int cmd_convert(int argc, char **argv)
         if (etk_convert_pytorch_write(&o, prefix, &st, &err))
             return cli_fail(cmd, &err);
         char out[4200];
-        snprintf(out, sizeof out, "%s.%llu.et", prefix, (unsigned long long)r);
-        print_stats(&st, (long long)r, out, json, r == first, r + 1 == first + count);
+        snprintf(out, sizeof out, "%s.%lld.et", prefix, (long long)st.rank);
+        print_stats(&st, (long long)st.rank, out, json, r == first, r + 1 == first + count);
     }
     return 0;
 }

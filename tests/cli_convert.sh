@@ -56,6 +56,8 @@ expect 0 'rank 1: .*job.1.et' "$ETKIT" convert pytorch -q --host "$P/kineto_host
   --device "$P/kineto_device_%d.json" --ranks 2 -o "$T/job"
 [ -s "$T/job.0.et" ] && [ -s "$T/job.1.et" ] || fail "--ranks 2 wrote $(ls "$T")"
 expect 0 '2 ranks, 28 nodes, groups .*: 0 errors' "$ETKIT" validate "$T/job"
+# without --rank the Kineto trace's distributedInfo.rank names the file
+expect 0 'rank 1: .*r.1.et' "$ETKIT" convert pytorch -q --host $P/kineto_host_1.json --device $P/kineto_device_1.json -o "$T/r"
 # rank 1's host trace with rank 0's Kineto trace: refused, naming the file
 cp $P/kineto_host_1.json "$T/h_1.json"; cp $P/kineto_device_0.json "$T/d_1.json"
 cp $P/kineto_host_0.json "$T/h_0.json"; cp $P/kineto_device_0.json "$T/d_0.json"

@@ -681,6 +681,70 @@ static void test_host_durations_and_unknown_schema(void **state)
     etk_trace_free(t);
 }
 
+/* PyTorch 2.4+ names the group in record_param_comms' attrs ("pg_name") and its process-group
+ * list has no backend ids; the Kineto trace has no distributedInfo here, so --rank decides.
+ * The all-gather kernel is launched under nccl:all_gather (100 bf16 = 200 bytes) whose parent
+ * record_param_comms carries pg_name "7". */
+static void test_pg_from_attrs(void **state)
+{
+    (void)state;
+    const char *h = write_tmp(
+        "pg_host.json",
+        "{\"schema\": \"1.1.0-chakra.0.0.4\", \"pid\": 1, \"nodes\": ["
+        NODE(2, "[pytorch|profiler|execution_trace|thread]", 1, "") ","
+        "{\"id\": 3, \"name\": \"## process_group:init ##\", \"ctrl_deps\": 2, \"inputs\": "
+        "{\"values\": [\"[{\\\"pg_name\\\": \\\"0\\\", \\\"ranks\\\": [], \\\"group_size\\\": 4}, "
+        "{\\\"pg_name\\\": \\\"7\\\", \\\"ranks\\\": [1, 3], \\\"group_size\\\": 2}]\"]}, "
+        "\"attrs\": []},"
+        NODE(4, "c10d::allgather_", 2, "") ","
+        "{\"id\": 5, \"name\": \"record_param_comms\", \"ctrl_deps\": 4, \"attrs\": [{\"name\": "
+        "\"rf_id\", \"type\": \"uint64\", \"value\": 5}, {\"name\": \"pg_name\", \"type\": "
+        "\"string\", \"value\": \"7\"}]},"
+        "{\"id\": 6, \"name\": \"nccl:all_gather\", \"ctrl_deps\": 5, \"inputs\": {\"values\": "
+        "[[9, 9, 0, 100, 2, \"cuda:1\"]]}, \"attrs\": [{\"name\": \"rf_id\", \"type\": \"uint64\", "
+        "\"value\": 6}]}]}");
+    const char *d = write_tmp(
+        "pg_dev.json",
+        "{\"traceEvents\": ["
+        "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"c10d::allgather_\", \"pid\": 1, \"tid\": 1, "
+        "\"ts\": 10.5, \"dur\": 9.5, \"args\": {\"Record function id\": 4}},"
+        "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"record_param_comms\", \"pid\": 1, \"tid\": 1, "
+        "\"ts\": 11, \"dur\": 8, \"args\": {\"Record function id\": 5}},"
+        "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"nccl:all_gather\", \"pid\": 1, \"tid\": 1, "
+        "\"ts\": 12, \"dur\": 6, \"args\": {\"Record function id\": 6, \"External id\": 60}},"
+        "{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"cudaLaunchKernel\", \"pid\": 1, \"tid\": 1, "
+        "\"ts\": 13, \"dur\": 2, \"args\": {\"External id\": 60, \"correlation\": 5}},"
+        "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"ncclDevKernel_AllGather_RING_LL\", \"pid\": 0, "
+        "\"tid\": 3, \"ts\": 14, \"dur\": 30.4, \"args\": {\"stream\": 3, \"correlation\": 5}}]}");
+    etk_convert_opts o = {h, d, 1, true};
+    etk_convert_stats st;
+    etk_trace *t = NULL;
+    etk_groups *g = NULL;
+    etk_error err = {0};
+    if (etk_convert_pytorch(&o, &t, &g, &st, &err))
+        fail_msg("%s", err.msg);
+    assert_int_equal(st.rank, 1);
+    assert_int_equal(etk_trace_index(t, &err), 0);
+    const etk_node *k = must_find(t, 7); /* first id after the largest host id 6 */
+    int64_t v;
+    assert_int_equal(k->type, ETK_NODE_COLL);
+    assert_true(etk_node_i64(k, "comm_type", &v) && v == ETK_COLL_ALL_GATHER);
+    assert_true(etk_node_i64(k, "comm_size", &v) && v == 200);
+    assert_string_equal(etk_node_str(k, "pg_name"), "7");
+    assert_int_equal(k->duration_micros, 30); /* 30.4 us rounds to 30 */
+    /* c10d::allgather_ 9.5 us - record_param_comms 8 us = 1.5 us, rounded half up to 2 */
+    assert_int_equal(must_find(t, 4)->duration_micros, 2);
+    assert_int_equal(must_find(t, 5)->duration_micros, 2);
+    assert_int_equal(must_find(t, 6)->duration_micros, 6);
+    /* group "0": 4 ranks (ranks [] and group_size 4); group "7": ranks 1 and 3 */
+    assert_int_equal(g->n_groups, 2);
+    assert_int_equal(g->groups[0].n_ranks, 4);
+    assert_int_equal(g->groups[1].ranks[1], 3);
+    validate_clean(t, 1);
+    etk_groups_free(g);
+    etk_trace_free(t);
+}
+
 static void test_coll_names(void **state)
 {
     (void)state;
@@ -787,6 +851,7 @@ int main(void)
         cmocka_unit_test(test_two_rank_job),
         cmocka_unit_test(test_write_files),
         cmocka_unit_test(test_host_durations_and_unknown_schema),
+        cmocka_unit_test(test_pg_from_attrs),
         cmocka_unit_test(test_coll_names),
         cmocka_unit_test(test_bad_inputs),
     };

@@ -27,6 +27,8 @@ typedef struct etk_convert_opts {
 
 /* What a conversion found; every count is exact. */
 typedef struct etk_convert_stats {
+    int64_t rank;               /* rank written: opts.rank, else the Kineto distributedInfo
+                                   rank, else 0 */
     char schema[64];            /* the host trace's "schema" */
     bool schema_known;          /* one of 1.0.1, 1.0.2, 1.0.3, 1.1.0, 1.1.1 (any suffix) */
     bool old_layout;            /* nodes used the 1.0.1 layout (parent, flat inputs) */
@@ -55,7 +57,7 @@ typedef struct etk_convert_stats {
 int etk_convert_pytorch(const etk_convert_opts *o, etk_trace **out_trace, etk_groups **out_groups,
                         etk_convert_stats *stats, etk_error *err);
 
-/* Convert and write <prefix>.<rank>.et (rank 0 when o->rank < 0) and, when the host trace
+/* Convert and write <prefix>.<rank>.et (rank: stats->rank) and, when the host trace
  * declares process groups, <prefix>.json. Streams nodes to the writer (no in-memory trace). */
 int etk_convert_pytorch_write(const etk_convert_opts *o, const char *prefix,
                               etk_convert_stats *stats, etk_error *err);

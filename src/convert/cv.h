@@ -51,6 +51,7 @@ typedef struct cv_op {
     int64_t host_excl_ns, host_incl_ns;      /* from the host trace, -1 when absent */
     int kind;
     /* record_param_comms and c10d point-to-point hints from the inputs */
+    const char *attr_pg;   /* "pg_name" attribute (PyTorch 2.4+ comms ops), NULL */
     const char *strs[4];   /* first string inputs (group name, collective name) */
     int n_strs;
     int64_t ints[4];       /* first integer inputs (backend id, peer, tag) */

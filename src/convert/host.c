@@ -110,6 +110,9 @@ static int set_attr(const nctx *c, cv_op *op, etk_arena *a, const char *name, co
     } else if (!strcmp(name, "seq_id")) {
         if (!jv_i64(v, &op->seq_id))
             return node_err(c, err, "attribute \"seq_id\" must be an integer, got %s", jtype(v));
+    } else if (!strcmp(name, "pg_name") && json_is_string(v)) {
+        /* PyTorch 2.4+ record_param_comms attrs name the group directly */
+        op->attr_pg = etk_arena_strdup(a, json_string_value(v));
     } else if (!strcmp(name, "op_schema")) {
         if (!json_is_string(v))
             return node_err(c, err, "attribute \"op_schema\" must be a string, got %s", jtype(v));
@@ -205,15 +208,19 @@ static bool wants_hints(const char *name)
            strstr(name, "send") || strstr(name, "recv");
 }
 
-static void collect_hints(cv_op *op, etk_arena *a, const json_t *values)
+/* Top-level scalar inputs, and strings one list deep (PyTorch 2.x passes the group as a
+ * (pg_name, pg_desc) tuple). */
+static void collect_hints(cv_op *op, etk_arena *a, const json_t *values, int depth)
 {
     size_t i;
     json_t *v;
     json_array_foreach(values, i, v) {
         if (json_is_string(v) && op->n_strs < 4)
             op->strs[op->n_strs++] = etk_arena_strdup(a, json_string_value(v));
-        else if (json_is_integer(v) && op->n_ints < 4)
+        else if (depth == 0 && json_is_integer(v) && op->n_ints < 4)
             op->ints[op->n_ints++] = (int64_t)json_integer_value(v);
+        else if (depth == 0 && json_is_array(v) && json_array_size(v) <= 4)
+            collect_hints(op, a, v, 1);
     }
 }
 
@@ -333,7 +340,7 @@ static int parse_node(cv_host *h, jscan *s, const json_t *n, size_t index, size_
             return rc;
     }
     if (iv && wants_hints(op->name))
-        collect_hints(op, a, iv);
+        collect_hints(op, a, iv, 0);
     if (op->id > h->max_id)
         h->max_id = op->id;
     h->n_ops++;

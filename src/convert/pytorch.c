@@ -332,6 +332,8 @@ static const char *pg_of(const conv *c, int32_t hix, const cv_ev *kernel)
         const cv_op *op = &c->h.ops[hix];
         if (op->dev_pg)
             return op->dev_pg;
+        if (op->attr_pg)
+            return op->attr_pg;
         for (size_t g = 0; g < c->h.n_pgs; g++) {
             const cv_pg *pg = &c->h.pgs[g];
             for (int s = 0; s < op->n_strs; s++)
@@ -346,6 +348,12 @@ static const char *pg_of(const conv *c, int32_t hix, const cv_ev *kernel)
             const cv_op *k = &c->h.ops[ch];
             if (k->parent_ix != hix || !strstr(k->name, "record_param_comms"))
                 continue;
+            if (k->attr_pg)
+                return k->attr_pg;
+            for (size_t g = 0; g < c->h.n_pgs; g++)
+                for (int s = 0; s < k->n_strs; s++)
+                    if (!strcmp(k->strs[s], c->h.pgs[g].name))
+                        return c->h.pgs[g].name;
             for (size_t g = 0; g < c->h.n_pgs; g++)
                 for (int s = 0; s < k->n_ints; s++)
                     if (c->h.pgs[g].backend_id >= 0 && k->ints[s] == c->h.pgs[g].backend_id)
@@ -902,6 +910,7 @@ static int convert(const etk_convert_opts *o, etk_convert_stats *st, conv *c, ui
         cv_warn(st, o->quiet, "%zu host ops have no duration in %s (written as 0 us)",
                 st->n_zero_dur, o->device_path ? "the device trace" : "the host trace");
     st->n_groups = h->n_pgs;
+    st->rank = o->rank >= 0 ? o->rank : c->d.rank >= 0 ? c->d.rank : 0;
     st->arena_bytes = etk_arena_bytes(h->arena) + h->cap_ops * sizeof *h->ops +
                       c->d.cap_ev * sizeof *c->d.ev;
     return 0;
@@ -995,7 +1004,7 @@ int etk_convert_pytorch_write(const etk_convert_opts *o, const char *prefix,
         if (!path)
             rc = etk_err(err, ETK_ENOMEM, "out of memory");
         else
-            snprintf(path, len, "%s.%lld.et", prefix, (long long)(o->rank >= 0 ? o->rank : 0));
+            snprintf(path, len, "%s.%lld.et", prefix, (long long)st->rank);
     }
     if (!rc) {
         /* the host trace's header, as Chakra's converter keeps it */
