@@ -312,6 +312,9 @@ static void test_chakra_102_node_for_node(void **state)
     assert_int_equal(n3->type, ETK_NODE_METADATA);
     assert_non_null(strstr(n3->inputs->values, "\"pg_name\": \"0\""));
 
+    /* Intended difference 5: GlobalMetadata version (checked on a written file in
+     * test_write_files); Chakra's is empty. */
+    assert_null(ref->version);
     /* Intended difference 4: no dangling dependencies (true of this Chakra file as well; its
      * converter leaves 210 on converted_cnn_ddp.0.et). */
     assert_int_equal(dangling(t), 0);
@@ -619,6 +622,9 @@ static void test_write_files(void **state)
         assert_int_equal(t->nodes[i].n_ctrl_deps, m->nodes[i].n_ctrl_deps);
         assert_int_equal(t->nodes[i].n_data_deps, m->nodes[i].n_data_deps);
     }
+    /* Intended difference 5 (see test_chakra_102_node_for_node): version "0.0.4", which
+     * Chakra's converter leaves empty */
+    assert_string_equal(t->version, "0.0.4");
     /* the host trace's header is kept in the GlobalMetadata */
     bool have_schema = false;
     for (uint32_t i = 0; i < t->n_meta_attr; i++)
