@@ -197,6 +197,19 @@ static void write_ok(const char *host, const char *device, int64_t rank, const c
         fail_msg("convert %s: %s", host, err.msg);
 }
 
+static const char *write_tmp(const char *name, const char *text)
+{
+    static char path[4][600];
+    static int k;
+    char *p = path[k++ & 3];
+    snprintf(p, 600, "%s/%s", tu_tmpdir(), name);
+    FILE *f = fopen(p, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+    return p;
+}
+
 static etk_trace *convert_ok(const char *host, const char *device, etk_convert_stats *st,
                              etk_groups **groups)
 {
@@ -571,6 +584,53 @@ static void test_kineto_linking(void **state)
 /* The hand-made pair as a 2-rank job (rank 1 receives what rank 0 sends): the workload passes
  * etkit's cross-rank validation (groups, the all-reduce on group "0" on both ranks with the same
  * size, the send matched by a recv on (0, 1, tag 5), no deadlock) and simulates. */
+/* Kineto traces from before PyTorch 2.0 have no "Record function id": cpu_ops are aligned with
+ * host ops by name in start order instead, and kernels still reach their host op through
+ * correlation and External id. The same pair with the ids renamed away must convert to the
+ * same nodes, durations and dependencies as with them. */
+static void test_kineto_without_rf_ids(void **state)
+{
+    (void)state;
+    size_t len;
+    char *text = (char *)tu_read("tests/pytorch/kineto_device_0.json", &len);
+    /* "Record function id" -> "Record function idx" (an arg nobody reads) */
+    char *out = malloc(len * 2 + 1), *o = out;
+    assert_non_null(out);
+    for (const char *p = text; *p;) {
+        const char *q = strstr(p, "\"Record function id\"");
+        if (!q) {
+            strcpy(o, p);
+            break;
+        }
+        memcpy(o, p, (size_t)(q - p));
+        o += q - p;
+        o += sprintf(o, "\"Record function idx\"");
+        p = q + strlen("\"Record function id\"");
+    }
+    const char *dev = write_tmp("norf.json", out);
+    free(out);
+    free(text);
+    etk_convert_stats a, b;
+    etk_trace *ta = convert_ok("tests/pytorch/kineto_host_0.json", "tests/pytorch/kineto_device_0.json",
+                               &a, NULL);
+    etk_trace *tb = convert_ok("tests/pytorch/kineto_host_0.json", dev, &b, NULL);
+    assert_int_equal(b.n_matched, 8);
+    assert_int_equal(b.n_gpu_ops, 3);
+    assert_int_equal(b.n_unlinked_kernels, 0);
+    assert_false(b.device_is_profiler_list);
+    assert_int_equal(ta->n_nodes, tb->n_nodes);
+    for (size_t i = 0; i < ta->n_nodes; i++) {
+        const etk_node *x = &ta->nodes[i], *y = &tb->nodes[i];
+        assert_int_equal(x->id, y->id);
+        assert_int_equal(x->type, y->type);
+        assert_int_equal(x->duration_micros, y->duration_micros);
+        deps_eq(x->data_deps, x->n_data_deps, y->data_deps, y->n_data_deps);
+        deps_eq(x->ctrl_deps, x->n_ctrl_deps, y->ctrl_deps, y->n_ctrl_deps);
+    }
+    etk_trace_free(ta);
+    etk_trace_free(tb);
+}
+
 static void test_two_rank_job(void **state)
 {
     (void)state;
@@ -641,18 +701,6 @@ static void test_write_files(void **state)
 }
 
 /* ---------- host-trace durations and unknown schemas ---------- */
-static const char *write_tmp(const char *name, const char *text)
-{
-    static char path[4][600];
-    static int k;
-    char *p = path[k++ & 3];
-    snprintf(p, 600, "%s/%s", tu_tmpdir(), name);
-    FILE *f = fopen(p, "w");
-    assert_non_null(f);
-    fputs(text, f);
-    fclose(f);
-    return p;
-}
 
 #define NODE(id, name, parent, extra)                                                          \
     "{\"id\": " #id ", \"name\": \"" name "\", \"ctrl_deps\": " #parent                          \
@@ -854,6 +902,7 @@ int main(void)
         cmocka_unit_test(test_transformer_101),
         cmocka_unit_test(test_host_only_101),
         cmocka_unit_test(test_kineto_linking),
+        cmocka_unit_test(test_kineto_without_rf_ids),
         cmocka_unit_test(test_two_rank_job),
         cmocka_unit_test(test_write_files),
         cmocka_unit_test(test_host_durations_and_unknown_schema),

@@ -95,12 +95,14 @@ typedef struct cv_ev {
     int64_t pid, tid;
     int64_t ext_id, rf_id, corr, stream; /* -1 when absent */
     const char *pg_name;
+    int32_t host;                        /* matched host op index, -1 */
 } cv_ev;
 
 typedef struct cv_dev {
     cv_ev *ev;
     size_t n_ev, cap_ev;
     bool profiler_list; /* bare list without cat / Record function id (PyTorch 1.13) */
+    bool has_rf;        /* some event has a Record function id (else: match by name) */
     int64_t rank;       /* distributedInfo.rank, -1 */
 } cv_dev;
 

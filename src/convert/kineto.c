@@ -80,6 +80,7 @@ static int parse_event(jscan *s, etk_arena *a, cv_dev *d, dstate *ds, const json
     cv_ev *ev = &d->ev[d->n_ev++];
     memset(ev, 0, sizeof *ev);
     ev->cat = (uint8_t)c;
+    ev->host = -1;
     ev->name = etk_arena_strdup(a, json_string_value(name));
     ev->ts_ns = (int64_t)llround(json_number_value(ts) * 1000.0);
     ev->dur_ns = dur ? (int64_t)llround(json_number_value(dur) * 1000.0) : 0;
@@ -202,6 +203,7 @@ int cv_dev_parse(const char *path, etk_arena *a, cv_dev *d, uint64_t *bytes, etk
         goto out;
     }
     d->profiler_list = !ds.any_cat && !ds.any_rf;
+    d->has_rf = ds.any_rf;
 out:
     free(buf);
     return rc;

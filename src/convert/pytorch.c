@@ -137,8 +137,6 @@ typedef struct conv {
     size_t n_gpu;
     edge *edges; /* extra ctrl deps of host ops (cross-thread, sync), sorted by from */
     size_t n_edges, cap_edges;
-    kv *rf_ix;   /* host rf_id -> op index */
-    size_t n_rf;
 } conv;
 
 static int add_edge(conv *c, uint32_t from, uint64_t to)
@@ -158,7 +156,6 @@ static void conv_free(conv *c)
     free(c->d.ev);
     free(c->gpu);
     free(c->edges);
-    free(c->rf_ix);
     etk_arena_free(c->h.arena);
 }
 
@@ -176,29 +173,42 @@ static int ev_ts_cmp(const void *a, const void *b)
     return x->dur_ns > y->dur_ns ? -1 : x->dur_ns < y->dur_ns; /* outer op first */
 }
 
-/* PyTorch 1.13's profiler list: align host ops (id order = start order) and events (start
- * order) by name; an event missing on either side is skipped by a short look-ahead. */
-static void match_by_name(conv *c)
+/* Device traces without Record function ids (PyTorch 1.13's profiler list, Kineto before
+ * PyTorch 2.0): align host ops (id order = start order) and cpu_op events (start order, outer
+ * first) by name; an event missing on either side is skipped by a short look-ahead. */
+static int match_by_name(conv *c, etk_error *err)
 {
     cv_host *h = &c->h;
     cv_dev *d = &c->d;
     if (d->n_ev)
         qsort(d->ev, d->n_ev, sizeof *d->ev, ev_ts_cmp);
+    uint32_t *cpu = malloc(sizeof *cpu * (d->n_ev + 1));
+    if (!cpu)
+        return etk_err(err, ETK_ENOMEM, "out of memory");
+    size_t n = 0;
+    for (size_t i = 0; i < d->n_ev; i++)
+        if (d->ev[i].cat == EV_CPU_OP || d->ev[i].cat == EV_ANNOT)
+            cpu[n++] = (uint32_t)i;
     size_t j = 0;
     enum { LOOKAHEAD = 16 };
-    for (size_t i = 0; i < h->n_ops && j < d->n_ev; i++) {
+    for (size_t i = 0; i < h->n_ops && j < n; i++) {
         cv_op *op = &h->ops[i];
         if (op->kind != OP_NORMAL)
             continue;
-        for (size_t k = j; k < d->n_ev && k < j + LOOKAHEAD; k++) {
-            if (!strcmp(d->ev[k].name, op->name)) {
-                op->dev_ts_ns = d->ev[k].ts_ns;
-                op->dev_dur_ns = d->ev[k].dur_ns;
+        for (size_t k = j; k < n && k < j + LOOKAHEAD; k++) {
+            cv_ev *e = &d->ev[cpu[k]];
+            if (!strcmp(e->name, op->name)) {
+                op->dev_ts_ns = e->ts_ns;
+                op->dev_dur_ns = e->dur_ns;
+                op->dev_pg = e->pg_name;
+                e->host = (int32_t)i;
                 j = k + 1;
                 break;
             }
         }
     }
+    free(cpu);
+    return 0;
 }
 
 static int match_by_rf(conv *c, etk_error *err)
@@ -220,10 +230,11 @@ static int match_by_rf(conv *c, etk_error *err)
         ptrdiff_t k = kv_find(t, n, (int64_t)op->rf_id);
         if (k < 0)
             continue;
-        const cv_ev *e = &d->ev[t[k].ix];
+        cv_ev *e = &d->ev[t[k].ix];
         op->dev_ts_ns = e->ts_ns;
         op->dev_dur_ns = e->dur_ns;
         op->dev_pg = e->pg_name;
+        e->host = (int32_t)i;
     }
     free(t);
     return 0;
@@ -254,7 +265,7 @@ static int check_pair(conv *c, size_t n_matchable, etk_error *err)
         return etk_err(err, ETK_EINVAL, "%s and %s do not belong together: only %zu of %zu host "
                        "ops found a device-trace event (%s)", o->host_path, o->device_path,
                        matched, n_matchable,
-                       c->d.profiler_list ? "by name in start order" : "by rf_id = Record "
+                       !c->d.has_rf ? "by name in start order" : "by rf_id = Record "
                        "function id");
     return 0;
 }
@@ -283,22 +294,13 @@ typedef struct link_ix {
     size_t n_cpu;
 } link_ix;
 
-static int32_t host_of_rf(const conv *c, int64_t rf)
-{
-    ptrdiff_t k = kv_find(c->rf_ix, c->n_rf, rf);
-    return k < 0 ? -1 : (int32_t)c->rf_ix[k].ix;
-}
-
 static int32_t launcher(const conv *c, const link_ix *L, const cv_ev *r)
 {
     const cv_ev *ev = c->d.ev;
     if (r->ext_id >= 0) {
         ptrdiff_t k = kv_find(L->ext, L->n_ext, r->ext_id);
-        if (k >= 0 && ev[L->ext[k].ix].rf_id >= 0) {
-            int32_t hix = host_of_rf(c, ev[L->ext[k].ix].rf_id);
-            if (hix >= 0)
-                return hix;
-        }
+        if (k >= 0 && ev[L->ext[k].ix].host >= 0)
+            return ev[L->ext[k].ix].host;
     }
     /* innermost cpu_op on the same thread that encloses the runtime call */
     size_t lo = 0, hi = L->n_cpu;
@@ -315,11 +317,8 @@ static int32_t launcher(const conv *c, const link_ix *L, const cv_ev *r)
         if (t->tid != r->tid)
             break;
         const cv_ev *e = &ev[t->ix];
-        if (e->ts_ns + e->dur_ns >= r->ts_ns + r->dur_ns && e->rf_id >= 0) {
-            int32_t hix = host_of_rf(c, e->rf_id);
-            if (hix >= 0)
-                return hix;
-        }
+        if (e->ts_ns + e->dur_ns >= r->ts_ns + r->dur_ns && e->host >= 0)
+            return e->host;
     }
     return -1;
 }
@@ -853,22 +852,13 @@ static int convert(const etk_convert_opts *o, etk_convert_stats *st, conv *c, ui
         /* a parent must start before its child (ids are assigned in start order) */
         op->parent_ix = p >= 0 && (size_t)p < i ? p : -1;
     }
-    c->rf_ix = malloc(sizeof(kv) * (h->n_ops + 1));
-    if (!c->rf_ix)
-        return etk_err(err, ETK_ENOMEM, "out of memory");
-    for (size_t i = 0; i < h->n_ops; i++)
-        if (h->ops[i].kind == OP_NORMAL || h->ops[i].kind == OP_PG_INIT)
-            c->rf_ix[c->n_rf++] = (kv){(int64_t)h->ops[i].rf_id, (uint32_t)i};
-    qsort(c->rf_ix, c->n_rf, sizeof(kv), kv_cmp);
 
     if (o->device_path) {
         c->have_dev = true;
         if ((rc = cv_dev_parse(o->device_path, h->arena, &c->d, &st->input_bytes, err)))
             return rc;
         st->device_is_profiler_list = c->d.profiler_list;
-        if (c->d.profiler_list)
-            match_by_name(c);
-        else if ((rc = match_by_rf(c, err)))
+        if ((rc = c->d.has_rf ? match_by_rf(c, err) : match_by_name(c, err)))
             return rc;
         size_t matchable = 0;
         int64_t lo = INT64_MAX, hi = INT64_MIN;
