@@ -588,6 +588,29 @@ static void test_kineto_linking(void **state)
  * host ops by name in start order instead, and kernels still reach their host op through
  * correlation and External id. The same pair with the ids renamed away must convert to the
  * same nodes, durations and dependencies as with them. */
+/* Without device times, thread switches in start order become ctrl deps: the host pair's
+ * top-level ops in id order are 4, 6, 9, 10 (thread 1) and 12 (thread 2), so 12 waits for 10
+ * and nothing else crosses threads; without kernels there are no sync deps. */
+static void test_threads_without_device(void **state)
+{
+    (void)state;
+    etk_convert_stats st;
+    etk_trace *t = convert_ok("tests/pytorch/kineto_host_0.json", NULL, &st, NULL);
+    etk_error err;
+    assert_int_equal(etk_trace_index(t, &err), 0);
+    assert_int_equal(st.n_cross_thread_deps, 1);
+    assert_int_equal(st.n_sync_deps, 0);
+    assert_int_equal(st.n_gpu_ops, 0);
+    const etk_node *bw = must_find(t, 12);
+    deps_eq(bw->ctrl_deps, bw->n_ctrl_deps, (uint64_t[]){10}, 1);
+    deps_eq(bw->data_deps, bw->n_data_deps, (uint64_t[]){11}, 1);
+    /* aten::item keeps only its parent (thread root 2) as ctrl dep */
+    const etk_node *it = must_find(t, 10);
+    deps_eq(it->ctrl_deps, it->n_ctrl_deps, (uint64_t[]){2}, 1);
+    validate_clean(t, 0);
+    etk_trace_free(t);
+}
+
 static void test_kineto_without_rf_ids(void **state)
 {
     (void)state;
@@ -902,6 +925,7 @@ int main(void)
         cmocka_unit_test(test_transformer_101),
         cmocka_unit_test(test_host_only_101),
         cmocka_unit_test(test_kineto_linking),
+        cmocka_unit_test(test_threads_without_device),
         cmocka_unit_test(test_kineto_without_rf_ids),
         cmocka_unit_test(test_two_rank_job),
         cmocka_unit_test(test_write_files),
