@@ -822,6 +822,35 @@ static void test_pg_from_attrs(void **state)
     etk_trace_free(t);
 }
 
+/* Schema strings: the five known ones with or without a "-chakra.x" suffix are known; lookalikes
+ * are not (and still convert, with the warning naming them). */
+static void test_schema_names(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *schema;
+        bool known;
+    } cases[] = {
+        {"1.0.1", true}, {"1.0.2-chakra.0.0.4", true}, {"1.0.3", true},
+        {"1.1.0-chakra.0.0.4", true}, {"1.1.1", true}, {"1.1.1-chakra.0.0.4", true},
+        {"1.0.20", false}, {"1.2.0", false}, {"0.9", false},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char text[512];
+        snprintf(text, sizeof text, "{\"schema\": \"%s\", \"nodes\": [" NODE(2, "x", 1, "") "]}",
+                 cases[i].schema);
+        etk_convert_stats st;
+        etk_trace *t = convert_ok(write_tmp("schema.json", text), NULL, &st, NULL);
+        assert_string_equal(st.schema, cases[i].schema);
+        if (st.schema_known != cases[i].known)
+            fail_msg("schema %s: known=%d", cases[i].schema, st.schema_known);
+        /* one warning for the op without duration, one more for an unknown schema */
+        assert_int_equal(st.n_warnings, cases[i].known ? 1 : 2);
+        assert_int_equal(t->n_nodes, 1);
+        etk_trace_free(t);
+    }
+}
+
 static void test_coll_names(void **state)
 {
     (void)state;
@@ -931,6 +960,7 @@ int main(void)
         cmocka_unit_test(test_write_files),
         cmocka_unit_test(test_host_durations_and_unknown_schema),
         cmocka_unit_test(test_pg_from_attrs),
+        cmocka_unit_test(test_schema_names),
         cmocka_unit_test(test_coll_names),
         cmocka_unit_test(test_bad_inputs),
     };

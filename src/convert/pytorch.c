@@ -249,16 +249,18 @@ static int check_pair(conv *c, size_t n_matchable, etk_error *err)
                        (long long)o->rank);
     if (c->h.has_pid && !c->d.profiler_list) {
         size_t same = 0, cpu = 0;
+        int64_t first_pid = 0;
         for (size_t i = 0; i < c->d.n_ev; i++)
             if (c->d.ev[i].cat == EV_CPU_OP) {
-                cpu++;
+                if (cpu++ == 0)
+                    first_pid = c->d.ev[i].pid;
                 same += c->d.ev[i].pid == c->h.pid;
             }
         if (cpu > 0 && same == 0)
             return etk_err(err, ETK_EINVAL, "%s and %s do not belong together: the host trace "
                            "is from pid %lld but no cpu_op of the device trace is (first one: "
                            "pid %lld)", o->host_path, o->device_path, (long long)c->h.pid,
-                           (long long)c->d.ev[0].pid);
+                           (long long)first_pid);
     }
     size_t matched = c->st->n_matched;
     if (n_matchable >= 4 && matched * 2 < n_matchable)
