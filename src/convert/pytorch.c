@@ -669,13 +669,12 @@ static int cross_thread(conv *c, uint64_t **prev_out, etk_error *err)
                 rc = etk_err(err, ETK_ENOMEM, "out of memory");
                 goto out;
             }
-            size_t cap = th[t].n_top; /* top_end grows with the same capacity */
+            /* top_end has the capacity of top_id */
             int64_t *e = realloc(th[t].top_end, sizeof(int64_t) * th[t].cap_top);
             if (!e) {
                 rc = etk_err(err, ETK_ENOMEM, "out of memory");
                 goto out;
             }
-            (void)cap;
             th[t].top_end = e;
             int64_t end = op->dev_ts_ns + op->dev_dur_ns;
             if (th[t].n_top && end < th[t].top_end[th[t].n_top - 1])
@@ -720,7 +719,7 @@ static int emit_all(conv *c, const uint64_t *prev, emit_fn emit, void *ctx, etk_
 {
     cv_host *h = &c->h;
     etk_attr at[16];
-    uint64_t deps[64];
+    uint64_t deps[1 + MAX_THREADS + 64]; /* parent, one per other thread, one per stream */
     size_t e = 0;
     int rc;
     for (size_t i = 0; i < h->n_ops; i++) {
