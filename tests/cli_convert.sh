@@ -40,6 +40,11 @@ expect 0 '263 host nodes -> 262 nodes \(261 COMP, 1 METADATA' \
 tr -d ' \n' < "$T/pt.json" | grep -qF '{"0":[0,1]}' || fail "comm groups: $(cat "$T/pt.json")"
 ls "$T" | grep -q tmp && fail "temporary files left in $T: $(ls "$T")"
 
+# --- gzip-compressed input is read transparently
+gzip -c "$H102" > "$T/h102.json.gz"
+expect 0 '263 host nodes -> 262 nodes' "$ETKIT" convert pytorch -q --host "$T/h102.json.gz" -o "$T/gz"
+cmp -s "$T/gz.0.et" "$T/pt.1.et" || fail "gzip input gives different bytes than plain input"
+
 # --- recorded PyTorch 1.13 (schema 1.0.1) traces with their profiler lists, --json
 "$ETKIT" convert pytorch -q --json --host $P/mlp_host_et.json --device $P/mlp_profiler.json \
   -o "$T/mlp" > "$T/mlp.out" || fail "mlp convert"
