@@ -52,10 +52,30 @@ static int expand(const char *pat, long long r, char *out, size_t cap)
     return n < 0 || (size_t)n >= cap ? -1 : 0;
 }
 
+/* path or schema as a JSON string body (quotes, backslashes and control bytes escaped) */
+static const char *jesc(const char *s, char *buf, size_t cap)
+{
+    size_t k = 0;
+    for (; *s && k + 7 < cap; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\') {
+            buf[k++] = '\\';
+            buf[k++] = (char)c;
+        } else if (c < 0x20) {
+            k += (size_t)snprintf(buf + k, cap - k, "\\u%04x", c);
+        } else {
+            buf[k++] = (char)c;
+        }
+    }
+    buf[k] = 0;
+    return buf;
+}
+
 static void print_stats(const etk_convert_stats *st, long long rank, const char *out, bool json,
                         bool first, bool last)
 {
     if (json) {
+        char eo[8800], es[400];
         printf("%s{\"rank\": %lld, \"output\": \"%s\", \"schema\": \"%s\", \"schema_known\": %s, "
                "\"host_nodes\": %zu, \"nodes\": %zu, \"comp\": %zu, \"metadata\": %zu, "
                "\"comm_coll\": %zu, \"send\": %zu, \"recv\": %zu, \"cpu_ops\": %zu, "
@@ -63,7 +83,8 @@ static void print_stats(const etk_convert_stats *st, long long rank, const char 
                "\"unlinked_gpu_ops\": %zu, \"cross_thread_deps\": %zu, \"sync_deps\": %zu, "
                "\"groups\": %zu, \"trace_span_us\": %llu, \"input_bytes\": %llu, "
                "\"warnings\": %zu}%s\n",
-               first ? "[" : " ", rank, out, st->schema, st->schema_known ? "true" : "false",
+               first ? "[" : " ", rank, jesc(out, eo, sizeof eo), jesc(st->schema, es, sizeof es),
+               st->schema_known ? "true" : "false",
                st->n_host_nodes, st->n_nodes, st->n_type[ETK_NODE_COMP],
                st->n_type[ETK_NODE_METADATA], st->n_type[ETK_NODE_COLL],
                st->n_type[ETK_NODE_SEND], st->n_type[ETK_NODE_RECV], st->n_cpu_ops,
