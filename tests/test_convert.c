@@ -944,6 +944,50 @@ static void test_bad_inputs(void **state)
     assert_int_equal(convert_err("tests/pytorch/kineto_host_0.json", p, -1, &err), ETK_EFORMAT);
     assert_non_null(strstr(err.msg, "traceEvents[0] \"k\""));
     assert_non_null(strstr(err.msg, "must be numbers"));
+    static const struct {
+        const char *text, *want;
+    } dev_bad[] = {
+        {"{\"traceEvents\": 5}", "\"traceEvents\" must be a list of events"},
+        {"{\"traceEvents\": [{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k\", \"ts\": 1}, 3]}",
+         "traceEvents[1] (line 1): expected an event object"},
+        {"{\"traceEvents\": [{\"ph\": \"X\", \"cat\": 7}]}", "\"cat\" must be a string"},
+        {"{\"traceEvents\": [{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": 1, \"ts\": 1}]}",
+         "\"name\" must be a string"},
+        {"{\"traceEvents\": [] \"x\": 1}", "expected ',' or '}' in the top-level object"},
+        {"\"just a string\"", "expected a Kineto trace"},
+    };
+    for (size_t i = 0; i < sizeof dev_bad / sizeof dev_bad[0]; i++) {
+        p = write_tmp("dev_bad.json", dev_bad[i].text);
+        assert_int_equal(convert_err("tests/pytorch/kineto_host_0.json", p, -1, &err), ETK_EFORMAT);
+        if (!strstr(err.msg, dev_bad[i].want) || !strstr(err.msg, "dev_bad.json"))
+            fail_msg("device case %zu: got \"%s\", want \"%s\"", i, err.msg, dev_bad[i].want);
+    }
+    /* host-side structure errors */
+    static const struct {
+        const char *text, *want;
+    } host_bad[] = {
+        {"{\"schema\": \"1.0.2\", \"nodes\": {}}", "\"nodes\" must be a list of node objects"},
+        {"{\"schema\": 1, \"nodes\": []}", "\"schema\" must be a string"},
+        {"{\"schema\": \"1.0.2\", \"nodes\": [3]}", "nodes[0] (line 1): expected a node object, got an integer"},
+        {"{\"schema\": \"1.0.2\", \"nodes\": [{\"id\": -4, \"name\": \"a\", \"ctrl_deps\": 1}]}",
+         "\"id\" must be a non-negative integer"},
+        {"{\"schema\": \"1.0.2\", \"nodes\": [{\"id\": 4, \"name\": \"a\", \"ctrl_deps\": 1, "
+         "\"attrs\": [{\"name\": \"rf_id\", \"value\": \"x\"}]}]}",
+         "attribute \"rf_id\" must be an integer, got a string"},
+        {"{\"schema\": \"1.0.2\", \"nodes\": [{\"id\": 4, \"name\": \"a\", \"ctrl_deps\": 1, "
+         "\"attrs\": 2}]}", "\"attrs\" must be a list of {name, type, value}"},
+        {"{\"schema\": \"1.0.2\", \"nodes\": [{\"id\": 3, \"name\": \"## process_group:init ##\", "
+         "\"ctrl_deps\": 1, \"inputs\": {\"values\": [\"not json\"]}}]}",
+         "process_group:init: inputs.values[0] is not a JSON list of process groups"},
+        {"{\"schema\": \"1.0.2\", \"nodes\": [{\"id\": 4, \"name\": \"a\" \"ctrl_deps\": 1}]}",
+         "invalid JSON"},
+    };
+    for (size_t i = 0; i < sizeof host_bad / sizeof host_bad[0]; i++) {
+        p = write_tmp("host_bad.json", host_bad[i].text);
+        assert_int_equal(convert_err(p, NULL, -1, &err), ETK_EFORMAT);
+        if (!strstr(err.msg, host_bad[i].want) || !strstr(err.msg, "host_bad.json"))
+            fail_msg("host case %zu: got \"%s\", want \"%s\"", i, err.msg, host_bad[i].want);
+    }
 }
 
 int main(void)
