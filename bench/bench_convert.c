@@ -4,7 +4,7 @@
  * TARGET_MB megabytes and a matching Kineto trace (one cpu_op per host op, a runtime launch and a
  * kernel for every third op, an NCCL all-reduce every 50th), converts them to a Chakra file, and
  * prints the peak resident memory of the conversion relative to the input size (issue 5 asks
- * for at most 4x) and the throughput in MB/s.
+ * for at most 4x; the benchmark fails above that) and the throughput in MB/s.
  * usage: bench_convert [TARGET_MB (default 100)] [TMPDIR (default /tmp)] */
 #include <stdio.h>
 #include <stdlib.h>
@@ -135,6 +135,10 @@ static void run(const char *label, const char *host, const char *dev, const char
            "= %.2fx input\n",
            label, (double)in / 1e6, st.n_nodes, st.n_gpu_ops, dt, (double)in / 1e6 / dt,
            peak / 1e6, peak / (double)in);
+    if (peak > 4.0 * (double)in) {
+        printf("FAIL: peak memory above 4x the input (issue 5)\n");
+        exit(1);
+    }
 }
 
 int main(int argc, char **argv)
