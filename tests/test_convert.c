@@ -743,7 +743,9 @@ static void test_host_durations_and_unknown_schema(void **state)
         NODE(2, "[pytorch|profiler|execution_trace|thread]", 1, "") ","
         NODE(3, "outer", 2, ", \"inclusive_dur\": 100") ","
         NODE(4, "inner", 3, ", \"inclusive_dur\": 30") ","
-        NODE(5, "other", 2, ", \"exclusive_dur\": 7.4") "]}");
+        NODE(5, "other", 2, ", \"exclusive_dur\": 7.4") ","
+        "{\"id\": 6, \"name\": \"lr\", \"ctrl_deps\": 2, \"exclusive_dur\": 1, \"inputs\": "
+        "{\"values\": [0.1, 1e-3], \"shapes\": [[],[]], \"types\": [\"Double\",\"Double\"]}}]}");
     etk_convert_stats st;
     etk_trace *t = convert_ok(p, NULL, &st, NULL);
     assert_false(st.schema_known);
@@ -754,6 +756,10 @@ static void test_host_durations_and_unknown_schema(void **state)
     assert_int_equal(must_find(t, 3)->duration_micros, 70);
     assert_int_equal(must_find(t, 4)->duration_micros, 30);
     assert_int_equal(must_find(t, 5)->duration_micros, 7);
+    /* inputs are kept as written (a re-serialization would print 0.10000000000000001) */
+    assert_string_equal(must_find(t, 6)->inputs->values, "[0.1, 1e-3]");
+    assert_string_equal(must_find(t, 6)->inputs->types, "[\"Double\",\"Double\"]");
+    assert_null(must_find(t, 6)->outputs);
     assert_int_equal(st.n_zero_dur, 0);
     etk_trace_free(t);
 }

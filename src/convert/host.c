@@ -224,7 +224,59 @@ static void collect_hints(cv_op *op, etk_arena *a, const json_t *values, int dep
     }
 }
 
-static int parse_node(cv_host *h, jscan *s, const json_t *n, size_t index, size_t off,
+/* The raw text of a node's input/output values, shapes and types, found by walking the node's
+ * text (already validated by jansson): kept byte for byte, so numbers keep their spelling
+ * (jansson would print 0.1 as 0.10000000000000001) and nothing is re-serialized.
+ * slot: 0..2 inputs values/shapes/types, 3..5 outputs. Returns false if the walk fails. */
+static bool raw_io(const jscan *s, size_t a, size_t b, etk_arena *ar, const char *out[6])
+{
+    static const char *const flat[6] = {"inputs", "input_shapes", "input_types",
+                                        "outputs", "output_shapes", "output_types"};
+    static const char *const sub[3] = {"values", "shapes", "types"};
+    jscan n = {s->buf + a, b - a, 0, s->path};
+    etk_error e;
+    if (js_expect(&n, '{', "node", &e))
+        return false;
+    js_ws(&n);
+    if (n.pos < n.len && n.buf[n.pos] == '}')
+        return true;
+    for (;;) {
+        char key[32];
+        size_t x, y;
+        if (js_key(&n, key, sizeof key, &e) || js_skip(&n, &x, &y, &e))
+            return false;
+        int io = !strcmp(key, "inputs") ? 0 : !strcmp(key, "outputs") ? 3 : -1;
+        if (io >= 0 && n.buf[x] == '{') {
+            jscan m = {n.buf + x, y - x, 1, s->path};
+            js_ws(&m);
+            while (m.pos < m.len && m.buf[m.pos] != '}') {
+                char k2[16];
+                size_t u, v;
+                if (js_key(&m, k2, sizeof k2, &e) || js_skip(&m, &u, &v, &e))
+                    return false;
+                m.pos = v;
+                for (int k = 0; k < 3; k++)
+                    if (!strcmp(k2, sub[k]))
+                        out[io + k] = etk_arena_strndup(ar, m.buf + u, v - u);
+                if (js_next(&m, '}', "inputs", &e) <= 0)
+                    break;
+                js_ws(&m);
+            }
+        } else {
+            for (int k = 0; k < 6; k++)
+                if (!strcmp(key, flat[k]))
+                    out[k] = etk_arena_strndup(ar, n.buf + x, y - x);
+        }
+        n.pos = y;
+        int more = js_next(&n, '}', "node", &e);
+        if (more < 0)
+            return false;
+        if (more == 0)
+            return true;
+    }
+}
+
+static int parse_node(cv_host *h, jscan *s, const json_t *n, size_t index, size_t off, size_t end,
                       etk_convert_stats *st, etk_error *err)
 {
     nctx c = {s, index, off, -1};
@@ -317,12 +369,22 @@ static int parse_node(cv_host *h, jscan *s, const json_t *n, size_t index, size_
     }
     if (iv && !json_is_array(iv))
         return node_err(&c, err, "input values must be a list, got %s", jtype(iv));
-    op->iv = jv_dump(a, iv);
-    op->is = jv_dump(a, is);
-    op->it = jv_dump(a, it);
-    op->ov = jv_dump(a, ov);
-    op->os = jv_dump(a, os);
-    op->ot = jv_dump(a, ot);
+    const char *raw[6] = {NULL, NULL, NULL, NULL, NULL, NULL};
+    if (raw_io(s, off, end, a, raw)) {
+        op->iv = raw[0];
+        op->is = raw[1];
+        op->it = raw[2];
+        op->ov = raw[3];
+        op->os = raw[4];
+        op->ot = raw[5];
+    } else { /* cannot happen on text jansson accepted; re-serialize then */
+        op->iv = jv_dump(a, iv);
+        op->is = jv_dump(a, is);
+        op->it = jv_dump(a, it);
+        op->ov = jv_dump(a, ov);
+        op->os = jv_dump(a, os);
+        op->ot = jv_dump(a, ot);
+    }
     op->in_bytes = jv_tensor_bytes(iv);
 
     op->host_excl_ns = us_to_ns(json_object_get(n, "exclusive_dur"));
@@ -429,7 +491,7 @@ int cv_host_parse(const char *path, cv_host *h, etk_convert_stats *st, etk_error
                         json_t *n;
                         if ((rc = js_value(&s, &n, err)))
                             goto out;
-                        rc = parse_node(h, &s, n, i, off, st, err);
+                        rc = parse_node(h, &s, n, i, off, s.pos, st, err);
                         json_decref(n);
                         if (rc)
                             goto out;

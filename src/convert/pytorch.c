@@ -757,8 +757,8 @@ static int emit_all(conv *c, const uint64_t *prev, emit_fn emit, void *ctx, etk_
                                           : op->iv;
             json_decref(v);
         }
-        n.inputs = &in;
-        n.outputs = &out;
+        n.inputs = in.values || in.shapes || in.types ? &in : NULL;
+        n.outputs = out.values || out.shapes || out.types ? &out : NULL;
         size_t na = 0;
         at[na++] = etk_attr_i64("rf_id", (int64_t)op->rf_id);
         at[na++] = etk_attr_i64("fw_parent", (int64_t)op->fw_parent);
