@@ -119,6 +119,10 @@ static void run(const char *label, const char *host, const char *dev, const char
 {
     long in = file_size(host) + (dev ? file_size(dev) : 0);
     long before = rss_bytes();
+    struct rusage ru0;
+    getrusage(RUSAGE_SELF, &ru0);
+    double cpu0 = (double)(ru0.ru_utime.tv_sec + ru0.ru_stime.tv_sec) +
+                  (double)(ru0.ru_utime.tv_usec + ru0.ru_stime.tv_usec) * 1e-6;
     etk_convert_opts o = {host, dev, 0, true};
     etk_convert_stats st;
     etk_error err = {0};
@@ -131,10 +135,12 @@ static void run(const char *label, const char *host, const char *dev, const char
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     double peak = (double)ru.ru_maxrss * 1024.0 - (double)before;
-    printf("convert %-13s input %7.1f MB, %8zu nodes (%zu GPU), %6.2f s, %6.1f MB/s, peak RSS %7.1f MB "
-           "= %.2fx input\n",
-           label, (double)in / 1e6, st.n_nodes, st.n_gpu_ops, dt, (double)in / 1e6 / dt,
-           peak / 1e6, peak / (double)in);
+    double cpu = (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+                 (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-6 - cpu0;
+    printf("convert %-13s input %7.1f MB, %8zu nodes (%zu GPU), wall %6.2f s (%5.1f MB/s), "
+           "CPU %6.2f s (%5.1f MB/s), peak RSS %7.1f MB = %.2fx input\n",
+           label, (double)in / 1e6, st.n_nodes, st.n_gpu_ops, dt, (double)in / 1e6 / dt, cpu,
+           (double)in / 1e6 / cpu, peak / 1e6, peak / (double)in);
     if (peak > 4.0 * (double)in) {
         printf("FAIL: peak memory above 4x the input (issue 5)\n");
         exit(1);
