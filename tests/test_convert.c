@@ -314,9 +314,9 @@ static void test_chakra_102_node_for_node(void **state)
          * stream=0, which is not a stream). */
         assert_null(etk_node_attr(a, "stream"));
         assert_non_null(etk_node_attr(b, "stream"));
-        /* Intended difference 3: inputs/outputs are the host trace's JSON text (Chakra writes Python reprs
-         * such as "[[5, 6, 0, 1, 4, 'cpu'], False]"); the METADATA node holds the process-group
-         * list itself. Checked on node 4 and node 3 below. */
+        /* Intended difference 3: inputs/outputs are the host trace's JSON text (Chakra writes
+         * Python reprs such as "[[5, 6, 0, 1, 4, 'cpu'], False]"); the METADATA node holds the
+         * process-group list itself. Checked on node 4 and node 3 below. */
     }
     const etk_node *n4 = etk_trace_find(t, 4);
     assert_non_null(n4);
