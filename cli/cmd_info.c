@@ -21,6 +21,7 @@ static void help(void)
            "\n"
            "options:\n"
            "  -r, --rank R    only rank R\n"
+           "  -s, --summary   only the totals over the ranks (large workloads)\n"
            "      --json      JSON on stdout\n"
            "  -h, --help      this text\n"
            "\n"
@@ -51,17 +52,18 @@ int cmd_info(int argc, char **argv)
 {
     static const struct option longopts[] = {
         {"rank", required_argument, NULL, 'r'},
+        {"summary", no_argument, NULL, 's'},
         {"json", no_argument, NULL, 'J'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    bool json = false;
+    bool json = false, summary = false;
     int64_t only = -1;
     uint64_t v;
     int c;
     optind = 1;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, "r:h", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "r:sh", longopts, NULL)) != -1) {
         switch (c) {
         case 'r':
             if (cli_parse_u64("info", "--rank", optarg, &v))
@@ -71,6 +73,7 @@ int cmd_info(int argc, char **argv)
             only = (int64_t)v;
             break;
         case 'J': json = true; break;
+        case 's': summary = true; break;
         case 'h': help(); return 0;
         default:
             return cli_usage_error("info", "unknown or incomplete option '%s'", argv[optind - 1]);
@@ -108,9 +111,9 @@ int cmd_info(int argc, char **argv)
                 return cli_fail("info", &err);
             }
             add_totals(&s, &in);
-            if (json)
+            if (!summary && json)
                 json_array_append_new(ranks, etk_info_to_json(&in, r));
-            else
+            else if (!summary)
                 etk_info_print(stdout, &in, r);
             etk_info_free(&in);
         }
@@ -128,10 +131,11 @@ int cmd_info(int argc, char **argv)
             json_object_set_new(o, "total", t);
             json_object_set_new(o, "ranks", ranks);
             json_array_append_new(all, o);
-        } else if (only < 0 && w->n_ranks > 1) {
-            printf("total over %" PRIu32 " ranks: %" PRIu64 " nodes, %" PRIu64 " FLOPs, %" PRIu64
+        } else if (summary || (only < 0 && w->n_ranks > 1)) {
+            printf("%s%stotal over %" PRIu32 " ranks: %" PRIu64 " nodes, %" PRIu64 " FLOPs, %" PRIu64
                    " collectives of %" PRIu64 " bytes, %" PRIu64 " sends of %" PRIu64 " bytes\n",
-                   w->n_ranks, s.nodes, s.flops, s.colls, s.coll_bytes, s.sends, s.send_bytes);
+                   summary ? argv[a] : "", summary ? ": " : "", only >= 0 ? 1 : w->n_ranks,
+                   s.nodes, s.flops, s.colls, s.coll_bytes, s.sends, s.send_bytes);
         }
         etk_workload_free(w);
     }

@@ -61,6 +61,12 @@ expect 0 'total over 8 ranks: 8 nodes, 0 FLOPs, 8 collectives of 8388608 bytes' 
 expect 0 '5 +ALL_GATHER +48 +25165824' "$ETK" info -r 0 "$D/stage/gpt_small_dp2_tp2_pp2/workload"
 expect 0 '5 +REDUCE_SCATTER +32 +33554432' "$ETK" info -r 0 "$D/stage/gpt_small_dp2_tp2_pp2/workload"
 expect 0 'num_ops 356258414592 FLOPs \(356.26 GFLOP\)' "$ETK" info -r 0 "$D/stage/gpt_small_dp2_tp2_pp2/workload"
+# totals over the 8 STAGE ranks, summed with an independent decoder: 2816 nodes, 2850151202816
+# num_ops, 720 collectives of 1396703232 (elements), 32 sends of 16777216
+expect 0 'total over 8 ranks: 2816 nodes, 2850151202816 FLOPs, 720 collectives of 1396703232 bytes, 32 sends of 16777216 bytes' "$ETK" info "$D/stage/gpt_small_dp2_tp2_pp2/workload"
+out=$("$ETK" info -s "$D/stage/gpt_small_dp2_tp2_pp2/workload")
+[ "$out" = "$D/stage/gpt_small_dp2_tp2_pp2/workload: total over 8 ranks: 2816 nodes, 2850151202816 FLOPs, 720 collectives of 1396703232 bytes, 32 sends of 16777216 bytes" ] ||
+    { echo "FAIL: info -s printed: $out"; fails=$((fails + 1)); }
 expect 0 '"longest_path_nodes": 36' "$ETK" info --json -r 0 "$D/stage/gpt_small_dp2_tp2_pp2/workload"
 expect 0 'example' "$ETK" info --help
 expect 2 "unknown or incomplete option '--bogus'" "$ETK" info --bogus x

@@ -189,8 +189,10 @@ static void test_cnn(void **state)
  *   3 SEND to 5, 64 bytes <- data 1
  *   4 COLL ALL_GATHER 32 bytes on pg "tp" <- data 2, ctrl 3
  *   5 RECV from 5, 16 bytes <- ctrl 77 (absent)
- * longest path 1 -> 2 -> 4 = 3 nodes; roots 1 and 5 (5's only dep is absent); 1 node without
- * any dependency; 3 data + 2 ctrl deps, 1 ctrl dep absent; peer 5: 1 send 64, 1 recv 16. */
+ *   6 MEM_LOAD tensor_size 7                  (root)
+ * longest path 1 -> 2 -> 4 = 3 nodes; roots 1, 5 (its only dep is absent) and 6; 2 nodes
+ * without any dependency; 3 data + 2 ctrl deps, 1 ctrl dep absent; peer 5: 1 send 64, 1 recv
+ * 16; memory 7 bytes. */
 static etk_trace *diamond(void)
 {
     etk_trace *t = etk_trace_new(NULL);
@@ -203,7 +205,8 @@ static etk_trace *diamond(void)
                      etk_attr_str("pg_name", "tp")};
     etk_attr a5[] = {etk_attr_i32("comm_src", 5), etk_attr_i32("comm_tag", 0),
                      etk_attr_i64("comm_size", 16)};
-    etk_node n[5] = {
+    etk_attr a6[] = {etk_attr_u64("tensor_size", 7)};
+    etk_node n[6] = {
         {.id = 1, .name = "a", .type = ETK_NODE_COMP, .n_attr = 2, .attr = a1},
         {.id = 2, .name = "b", .type = ETK_NODE_COMP, .n_attr = 1, .attr = a2, .n_data_deps = 1,
          .data_deps = d1},
@@ -213,8 +216,9 @@ static etk_trace *diamond(void)
          .n_data_deps = 1, .data_deps = d2, .n_ctrl_deps = 1, .ctrl_deps = c3},
         {.id = 5, .name = "r", .type = ETK_NODE_RECV, .n_attr = 3, .attr = a5, .n_ctrl_deps = 1,
          .ctrl_deps = c77},
+        {.id = 6, .name = "m", .type = ETK_NODE_MEM_LOAD, .n_attr = 1, .attr = a6},
     };
-    for (int i = 0; i < 5; i++)
+    for (int i = 0; i < 6; i++)
         assert_non_null(etk_trace_add(t, &n[i]));
     return t;
 }
@@ -225,12 +229,15 @@ static void test_diamond(void **state)
     etk_trace *t = diamond();
     etk_trace_info in;
     info_of(t, &in);
-    assert_int_equal(in.n_nodes, 5);
+    assert_int_equal(in.n_nodes, 6);
+    assert_int_equal(in.by_type[ETK_NODE_COMP], 2);
+    assert_int_equal(in.by_type[ETK_NODE_MEM_LOAD], 1);
     assert_int_equal(in.comp_flops, 300);
     assert_int_equal(in.comp_bytes, 10);
+    assert_int_equal(in.mem_bytes, 7);
     assert_int_equal(in.depth, 3);
-    assert_int_equal(in.n_roots, 2);
-    assert_int_equal(in.n_no_deps, 1);
+    assert_int_equal(in.n_roots, 3);
+    assert_int_equal(in.n_no_deps, 2);
     assert_int_equal(in.n_data_deps, 3);
     assert_int_equal(in.n_ctrl_deps, 2);
     assert_int_equal(in.n_missing_ctrl_deps, 1);
@@ -249,6 +256,9 @@ static void test_diamond(void **state)
     fclose(f);
     assert_non_null(strstr(buf, "num_ops 300 FLOPs"));
     assert_non_null(strstr(buf, "longest path 3 nodes"));
+    assert_non_null(strstr(buf, "memory: tensor_size 7 bytes"));
+    assert_non_null(strstr(buf, "nodes: 6 (MEM_LOAD_NODE 1, COMP_NODE 2, COMM_SEND_NODE 1, "
+                                "COMM_RECV_NODE 1, COMM_COLL_NODE 1)"));
     assert_non_null(strstr(buf, "ALL_GATHER"));
     free(buf);
     etk_info_free(&in);

@@ -168,7 +168,8 @@ static void test_cnn_missing_ctrl_deps(void **state)
     assert_int_equal(etk_findings_count(f, "missing-data-dep", -1), 0);
     x = only(f, "self-dep", "383 nodes", NULL);
     assert_int_equal(x->count, 383);
-    x = only(f, "cycle", "2 nodes", "id 3317", "id 3318", NULL);
+    x = only(f, "cycle", "2 nodes", "#1381 id 3317 'aten::mul(0)' -ctrl-> #1382 id 3318",
+             "-data-> #1381 id 3317", NULL);
     assert_int_equal(x->count, 2283);
     assert_int_equal(etk_findings_count(f, "duplicate-id", -1), 0);
     /* 14 COMM_COLL_NODEs (the c10d::broadcast_/allreduce_ host ops) carry neither comm_type
@@ -247,9 +248,8 @@ static void test_astra_microbenchmarks_pass(void **state)
 /* Rank 0: recv from 1 (tag 1), then send to 1 (tag 2). Rank 1: recv from 0 (tag 2), then send
  * to 0 (tag 1). Each send waits for its own rank's recv, whose matching send is the other
  * rank's send: a 2-step cycle over ranks 0 and 1; all 2 contracted operations are stuck. */
-static void test_p2p_deadlock(void **state)
+static etk_workload *p2p_deadlock(void)
 {
-    (void)state;
     etk_workload *w = new_workload(2);
     nspec s;
     s = p2p(1, false, 1, 1, 64);
@@ -260,6 +260,13 @@ static void test_p2p_deadlock(void **state)
     add_node(w->ranks[1], &s);
     s = dep(p2p(2, true, 0, 1, 64), 1);
     add_node(w->ranks[1], &s);
+    return w;
+}
+
+static void test_p2p_deadlock(void **state)
+{
+    (void)state;
+    etk_workload *w = p2p_deadlock();
     etk_findings *f = run(w);
     const etk_finding *x = only(f, "deadlock", "cycle of 2 waits",
                                 "rank 0 node id 2 (COMM_SEND_NODE 'n2') waits for id 1 (COMM_RECV_NODE",
@@ -336,7 +343,8 @@ static void test_coll_size_mismatch(void **state)
     s = coll(1, ETK_COLL_ALL_REDUCE, 200, NULL);
     add_node(w->ranks[1], &s);
     etk_findings *f = run(w);
-    const etk_finding *x = only(f, "coll-mismatch", "ALL_REDUCE of 100 bytes on rank 0",
+    const etk_finding *x = only(f, "coll-mismatch", "group \"\" (all ranks",
+                                "ALL_REDUCE of 100 bytes on rank 0",
                                 "ALL_REDUCE of 200 bytes on rank 1", NULL);
     assert_int_equal(x->rank, 1);
     assert_int_equal(x->node_index, 0);
@@ -464,8 +472,9 @@ static void test_three_cycle(void **state)
     s = comp(5, 10);
     add_node(t, &s);
     etk_findings *f = run_trace(t);
-    const etk_finding *x = only(f, "cycle", "cycle of 3 nodes", "id 1 'n1'", "id 2 'n2'",
-                                "id 3 'n3'", "4 nodes are on or after", NULL);
+    const etk_finding *x = only(f, "cycle", "cycle of 3 nodes",
+                                "#0 id 1 'n1' -data-> #2 id 3 'n3' -data-> #1 id 2 'n2' -data-> #0 id 1",
+                                "4 nodes are on or after", NULL);
     assert_int_equal(x->count, 4);
     assert_int_equal(f->n_errors, 1);
     etk_findings_free(f);
@@ -631,6 +640,38 @@ static void test_ring_4096(void **state)
     ring(false);
 }
 
+/* The deadlock workload written to files and checked with the command: exit 1 and the
+ * deadlock finding; --no-deadlock and --per-file skip it (exit 0, no errors); --json carries it. */
+static void test_cli_deadlock(void **state)
+{
+    (void)state;
+    etk_workload *w = p2p_deadlock();
+    char prefix[512];
+    snprintf(prefix, sizeof prefix, "%s/dl", tu_tmpdir());
+    etk_error err = {0};
+    if (etk_workload_write(w, prefix, &err))
+        fail_msg("%s", err.msg);
+    etk_workload_free(w);
+    char *out;
+    int st = tu_sh(&out, "%s/etkit validate %s", ETK_BINARY_DIR, prefix);
+    assert_int_equal(st, 1);
+    assert_non_null(strstr(out, "rank 0: node #1 (id 2): error [deadlock]: cross-rank deadlock"));
+    assert_non_null(strstr(out, "2 ranks, 4 nodes: 1 errors, 0 warnings"));
+    free(out);
+    st = tu_sh(&out, "%s/etkit validate --no-deadlock %s", ETK_BINARY_DIR, prefix);
+    assert_int_equal(st, 0);
+    assert_non_null(strstr(out, "0 errors"));
+    free(out);
+    st = tu_sh(&out, "%s/etkit validate --per-file %s", ETK_BINARY_DIR, prefix);
+    assert_int_equal(st, 0);
+    free(out);
+    st = tu_sh(&out, "%s/etkit validate --json %s", ETK_BINARY_DIR, prefix);
+    assert_int_equal(st, 1);
+    assert_non_null(strstr(out, "\"code\": \"deadlock\""));
+    assert_non_null(strstr(out, "\"ok\": false"));
+    free(out);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -650,6 +691,7 @@ int main(void)
         cmocka_unit_test(test_attrs_and_missing),
         cmocka_unit_test(test_folded_workload),
         cmocka_unit_test(test_ring_4096),
+        cmocka_unit_test(test_cli_deadlock),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

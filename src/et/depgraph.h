@@ -20,13 +20,22 @@ typedef struct etk_dg {
     uint64_t n_self;          /* references of a node to its own id */
 } etk_dg;
 
-/* t must be indexed (etk_trace_index). Returns 0 or ETK_ENOMEM / ETK_EINVAL (too large). */
-int etk_dg_build(const etk_trace *t, etk_dg *g, etk_error *err);
+/* Every dependency reference resolved once: for each node in file order its ctrl deps, then
+ * its data deps; the node index it names, ETK_DG_ABSENT or ETK_DG_SELF. Malloc'ed (caller
+ * frees); NULL on out-of-memory. *n_refs gets the length. t must be indexed. */
+#define ETK_DG_ABSENT (-1)
+#define ETK_DG_SELF (-2)
+int32_t *etk_dg_resolve(const etk_trace *t, size_t *n_refs);
+
+/* t must be indexed (etk_trace_index). res: etk_dg_resolve's result, or NULL to resolve here.
+ * Returns 0 or ETK_ENOMEM / ETK_EINVAL (too large). */
+int etk_dg_build(const etk_trace *t, const int32_t *res, etk_dg *g, etk_error *err);
 void etk_dg_free(etk_dg *g);
 /* When the graph has a cycle (n_order < n): a cycle as node indices, path[0] depends on
- * path[1], ..., path[len-1] depends on path[0]. *path is malloc'ed (caller frees). Walks
+ * path[1], ..., path[len-1] depends on path[0]; via_ctrl[k] is 1 when path[k]'s dependency on
+ * the next one is a control dependency. Both malloc'ed (caller frees). Walks
  * dependencies backwards among unordered nodes: every such node has an unordered
  * dependency, so the walk must revisit a node, and that loop is a cycle. */
-int etk_dg_cycle(const etk_trace *t, const etk_dg *g, uint32_t **path, size_t *len,
-                 etk_error *err);
+int etk_dg_cycle(const etk_trace *t, const etk_dg *g, uint32_t **path, uint8_t **via_ctrl,
+                 size_t *len, etk_error *err);
 #endif

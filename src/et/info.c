@@ -185,7 +185,7 @@ int etk_info_trace(etk_trace *t, etk_trace_info *out, etk_error *err)
 
     /* dependency graph: roots and the longest path over the Kahn order */
     etk_dg g;
-    if ((rc = etk_dg_build(t, &g, err))) {
+    if ((rc = etk_dg_build(t, NULL, &g, err))) {
         etk_info_free(out);
         return rc;
     }

@@ -225,22 +225,26 @@ static const char *nname(const etk_node *n)
 
 /* Missing dependencies of one kind: one finding with the count of distinct absent ids, the
  * number of references and the first few ids. */
-static int check_missing(etk_trace *t, int64_t rank, bool ctrl, uint32_t nlist, etk_findings *out)
+static int check_missing(etk_trace *t, const int32_t *res, int64_t rank, bool ctrl,
+                         uint32_t nlist, etk_findings *out)
 {
     u64vec ids = {0};
     uint64_t refs = 0;
     int64_t first = -1;
+    size_t k = 0;
     for (size_t i = 0; i < t->n_nodes; i++) {
         const etk_node *n = &t->nodes[i];
+        size_t base = k + (ctrl ? 0 : n->n_ctrl_deps);
         const uint64_t *d = ctrl ? n->ctrl_deps : n->data_deps;
         uint32_t nd = ctrl ? n->n_ctrl_deps : n->n_data_deps;
-        for (uint32_t k = 0; k < nd; k++) {
-            if (d[k] == n->id || etk_trace_find_index(t, d[k]) >= 0)
+        k += (size_t)n->n_ctrl_deps + n->n_data_deps;
+        for (uint32_t j = 0; j < nd; j++) {
+            if (res[base + j] != ETK_DG_ABSENT)
                 continue;
             if (first < 0)
                 first = (int64_t)i;
             refs++;
-            if (u64_push(&ids, d[k])) {
+            if (u64_push(&ids, d[j])) {
                 free(ids.v);
                 return ETK_ENOMEM;
             }
@@ -270,6 +274,8 @@ static int check_missing(etk_trace *t, int64_t rank, bool ctrl, uint32_t nlist, 
 
 static int check_ids(etk_trace *t, int64_t rank, uint32_t nlist, etk_findings *out)
 {
+    if (!t->n_duplicate_ids) /* counted by etk_trace_index */
+        return 0;
     uint64_t dups = 0;
     int64_t first = -1;
     sbuf b = {0};
@@ -295,11 +301,11 @@ static int check_ids(etk_trace *t, int64_t rank, uint32_t nlist, etk_findings *o
     return rc;
 }
 
-static int check_cycles(etk_trace *t, int64_t rank, uint32_t nlist, etk_findings *out,
-                        bool *cyclic, etk_error *err)
+static int check_cycles(etk_trace *t, const int32_t *res, int64_t rank, uint32_t nlist,
+                        etk_findings *out, bool *cyclic, etk_error *err)
 {
     etk_dg g;
-    int rc = etk_dg_build(t, &g, err);
+    int rc = etk_dg_build(t, res, &g, err);
     if (rc)
         return rc;
     *cyclic = g.n_self > 0 || g.n_order < g.n;
@@ -307,13 +313,12 @@ static int check_cycles(etk_trace *t, int64_t rank, uint32_t nlist, etk_findings
         uint64_t nodes = 0;
         int64_t first = -1;
         sbuf b = {0};
+        size_t k = 0;
         for (size_t i = 0; i < t->n_nodes; i++) {
             const etk_node *n = &t->nodes[i];
             bool self = false;
-            for (uint32_t k = 0; k < n->n_ctrl_deps; k++)
-                self |= n->ctrl_deps[k] == n->id;
-            for (uint32_t k = 0; k < n->n_data_deps; k++)
-                self |= n->data_deps[k] == n->id;
+            for (uint32_t j = 0; j < n->n_ctrl_deps + n->n_data_deps; j++)
+                self |= res[k++] == ETK_DG_SELF;
             if (!self)
                 continue;
             if (first < 0)
@@ -333,15 +338,16 @@ static int check_cycles(etk_trace *t, int64_t rank, uint32_t nlist, etk_findings
     }
     if (g.n_order < g.n) {
         uint32_t *cyc;
+        uint8_t *via;
         size_t len;
-        rc = etk_dg_cycle(t, &g, &cyc, &len, err);
+        rc = etk_dg_cycle(t, &g, &cyc, &via, &len, err);
         if (rc)
             goto done;
         sbuf b = {0};
         for (size_t k = 0; k < len && k < WITNESS_MAX; k++) {
             const etk_node *n = &t->nodes[cyc[k]];
-            sb_printf(&b, "#%" PRIu32 " id %" PRIu64 " '%.*s' -> ", cyc[k], n->id, NAME_MAX_SHOWN,
-                      nname(n));
+            sb_printf(&b, "#%" PRIu32 " id %" PRIu64 " '%.*s' -%s-> ", cyc[k], n->id,
+                      NAME_MAX_SHOWN, nname(n), via[k] ? "ctrl" : "data");
         }
         if (len > WITNESS_MAX)
             sb_printf(&b, "... -> ");
@@ -350,11 +356,13 @@ static int check_cycles(etk_trace *t, int64_t rank, uint32_t nlist, etk_findings
         uint64_t unordered = g.n - g.n_order;
         rc = add(out, ETK_SEV_ERROR, "cycle", rank, tpath(t), len ? (int64_t)cyc[0] : -1,
                  len ? t->nodes[cyc[0]].id : 0, unordered,
-                 "dependency cycle of %zu nodes (each depends on the next): %s; %" PRIu64
+                 "dependency cycle of %zu nodes (each depends on the next through the data or "
+                 "ctrl dependency shown): %s; %" PRIu64
                  " nodes are on or after a cycle and can never run",
-                 len, sb_str(&b), unordered);
+                 len, len ? sb_str(&b) : "(no witness)", unordered);
         free(b.p);
         free(cyc);
+        free(via);
     }
 done:
     etk_dg_free(&g);
@@ -464,29 +472,34 @@ static bool has_value(const etk_node *n, const char *name)
     return a && a->kind != ETK_ATTR_NONE;
 }
 
-/* Required attributes, zero/negative sizes and unknown node types, aggregated per problem. */
-enum { P_COLL_TYPE, P_COLL_SIZE, P_SEND_DST, P_SEND_SIZE, P_SEND_TAG, P_RECV_SRC, P_RECV_SIZE,
-       P_RECV_TAG, P_COMP_COST, P_ZERO_SIZE, P_NEG_SIZE, P_BAD_TYPE, P_COUNT };
+/* Required attributes, zero/negative sizes and unknown node types, aggregated per problem.
+ * The first P_N_REQUIRED entries are (node type, attribute it needs). */
+enum { P_N_REQUIRED = 8, P_COMP_COST = 8, P_ZERO_SIZE, P_NEG_SIZE, P_BAD_TYPE, P_COUNT };
 
 static const struct {
     const char *code;
     int sev;
     const char *what;
+    int type;          /* required-attribute entries: the node type */
+    const char *attr;  /* and the attribute */
 } problems[P_COUNT] = {
-    {"missing-attr", ETK_SEV_ERROR, "COMM_COLL_NODE without comm_type (other tools read ALL_REDUCE)"},
-    {"missing-attr", ETK_SEV_ERROR, "COMM_COLL_NODE without comm_size"},
-    {"missing-attr", ETK_SEV_ERROR, "COMM_SEND_NODE without comm_dst"},
-    {"missing-attr", ETK_SEV_ERROR, "COMM_SEND_NODE without comm_size"},
-    {"missing-attr", ETK_SEV_ERROR, "COMM_SEND_NODE without comm_tag"},
-    {"missing-attr", ETK_SEV_ERROR, "COMM_RECV_NODE without comm_src"},
-    {"missing-attr", ETK_SEV_ERROR, "COMM_RECV_NODE without comm_size"},
-    {"missing-attr", ETK_SEV_ERROR, "COMM_RECV_NODE without comm_tag"},
+    {"missing-attr", ETK_SEV_ERROR, "COMM_COLL_NODE without comm_type (other tools read ALL_REDUCE)",
+     ETK_NODE_COLL, "comm_type"},
+    {"missing-attr", ETK_SEV_ERROR, "COMM_COLL_NODE without comm_size", ETK_NODE_COLL, "comm_size"},
+    {"missing-attr", ETK_SEV_ERROR, "COMM_SEND_NODE without comm_dst", ETK_NODE_SEND, "comm_dst"},
+    {"missing-attr", ETK_SEV_ERROR, "COMM_SEND_NODE without comm_size", ETK_NODE_SEND, "comm_size"},
+    {"missing-attr", ETK_SEV_ERROR, "COMM_SEND_NODE without comm_tag", ETK_NODE_SEND, "comm_tag"},
+    {"missing-attr", ETK_SEV_ERROR, "COMM_RECV_NODE without comm_src", ETK_NODE_RECV, "comm_src"},
+    {"missing-attr", ETK_SEV_ERROR, "COMM_RECV_NODE without comm_size", ETK_NODE_RECV, "comm_size"},
+    {"missing-attr", ETK_SEV_ERROR, "COMM_RECV_NODE without comm_tag", ETK_NODE_RECV, "comm_tag"},
     {"missing-cost", ETK_SEV_WARNING,
-     "COMP_NODE with neither num_ops nor duration_micros (it runs in zero time)"},
-    {"zero-size-comm", ETK_SEV_WARNING, "communication node with comm_size 0 (not a BARRIER)"},
-    {"negative-size", ETK_SEV_ERROR, "communication node with a negative comm_size"},
+     "COMP_NODE with neither num_ops nor duration_micros (it runs in zero time)", 0, NULL},
+    {"zero-size-comm", ETK_SEV_WARNING, "communication node with comm_size 0 (not a BARRIER)", 0,
+     NULL},
+    {"negative-size", ETK_SEV_ERROR, "communication node with a negative comm_size", 0, NULL},
     {"unknown-node-type", ETK_SEV_WARNING,
-     "node type outside METADATA_NODE..COMM_COLL_NODE (1..7); consumers skip or reject it"},
+     "node type outside METADATA_NODE..COMM_COLL_NODE (1..7); consumers skip or reject it", 0,
+     NULL},
 };
 
 static int check_node_attrs(etk_trace *t, int64_t rank, etk_findings *out)
@@ -502,42 +515,15 @@ static int check_node_attrs(etk_trace *t, int64_t rank, etk_findings *out)
     } while (0)
     for (size_t i = 0; i < t->n_nodes; i++) {
         const etk_node *n = &t->nodes[i];
-        bool comm = false;
-        switch (n->type) {
-        case ETK_NODE_COLL:
-            comm = true;
-            if (!has_value(n, "comm_type"))
-                HIT(P_COLL_TYPE);
-            if (!has_value(n, "comm_size"))
-                HIT(P_COLL_SIZE);
-            break;
-        case ETK_NODE_SEND:
-            comm = true;
-            if (!has_value(n, "comm_dst"))
-                HIT(P_SEND_DST);
-            if (!has_value(n, "comm_size"))
-                HIT(P_SEND_SIZE);
-            if (!has_value(n, "comm_tag"))
-                HIT(P_SEND_TAG);
-            break;
-        case ETK_NODE_RECV:
-            comm = true;
-            if (!has_value(n, "comm_src"))
-                HIT(P_RECV_SRC);
-            if (!has_value(n, "comm_size"))
-                HIT(P_RECV_SIZE);
-            if (!has_value(n, "comm_tag"))
-                HIT(P_RECV_TAG);
-            break;
-        case ETK_NODE_COMP:
+        bool comm = n->type == ETK_NODE_COLL || n->type == ETK_NODE_SEND || n->type == ETK_NODE_RECV;
+        if (comm) {
+            for (int p = 0; p < P_N_REQUIRED; p++)
+                if (problems[p].type == n->type && !has_value(n, problems[p].attr))
+                    HIT(p);
+        } else if (n->type == ETK_NODE_COMP) {
             if (!has_value(n, "num_ops") && n->duration_micros == 0)
                 HIT(P_COMP_COST);
-            break;
-        case ETK_NODE_METADATA:
-        case ETK_NODE_MEM_LOAD:
-        case ETK_NODE_MEM_STORE:
-            break;
-        default:
+        } else if (n->type < ETK_NODE_METADATA || n->type > ETK_NODE_COLL) {
             HIT(P_BAD_TYPE);
         }
         int64_t size;
@@ -564,23 +550,38 @@ static int check_node_attrs(etk_trace *t, int64_t rank, etk_findings *out)
     return 0;
 }
 
+/* res_keep: when not NULL, receives the resolved dependency array (for the deadlock pass) */
 static int validate_trace(etk_trace *t, int64_t rank, const etk_validate_opts *opts,
-                          etk_findings *out, bool *cyclic, etk_error *err)
+                          etk_findings *out, bool *cyclic, int32_t **res_keep, etk_error *err)
 {
     uint32_t nlist = opts && opts->max_ids_listed ? opts->max_ids_listed : LIST_DEFAULT;
     int rc;
     *cyclic = false;
     if (!t->index_slots && (rc = etk_trace_index(t, err)))
         return rc;
-    if ((rc = check_ids(t, rank, nlist, out)) || (rc = check_missing(t, rank, false, nlist, out)) ||
-        (rc = check_missing(t, rank, true, nlist, out)))
+    size_t n_refs;
+    int32_t *res = etk_dg_resolve(t, &n_refs);
+    if (!res)
+        return etk_err(err, ETK_ENOMEM, "%s: out of memory validating", tpath(t));
+    if ((rc = check_ids(t, rank, nlist, out)) ||
+        (rc = check_missing(t, res, rank, false, nlist, out)) ||
+        (rc = check_missing(t, res, rank, true, nlist, out)))
         goto oom;
-    if ((rc = check_cycles(t, rank, nlist, out, cyclic, err)))
-        return rc == ETK_ENOMEM ? etk_err(err, rc, "%s: out of memory validating", tpath(t)) : rc;
+    if ((rc = check_cycles(t, res, rank, nlist, out, cyclic, err))) {
+        free(res);
+        return rc == ETK_ENOMEM && err && err->code != ETK_ENOMEM
+                   ? etk_err(err, rc, "%s: out of memory validating", tpath(t))
+                   : rc;
+    }
     if ((rc = check_attr_kinds(t, rank, out)) || (rc = check_node_attrs(t, rank, out)))
         goto oom;
+    if (res_keep)
+        *res_keep = res;
+    else
+        free(res);
     return 0;
 oom:
+    free(res);
     return etk_err(err, rc, "%s: out of memory validating", tpath(t));
 }
 
@@ -588,7 +589,7 @@ int etk_validate_trace(etk_trace *t, int64_t rank, const etk_validate_opts *opts
                        etk_findings *out, etk_error *err)
 {
     bool cyclic;
-    return validate_trace(t, rank, opts, out, &cyclic, err);
+    return validate_trace(t, rank, opts, out, &cyclic, NULL, err);
 }
 
 /* ---------- cross-rank checks ---------- */
@@ -632,6 +633,7 @@ typedef struct xstate {
     uint32_t all;    /* index of the all-ranks group */
     size_t *off;     /* n_ranks + 1: global node numbers of rank r start at off[r] */
     uint32_t *uf;    /* union-find parent over global node numbers */
+    int32_t **res;   /* per rank: resolved dependencies (etk_dg_resolve) */
 } xstate;
 
 static int grp_slot_find(const xstate *x, const char *id, size_t *slot)
@@ -690,6 +692,12 @@ static int64_t grp_get(xstate *x, const char *id)
         x->slots[h] = (uint32_t)x->n_g;
     }
     return (int64_t)x->n_g - 1;
+}
+
+/* after a group's name in messages: the implicit group has the empty name */
+static const char *all_note(const grp *g)
+{
+    return g->all ? " (all ranks: no pg_name)" : "";
 }
 
 static int cmp_u32(const void *a, const void *b)
@@ -966,11 +974,12 @@ static int check_collectives(xstate *x)
         uint32_t ref_idx = (uint32_t)(ref->gid - x->off[ref->rank]);
         if (add(x->out, ETK_SEV_ERROR, "coll-mismatch", g->mm_rank, t->path, g->mm_idx, n->id,
                 g->n_mismatch,
-                "group \"%s\": collective #%" PRId64 " on the group is %s of %" PRId64
+                "group \"%s\"%s: collective #%" PRId64 " on the group is %s of %" PRId64
                 " bytes on rank %" PRIu32 " (node #%" PRIu32 " id %" PRIu64 ") but %s of %" PRId64
                 " bytes on rank %" PRId64 "; every member must issue the same sequence of "
                 "(comm_type, comm_size); %" PRIu64 " positions differ",
-                g->id, g->mm_k, etk_coll_type_name((int)ref->type), ref->size, ref->rank,
+                g->id, all_note(g), g->mm_k, etk_coll_type_name((int)ref->type), ref->size,
+                ref->rank,
                 ref_idx, w->ranks[ref->rank]->nodes[ref_idx].id, etk_coll_type_name((int)type),
                 size, g->mm_rank, g->n_mismatch))
             goto out;
@@ -1002,10 +1011,11 @@ static int check_collectives(xstate *x)
         }
         if (n_bad && add(x->out, ETK_SEV_ERROR, "coll-count-mismatch", bad_rank,
                          w->ranks[bad_rank]->path, -1, 0, n_bad,
-                         "group \"%s\": rank %" PRId64 " issues %" PRIu64 " collectives on the "
+                         "group \"%s\"%s: rank %" PRId64 " issues %" PRIu64 " collectives on the "
                          "group, rank %" PRIu32 " issues %" PRIu64 "; %" PRIu64 " of its %" PRIu32
                          " ranks differ from %" PRIu64 " (the others wait forever)",
-                         g->id, bad_rank, bad_count, g->seq[0].rank, want, n_bad, nm, want))
+                         g->id, all_note(g), bad_rank, bad_count, g->seq[0].rank, want, n_bad, nm,
+                         want))
             goto out;
     }
     rc = 0;
@@ -1191,20 +1201,18 @@ static int check_deadlock(xstate *x, etk_error *err)
     size_t E = 0;
     for (uint32_t r = 0; r < w->n_ranks; r++) {
         const etk_trace *t = w->ranks[r];
+        const int32_t *res = x->res[r];
+        const uint32_t *rp = rep + x->off[r];
+        size_t k = 0;
         for (size_t i = 0; i < t->n_nodes; i++) {
             const etk_node *n = &t->nodes[i];
-            uint32_t v = rep[x->off[r] + i];
-            for (int pass = 0; pass < 2; pass++) {
-                const uint64_t *d = pass ? n->data_deps : n->ctrl_deps;
-                uint32_t nd = pass ? n->n_data_deps : n->n_ctrl_deps;
-                for (uint32_t k = 0; k < nd; k++) {
-                    ptrdiff_t j = d[k] == n->id ? -1 : etk_trace_find_index(t, d[k]);
-                    if (j < 0)
-                        continue;
-                    start[rep[x->off[r] + (size_t)j] + 1]++;
-                    indeg[v]++;
-                    E++;
-                }
+            uint32_t v = rp[i], m = n->n_ctrl_deps + n->n_data_deps;
+            for (uint32_t q = 0; q < m; q++, k++) {
+                if (res[k] < 0)
+                    continue;
+                start[rp[res[k]] + 1]++;
+                indeg[v]++;
+                E++;
             }
         }
     }
@@ -1216,18 +1224,15 @@ static int check_deadlock(xstate *x, etk_error *err)
         goto out;
     for (uint32_t r = 0; r < w->n_ranks; r++) {
         const etk_trace *t = w->ranks[r];
+        const int32_t *res = x->res[r];
+        const uint32_t *rp = rep + x->off[r];
+        size_t k = 0;
         for (size_t i = 0; i < t->n_nodes; i++) {
             const etk_node *n = &t->nodes[i];
-            uint32_t v = rep[x->off[r] + i];
-            for (int pass = 0; pass < 2; pass++) {
-                const uint64_t *d = pass ? n->data_deps : n->ctrl_deps;
-                uint32_t nd = pass ? n->n_data_deps : n->n_ctrl_deps;
-                for (uint32_t k = 0; k < nd; k++) {
-                    ptrdiff_t j = d[k] == n->id ? -1 : etk_trace_find_index(t, d[k]);
-                    if (j >= 0)
-                        succ[start[rep[x->off[r] + (size_t)j]]++] = v;
-                }
-            }
+            uint32_t v = rp[i], m = n->n_ctrl_deps + n->n_data_deps;
+            for (uint32_t q = 0; q < m; q++, k++)
+                if (res[k] >= 0)
+                    succ[start[rp[res[k]]]++] = v;
         }
     }
     /* start[u] now points at the end of u's list: shift back */
@@ -1295,15 +1300,23 @@ static int check_deadlock(xstate *x, etk_error *err)
                 }
             }
         }
-        if (!found) /* cannot happen for a stalled node */
+        if (!found) { /* cannot happen for a stalled node; report without a witness */
+            steps = 0;
             break;
+        }
     }
-    size_t s0 = pos[cur] ? pos[cur] - 1 : 0, len = steps - s0;
+    size_t s0 = steps ? pos[cur] - 1 : 0, len = steps - s0;
     sbuf b = {0}, rk = {0};
     /* ranks involved, in order of first appearance */
     uint32_t listed[WITNESS_MAX];
     size_t n_listed = 0;
-    for (size_t k = s0; k < steps; k++) {
+    /* start the written cycle at its lowest (rank, node): global numbers order exactly so */
+    size_t best = s0;
+    for (size_t k = s0; k < steps; k++)
+        if (walk_from[k] < walk_from[best])
+            best = k;
+    for (size_t q = 0; q < len; q++) {
+        size_t k = s0 + (best - s0 + q) % len;
         uint32_t gm = walk_from[k], gd = walk_to[k];
         uint32_t r = rank_of(x, gm);
         const etk_trace *t = w->ranks[r];
@@ -1315,19 +1328,20 @@ static int check_deadlock(xstate *x, etk_error *err)
             listed[n_listed++] = r;
             sb_printf(&rk, "%s%" PRIu32, n_listed > 1 ? ", " : "", r);
         }
-        if (k - s0 < WITNESS_MAX)
+        if (q < WITNESS_MAX)
             sb_printf(&b, "%srank %" PRIu32 " node id %" PRIu64 " (%s '%.*s') waits for id %" PRIu64
                       " (%s '%.*s')",
-                      k > s0 ? "; " : "", r, nm->id, etk_node_type_name(nm->type), NAME_MAX_SHOWN,
+                      q ? "; " : "", r, nm->id, etk_node_type_name(nm->type), NAME_MAX_SHOWN,
                       nname(nm), ndp->id, etk_node_type_name(ndp->type), NAME_MAX_SHOWN,
                       nname(ndp));
     }
     if (len > WITNESS_MAX)
         sb_printf(&b, "; ...");
-    uint32_t r0 = rank_of(x, walk_from[s0]);
+    uint32_t where = len ? walk_from[best] : cur;
+    uint32_t r0 = rank_of(x, where);
     const etk_trace *t0 = w->ranks[r0];
-    rc = add(x->out, ETK_SEV_ERROR, "deadlock", r0, t0->path, walk_from[s0] - x->off[r0],
-             t0->nodes[walk_from[s0] - x->off[r0]].id, n_rep - qt,
+    rc = add(x->out, ETK_SEV_ERROR, "deadlock", r0, t0->path, where - x->off[r0],
+             t0->nodes[where - x->off[r0]].id, n_rep - qt,
              "cross-rank deadlock: a cycle of %zu waits over ranks %s%s: %s. (A collective waits "
              "for every member of its group, a send for its matching recv.) %zu operations can "
              "never run",
@@ -1358,7 +1372,14 @@ int etk_validate_workload(etk_workload *w, const etk_validate_opts *opts, etk_fi
         opts = &dflt;
     bool folded = false, any_cyclic = false;
     size_t total = 0;
-    int rc;
+    int rc = 0;
+    const char *prefix = w->prefix ? w->prefix : "";
+    /* resolved dependencies per rank, kept for the deadlock pass */
+    bool keep = !opts->skip_cross_rank && !opts->skip_deadlock;
+    int32_t **res = keep ? calloc(w->n_ranks ? w->n_ranks : 1, sizeof *res) : NULL;
+    if (keep && !res)
+        return etk_err(err, ETK_ENOMEM, "out of memory");
+    xstate x = {0};
     for (uint32_t r = 0; r < w->n_ranks; r++) {
         etk_trace *t = w->ranks[r];
         if (!t) {
@@ -1366,26 +1387,27 @@ int etk_validate_workload(etk_workload *w, const etk_validate_opts *opts, etk_fi
             continue;
         }
         bool cyclic;
-        if ((rc = validate_trace(t, r, opts, out, &cyclic, err)))
-            return rc;
+        if ((rc = validate_trace(t, r, opts, out, &cyclic, keep ? &res[r] : NULL, err)))
+            goto out;
         any_cyclic |= cyclic;
         total += t->n_nodes;
     }
-    const char *prefix = w->prefix ? w->prefix : "";
-    if (folded)
-        return add(out, ETK_SEV_INFO, "skipped", -1, prefix, -1, 0, 1,
-                   "folded workload (%" PRIu32 " classes over %" PRIu32 " ranks): only the class "
-                   "representatives were checked; expand it for the cross-rank checks",
-                   w->n_classes, w->n_ranks)
-                   ? etk_err(err, ETK_ENOMEM, "out of memory")
-                   : 0;
+    if (folded) {
+        rc = add(out, ETK_SEV_INFO, "skipped", -1, prefix, -1, 0, 1,
+                 "folded workload (%" PRIu32 " classes over %" PRIu32 " ranks): only the class "
+                 "representatives were checked; expand it for the cross-rank checks",
+                 w->n_classes, w->n_ranks);
+        goto out;
+    }
     if (opts->skip_cross_rank)
-        return 0;
-    if (total >= UINT32_MAX)
-        return etk_err(err, ETK_EINVAL,
-                       "%s: %zu nodes in total: more than the 2^32-2 the cross-rank checks support",
-                       prefix, total);
-    xstate x = {0};
+        goto out;
+    if (total >= UINT32_MAX) {
+        rc = etk_err(err, ETK_EINVAL,
+                     "%s: %zu nodes in total: more than the 2^32-2 the cross-rank checks support",
+                     prefix, total);
+        goto out;
+    }
+    x.res = res;
     x.w = w;
     x.out = out;
     x.nlist = opts->max_ids_listed ? opts->max_ids_listed : LIST_DEFAULT;
@@ -1419,6 +1441,9 @@ out:
     free(x.slots);
     free(x.off);
     free(x.uf);
+    for (uint32_t r = 0; res && r < w->n_ranks; r++)
+        free(res[r]);
+    free(res);
     if (rc == ETK_ENOMEM && !(err && err->code == ETK_ENOMEM))
         return etk_err(err, rc, "%s: out of memory in the cross-rank checks", prefix);
     return rc;
