@@ -111,10 +111,6 @@ typedef struct schan {
     uint32_t sq_head, sq_tail, rq_head, rq_tail;
 } schan;
 
-typedef struct spair {
-    uint32_t sr, sn, rr, rn;
-} spair;
-
 typedef struct sevent {
     uint64_t t, seq;
     uint32_t a, b;
@@ -145,8 +141,6 @@ struct etk_sim {
     schan *ch;
     uint32_t n_ch, cap_ch;
     kmap chmap;
-    spair *pairs;
-    uint32_t n_pairs, cap_pairs, free_pair;
     sevent *ev;
     uint32_t n_ev, cap_ev;
     uint64_t seq;
