@@ -605,6 +605,13 @@ static int setup_node(etk_sim *s, uint32_t rank, snode *n, const etk_node *e, et
     return 0;
 }
 
+static inline uint32_t id_get(const srank *R, uint64_t id)
+{
+    if (id - R->dense_lo < R->dense_n)
+        return R->dense[id - R->dense_lo];
+    return kmap_get(&R->ids, id, 0);
+}
+
 static bool has_dep(const uint64_t *d, uint32_t n, uint64_t id)
 {
     for (uint32_t k = 0; k < n; k++)
@@ -705,8 +712,22 @@ int etk_sim_add_rank_trace(etk_sim *s, uint32_t rank, const etk_trace *t, etk_er
     if (grow((void **)&R->nodes, &R->cap, base + m, sizeof(snode)) != 0)
         return oom(err);
     bool o = false;
-    if (!R->ids.cap && kmap_init(&R->ids, m) != 0)
-        return oom(err);
+    if (base == 0 && m && !R->dense) {
+        /* dense ids (generators number nodes 0..n or 1..n): a direct table, 4 bytes per id */
+        uint64_t lo = UINT64_MAX, hi = 0;
+        for (uint32_t i = 0; i < m; i++) {
+            lo = t->nodes[i].id < lo ? t->nodes[i].id : lo;
+            hi = t->nodes[i].id > hi ? t->nodes[i].id : hi;
+        }
+        if (hi - lo < 4 * (uint64_t)m + 64) {
+            R->dense_lo = lo;
+            R->dense_n = (uint32_t)(hi - lo + 1);
+            R->dense = malloc(sizeof(uint32_t) * R->dense_n);
+            if (!R->dense)
+                return oom(err);
+            memset(R->dense, 0xff, sizeof(uint32_t) * R->dense_n);
+        }
+    }
     for (uint32_t i = 0; i < m; i++) {
         const etk_node *e = &t->nodes[i];
         snode *n = &R->nodes[base + i];
@@ -714,7 +735,12 @@ int etk_sim_add_rank_trace(etk_sim *s, uint32_t rank, const etk_trace *t, etk_er
         n->id = e->id;
         n->src = e;
         n->extra = n->qnext = SIM_NONE;
-        kmap_put(&R->ids, e->id, 0, base + i, &o);
+        if (e->id - R->dense_lo < R->dense_n) {
+            if (R->dense[e->id - R->dense_lo] == SIM_NONE)
+                R->dense[e->id - R->dense_lo] = base + i;
+        } else {
+            kmap_put(&R->ids, e->id, 0, base + i, &o);
+        }
     }
     if (o)
         return oom(err);
@@ -730,7 +756,7 @@ int etk_sim_add_rank_trace(etk_sim *s, uint32_t rank, const etk_trace *t, etk_er
             const uint64_t *d = l ? e->ctrl_deps : e->data_deps;
             uint32_t nd = l ? e->n_ctrl_deps : e->n_data_deps;
             for (uint32_t k = 0; k < nd; k++) {
-                uint32_t j = kmap_get(&R->ids, d[k], 0);
+                uint32_t j = id_get(R, d[k]);
                 if (j == SIM_NONE) {
                     if (missing < 5)
                         shown[missing] = d[k];
@@ -795,7 +821,7 @@ int etk_sim_add_rank_trace(etk_sim *s, uint32_t rank, const etk_trace *t, etk_er
             const uint64_t *d = l ? e->ctrl_deps : e->data_deps;
             uint32_t nd = l ? e->n_ctrl_deps : e->n_data_deps;
             for (uint32_t k = 0; k < nd; k++) {
-                uint32_t j = kmap_get(&R->ids, d[k], 0);
+                uint32_t j = id_get(R, d[k]);
                 if (j != SIM_NONE && j >= base) {
                     snode *p = &R->nodes[j];
                     R->succ[p->succ_begin + cnt[j - base]++] = base + i;
@@ -1240,7 +1266,7 @@ static size_t describe_block(const etk_sim *s, uint32_t r, char *buf, size_t len
                 const uint64_t *d = l ? e->ctrl_deps : e->data_deps;
                 uint32_t nd = l ? e->n_ctrl_deps : e->n_data_deps;
                 for (uint32_t k = 0; k < nd; k++) {
-                    uint32_t j = kmap_get(&R->ids, d[k], 0);
+                    uint32_t j = id_get(R, d[k]);
                     if (j != SIM_NONE && R->nodes[j].state != ST_DONE) {
                         PUT(" (e.g. node id %" PRIu64 "%s)", d[k],
                             j == i ? ": itself" : R->nodes[j].state == ST_WAIT ? ", also waiting" : "");
@@ -1310,6 +1336,7 @@ void etk_sim_free(etk_sim *s)
         free(R->succ);
         free(R->xe);
         kmap_free(&R->ids);
+        free(R->dense);
         for (int k = 0; k < K_COUNT; k++)
             free(R->ready[k].a);
     }

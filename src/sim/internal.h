@@ -63,7 +63,10 @@ typedef struct srank {
     uint32_t n_succ, cap_succ;
     xedge *xe;
     uint32_t n_xe, cap_xe;
-    kmap ids;
+    kmap ids;          /* id -> node index (ids outside the dense table) */
+    uint32_t *dense;   /* id - dense_lo -> node index, for dense ids */
+    uint64_t dense_lo;
+    uint32_t dense_n;
     uheap ready[K_COUNT];
     uint32_t busy[3]; /* bitmask of busy streams per limited kind */
     uint32_t n_done;
