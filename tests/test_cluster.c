@@ -125,6 +125,34 @@ static void test_load_yaml(void **state)
     assert_true(c.compute_efficiency == 1.0);
 }
 
+/* `preset:` + `nodes:` with overrides; parsing from memory; the one-line description. */
+static void test_preset_in_yaml(void **state)
+{
+    (void)state;
+    const char *p = write_tmp("compute_efficiency: 0.5\npreset: dgx-h100\nnodes: 16\nname: mine\n");
+    etk_cluster c;
+    etk_error err = {0};
+    assert_int_equal(etk_cluster_load(p, &c, &err), 0);
+    assert_int_equal(c.n_npus, 128);
+    assert_true(c.compute_efficiency == 0.5);
+    assert_string_equal(c.name, "mine");
+    assert_true(c.dims[1].bw_Bps == 50e9);
+    const char *txt = "gpu: b200\nnetwork:\n  - {size: 4, topology: Ring, bandwidth: 100, latency: 10}\n";
+    assert_int_equal(etk_cluster_parse(txt, strlen(txt), "mem", &c, &err), 0);
+    assert_int_equal(c.n_npus, 4);
+    char buf[512];
+    assert_int_equal(etk_cluster_preset("dgx-h100", 8, &c, &err), 0);
+    assert_string_equal(etk_cluster_describe(&c, buf, sizeof buf),
+                        "dgx-h100: 64 x H100-SXM (989 TFLOP/s bf16, 3350 GB/s HBM); network "
+                        "8 Switch 450 GB/s 500 ns x 8 Switch 50 GB/s 2000 ns");
+    txt = "preset: dgx-h900\n";
+    assert_true(etk_cluster_parse(txt, strlen(txt), "mem.yaml", &c, &err) < 0);
+    assert_non_null(strstr(err.msg, "mem.yaml:1: preset: unknown cluster preset 'dgx-h900'"));
+    txt = "preset: dgx-h100\nnodes: 0\n";
+    assert_true(etk_cluster_parse(txt, strlen(txt), "mem.yaml", &c, &err) < 0);
+    assert_non_null(strstr(err.msg, "mem.yaml:2: nodes: expected a whole number >= 1, got 0"));
+}
+
 /* Each bad input: the loader fails and the message contains every expected fragment. */
 static void expect_error(const char *yaml, const char *want1, const char *want2)
 {
@@ -249,6 +277,7 @@ int main(void)
         cmocka_unit_test(test_presets),     cmocka_unit_test(test_preset_errors),
         cmocka_unit_test(test_load_yaml),   cmocka_unit_test(test_yaml_errors),
         cmocka_unit_test(test_check),       cmocka_unit_test(test_names),
+        cmocka_unit_test(test_preset_in_yaml),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -194,6 +194,12 @@ static void test_placement(void **state)
     uint32_t dup[4] = {0, 1, 8, 8}; /* duplicates: right shape, wrong set */
     assert_int_equal(etk_net_place_group(&c, dup, 4, &p, NULL), 0);
     assert_false(p.regular);
+    uint32_t dup2[4] = {0, 0, 9, 9}; /* same per-dimension coordinate sums as {0, 1, 8, 9} */
+    assert_int_equal(etk_net_place_group(&c, dup2, 4, &p, NULL), 0);
+    assert_false(p.regular);
+    uint32_t shuffled[4] = {9, 0, 8, 1}; /* not increasing: checked by the fingerprint */
+    assert_int_equal(etk_net_place_group(&c, shuffled, 4, &p, NULL), 0);
+    assert_true(p.regular);
     uint32_t two_by_two[4] = {0, 1, 8, 9};
     assert_int_equal(etk_net_place_group(&c, two_by_two, 4, &p, NULL), 0);
     assert_true(p.regular);
@@ -272,6 +278,65 @@ static void test_large(void **state)
     assert_true(got == (uint64_t)llround(want));
 }
 
+/* Physics, for every algorithm, type, size and rank count on a Switch (one link of B per NPU):
+ * no collective can beat the bytes its busiest NPU must move through that link — all-reduce
+ * 2(n−1)/n·S, reduce-scatter and all-to-all (n−1)/n·S, all-gather (n−1)·S (S per rank),
+ * broadcast S (every receiver gets S); plus at least one latency. On FullyConnected the NPU has
+ * n−1 links, so the bounds divide by n−1. Costs also grow with the size. */
+static void test_lower_bounds(void **state)
+{
+    (void)state;
+    static const uint32_t ns[] = {2, 3, 6, 8, 64, 1000};
+    static const uint64_t sizes[] = {0, 1, 4096, 1000000, 1ull << 30};
+    static const etk_coll_type types[] = {ETK_COLL_ALL_REDUCE, ETK_COLL_REDUCE_SCATTER,
+                                          ETK_COLL_ALL_GATHER, ETK_COLL_ALL_TO_ALL,
+                                          ETK_COLL_BROADCAST};
+    for (int topo = ETK_TOPO_FULLY_CONNECTED; topo <= ETK_TOPO_SWITCH; topo++)
+        for (int algo = 0; algo <= ETK_ALGO_DOUBLE_BINARY_TREE; algo++)
+            for (size_t i = 0; i < sizeof ns / sizeof ns[0]; i++)
+                for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) {
+                    etk_cluster c = one_dim(topo, ns[i], 100, 1000, algo);
+                    double n = ns[i], links = topo == ETK_TOPO_SWITCH ? 1 : n - 1;
+                    uint64_t prev = 0;
+                    for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+                        double S = (double)sizes[k], bytes;
+                        switch (types[t]) {
+                        case ETK_COLL_ALL_REDUCE: bytes = 2 * (n - 1) / n * S; break;
+                        case ETK_COLL_ALL_GATHER: bytes = (n - 1) * S; break;
+                        case ETK_COLL_BROADCAST: bytes = S; break;
+                        default: bytes = (n - 1) / n * S; break;
+                        }
+                        double bound = 1000 + bytes / links / 100;
+                        uint64_t got = all(&c, types[t], sizes[k]);
+                        if ((double)got + 0.5 < bound || got < prev)
+                            fail_msg("%s %s on %s n=%u S=%llu: %llu ns (bound %.0f, smaller size "
+                                     "%llu)",
+                                     etk_algo_name(algo), etk_coll_type_name(types[t]),
+                                     etk_topo_name(topo), ns[i], (unsigned long long)sizes[k],
+                                     (unsigned long long)got, bound, (unsigned long long)prev);
+                        prev = got;
+                    }
+                }
+}
+
+/* Clusters built in memory and never checked must not crash the cost functions: zero
+ * bandwidth gives an "infinite" time, zero splits/active chunks count as 1. */
+static void test_unchecked(void **state)
+{
+    (void)state;
+    etk_cluster c = one_dim(ETK_TOPO_SWITCH, 8, 100, 1000, ETK_ALGO_RING);
+    c.dims[0].bw_Bps = 0;
+    assert_true(all(&c, ETK_COLL_ALL_REDUCE, 1000) == UINT64_MAX);
+    assert_true(etk_net_p2p_ns(&c, 0, 1, 1000) == UINT64_MAX);
+    c.astra_compat = true;
+    assert_true(all(&c, ETK_COLL_ALL_REDUCE, 1000) == UINT64_MAX);
+    c = one_dim(ETK_TOPO_SWITCH, 8, 100, 1000, ETK_ALGO_RING);
+    c.astra_compat = true;
+    c.astra_splits = 0;
+    c.astra_active_chunks = 0;
+    assert_true(all(&c, ETK_COLL_ALL_REDUCE, 1000) > 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -281,7 +346,8 @@ int main(void)
         cmocka_unit_test(test_hierarchical),      cmocka_unit_test(test_placement),
         cmocka_unit_test(test_irregular),         cmocka_unit_test(test_ring_stride),
         cmocka_unit_test(test_p2p),               cmocka_unit_test(test_all_to_all_lower_bound),
-        cmocka_unit_test(test_large),
+        cmocka_unit_test(test_large),             cmocka_unit_test(test_lower_bounds),
+        cmocka_unit_test(test_unchecked),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

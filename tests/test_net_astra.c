@@ -142,6 +142,10 @@ static void test_switch_mib(void **state)
         c.astra_splits = 1;
         assert_int_equal(whole(&c, ETK_COLL_ALL_REDUCE, MiB), ring_c1[i]);
     }
+    /* 16,384 ranks (ASTRA-sim could not finish it): the same halving-doubling form, 14 steps;
+     * independently evaluated from the closed form of docs/astra-compat.md in Python */
+    c = switch1(16384, ETK_ALGO_HALVING_DOUBLING);
+    assert_int_equal(whole(&c, ETK_COLL_ALL_REDUCE, MiB), 216640);
     /* hand check of C = 1, 4,096 ranks: c/N = 256 B, net = ⌊1872.5 + 0.596⌋ = 1873, red = 0:
      * 10 + 2·4095·(1873 + 10) = 15,421,780 */
     assert_int_equal(10 + 2 * 4095 * (1873 + 10), 15421780);
@@ -234,6 +238,27 @@ static void test_subgroup(void **state)
     double b50 = 50, l1000 = 1000;
     etk_cluster s = astra(1, &sw, &n8, &b50, &l1000, ETK_ALGO_RING);
     assert_int_equal(whole(&s, ETK_COLL_ALL_REDUCE, MiB), 148440);
+}
+
+/* Sub-groups spanning both dimensions. {0..15}: every link's first differing dimension is the
+ * Ring one (7→8 is (7,0)→(0,1): ring distance 1), so it is a 16-rank ring at 400 GB/s, 500 ns:
+ * 1 MiB, m = 16384 B, net = ⌊500 + 38.15⌋ = 538, red = 3·⌊10.24⌋ = 30 →
+ * 4·(10 + 30·548 + 15·30) = 67,600. {0, 8, 9, 1}: links alternate Switch (⌊2000 + 1220.7⌋ =
+ * 3220 for m = 65536 B) and Ring (⌊500 + 152.6⌋ = 652); every chain of 2(N−1) = 6 links holds
+ * three of each: 4·(10 + 3·652 + 3·3220 + 6·10 + 3·120) = 48,184. */
+static void test_subgroup_mixed(void **state)
+{
+    (void)state;
+    int topo[2] = {ETK_TOPO_RING, ETK_TOPO_SWITCH};
+    uint32_t size[2] = {8, 8};
+    double bw[2] = {400, 50}, lat[2] = {500, 1000};
+    etk_cluster c = astra(2, topo, size, bw, lat, ETK_ALGO_RING);
+    assert_int_equal(etk_net_coll_ns(&c, ETK_COLL_ALL_REDUCE, MiB, NULL, 16), 67600);
+    uint32_t g[4] = {0, 8, 9, 1};
+    assert_int_equal(etk_net_coll_ns(&c, ETK_COLL_ALL_REDUCE, MiB, g, 4), 48184);
+    /* NULL ranks = 0..n-1: the whole cluster → ASTRA-sim's multi-dimensional path */
+    c.astra_local_bw_aware = true;
+    assert_int_equal(etk_net_coll_ns(&c, ETK_COLL_ALL_REDUCE, GiB, NULL, 64), 6249065);
 }
 
 /* Point-to-point: one unchunked message on the first differing dimension + endpoint delay:
@@ -329,6 +354,15 @@ static void test_astra_errors(void **state)
                        "expected \"baseline\" or \"localBWAware\"");
     etk_cluster c;
     etk_error err = {0};
+    /* halving-doubling on 6 NPUs is accepted with a warning saying what etkit does */
+    assert_int_equal(etk_cluster_load_astra(
+                         write_tmp("n6.yml", "topology: [ Switch ]\nnpus_count: [ 6 ]\n"
+                                             "bandwidth: [ 50 ]\nlatency: [ 500 ]\n"),
+                         write_tmp("s6.json", "{\"preferred-dataset-splits\": 4, "
+                                              "\"all-reduce-implementation\": [\"halvingDoubling\"]}"),
+                         &c, &err),
+                     0);
+    assert_non_null(strstr(c.warnings, "6 NPUs on dimension 0 is not a power of two"));
     assert_true(etk_cluster_load_astra("/nonexistent/net.yml", write_tmp("s.json", ok_sys), &c,
                                        &err) < 0);
     assert_non_null(strstr(err.msg, "/nonexistent/net.yml"));
@@ -341,7 +375,8 @@ int main(void)
         cmocka_unit_test(test_switch_table),   cmocka_unit_test(test_switch_mib),
         cmocka_unit_test(test_two_dims),       cmocka_unit_test(test_sensitivity),
         cmocka_unit_test(test_compute),        cmocka_unit_test(test_chunk_padding),
-        cmocka_unit_test(test_subgroup),       cmocka_unit_test(test_p2p),
+        cmocka_unit_test(test_subgroup),       cmocka_unit_test(test_subgroup_mixed),
+        cmocka_unit_test(test_p2p),
         cmocka_unit_test(test_load_astra),     cmocka_unit_test(test_astra_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

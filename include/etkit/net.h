@@ -122,7 +122,7 @@ typedef struct etk_net_place {
 
 int etk_net_place_group(const etk_cluster *c, const uint32_t *ranks, uint32_t n_ranks,
                         etk_net_place *out, etk_error *err);
-/* etk_net_coll_ns for a placed group: O(dims) (O(log n) for halving-doubling), no allocation. */
+/* etk_net_coll_ns for a group placed on the same cluster: O(dims) (O(log n) for halving-doubling), no allocation. */
 uint64_t etk_net_place_coll_ns(const etk_cluster *c, const etk_net_place *p, etk_coll_type type,
                                uint64_t bytes);
 
@@ -131,6 +131,12 @@ uint64_t etk_net_place_coll_ns(const etk_cluster *c, const etk_net_place *p, etk
 int etk_cluster_preset(const char *name, uint32_t nodes, etk_cluster *out, etk_error *err);
 /* etkit cluster YAML (docs/cluster.md). */
 int etk_cluster_load(const char *path, etk_cluster *out, etk_error *err);
+/* Same from text in memory (`name` is used in messages). */
+int etk_cluster_parse(const char *text, size_t len, const char *name, etk_cluster *out,
+                      etk_error *err);
+/* One line for reports, e.g. "dgx-h100: 64 x H100-SXM (989 TFLOP/s bf16, 3350 GB/s HBM);
+ * network 8 Switch 450 GB/s 500 ns x 8 Switch 50 GB/s 2000 ns". Returns buf. */
+char *etk_cluster_describe(const etk_cluster *c, char *buf, size_t size);
 /* ASTRA-sim network YAML + system JSON (their units: network GB/s = 2^30 B/s, local-mem-bw
  * GB/s = 10^9 B/s, peak-perf TFLOP/s). Sets astra_compat. */
 int etk_cluster_load_astra(const char *network_yaml, const char *system_json, etk_cluster *out,
@@ -141,12 +147,13 @@ int etk_cluster_check(const etk_cluster *c, uint32_t n_ranks, etk_error *err);
 
 /* Time of one collective of `bytes` (the Chakra comm_size convention: all-gather = per-rank
  * input, others = full buffer) over the given group of ranks, placed on the dimensions the
- * group actually spans. */
+ * group actually spans. This places the group on every call: O(n_ranks); callers that
+ * issue many collectives on one group should place it once with etk_net_place_group.
+ * ranks == NULL means ranks 0..n_ranks-1 (e.g. no comm-group file: the whole cluster). Ranks out of range
+ * count as rank % n_npus; an empty or one-rank group costs 0; a cluster that fails
+ * etk_cluster_check with a zero bandwidth gives UINT64_MAX (never finishes). */
 uint64_t etk_net_coll_ns(const etk_cluster *c, etk_coll_type type, uint64_t bytes,
                          const uint32_t *ranks, uint32_t n_ranks);
-/* (etk_net_coll_ns places the group on every call: O(n_ranks). Callers that issue many
- * collectives on one group should place it once with etk_net_place_group.) Ranks out of
- * range count as rank % n_npus; an empty or one-rank group costs 0. */
 /* Time of one point-to-point message. */
 uint64_t etk_net_p2p_ns(const etk_cluster *c, uint32_t src, uint32_t dst, uint64_t bytes);
 /* Roofline time of a compute node: max(flops / (peak * eff), bytes / (hbm_bw * eff)). */

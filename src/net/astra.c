@@ -375,6 +375,20 @@ int etk_cluster_load_astra(const char *network_yaml, const char *system_json, et
     if ((rc = load_system_json(system_json, &c, err)))
         return rc;
     net_cluster_finish(&c);
+    for (uint32_t i = 0; i < c.n_dims; i++) {
+        uint32_t n = c.dims[i].size;
+        if ((n & (n - 1)) == 0)
+            continue;
+        for (int t = 0; t < ETK_COLL_TYPE_COUNT; t++)
+            if (c.dims[i].algo[t] == ETK_ALGO_HALVING_DOUBLING ||
+                c.dims[i].algo[t] == ETK_ALGO_DOUBLE_BINARY_TREE) {
+                char what[96];
+                snprintf(what, sizeof what, "%u NPUs on dimension %u", n, i);
+                add_warning(&c, "%s is not a power of two: halvingDoubling there is costed as "
+                                "ring (doubleBinaryTree with depth ceil(log2 N))", what);
+                break;
+            }
+    }
     const char *b = strrchr(network_yaml, '/');
     snprintf(c.name, sizeof c.name, "%s", b ? b + 1 : network_yaml);
     if ((rc = etk_cluster_check(&c, 0, err)))
@@ -392,12 +406,16 @@ static uint64_t anet(const etk_net_dim *d, uint32_t hops, uint64_t m)
 {
     long double t = (long double)hops * (long double)d->latency_ns +
                     (long double)m * 1e9L / (long double)d->bw_Bps;
+    if (!(t < 1.8e19L)) /* zero bandwidth in an unchecked cluster: never */
+        return UINT64_MAX / 4;
     return (uint64_t)floorl(t);
 }
 
 /* reduction of a received message: 3·⌊m / local-mem-bw(B/ns)⌋ */
 static uint64_t ared(const etk_cluster *c, uint64_t m)
 {
+    if (!(c->astra_local_mem_bw_GBps > 0))
+        return 0;
     return 3 * (uint64_t)floorl((long double)m / (long double)c->astra_local_mem_bw_GBps);
 }
 
@@ -505,7 +523,9 @@ static uint64_t pipeline(const etk_cluster *c, const uint64_t *ph, uint32_t n_ph
         if (ph[i] > mx)
             mx = ph[i];
     }
-    uint64_t waves = (c->astra_splits + c->astra_active_chunks - 1) / c->astra_active_chunks;
+    uint64_t C = c->astra_splits ? c->astra_splits : 1; /* 0: unchecked cluster, treat as 1 */
+    uint64_t A = c->astra_active_chunks ? c->astra_active_chunks : 1;
+    uint64_t waves = (C + A - 1) / A;
     return sum + (waves - 1) * mx + tail;
 }
 
@@ -576,7 +596,7 @@ uint64_t net_astra_coll_ns(const etk_cluster *c, const etk_net_place *p, etk_col
     uint64_t N = p->n_ranks;
     if (N <= 1)
         return 0;
-    uint64_t chunk = S / c->astra_splits;
+    uint64_t chunk = S / (c->astra_splits ? c->astra_splits : 1);
     if (t != ETK_COLL_ALL_GATHER && chunk < N)
         chunk = N; /* raised to the rank count (padded) */
     if (!p->whole)

@@ -390,10 +390,30 @@ static int parse_cluster(ydoc *y, const yaml_node_t *root, etk_cluster *c)
     if (rc)
         return rc;
     bool have_gpu = false, have_net = false;
+    uint32_t nodes = 0;
+    const yaml_node_t *nodes_node = NULL;
+    /* `preset:` first, whatever its position: the other keys override the preset */
+    YFOR_PAIRS(y, root, pr) {
+        yaml_node_t *k = YNODE(y, pr->key), *v = YNODE(y, pr->value);
+        if (!yscalar(k) || strcmp(yscalar(k), "preset") != 0)
+            continue;
+        etk_error e2 = {0};
+        if (!yscalar(v) || etk_cluster_preset(yscalar(v), 1, c, &e2))
+            return etk_err(y->err, yscalar(v) ? e2.code : ETK_EFORMAT, "%s:%d: preset: %s",
+                           y->file, yline(v),
+                           yscalar(v) ? e2.msg : "expected a preset name such as dgx-h100");
+        have_gpu = have_net = true;
+    }
     YFOR_PAIRS(y, root, pr) {
         yaml_node_t *k = YNODE(y, pr->key), *v = YNODE(y, pr->value);
         const char *key = yscalar(k) ? yscalar(k) : "";
-        if (strcmp(key, "name") == 0) {
+        if (strcmp(key, "preset") == 0) {
+            continue;
+        } else if (strcmp(key, "nodes") == 0) {
+            if ((rc = ycount(y, v, "nodes", &nodes)))
+                return rc;
+            nodes_node = v;
+        } else if (strcmp(key, "name") == 0) {
             if ((rc = yexpect(y, v, YAML_SCALAR_NODE, "name")))
                 return rc;
             snprintf(c->name, sizeof c->name, "%s", yscalar(v));
@@ -443,7 +463,7 @@ static int parse_cluster(ydoc *y, const yaml_node_t *root, etk_cluster *c)
             c->precision = (etk_precision)p;
         } else {
             return yunknown(y, k, "the cluster",
-                            "name, gpu, network, compute_efficiency, precision");
+                            "name, preset, nodes, gpu, network, compute_efficiency, precision");
         }
     }
     if (!have_gpu)
@@ -453,6 +473,12 @@ static int parse_cluster(ydoc *y, const yaml_node_t *root, etk_cluster *c)
         return etk_err(y->err, ETK_EINVAL,
                        "%s: missing 'network' (a list of {size, topology, bandwidth, latency})",
                        y->file);
+    if (nodes_node) {
+        if (nodes > (1u << 24))
+            return etk_err(y->err, ETK_EINVAL, "%s:%d: nodes: expected at most 16777216, got %u",
+                           y->file, yline(nodes_node), nodes);
+        c->dims[c->n_dims - 1].size = nodes; /* the last dimension is the node dimension */
+    }
     net_cluster_finish(c);
     return 0;
 }
@@ -487,6 +513,30 @@ static int cluster_from_text(const char *file, const char *text, size_t len, etk
         return etk_err_prefix(err, "%s", file);
     *out = c;
     return 0;
+}
+
+int etk_cluster_parse(const char *text, size_t len, const char *name, etk_cluster *out,
+                      etk_error *err)
+{
+    return cluster_from_text(name ? name : "<cluster>", text, len, out, err);
+}
+
+char *etk_cluster_describe(const etk_cluster *c, char *buf, size_t size)
+{
+    if (!size)
+        return buf;
+    int p = (int)c->precision >= 0 && c->precision < ETK_PREC_COUNT ? (int)c->precision : 0;
+    size_t o = (size_t)snprintf(buf, size, "%s: %u x %s (%g TFLOP/s %s, %g GB/s HBM); network ",
+                                c->name, c->n_npus, c->gpu.name, c->gpu.peak_flops[p] / 1e12,
+                                etk_precision_name(p), c->gpu.hbm_bw_Bps / 1e9);
+    for (uint32_t i = 0; i < c->n_dims && o < size; i++)
+        o += (size_t)snprintf(buf + o, size - o, "%s%u %s %g GB/s %g ns", i ? " x " : "",
+                              c->dims[i].size, etk_topo_name(c->dims[i].topo),
+                              c->dims[i].bw_Bps / 1e9, c->dims[i].latency_ns);
+    if (c->astra_compat && o < size)
+        snprintf(buf + o, size - o, "; ASTRA-sim compat (C=%u, e=%g ns)", c->astra_splits,
+                 c->astra_endpoint_delay_ns);
+    return buf;
 }
 
 int etk_cluster_load(const char *path, etk_cluster *out, etk_error *err)

@@ -69,6 +69,9 @@ static uint32_t class_index(etk_net_place *p, uint8_t f, uint8_t l, uint32_t hop
     return best;
 }
 
+/* ranks == NULL stands for 0, 1, ..., n-1 */
+#define RANK(i) ((ranks ? ranks[(i)] : (uint32_t)(i)) % c->n_npus)
+
 int etk_net_place_group(const etk_cluster *c, const uint32_t *ranks, uint32_t n,
                         etk_net_place *p, etk_error *err)
 {
@@ -85,8 +88,14 @@ int etk_net_place_group(const etk_cluster *c, const uint32_t *ranks, uint32_t n,
     uint64_t g[ETK_MAX_DIMS] = {0};
     long double sum_c[ETK_MAX_DIMS] = {0}, sum_c2[ETK_MAX_DIMS] = {0};
     uint32_t prev = 0, class0 = 0;
+    uint64_t sum_r2 = 0, sum_r3 = 0; /* mod 2^64 */
+    bool increasing = true;
     for (uint32_t i = 0; i < n; i++) {
-        uint32_t r = ranks[i] % c->n_npus;
+        uint32_t r = RANK(i);
+        if (i && r <= RANK(i - 1))
+            increasing = false;
+        sum_r2 += (uint64_t)r * r;
+        sum_r3 += (uint64_t)r * r * r;
         for (uint32_t d = 0; d < c->n_dims; d++) {
             uint32_t x = r % c->dims[d].size;
             r /= c->dims[d].size;
@@ -103,7 +112,7 @@ int etk_net_place_group(const etk_cluster *c, const uint32_t *ranks, uint32_t n,
         /* flat-ring link classes: link i goes member[i] -> member[i+1 mod n] */
         uint8_t f, l;
         uint32_t hops;
-        link_of(c, ranks[i] % c->n_npus, ranks[(i + 1) % n] % c->n_npus, &f, &l, &hops);
+        link_of(c, RANK(i), RANK((i + 1) % n), &f, &l, &hops);
         uint32_t k = class_index(p, f, l, hops);
         p->class_count[k]++;
         if (i == 0)
@@ -114,10 +123,12 @@ int etk_net_place_group(const etk_cluster *c, const uint32_t *ranks, uint32_t n,
             p->class_pairs |= 1ull << (k * 8 + class0);
         prev = k;
     }
-    /* Regular sub-grid: per dimension an arithmetic progression of k_d coordinates, the
-     * product of the k_d equal to n, and the sums of coordinates and squared coordinates those
-     * of the full product set (a fingerprint that rejects duplicates and holes without
-     * allocating). */
+    /* Regular sub-grid: per dimension an arithmetic progression of k_d coordinates and the
+     * product of the k_d equal to n. Then the group is the whole product set if its ranks are
+     * distinct: certain when they are listed in increasing order (the usual case); otherwise
+     * checked by a fingerprint — per-dimension sums of coordinates and of their squares, and
+     * the sums of rank² and rank³ (mod 2^64), compared with those of the product set — which
+     * rejects duplicates and holes without allocating. */
     uint64_t prod = 1;
     uint32_t k_d[ETK_MAX_DIMS];
     for (uint32_t d = 0; d < c->n_dims; d++) {
@@ -125,7 +136,7 @@ int etk_net_place_group(const etk_cluster *c, const uint32_t *ranks, uint32_t n,
         prod *= k_d[d];
     }
     bool regular = prod == n;
-    for (uint32_t d = 0; regular && d < c->n_dims; d++) {
+    for (uint32_t d = 0; regular && !increasing && d < c->n_dims; d++) {
         long double s = 0, s2 = 0;
         for (uint32_t j = 0; j < k_d[d]; j++) {
             long double x = (long double)mn[d] + (long double)j * (long double)g[d];
@@ -134,6 +145,27 @@ int etk_net_place_group(const etk_cluster *c, const uint32_t *ranks, uint32_t n,
         }
         long double rep = (long double)n / k_d[d];
         if (s * rep != sum_c[d] || s2 * rep != sum_c2[d])
+            regular = false;
+    }
+    if (regular && !increasing) {
+        /* enumerate the product set with an odometer: O(n·dims) */
+        uint32_t idx[ETK_MAX_DIMS] = {0};
+        uint64_t e2 = 0, e3 = 0;
+        for (uint64_t i = 0; i < prod; i++) {
+            uint64_t r = 0, w = 1;
+            for (uint32_t d = 0; d < c->n_dims; d++) {
+                r += (mn[d] + (uint64_t)idx[d] * g[d]) * w;
+                w *= c->dims[d].size;
+            }
+            e2 += r * r;
+            e3 += r * r * r;
+            for (uint32_t d = 0; d < c->n_dims; d++) {
+                if (++idx[d] < k_d[d])
+                    break;
+                idx[d] = 0;
+            }
+        }
+        if (e2 != sum_r2 || e3 != sum_r3)
             regular = false;
     }
     p->regular = regular;
@@ -387,6 +419,9 @@ uint64_t etk_net_place_coll_ns(const etk_cluster *c, const etk_net_place *p, etk
 {
     if (p->n_ranks <= 1 || (int)type < 0 || (int)type >= ETK_COLL_TYPE_COUNT)
         return 0;
+    for (uint32_t d = 0; d < c->n_dims && d < ETK_MAX_DIMS; d++)
+        if (!(c->dims[d].bw_Bps > 0) && c->dims[d].size > 1)
+            return UINT64_MAX; /* unchecked cluster with a dead dimension: never finishes */
     if (c->astra_compat)
         return net_astra_coll_ns(c, p, type, bytes);
     return net_phys_coll_ns(c, p, type, bytes);
