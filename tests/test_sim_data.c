@@ -194,6 +194,7 @@ static void test_stage_workload(void **st)
     assert_true(r->n_coll > 0);
     uint64_t step = r->step_ns;
     etk_sim_free(s);
+    etk_workload_free(wl);
     o.no_fold = true;
     const etk_sim_result *u =
         simulate(tu_data("stage/gpt_small_dp2_tp2_pp2/workload.0.et"), &c, &o, &wl, &s);
