@@ -194,6 +194,7 @@ static void test_stage_workload(void **st)
     assert_true(r->n_coll > 0);
     uint64_t step = r->step_ns;
     etk_sim_free(s);
+    etk_workload_free(wl);
     o.no_fold = true;
     const etk_sim_result *u =
         simulate(tu_data("stage/gpt_small_dp2_tp2_pp2/workload.0.et"), &c, &o, &wl, &s);
@@ -239,11 +240,61 @@ static void test_converted_cnn(void **st)
     etk_workload_free(wl);
 }
 
+/* One collective of 1 GiB on 8 ranks through the whole engine (in-memory traces) on ASTRA-sim's
+ * Switch (400 GB/s = 400 * 2^30 B/s, 936.25 ns) under --astra-compat: the step equals what
+ * ASTRA-sim measured (spec/astra-sim.md) for every algorithm. */
+static void test_astra_switch_algorithms(void **st)
+{
+    (void)st;
+    static const struct {
+        int algo, type;
+        uint64_t measured;
+    } cases[] = {
+        {ETK_ALGO_RING, ETK_COLL_ALL_REDUCE, 6241996},
+        {ETK_ALGO_RING, ETK_COLL_ALL_GATHER, 17552736},
+        {ETK_ALGO_RING, ETK_COLL_REDUCE_SCATTER, 4001800},
+        {ETK_ALGO_RING, ETK_COLL_ALL_TO_ALL, 8960824},
+        {ETK_ALGO_DIRECT, ETK_COLL_ALL_REDUCE, 891748},
+        {ETK_ALGO_DIRECT, ETK_COLL_ALL_GATHER, 2507568},
+        {ETK_ALGO_DIRECT, ETK_COLL_REDUCE_SCATTER, 571720},
+        {ETK_ALGO_DIRECT, ETK_COLL_ALL_TO_ALL, 320068},
+        {ETK_ALGO_HALVING_DOUBLING, ETK_COLL_ALL_REDUCE, 5175176},
+        {ETK_ALGO_DOUBLE_BINARY_TREE, ETK_COLL_ALL_REDUCE, 23230882},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        etk_cluster c = astra_ring(8);
+        c.dims[0].topo = ETK_TOPO_SWITCH;
+        c.dims[0].bw_Bps = 400.0 * 1073741824.0;
+        c.dims[0].latency_ns = 936.25;
+        for (int t = 0; t < ETK_COLL_TYPE_COUNT; t++)
+            c.dims[0].algo[t] = cases[k].algo;
+        etk_workload *w = sb_workload(8);
+        for (int r = 0; r < 8; r++) {
+            etk_trace *t = etk_trace_new(NULL);
+            sb_coll(t, 1, cases[k].type, 1ull << 30, NULL, NULL, 0);
+            w->ranks[r] = t;
+        }
+        etk_sim_opts o = {.no_fold = k % 2 == 1}; /* folded and unfolded alike */
+        etk_sim *s = NULL;
+        etk_error err = {0};
+        if (etk_sim_workload(w, &c, &o, &s, &err))
+            fail_msg("%s", err.msg);
+        uint64_t got = etk_sim_result_get(s)->step_ns;
+        if (got != cases[k].measured)
+            fail_msg("%s %s: %llu ns, ASTRA-sim measured %llu ns", etk_algo_name(cases[k].algo),
+                     etk_coll_type_name(cases[k].type), (unsigned long long)got,
+                     (unsigned long long)cases[k].measured);
+        etk_sim_free(s);
+        etk_workload_free(w);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_astra_microbenchmarks),
         cmocka_unit_test(test_astra_allreduce_64440),
+        cmocka_unit_test(test_astra_switch_algorithms),
         cmocka_unit_test(test_roofline_and_astra_compute),
         cmocka_unit_test(test_stage_workload),
         cmocka_unit_test(test_converted_cnn),

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "etkit/gen.h"
 #include "etkit/sim.h"
 #include "sim_testlib.h"
 
@@ -165,12 +166,71 @@ static void test_fold_refused_when_asymmetric(void **st)
     node_size = 8;
 }
 
+/* The generator's workloads: folded (one rank per stage, as etk_gen_workload(fold=true) gives
+ * it) and unfolded (every rank's trace, --no-fold) must agree exactly, with the real network
+ * model on DGX H100 nodes: a small Llama (4 layers, hidden 1024, seq 1024) under TP 4 x PP 2 x
+ * DP 8 = 64 ranks on 8 nodes, and TP 8 x PP 4 x DP 16 = 512 ranks on 64 nodes. */
+static void gen_fold_equal(const char *tp, const char *pp, const char *dp, uint32_t nodes)
+{
+    etk_gen_config cfg;
+    etk_gen_config_init(&cfg);
+    etk_error err = {0};
+    const char *set[][2] = {{"model", "llama3-8b"}, {"layers", "4"}, {"hidden", "1024"},
+                            {"heads", "8"}, {"kv-heads", "8"}, {"ffn", "4096"}, {"vocab", "32000"},
+                            {"seq", "1024"}, {"tp", tp}, {"pp", pp}, {"dp", dp},
+                            {"micro-batch", "1"}, {"global-batch", "64"}};
+    for (size_t i = 0; i < sizeof set / sizeof set[0]; i++)
+        if (etk_gen_set(&cfg, set[i][0], set[i][1], &err))
+            fail_msg("--%s: %s", set[i][0], err.msg);
+    if (etk_gen_check(&cfg, &err))
+        fail_msg("%s", err.msg);
+    etk_cluster c;
+    if (etk_cluster_preset("dgx-h100", nodes, &c, &err))
+        fail_msg("%s", err.msg);
+    etk_workload *wf = NULL, *wu = NULL;
+    if (etk_gen_workload(&cfg, true, &wf, &err) || etk_gen_workload(&cfg, false, &wu, &err))
+        fail_msg("%s", err.msg);
+    etk_sim_opts of = {.quiet = true}, ou = {.quiet = true, .no_fold = true};
+    etk_sim *sf = NULL, *su = NULL;
+    if (etk_sim_workload(wf, &c, &of, &sf, &err) || etk_sim_workload(wu, &c, &ou, &su, &err))
+        fail_msg("%s", err.msg);
+    const etk_sim_result *a = etk_sim_result_get(sf), *b = etk_sim_result_get(su);
+    assert_true(a->folded);
+    assert_int_equal(a->n_simulated, atoi(pp)); /* one representative per pipeline stage */
+    assert_false(b->folded);
+    assert_int_equal(b->n_simulated, cfg.n_ranks);
+    same_results(a, b);
+    /* detection on the unfolded files gives the same classes as the generator's */
+    uint32_t *co = NULL, *cr = NULL;
+    assert_int_equal(etk_sim_classes(wu, &c, &of, &co, &cr, NULL, &err), atoi(pp));
+    free(co);
+    free(cr);
+    etk_sim_free(sf);
+    etk_sim_free(su);
+    etk_workload_free(wf);
+    etk_workload_free(wu);
+}
+
+static void test_gen_fold_64(void **st)
+{
+    (void)st;
+    gen_fold_equal("4", "2", "8", 8);
+}
+
+static void test_gen_fold_512(void **st)
+{
+    (void)st;
+    gen_fold_equal("8", "4", "16", 64);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fold_64),
         cmocka_unit_test(test_fold_512),
         cmocka_unit_test(test_fold_refused_when_asymmetric),
+        cmocka_unit_test(test_gen_fold_64),
+        cmocka_unit_test(test_gen_fold_512),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -291,7 +291,6 @@ int etk_sim_new(const etk_cluster *c, uint32_t n_ranks, const etk_groups *groups
         s->r[i].simulated = true;
     }
     s->n_classes = n_ranks;
-    s->free_pair = SIM_NONE;
     /* group 0: all ranks, unless the file gives "0" or "" explicitly */
     s->g[0].name = "";
     s->g[0].ranks = s->all_ranks;
@@ -606,6 +605,13 @@ static int setup_node(etk_sim *s, uint32_t rank, snode *n, const etk_node *e, et
     return 0;
 }
 
+static inline uint32_t id_get(const srank *R, uint64_t id)
+{
+    if (id - R->dense_lo < R->dense_n)
+        return R->dense[id - R->dense_lo];
+    return kmap_get(&R->ids, id, 0);
+}
+
 static bool has_dep(const uint64_t *d, uint32_t n, uint64_t id)
 {
     for (uint32_t k = 0; k < n; k++)
@@ -706,8 +712,22 @@ int etk_sim_add_rank_trace(etk_sim *s, uint32_t rank, const etk_trace *t, etk_er
     if (grow((void **)&R->nodes, &R->cap, base + m, sizeof(snode)) != 0)
         return oom(err);
     bool o = false;
-    if (!R->ids.cap && kmap_init(&R->ids, m) != 0)
-        return oom(err);
+    if (base == 0 && m && !R->dense) {
+        /* dense ids (generators number nodes 0..n or 1..n): a direct table, 4 bytes per id */
+        uint64_t lo = UINT64_MAX, hi = 0;
+        for (uint32_t i = 0; i < m; i++) {
+            lo = t->nodes[i].id < lo ? t->nodes[i].id : lo;
+            hi = t->nodes[i].id > hi ? t->nodes[i].id : hi;
+        }
+        if (hi - lo < 4 * (uint64_t)m + 64) {
+            R->dense_lo = lo;
+            R->dense_n = (uint32_t)(hi - lo + 1);
+            R->dense = malloc(sizeof(uint32_t) * R->dense_n);
+            if (!R->dense)
+                return oom(err);
+            memset(R->dense, 0xff, sizeof(uint32_t) * R->dense_n);
+        }
+    }
     for (uint32_t i = 0; i < m; i++) {
         const etk_node *e = &t->nodes[i];
         snode *n = &R->nodes[base + i];
@@ -715,7 +735,12 @@ int etk_sim_add_rank_trace(etk_sim *s, uint32_t rank, const etk_trace *t, etk_er
         n->id = e->id;
         n->src = e;
         n->extra = n->qnext = SIM_NONE;
-        kmap_put(&R->ids, e->id, 0, base + i, &o);
+        if (e->id - R->dense_lo < R->dense_n) {
+            if (R->dense[e->id - R->dense_lo] == SIM_NONE)
+                R->dense[e->id - R->dense_lo] = base + i;
+        } else {
+            kmap_put(&R->ids, e->id, 0, base + i, &o);
+        }
     }
     if (o)
         return oom(err);
@@ -731,7 +756,7 @@ int etk_sim_add_rank_trace(etk_sim *s, uint32_t rank, const etk_trace *t, etk_er
             const uint64_t *d = l ? e->ctrl_deps : e->data_deps;
             uint32_t nd = l ? e->n_ctrl_deps : e->n_data_deps;
             for (uint32_t k = 0; k < nd; k++) {
-                uint32_t j = kmap_get(&R->ids, d[k], 0);
+                uint32_t j = id_get(R, d[k]);
                 if (j == SIM_NONE) {
                     if (missing < 5)
                         shown[missing] = d[k];
@@ -796,7 +821,7 @@ int etk_sim_add_rank_trace(etk_sim *s, uint32_t rank, const etk_trace *t, etk_er
             const uint64_t *d = l ? e->ctrl_deps : e->data_deps;
             uint32_t nd = l ? e->n_ctrl_deps : e->n_data_deps;
             for (uint32_t k = 0; k < nd; k++) {
-                uint32_t j = kmap_get(&R->ids, d[k], 0);
+                uint32_t j = id_get(R, d[k]);
                 if (j != SIM_NONE && j >= base) {
                     snode *p = &R->nodes[j];
                     R->succ[p->succ_begin + cnt[j - base]++] = base + i;
@@ -975,6 +1000,9 @@ static int coll_arrive(etk_sim *s, uint32_t r, uint32_t i, uint64_t t, etk_error
     return 0;
 }
 
+/* Match posted sends and receives of a channel in order. Sends are eager (like ASTRA-sim's):
+ * the transfer starts when the send is issued and the send completes after the message time,
+ * whether or not the receive is posted; a receive completes when its message has arrived. */
 static int p2p_try(etk_sim *s, uint32_t c, uint64_t t, etk_error *err)
 {
     schan *ch = &s->ch[c];
@@ -988,26 +1016,16 @@ static int p2p_try(etk_sim *s, uint32_t c, uint64_t t, etk_error *err)
         ch->rq_head = rn->qnext;
         if (ch->rq_head == SIM_NONE)
             ch->rq_tail = SIM_NONE;
-        uint32_t pi;
-        if (s->free_pair != SIM_NONE) {
-            pi = s->free_pair;
-            s->free_pair = s->pairs[pi].sn;
-        } else {
-            if (grow((void **)&s->pairs, &s->cap_pairs, s->n_pairs + 1, sizeof(spair)))
-                return oom(err);
-            pi = s->n_pairs++;
-        }
-        s->pairs[pi] = (spair){ch->src, si, ch->dst, ri};
-        acc(S, t);
-        S->n_xfer++;
-        acc(R, t);
-        R->n_xfer++;
-        sn->xfer_ns = rn->xfer_ns = t;
+        uint64_t arrive = sn->start_ns + sn->dur_ns;
         rn->bytes = sn->bytes;
-        S->p2p_count++;
-        S->p2p_bytes += sn->bytes;
-        S->p2p_time += sn->dur_ns;
-        if (ev_push(s, t + sn->dur_ns, EV_P2P, pi, 0) != 0)
+        rn->xfer_ns = sn->start_ns > rn->start_ns ? sn->start_ns : rn->start_ns;
+        rn->pos = 0;
+        if (arrive > t) { /* still in flight: the receiver waits on the transfer */
+            acc(R, t);
+            R->n_xfer++;
+            rn->pos = 1;
+        }
+        if (ev_push(s, arrive > t ? arrive : t, EV_P2P, ch->dst, ri) != 0)
             return oom(err);
     }
     return 0;
@@ -1034,6 +1052,14 @@ static int start_node(etk_sim *s, uint32_t r, uint32_t i, uint64_t t, etk_error 
         return coll_arrive(s, r, i, t, err);
     case ETK_NODE_SEND: {
         schan *c = &s->ch[n->aux];
+        acc(R, t);
+        R->n_xfer++;
+        n->xfer_ns = t;
+        R->p2p_count++;
+        R->p2p_bytes += n->bytes;
+        R->p2p_time += n->dur_ns;
+        if (ev_push(s, t + n->dur_ns, EV_NODE, r, i) != 0)
+            return oom(err);
         chan_append(R->nodes, &c->sq_head, &c->sq_tail, i);
         return p2p_try(s, n->aux, t, err);
     }
@@ -1095,6 +1121,10 @@ static int handle(etk_sim *s, const sevent *e, etk_error *err)
                 R->n_comp--;
             else
                 R->n_cpu--;
+        } else if (n->type == ETK_NODE_SEND) {
+            acc(R, t);
+            R->n_xfer--;
+            R->st.comm_bytes += n->bytes;
         }
         release_stream(R, n);
         complete(s, e->a, e->b, t);
@@ -1124,19 +1154,14 @@ static int handle(etk_sim *s, const sevent *e, etk_error *err)
         }
         return 0;
     }
-    case EV_P2P: {
-        spair p = s->pairs[e->a];
-        s->pairs[e->a].sn = s->free_pair;
-        s->free_pair = e->a;
-        srank *S = &s->r[p.sr], *R = &s->r[p.rr];
-        acc(S, t);
-        S->n_xfer--;
-        S->st.comm_bytes += S->nodes[p.sn].bytes;
-        release_stream(S, &S->nodes[p.sn]);
-        complete(s, p.sr, p.sn, t);
-        acc(R, t);
-        R->n_xfer--;
-        complete(s, p.rr, p.rn, t);
+    case EV_P2P: { /* a receive's message has arrived */
+        srank *R = &s->r[e->a];
+        snode *n = &R->nodes[e->b];
+        if (n->pos) {
+            acc(R, t);
+            R->n_xfer--;
+        }
+        complete(s, e->a, e->b, t);
         return 0;
     }
     }
@@ -1241,7 +1266,7 @@ static size_t describe_block(const etk_sim *s, uint32_t r, char *buf, size_t len
                 const uint64_t *d = l ? e->ctrl_deps : e->data_deps;
                 uint32_t nd = l ? e->n_ctrl_deps : e->n_data_deps;
                 for (uint32_t k = 0; k < nd; k++) {
-                    uint32_t j = kmap_get(&R->ids, d[k], 0);
+                    uint32_t j = id_get(R, d[k]);
                     if (j != SIM_NONE && R->nodes[j].state != ST_DONE) {
                         PUT(" (e.g. node id %" PRIu64 "%s)", d[k],
                             j == i ? ": itself" : R->nodes[j].state == ST_WAIT ? ", also waiting" : "");
@@ -1311,6 +1336,7 @@ void etk_sim_free(etk_sim *s)
         free(R->succ);
         free(R->xe);
         kmap_free(&R->ids);
+        free(R->dense);
         for (int k = 0; k < K_COUNT; k++)
             free(R->ready[k].a);
     }
@@ -1346,7 +1372,6 @@ void etk_sim_free(etk_sim *s)
     kmap_free(&s->chmap);
     free(s->costv);
     free(s->ch);
-    free(s->pairs);
     free(s->ev);
     free(s->dirty);
     free(s->res.ranks);

@@ -17,6 +17,12 @@
 
 #include "sim/internal.h"
 
+/* Group-name index: (hash, group index) sorted by hash, so a lookup is a binary search. */
+typedef struct gname {
+    uint64_t h;
+    uint32_t idx;
+} gname;
+
 typedef struct fctx {
     const etk_workload *wl;
     const etk_cluster *c;
@@ -29,6 +35,9 @@ typedef struct fctx {
     uint64_t *clsig;    /* class make-up hash per group */
     uint32_t *mem_off;  /* rank -> CSR of groups containing it */
     uint32_t *mem;
+    uint8_t *reps_ok;   /* per group: 0 unknown, 1 every touched class's rep inside, 2 not */
+    gname *gidx;        /* group names sorted by hash */
+    uint32_t n_gidx;
 } fctx;
 
 static uint64_t defc_coll(void *ctx, const etk_cluster *c, etk_coll_type t, uint64_t b,
@@ -55,22 +64,49 @@ static int cmpu(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+static int cmp_gname(const void *a, const void *b)
+{
+    const gname *x = a, *y = b;
+    return x->h < y->h ? -1 : x->h > y->h ? 1 : (x->idx < y->idx ? -1 : x->idx > y->idx);
+}
+
+static long find_named(const fctx *f, const char *id)
+{
+    const etk_groups *gs = f->wl->groups;
+    if (!gs)
+        return -2;
+    if (f->gidx) {
+        const gname *g_index = f->gidx;
+        uint32_t g_count = f->n_gidx;
+        uint64_t h = sim_hash_str(id);
+        uint32_t lo = 0, hi = g_count;
+        while (lo < hi) {
+            uint32_t mid = (lo + hi) / 2;
+            if (g_index[mid].h < h)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        for (; lo < g_count && g_index[lo].h == h; lo++)
+            if (strcmp(gs->groups[g_index[lo].idx].id, id) == 0)
+                return g_index[lo].idx;
+        return -2;
+    }
+    const etk_group *g = etk_groups_find(gs, id);
+    return g ? g - gs->groups : -2;
+}
+
 /* group id of a node's pg_name in the workload's groups: index, -1 = all ranks, -2 unknown */
-static long node_group(const etk_workload *wl, const etk_node *e)
+static long node_group(const fctx *f, const etk_node *e)
 {
     const char *pg = etk_node_str(e, "pg_name");
     if (!pg || !pg[0] || strcmp(pg, "0") == 0) {
-        if (wl->groups) {
-            const etk_group *g = etk_groups_find(wl->groups, pg && pg[0] ? pg : "0");
-            if (g)
-                return g - wl->groups->groups;
-        }
-        return -1;
+        long g = find_named(f, pg && pg[0] ? pg : "0");
+        if (g == -2 && f->wl->groups)
+            g = find_named(f, "");
+        return g >= 0 ? g : -1;
     }
-    if (!wl->groups)
-        return -2;
-    const etk_group *g = etk_groups_find(wl->groups, pg);
-    return g ? g - wl->groups->groups : -2;
+    return find_named(f, pg);
 }
 
 static void group_ranks(const fctx *f, long gi, const uint32_t **ranks, uint32_t *n,
@@ -85,7 +121,7 @@ static void group_ranks(const fctx *f, long gi, const uint32_t **ranks, uint32_t
     }
 }
 
-static uint64_t trace_hash(const etk_trace *t, const etk_workload *wl)
+static uint64_t trace_hash(const etk_trace *t, const fctx *f)
 {
     /* ids relative to the first node's: traces whose ids differ by a constant (ASTRA-sim's
      * microbenchmarks number rank r's node r) issue in the same order */
@@ -112,8 +148,8 @@ static uint64_t trace_hash(const etk_trace *t, const etk_workload *wl)
             h = hmix(h, etk_node_i64(e, "comm_tag", &v) ? (uint64_t)v : 6);
         }
         if (e->type == ETK_NODE_COLL) {
-            long gi = node_group(wl, e);
-            h = hmix(h, gi >= 0 ? wl->groups->groups[gi].n_ranks : gi == -1 ? 0xa11 : 0xbad);
+            long gi = node_group(f, e);
+            h = hmix(h, gi >= 0 ? f->wl->groups->groups[gi].n_ranks : gi == -1 ? 0xa11 : 0xbad);
         }
     }
     return h;
@@ -162,7 +198,8 @@ static int prep_groups(fctx *f)
     f->pattern = calloc(f->ng + 1, sizeof(uint64_t));
     f->clsig = calloc(f->ng + 1, sizeof(uint64_t));
     f->mem_off = calloc((size_t)f->n + 1, sizeof(uint32_t));
-    if (!f->pattern || !f->clsig || !f->mem_off)
+    f->reps_ok = calloc(f->ng + 1, 1);
+    if (!f->pattern || !f->clsig || !f->mem_off || !f->reps_ok)
         return -1;
     size_t tot = 0;
     for (uint32_t g = 0; g < f->ng; g++) {
@@ -227,11 +264,26 @@ static bool reps_inside(const fctx *f, long gi)
 {
     if (gi < 0)
         return true; /* all ranks: every representative is a member */
+    if (f->reps_ok[gi])
+        return f->reps_ok[gi] == 1;
     const etk_group *G = &f->wl->groups->groups[gi];
-    for (uint32_t k = 0; k < G->n_ranks; k++)
-        if (!has_rank(G, f->rep[f->cls[G->ranks[k]]]))
-            return false;
-    return true;
+    bool ok = true;
+    /* members sorted once: O(n log n) per group */
+    uint32_t *m = malloc(sizeof(uint32_t) * (G->n_ranks ? G->n_ranks : 1));
+    if (!m) {
+        for (uint32_t k = 0; k < G->n_ranks && ok; k++)
+            ok = has_rank(G, f->rep[f->cls[G->ranks[k]]]);
+    } else {
+        memcpy(m, G->ranks, sizeof(uint32_t) * G->n_ranks);
+        qsort(m, G->n_ranks, sizeof(uint32_t), cmpu);
+        for (uint32_t k = 0; k < G->n_ranks && ok; k++) {
+            uint32_t want = G->ranks[k] < f->n ? f->rep[f->cls[G->ranks[k]]] : UINT32_MAX;
+            ok = bsearch(&want, m, G->n_ranks, sizeof(uint32_t), cmpu) != NULL;
+        }
+        free(m);
+    }
+    f->reps_ok[gi] = ok ? 1 : 2;
+    return ok;
 }
 
 static uint64_t scale_of(const etk_sim_opts *o) { return o && o->stage_units ? 2 : 1; }
@@ -247,6 +299,47 @@ typedef struct useseq {
     uint64_t (*ch)[8];
     uint8_t *nc;
 } useseq;
+
+typedef struct peerkey {
+    uint64_t key; /* direction, tag, peer class */
+    int64_t peer;
+} peerkey;
+
+static int cmp_peerkey(const void *a, const void *b)
+{
+    const peerkey *x = a, *y = b;
+    return x->key < y->key ? -1 : x->key > y->key;
+}
+
+/* Each (direction, tag, peer class) of a trace goes to one peer only (sorting: O(n log n)). */
+static bool peers_unique(const fctx *f, const etk_trace *t)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < t->n_nodes; i++)
+        n += t->nodes[i].type == ETK_NODE_SEND || t->nodes[i].type == ETK_NODE_RECV;
+    if (n < 2)
+        return true;
+    peerkey *k = malloc(sizeof *k * n);
+    if (!k)
+        return false;
+    size_t m = 0;
+    for (size_t i = 0; i < t->n_nodes; i++) {
+        const etk_node *e = &t->nodes[i];
+        if (e->type != ETK_NODE_SEND && e->type != ETK_NODE_RECV)
+            continue;
+        int64_t p = -1, tag = 0;
+        etk_node_i64(e, e->type == ETK_NODE_SEND ? "comm_dst" : "comm_src", &p);
+        etk_node_i64(e, "comm_tag", &tag);
+        uint64_t pc = p >= 0 && p < f->n ? f->cls[p] : UINT32_MAX;
+        k[m++] = (peerkey){hmix(hmix((uint64_t)e->type, (uint64_t)tag), pc), p};
+    }
+    qsort(k, m, sizeof *k, cmp_peerkey);
+    bool ok = true;
+    for (size_t i = 1; i < m && ok; i++)
+        ok = k[i].key != k[i - 1].key || k[i].peer == k[i - 1].peer;
+    free(k);
+    return ok;
+}
 
 static const char *check_rank(fctx *f, uint64_t sc, uint32_t *all, uint32_t r, struct useseq *u);
 
@@ -311,7 +404,7 @@ static const char *check_rank(fctx *f, uint64_t sc, uint32_t *all, uint32_t r, u
         for (size_t i = 0; i < T->n_nodes; i++) {
             const etk_node *a = &T->nodes[i], *b = &Q->nodes[i];
             if (a->type == ETK_NODE_COLL) {
-                long ga = node_group(f->wl, a), gb = node_group(f->wl, b);
+                long ga = node_group(f, a), gb = node_group(f, b);
                 if (ga == -2 || gb == -2)
                     return "a collective names a group that does not exist";
                 if (!reps_inside(f, gb))
@@ -356,24 +449,12 @@ static const char *check_rank(fctx *f, uint64_t sc, uint32_t *all, uint32_t r, u
                     f->costs.p2p_ns(f->costs.ctx, f->c, r, (uint32_t)pa, (uint64_t)cs * sc) !=
                         f->costs.p2p_ns(f->costs.ctx, f->c, q, (uint32_t)pb, (uint64_t)cs * sc))
                     return "corresponding messages are placed differently on the network";
-                /* unique peer per (direction, class, tag) on this rank */
-                int64_t tag = 0;
-                etk_node_i64(a, "comm_tag", &tag);
-                for (size_t j = 0; j < i; j++) {
-                    const etk_node *c2 = &T->nodes[j];
-                    int64_t p2 = -1, t2 = 0;
-                    if (c2->type != a->type)
-                        continue;
-                    etk_node_i64(c2, k, &p2);
-                    etk_node_i64(c2, "comm_tag", &t2);
-                    if (t2 == tag && p2 != pa && p2 >= 0 && p2 < f->n &&
-                        f->cls[p2] == f->cls[pa])
-                        return "a rank talks to two peers of one class with the same tag";
-                }
             }
         }
     }
-    return NULL;
+    return peers_unique(f, f->wl->ranks[r]) ? NULL
+                                             : "a rank talks to two peers of one class with the "
+                                               "same tag";
 }
 
 /* Generator workloads: only representatives have traces. */
@@ -383,35 +464,34 @@ static const char *check_classes(fctx *f, const etk_sim_opts *o)
     for (uint32_t c = 0; c < f->ncls; c++) {
         uint32_t q = f->rep[c];
         const etk_trace *Q = f->wl->ranks[q];
+        uint64_t seen_keys[256];
+        uint32_t n_seen = 0;
         if (!Q)
             return "a class representative has no trace";
+        if (!peers_unique(f, Q))
+            return "a rank talks to two peers of one class with the same tag";
         for (size_t i = 0; i < Q->n_nodes; i++) {
             const etk_node *b = &Q->nodes[i];
             if (b->type == ETK_NODE_COLL) {
-                long gb = node_group(f->wl, b);
+                long gb = node_group(f, b);
                 if (gb == -2)
                     return "a collective names a group that does not exist";
                 if (!reps_inside(f, gb))
                     return "a group spans classes without containing their representatives";
                 if (gb < 0)
                     continue;
-                /* dedupe: only check each (group, type, size) once */
+                /* each (group, type, size) is checked once per class */
+                int64_t t1 = 0, s1 = 0;
+                etk_node_i64(b, "comm_type", &t1);
+                etk_node_i64(b, "comm_size", &s1);
+                uint64_t key = hmix(hmix(hmix(c, (uint64_t)gb), (uint64_t)t1), (uint64_t)s1);
                 bool seen = false;
-                for (size_t j = 0; j < i && !seen; j++) {
-                    const etk_node *p = &Q->nodes[j];
-                    if (p->type != ETK_NODE_COLL || node_group(f->wl, p) != gb)
-                        continue;
-                    int64_t t1 = 0, t2 = 0, s1 = 0, s2 = 0;
-                    etk_node_i64(p, "comm_type", &t1);
-                    etk_node_i64(b, "comm_type", &t2);
-                    etk_node_i64(p, "comm_size", &s1);
-                    etk_node_i64(b, "comm_size", &s2);
-                    seen = t1 == t2 && s1 == s2;
-                    if (j > 4096)
-                        break;
-                }
+                for (uint32_t j = 0; j < n_seen && !seen; j++)
+                    seen = seen_keys[j] == key;
                 if (seen)
                     continue;
+                if (n_seen < 256)
+                    seen_keys[n_seen++] = key;
                 int64_t ct = 0, cs = 0;
                 etk_node_i64(b, "comm_type", &ct);
                 etk_node_i64(b, "comm_size", &cs);
@@ -456,21 +536,6 @@ static const char *check_classes(fctx *f, const etk_sim_opts *o)
                             want)
                         return "corresponding messages are placed differently on the network";
                 }
-                if (i > 0 && i < 100000) {
-                    int64_t tag = 0;
-                    etk_node_i64(b, "comm_tag", &tag);
-                    for (size_t j = 0; j < i; j++) {
-                        const etk_node *c2 = &Q->nodes[j];
-                        int64_t p2 = -1, t2 = 0;
-                        if (c2->type != b->type)
-                            continue;
-                        etk_node_i64(c2, k, &p2);
-                        etk_node_i64(c2, "comm_tag", &t2);
-                        if (t2 == tag && p2 != p && p2 >= 0 && p2 < f->n &&
-                            f->cls[p2] == f->cls[p])
-                            return "a rank talks to two peers of one class with the same tag";
-                    }
-                }
             }
         }
     }
@@ -506,6 +571,15 @@ int etk_sim_classes(const etk_workload *wl, const etk_cluster *c, const etk_sim_
     }
     for (uint32_t r = 0; r < f.n; r++)
         all[r] = r;
+    if (wl->groups && wl->groups->n_groups) {
+        f.n_gidx = (uint32_t)wl->groups->n_groups;
+        f.gidx = malloc(sizeof(gname) * f.n_gidx);
+        if (f.gidx) { /* else lookups fall back to etk_groups_find */
+            for (uint32_t i = 0; i < f.n_gidx; i++)
+                f.gidx[i] = (gname){sim_hash_str(wl->groups->groups[i].id), i};
+            qsort(f.gidx, f.n_gidx, sizeof(gname), cmp_gname);
+        }
+    }
     bool from_gen = wl->class_of && wl->class_rep && wl->n_classes;
     if (from_gen) {
         f.ncls = wl->n_classes;
@@ -523,7 +597,7 @@ int etk_sim_classes(const etk_workload *wl, const etk_cluster *c, const etk_sim_
                 *why = "a rank has no trace";
                 goto nofold;
             }
-            h[r] = trace_hash(wl->ranks[r], wl);
+            h[r] = trace_hash(wl->ranks[r], &f);
         }
         /* O(n * classes) grouping; classes are few when folding pays off */
         f.ncls = 0;
@@ -576,6 +650,8 @@ out:
     free(f.clsig);
     free(f.mem_off);
     free(f.mem);
+    free(f.reps_ok);
+    free(f.gidx);
     return rc;
 }
 

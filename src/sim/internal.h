@@ -63,7 +63,10 @@ typedef struct srank {
     uint32_t n_succ, cap_succ;
     xedge *xe;
     uint32_t n_xe, cap_xe;
-    kmap ids;
+    kmap ids;          /* id -> node index (ids outside the dense table) */
+    uint32_t *dense;   /* id - dense_lo -> node index, for dense ids */
+    uint64_t dense_lo;
+    uint32_t dense_n;
     uheap ready[K_COUNT];
     uint32_t busy[3]; /* bitmask of busy streams per limited kind */
     uint32_t n_done;
@@ -111,10 +114,6 @@ typedef struct schan {
     uint32_t sq_head, sq_tail, rq_head, rq_tail;
 } schan;
 
-typedef struct spair {
-    uint32_t sr, sn, rr, rn;
-} spair;
-
 typedef struct sevent {
     uint64_t t, seq;
     uint32_t a, b;
@@ -145,8 +144,6 @@ struct etk_sim {
     schan *ch;
     uint32_t n_ch, cap_ch;
     kmap chmap;
-    spair *pairs;
-    uint32_t n_pairs, cap_pairs, free_pair;
     sevent *ev;
     uint32_t n_ev, cap_ev;
     uint64_t seq;
