@@ -69,6 +69,14 @@ cp $P/kineto_host_0.json "$T/h_0.json"; cp $P/kineto_device_0.json "$T/d_0.json"
 expect 2 'd_1.json' "$ETKIT" convert pytorch -q --host "$T/h_%d.json" --device "$T/d_%d.json" --ranks 2 -o "$T/job2"
 expect 0 '"gpu_ops": 3' "$ETKIT" convert pytorch -q --json --host $P/kineto_host_0.json --device $P/kineto_device_0.json -o "$T/k"
 
+# --- etkit sim on converted traces: the MLP step replays its exclusive durations, one CPU chain
+# summing to 10,548 us (= the outermost profiler events); the 2-rank job ends at 210.5 us: its
+# 210 us CPU chain plus the 500 ns link latency of the 64-byte send that aten::item waits for
+printf 'gpu: h100\nnetwork:\n  - {size: 1, topology: Switch, bandwidth: 450, latency: 500}\n' > "$T/one.yaml"
+printf 'gpu: h100\nnetwork:\n  - {size: 2, topology: Switch, bandwidth: 450, latency: 500}\n' > "$T/two.yaml"
+expect 0 'step time +10,548,000 ns' "$ETKIT" sim "$T/mlp" --cluster "$T/one.yaml"
+expect 0 '"step_ns": 210500' "$ETKIT" sim "$T/job" --cluster "$T/two.yaml" --json
+
 # --- bad inputs
 head -c 20000 $P/mlp_host_et.json > "$T/trunc.json"
 expect 2 'trunc.json: truncated JSON' "$ETKIT" convert pytorch --host "$T/trunc.json" -o "$T/y"
