@@ -144,7 +144,7 @@ static uint64_t simulate(const char *prefix, uint32_t want_ranks, etk_sim_rank_s
 {
     etk_workload *w = NULL;
     etk_error err = {0};
-    etk_read_opts ro = {0, true};
+    etk_read_opts ro = {.quiet = true};
     if (etk_workload_open(prefix, NULL, &ro, &w, &err))
         fail_msg("open %s: %s", prefix, err.msg);
     assert_int_equal(w->n_ranks, want_ranks);
@@ -253,7 +253,7 @@ static void test_chakra_102_node_for_node(void **state)
     etk_trace *t = convert_ok(tu_data(DATA102), NULL, &st, &g);
     etk_trace *ref = NULL;
     etk_error err = {0};
-    etk_read_opts ro = {0, true};
+    etk_read_opts ro = {.quiet = true};
     assert_int_equal(etk_trace_read(tu_data(CHAKRA102), &ro, &ref, &err), 0);
 
     /* 263 host nodes; the process root "[...|process]" is dropped by both converters: 262
