@@ -333,7 +333,8 @@ int etk_workload_write(const etk_workload *w, const char *prefix, etk_error *err
 void etk_workload_free(etk_workload *w);
 
 /* ---------- small utilities shared by modules ---------- */
-/* Atomic output: open "<path>.tmp.<pid>" for writing; etk_file_commit fsyncs, closes and renames. */
+/* Atomic output: open "<path>.tmp.<pid>" for writing; etk_file_commit fsyncs, closes and renames.
+ * A path that is a device or pipe (/dev/null, /dev/stdout, a FIFO) is written in place. */
 FILE *etk_file_begin(const char *path, char **tmp_path_out, etk_error *err);
 int etk_file_commit(FILE *f, char *tmp_path, const char *path, etk_error *err); /* frees tmp_path */
 void etk_file_abort(FILE *f, char *tmp_path);                                  /* frees tmp_path */
