@@ -63,7 +63,7 @@ expect "astra csv" 0 "rank,7,64440" \
 expect "astra-network without system" 2 "go together" "$ETKIT" sim "$AR" --astra-network "$T/net.yml"
 
 # rank count != cluster size: 8 ranks on 2 DGX H100 nodes (16 GPUs)
-expect "cluster size mismatch" 2 "16" "$ETKIT" sim "$AR" --cluster dgx-h100 --nodes 2
+expect "cluster size mismatch" 2 "has 16 NPUs (8 Switch x 2 Switch) but the workload has 8 ranks" "$ETKIT" sim "$AR" --cluster dgx-h100 --nodes 2
 expect "unknown preset" 2 "dgx-z9" "$ETKIT" sim "$AR" --cluster dgx-z9
 
 # a corrupt trace
@@ -96,6 +96,18 @@ expect "converted: missing deps error" 2 "dependencies on node ids absent from t
   "$ETKIT" sim "$CNN" --cluster "$T/one.yaml"
 expect "converted: --missing-deps=ignore" 0 "node events    3,664" \
   "$ETKIT" sim "$CNN" --cluster "$T/one.yaml" --missing-deps=ignore --quiet
+
+# the same step three ways: etkit run (in memory, folded), etkit gen + etkit sim on the files
+# (classes detected from the traces), and etkit sim --no-fold: identical step times
+F="--model llama2-7b --layers 4 --tp 2 --pp 2 --dp 2 --micro-batch 1 --global-batch 8"
+step_of() { grep -o '"step_ns": [0-9]*' | grep -o '[0-9]*$'; }
+mkdir -p "$T/gen"
+"$ETKIT" gen $F -o "$T/gen/w" >/dev/null 2>&1
+s_run=$("$ETKIT" run $F --cluster dgx-h100 --nodes 1 --json 2>/dev/null | step_of)
+s_sim=$("$ETKIT" sim "$T/gen/w" --cluster dgx-h100 --nodes 1 --json --quiet 2>/dev/null | step_of)
+s_all=$("$ETKIT" sim "$T/gen/w" --cluster dgx-h100 --nodes 1 --json --quiet --no-fold 2>/dev/null | step_of)
+check "run == gen+sim == gen+sim --no-fold ($s_run, $s_sim, $s_all ns)" \
+  $([ -n "$s_run" ] && [ "$s_run" = "$s_sim" ] && [ "$s_sim" = "$s_all" ] && echo 0 || echo 1)
 
 # etkit run on the built-in defaults
 expect "run defaults" 0 "llama3-8b: tp 4 x pp 2 x dp 8" "$ETKIT" run

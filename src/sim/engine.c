@@ -240,6 +240,10 @@ int etk_sim_new(const etk_cluster *c, uint32_t n_ranks, const etk_groups *groups
         return etk_err(err, ETK_EINVAL, "simulator: no cluster given");
     if (n_ranks == 0)
         return etk_err(err, ETK_EINVAL, "simulator: the workload has no ranks");
+    /* sizes, bandwidths, topologies, GPU peak, and NPU count == rank count */
+    int crc = etk_cluster_check(c, n_ranks, err);
+    if (crc)
+        return crc;
     etk_sim *s = calloc(1, sizeof *s);
     if (!s)
         return oom(err);
