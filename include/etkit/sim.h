@@ -118,6 +118,9 @@ int etk_sim_set_classes(etk_sim *s, const uint32_t *class_of, const uint32_t *cl
  * against the nodes this rank already has and the new ones; nodes may be added while the run
  * is in progress (they become ready at the current time). */
 int etk_sim_add_rank_trace(etk_sim *s, uint32_t rank, const etk_trace *t, etk_error *err);
+/* Optional hint before adding traces: about how many nodes and dependencies the simulated ranks
+ * will get in all, so their first arrays come from one huge-page block (faster set-up). */
+void etk_sim_reserve(etk_sim *s, uint64_t nodes, uint64_t deps);
 /* Process every event up to and including time t_ns. */
 int etk_sim_run_until(etk_sim *s, uint64_t t_ns, etk_error *err);
 uint64_t etk_sim_now(const etk_sim *s);

@@ -12,8 +12,11 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "sim/internal.h"
+
+#define BIG_BYTES ((size_t)2 << 20)
 
 /* ---------- small containers ---------- */
 
@@ -26,11 +29,92 @@ static int grow(void **p, uint32_t *cap, uint32_t need, size_t elem)
         nc *= 2;
     if (nc > UINT32_MAX)
         return -1;
-    void *q = realloc(*p, (size_t)nc * elem);
-    if (!q)
-        return -1;
+    size_t bytes = (size_t)nc * elem;
+    void *q;
+    if (bytes >= BIG_BYTES) {
+        /* big arrays (nodes, successors of long traces): 2 MiB-aligned and advised as huge
+         * pages, since first-touch page faults otherwise dominate setting a trace up */
+        if (posix_memalign(&q, BIG_BYTES, bytes) != 0)
+            return -1;
+#ifdef MADV_HUGEPAGE
+        madvise(q, bytes, MADV_HUGEPAGE);
+#endif
+        if (*p)
+            memcpy(q, *p, (size_t)*cap * elem);
+        free(*p);
+    } else {
+        q = realloc(*p, bytes);
+        if (!q)
+            return -1;
+    }
     *p = q;
     *cap = (uint32_t)nc;
+    return 0;
+}
+
+/* One big huge-page block carved into the first arrays of each rank (etk_sim_workload knows all
+ * traces up front): thousands of ranks then cost one allocation instead of thousands of
+ * separately faulted-in mmaps. Arrays that outgrow their slice move to the heap. */
+static bool in_pool(const etk_sim *s, const void *p)
+{
+    return s->pool && (const char *)p >= s->pool && (const char *)p < s->pool + s->pool_cap;
+}
+
+static void *pool_take(etk_sim *s, size_t bytes)
+{
+    bytes = (bytes + 15) & ~(size_t)15;
+    if (!s->pool || s->pool_cap - s->pool_used < bytes)
+        return NULL;
+    void *p = s->pool + s->pool_used;
+    s->pool_used += bytes;
+    return p;
+}
+
+/* grow() for arrays that may live in the pool */
+static int grow_p(etk_sim *s, void **p, uint32_t *cap, uint32_t need, size_t elem)
+{
+    if (need <= *cap)
+        return 0;
+    if (!*p && (*p = pool_take(s, (size_t)need * elem)) != NULL) {
+        *cap = need;
+        return 0;
+    }
+    if (in_pool(s, *p)) {
+        void *old = *p;
+        uint32_t oc = *cap;
+        *p = NULL;
+        *cap = 0;
+        if (grow(p, cap, need, elem) != 0)
+            return -1;
+        memcpy(*p, old, (size_t)oc * elem);
+        return 0;
+    }
+    return grow(p, cap, need, elem);
+}
+
+void etk_sim_reserve(etk_sim *s, uint64_t nodes, uint64_t deps)
+{
+    uint32_t n_sim = 0;
+    for (uint32_t r = 0; r < s->n_ranks; r++)
+        n_sim += s->r[r].simulated;
+    sim_reserve(s, nodes * (sizeof(snode) + 4 * sizeof(uint32_t)) + deps * sizeof(uint32_t) +
+                       (size_t)n_sim * 512);
+}
+
+int sim_reserve(etk_sim *s, size_t bytes)
+{
+    if (s->pool || bytes < BIG_BYTES)
+        return 0;
+    bytes = (bytes + BIG_BYTES - 1) & ~(BIG_BYTES - 1);
+    void *q;
+    if (posix_memalign(&q, BIG_BYTES, bytes) != 0)
+        return 0; /* not fatal: ranks allocate separately */
+#ifdef MADV_HUGEPAGE
+    madvise(q, bytes, MADV_HUGEPAGE);
+#endif
+    s->pool = q;
+    s->pool_cap = bytes;
+    s->pool_used = 0;
     return 0;
 }
 
@@ -713,7 +797,7 @@ int etk_sim_add_rank_trace(etk_sim *s, uint32_t rank, const etk_trace *t, etk_er
         return etk_err(err, ETK_EINVAL, "%s: too many nodes", path);
     uint32_t base = R->n, m = (uint32_t)t->n_nodes;
     s->broken = true; /* until this function succeeds */
-    if (grow((void **)&R->nodes, &R->cap, base + m, sizeof(snode)) != 0)
+    if (grow_p(s, (void **)&R->nodes, &R->cap, base + m, sizeof(snode)) != 0)
         return oom(err);
     bool o = false;
     if (base == 0 && m && !R->dense) {
@@ -726,7 +810,9 @@ int etk_sim_add_rank_trace(etk_sim *s, uint32_t rank, const etk_trace *t, etk_er
         if (hi - lo < 4 * (uint64_t)m + 64) {
             R->dense_lo = lo;
             R->dense_n = (uint32_t)(hi - lo + 1);
-            R->dense = malloc(sizeof(uint32_t) * R->dense_n);
+            R->dense = pool_take(s, sizeof(uint32_t) * R->dense_n);
+            if (!R->dense)
+                R->dense = malloc(sizeof(uint32_t) * R->dense_n);
             if (!R->dense)
                 return oom(err);
             memset(R->dense, 0xff, sizeof(uint32_t) * R->dense_n);
@@ -809,7 +895,8 @@ int etk_sim_add_rank_trace(etk_sim *s, uint32_t rank, const etk_trace *t, etk_er
         free(cnt);
         return etk_err(err, ETK_EINVAL, "%s: too many dependencies", path);
     }
-    if (grow((void **)&R->succ, &R->cap_succ, R->n_succ + (uint32_t)total, sizeof(uint32_t))) {
+    if (grow_p(s, (void **)&R->succ, &R->cap_succ, R->n_succ + (uint32_t)total,
+               sizeof(uint32_t))) {
         free(cnt);
         return oom(err);
     }
@@ -1336,11 +1423,14 @@ void etk_sim_free(etk_sim *s)
         return;
     for (uint32_t r = 0; s->r && r < s->n_ranks; r++) {
         srank *R = &s->r[r];
-        free(R->nodes);
-        free(R->succ);
+        if (!in_pool(s, R->nodes))
+            free(R->nodes);
+        if (!in_pool(s, R->succ))
+            free(R->succ);
         free(R->xe);
         kmap_free(&R->ids);
-        free(R->dense);
+        if (!in_pool(s, R->dense))
+            free(R->dense);
         for (int k = 0; k < K_COUNT; k++)
             free(R->ready[k].a);
     }
@@ -1380,5 +1470,6 @@ void etk_sim_free(etk_sim *s)
     free(s->dirty);
     free(s->res.ranks);
     free(s->res.coll);
+    free(s->pool);
     free(s);
 }
