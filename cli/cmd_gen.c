@@ -65,7 +65,7 @@ static void print_text(const etk_gen_config *c, const etk_gen_summary *s)
            s->micro_batches, c->schedule == ETK_SCHED_GPIPE ? "gpipe" : "1f1b", c->zero, recompute_name(c->recompute),
            c->precision, c->grad_bytes == 4 ? "fp32" : "16-bit");
     printf("layers: %s\n", s->layer_split);
-    printf("step: %.6g FLOPs on all ranks (%.6g model FLOPs without recompute), %" PRIu64 " tokens\n", s->step_flops,
+    printf("step: %.6g FLOPs on all ranks incl. recompute and optimizer (%.6g model FLOPs: forward + backward), %" PRIu64 " tokens\n", s->step_flops,
            s->model_flops, s->tokens_per_step);
     for (uint32_t i = 0; i < s->n_stages; i++) {
         const etk_gen_stage *st = &s->stages[i];
@@ -74,8 +74,8 @@ static void print_text(const etk_gen_config *c, const etk_gen_summary *s)
                c->tp * c->dp, st->nodes);
         printf("  compute per rank per step: %.6g FLOPs (%.3f TFLOP; model %.3f TFLOP)\n", st->flops, st->flops / 1e12,
                st->model_flops / 1e12);
-        static const char *gname[] = {"TP", "DP"};
-        for (int g = 0; g < 2; g++)
+        static const char *gname[] = {"TP", "DP", "EMB"};
+        for (int g = 0; g < ETK_GEN_N_GROUP_KINDS; g++)
             for (int t = 0; t < ETK_COLL_TYPE_COUNT; t++)
                 if (st->coll_count[g][t])
                     printf("  %s group %-15s %6" PRIu64 " x, %" PRIu64 " bytes per rank per step\n", gname[g],
@@ -103,8 +103,8 @@ static json_t *summary_json(const etk_gen_config *c, const etk_gen_summary *s)
     for (uint32_t i = 0; i < s->n_stages; i++) {
         const etk_gen_stage *st = &s->stages[i];
         json_t *colls = json_array();
-        static const char *gname[] = {"tp", "dp"};
-        for (int g = 0; g < 2; g++)
+        static const char *gname[] = {"tp", "dp", "embedding"};
+        for (int g = 0; g < ETK_GEN_N_GROUP_KINDS; g++)
             for (int t = 0; t < ETK_COLL_TYPE_COUNT; t++)
                 if (st->coll_count[g][t])
                     json_array_append_new(colls, json_pack("{s:s,s:s,s:I,s:I}", "group", gname[g], "type",
@@ -213,11 +213,13 @@ int cmd_gen(int argc, char **argv)
     }
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    if (etk_gen_write(&cfg, out, &err))
+    uint64_t bytes = 0;
+    if (etk_gen_write_stats(&cfg, out, &bytes, &err))
         return cli_fail("gen", &err);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     double sec = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
-    printf("wrote %u rank files %s.<0..%u>.et and %s.json (model %s, tp %u dp %u pp %u, %u micro-batches) in %.3f s\n",
-           cfg.n_ranks, out, cfg.n_ranks - 1, out, cfg.model.name, cfg.tp, cfg.dp, cfg.pp, cfg.micro_batches, sec);
+    printf("wrote %u rank files %s.<0..%u>.et and %s.json (model %s, tp %u dp %u pp %u, %u micro-batches): "
+           "%" PRIu64 " bytes in %.3f s\n",
+           cfg.n_ranks, out, cfg.n_ranks - 1, out, cfg.model.name, cfg.tp, cfg.dp, cfg.pp, cfg.micro_batches, bytes, sec);
     return 0;
 }

@@ -6,11 +6,13 @@
  * same emitter feeds the summary (one representative per stage, no traces), the in-memory
  * workload and the per-rank file writer, so all three agree by construction. */
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "etkit/gen.h"
+#include "gen/fastwrite.h"
 #include "gen/lower.h"
 
 #define ADAM_FLOPS_PER_PARAM 10 /* m, v updates 4; bias corrections 2; sqrt, divide 2; update, decay 2 */
@@ -24,6 +26,8 @@ typedef struct gen {
     uint32_t *first, *nl; /* per stage: first layer, layer count */
     uint64_t bucket_bytes;
     int act_bytes;
+    bool tied;     /* the head uses an embedding weight (tied output layer) */
+    bool emb_group; /* tied and PP > 1: first and last stage all-reduce its gradient */
 } gen;
 
 static void gen_free(gen *G)
@@ -66,6 +70,12 @@ static int gen_init(gen *G, const etk_gen_config *cfg, etk_error *err)
         G->nl[s] = q + (s < r ? 1 : 0);
         f += G->nl[s];
     }
+    const gsection *H = &G->g->sec[G_SEC_HEAD];
+    for (int j = 0; j < H->nops; j++)
+        for (int i = 0; i < H->ops[j].nin; i++)
+            if (G->g->t[H->ops[j].in[i]].weight && G->g->t[H->ops[j].in[i]].section == G_SEC_EMBED)
+                G->tied = true;
+    G->emb_group = G->tied && G->p > 1;
     G->bucket_bytes = (uint64_t)(cfg->dp_bucket_mb * 1024 * 1024);
     if (!G->bucket_bytes)
         G->bucket_bytes = 1;
@@ -91,7 +101,7 @@ typedef struct emitter {
     gen *G;
     uint32_t stage, tp_i, dp_i;
     uint32_t prev_rank, next_rank;
-    char tp_pg[16], dp_pg[16];
+    char tp_pg[16], dp_pg[16], emb_pg[16];
     put_fn put;
     void *u;
     etk_error *err;
@@ -101,6 +111,7 @@ typedef struct emitter {
     int *si_sec;
     uint32_t *si_layer;
     uint64_t *fbase, *fin;
+    uint64_t *prev_bbase; /* per section instance: backward base id of the previous backward unit */
     etk_gen_stage *st;
     int phase;
     int axis;
@@ -113,6 +124,12 @@ typedef struct emitter {
     size_t nwdeps, capwdeps;
     uint64_t *alldeps;   /* dp == 1: every weight-gradient node of the last micro-batch */
     size_t nall, capall;
+    uint64_t *embdeps;   /* gradient nodes of the tied table (embedding group all-reduce) */
+    size_t nembdeps, capembdeps;
+    uint64_t emb_elems;
+    uint64_t *repl;      /* SP: gradient nodes of TP-replicated weights (last micro-batch) */
+    size_t nrepl, caprepl;
+    uint64_t repl_elems;
     int rc;
 } emitter;
 
@@ -156,7 +173,7 @@ static int put_node(emitter *E, const char *name, int type, uint64_t *deps, uint
         int64_t v;
         if (type == ETK_NODE_COMP && etk_node_i64(&n, "num_ops", &v)) {
             s->flops += (double)v;
-            if (E->phase != P_RECOMP)
+            if (E->phase != P_RECOMP && E->phase != P_OPT)
                 s->model_flops += (double)v;
         } else if (type == ETK_NODE_COLL) {
             int64_t ct = 0, sz = 0;
@@ -192,7 +209,9 @@ static int put_coll(emitter *E, const char *name, int coll, int64_t bytes, int a
 {
     etk_attr a[4] = {etk_attr_bool("is_cpu_op", false), etk_attr_i64("comm_type", coll),
                      etk_attr_i64("comm_size", bytes),
-                     etk_attr_str("pg_name", axis == ETK_GEN_TP ? E->tp_pg : E->dp_pg)};
+                     etk_attr_str("pg_name", axis == ETK_GEN_GROUP_TP   ? E->tp_pg
+                                             : axis == ETK_GEN_GROUP_DP ? E->dp_pg
+                                                                        : E->emb_pg)};
     E->axis = axis;
     return put_node(E, name, ETK_NODE_COLL, deps, nd, a, 4);
 }
@@ -221,7 +240,7 @@ static uint64_t emit_fwd(emitter *E, int si, uint32_t j, uint64_t input)
     size_t k0 = (size_t)si * E->G->m + j;
     E->fbase[k0] = base;
     E->fin[k0] = input;
-    char lab[32], name[160];
+    char lab[32], name[160] = "";
     si_label(E, si, lab, sizeof lab);
     uint64_t deps[64];
     for (int k = 0; k < P->nfwd && !E->rc; k++) {
@@ -234,12 +253,13 @@ static uint64_t emit_fwd(emitter *E, int si, uint32_t j, uint64_t input)
             else if (x == DEP_IN && input)
                 deps[nd++] = input;
         }
-        snprintf(name, sizeof name, "mb%u.%s.%s", j, lab, I->name);
+        if (E->put) /* names only for traces that are kept */
+            snprintf(name, sizeof name, "mb%u.%s.%s", j, lab, I->name);
         E->phase = I->phase;
         if (I->type == ETK_NODE_COMP)
             put_comp(E, name, I->flops, I->bytes, deps, nd);
         else
-            put_coll(E, name, I->coll, I->comm_bytes, ETK_GEN_TP, deps, nd);
+            put_coll(E, name, I->coll, I->comm_bytes, ETK_GEN_GROUP_TP, deps, nd);
     }
     if (P->fwd_out == DEP_IN)
         return input;
@@ -255,8 +275,9 @@ static int emit_bwd(emitter *E, int si, uint32_t j, const uint64_t *gd, int ngd,
     gen *G = E->G;
     const gprog *P = &G->prog[E->si_sec[si]];
     size_t k0 = (size_t)si * G->m + j;
-    uint64_t fb = E->fbase[k0], fin = E->fin[k0], bb = E->next_id;
-    char lab[32], name[160];
+    uint64_t fb = E->fbase[k0], fin = E->fin[k0], bb = E->next_id, pb = E->prev_bbase[si];
+    E->prev_bbase[si] = bb;
+    char lab[32], name[160] = "";
     si_label(E, si, lab, sizeof lab);
     uint64_t deps[96];
     for (int k = P->nfwd; k < P->n && !E->rc; k++) {
@@ -274,34 +295,61 @@ static int emit_bwd(emitter *E, int si, uint32_t j, const uint64_t *gd, int ngd,
                 for (int g = 0; g < ngd && nd < 90; g++)
                     deps[nd++] = gd[g];
         }
-        snprintf(name, sizeof name, "mb%u.%s.%s", j, lab, I->name);
+        /* gradient accumulation: a weight-gradient node adds into the buffer the same node of
+         * the previous micro-batch wrote, so it follows it (and the DP buckets, which depend on
+         * the last micro-batch's, transitively follow every micro-batch) */
+        if (I->nw && pb)
+            deps[nd++] = pb + (uint64_t)(k - P->nfwd);
+        if (E->put)
+            snprintf(name, sizeof name, "mb%u.%s.%s", j, lab, I->name);
         E->phase = I->phase;
         uint64_t id = E->next_id;
         if (I->type == ETK_NODE_COMP)
             put_comp(E, name, I->flops, I->bytes, deps, nd);
         else
-            put_coll(E, name, I->coll, I->comm_bytes, ETK_GEN_TP, deps, nd);
+            put_coll(E, name, I->coll, I->comm_bytes, ETK_GEN_GROUP_TP, deps, nd);
         if (last && I->nw) {
             /* gradient of these weights is final for this micro-batch: bucket it. A weight tied
-             * across sections on this stage (output layer = embedding) waits for its last use. */
+             * across sections on this stage (output layer = embedding) waits for its last use;
+             * on separate stages its gradient is first all-reduced over the embedding group. */
+            bool tied_here = false, tied_emb = false;
             for (int w = 0; w < I->nw; w++) {
                 int t = I->w[w];
                 bool tied_later = G->g->t[t].section != E->si_sec[si] && E->si_sec[0] == G->g->t[t].section;
                 if (tied_later) {
-                    if (push(&E->wdeps, &E->nwdeps, &E->capwdeps, id))
-                        E->rc = etk_err(E->err, ETK_ENOMEM, "out of memory");
+                    tied_here = true;
                     continue;
                 }
                 bool first_use = true;
                 for (int k2 = P->nfwd; k2 < k; k2++)
                     for (int w2 = 0; w2 < P->v[k2].nw; w2++)
                         first_use &= P->v[k2].w[w2] != t;
+                if (G->emb_group && G->g->t[t].section == G_SEC_EMBED && G->g->t[t].split >= 0) {
+                    /* the tied table (the only split embedding weight): its gradient is summed over
+                     * the embedding group after the pipeline drains, then bucketed (emit_optimizer) */
+                    tied_emb = true;
+                    if (first_use)
+                        E->emb_elems += weight_elems_rank(G, t);
+                    continue;
+                }
+                if (G->cfg->sp && G->cfg->tp > 1 && G->g->t[t].split < 0 && first_use) {
+                    E->repl_elems += weight_elems_rank(G, t);
+                    if (push(&E->repl, &E->nrepl, &E->caprepl, id))
+                        E->rc = etk_err(E->err, ETK_ENOMEM, "out of memory");
+                }
                 if (first_use)
                     E->cur.elems += weight_elems_rank(G, t);
             }
-            if (push(&E->cur.deps, &E->cur.ndeps, &E->cur.cap, id) ||
-                push(&E->alldeps, &E->nall, &E->capall, id))
+            if (tied_emb) {
+                if (push(&E->embdeps, &E->nembdeps, &E->capembdeps, id))
+                    E->rc = etk_err(E->err, ETK_ENOMEM, "out of memory");
+            } else if (tied_here) {
+                if (push(&E->wdeps, &E->nwdeps, &E->capwdeps, id))
+                    E->rc = etk_err(E->err, ETK_ENOMEM, "out of memory");
+            } else if (push(&E->cur.deps, &E->cur.ndeps, &E->cur.cap, id) ||
+                       push(&E->alldeps, &E->nall, &E->capall, id)) {
                 E->rc = etk_err(E->err, ETK_ENOMEM, "out of memory");
+            }
         }
     }
     if (last && !E->rc) {
@@ -356,11 +404,11 @@ static void bucket_flush(emitter *E, bool force)
         E->bucket_ids[E->nbuckets] = E->next_id;
         if (c->zero) {
             snprintf(name, sizeof name, "dp.grad_bucket%zu.reduce_scatter", E->nbuckets);
-            put_coll(E, name, ETK_COLL_REDUCE_SCATTER, (int64_t)(padded * c->grad_bytes), ETK_GEN_DP, E->cur.deps,
+            put_coll(E, name, ETK_COLL_REDUCE_SCATTER, (int64_t)(padded * c->grad_bytes), ETK_GEN_GROUP_DP, E->cur.deps,
                      (uint32_t)E->cur.ndeps);
         } else {
             snprintf(name, sizeof name, "dp.grad_bucket%zu.all_reduce", E->nbuckets);
-            put_coll(E, name, ETK_COLL_ALL_REDUCE, (int64_t)(elems * c->grad_bytes), ETK_GEN_DP, E->cur.deps,
+            put_coll(E, name, ETK_COLL_ALL_REDUCE, (int64_t)(elems * c->grad_bytes), ETK_GEN_GROUP_DP, E->cur.deps,
                      (uint32_t)E->cur.ndeps);
         }
     }
@@ -374,6 +422,20 @@ static void emit_optimizer(emitter *E, uint64_t unit_end)
     gen *G = E->G;
     const etk_gen_config *c = G->cfg;
     bucket_flush(E, true);
+    if (E->nembdeps && !E->rc) {
+        /* tied output layer on separate stages: first and last stage sum its gradient (after the
+         * pipeline has drained, so the collective cannot block a pipeline transfer), then it
+         * joins the DP reduction as a bucket of its own */
+        uint64_t id = E->next_id;
+        E->phase = P_BWD;
+        put_coll(E, "embedding_grad.all_reduce", ETK_COLL_ALL_REDUCE, (int64_t)(E->emb_elems * c->grad_bytes),
+                 ETK_GEN_GROUP_EMB, E->embdeps, (uint32_t)E->nembdeps);
+        E->cur.ndeps = 0;
+        E->cur.elems = E->emb_elems;
+        if (push(&E->cur.deps, &E->cur.ndeps, &E->cur.cap, id) || push(&E->alldeps, &E->nall, &E->capall, id))
+            E->rc = etk_err(E->err, ETK_ENOMEM, "out of memory");
+        bucket_flush(E, true);
+    }
     if (E->rc)
         return;
     uint64_t elems = 0, shard = 0;
@@ -382,22 +444,40 @@ static void emit_optimizer(emitter *E, uint64_t unit_end)
         shard += (E->bucket_elems[b] + c->dp - 1) / c->dp;
     }
     uint64_t n = c->zero ? shard : elems;
-    uint64_t *deps = c->dp > 1 ? E->bucket_ids : E->alldeps;
-    size_t nd = c->dp > 1 ? E->nbuckets : E->nall;
-    uint64_t one = unit_end;
-    if (!nd) {
-        deps = &one;
-        nd = unit_end ? 1 : 0;
+    /* the optimizer waits for every bucket (dp > 1) or every last gradient node (dp == 1) */
+    uint64_t *src = c->dp > 1 ? E->bucket_ids : E->alldeps;
+    size_t nsrc = c->dp > 1 ? E->nbuckets : E->nall, nd = 0, cap = 0;
+    uint64_t *deps = NULL;
+    for (size_t i = 0; i < nsrc && !E->rc; i++)
+        if (push(&deps, &nd, &cap, src[i]))
+            E->rc = etk_err(E->err, ETK_ENOMEM, "out of memory");
+    if (E->repl_elems && !E->rc) {
+        /* sequence parallelism: each TP rank saw only its sequence slice, so gradients of the
+         * TP-replicated weights (norms, biases after row-parallel GEMMs) are summed over the TP
+         * group once per step (Megatron's all-reduce of layernorm grads), coalesced */
+        uint64_t id = E->next_id;
+        E->phase = P_BWD;
+        put_coll(E, "sp_replicated_grads.all_reduce", ETK_COLL_ALL_REDUCE, (int64_t)(E->repl_elems * c->grad_bytes),
+                 ETK_GEN_GROUP_TP, E->repl, (uint32_t)E->nrepl);
+        if (push(&deps, &nd, &cap, id))
+            E->rc = etk_err(E->err, ETK_ENOMEM, "out of memory");
     }
-    E->phase = P_BWD;
+    if (!nd && unit_end && push(&deps, &nd, &cap, unit_end))
+        E->rc = etk_err(E->err, ETK_ENOMEM, "out of memory");
+    if (E->rc) {
+        free(deps);
+        return;
+    }
+    E->phase = P_OPT;
     uint64_t opt = E->next_id;
     /* reads and writes fp32 master weights, Adam m and v; reads the gradient, writes the parameter */
     put_comp(E, "optimizer.adam", (double)n * ADAM_FLOPS_PER_PARAM, n * (2 * 12 + c->grad_bytes + 2), deps, (uint32_t)nd);
+    free(deps);
     if (c->zero && c->dp > 1)
         for (size_t b = 0; b < E->nbuckets && !E->rc; b++) {
             char name[64];
             snprintf(name, sizeof name, "dp.param_bucket%zu.all_gather", b);
-            put_coll(E, name, ETK_COLL_ALL_GATHER, (int64_t)((E->bucket_elems[b] + c->dp - 1) / c->dp * 2), ETK_GEN_DP,
+            put_coll(E, name, ETK_COLL_ALL_GATHER, (int64_t)((E->bucket_elems[b] + c->dp - 1) / c->dp * 2), ETK_GEN_GROUP_DP,
                      &opt, 1);
         }
 }
@@ -425,13 +505,16 @@ static int emit_stage(gen *G, uint32_t stage, uint32_t tp_i, uint32_t dp_i, put_
         E.next_rank = etk_gen_rank(c, tp_i, dp_i, stage + 1);
     snprintf(E.tp_pg, sizeof E.tp_pg, "%u", 1 + dp_i + c->dp * stage);
     snprintf(E.dp_pg, sizeof E.dp_pg, "%u", 1 + c->dp * p + tp_i + c->tp * stage);
+    snprintf(E.emb_pg, sizeof E.emb_pg, "%u", 1 + c->dp * p + c->tp * p + tp_i + c->tp * dp_i);
+    /* the numbering is bind_rank()'s, which the file writer uses for the other ranks */
     bool has_embed = stage == 0, has_head = stage == p - 1;
     E.nsi = (int)G->nl[stage] + has_embed + has_head;
     E.si_sec = calloc((size_t)E.nsi, sizeof(int));
     E.si_layer = calloc((size_t)E.nsi, sizeof(uint32_t));
     E.fbase = calloc((size_t)E.nsi * m, sizeof(uint64_t));
     E.fin = calloc((size_t)E.nsi * m, sizeof(uint64_t));
-    if (!E.si_sec || !E.si_layer || !E.fbase || !E.fin) {
+    E.prev_bbase = calloc((size_t)E.nsi, sizeof(uint64_t));
+    if (!E.si_sec || !E.si_layer || !E.fbase || !E.fin || !E.prev_bbase) {
         E.rc = etk_err(err, ETK_ENOMEM, "out of memory (%u micro-batches x %d sections)", m, E.nsi);
         goto out;
     }
@@ -472,13 +555,14 @@ static int emit_stage(gen *G, uint32_t stage, uint32_t tp_i, uint32_t dp_i, put_
             }
             for (int si = 0; si < E.nsi && !E.rc; si++)
                 in = emit_fwd(&E, si, j, in);
+            /* the next unit waits for this unit's compute, not for its send: a send and the
+             * next receive are posted together (Megatron's send_forward_recv_backward), so
+             * rendezvous sends cannot deadlock adjacent stages */
+            unit_end = in;
             if (stage + 1 < p) {
                 uint64_t d = in;
-                unit_end = E.next_id;
                 snprintf(name, sizeof name, "mb%u.send_activation", j);
                 put_p2p(&E, name, true, E.next_rank, msg, (int32_t)(2 * (stage * m + j)), &d, d ? 1 : 0);
-            } else {
-                unit_end = in;
             }
         } else {
             uint32_t j = nb++;
@@ -503,13 +587,11 @@ static int emit_stage(gen *G, uint32_t stage, uint32_t tp_i, uint32_t dp_i, put_
                     ngd = n;
                 }
             }
+            unit_end = gd[ngd - 1];
             if (stage > 0) {
-                unit_end = E.next_id;
                 snprintf(name, sizeof name, "mb%u.send_gradient", j);
                 E.phase = P_BWD;
                 put_p2p(&E, name, true, E.prev_rank, msg, (int32_t)(2 * ((stage - 1) * m + j) + 1), gd, (uint32_t)ngd);
-            } else {
-                unit_end = gd[ngd - 1];
             }
         }
     }
@@ -520,12 +602,15 @@ out:
     free(E.si_sec);
     free(E.si_layer);
     free(E.fbase);
+    free(E.prev_bbase);
     free(E.fin);
     free(E.cur.deps);
     free(E.bucket_elems);
     free(E.bucket_ids);
     free(E.wdeps);
     free(E.alldeps);
+    free(E.repl);
+    free(E.embdeps);
     return E.rc;
 }
 
@@ -666,6 +751,24 @@ int etk_gen_groups(const etk_gen_config *c, etk_groups **out, etk_error *err)
             snprintf(id, sizeof id, "%u", 1 + c->dp * c->pp + t + c->tp * pp);
             rc = etk_groups_add(g, id, r, c->dp);
         }
+    /* embedding groups: only with a tied output layer on separate stages */
+    bool emb = false;
+    if (c->pp > 1) {
+        etk_graph *gr;
+        if (!etk_graph_load(&c->model, 1, &gr, NULL)) {
+            const gsection *H = &gr->sec[G_SEC_HEAD];
+            for (int j = 0; j < H->nops; j++)
+                for (int i = 0; i < H->ops[j].nin; i++)
+                    emb |= gr->t[H->ops[j].in[i]].weight && gr->t[H->ops[j].in[i]].section == G_SEC_EMBED;
+            etk_graph_free(gr);
+        }
+    }
+    for (uint32_t d = 0; d < c->dp && !rc && emb; d++)
+        for (uint32_t t = 0; t < c->tp && !rc; t++) {
+            uint32_t two[2] = {etk_gen_rank(c, t, d, 0), etk_gen_rank(c, t, d, c->pp - 1)};
+            snprintf(id, sizeof id, "%u", 1 + c->dp * c->pp + c->tp * c->pp + t + c->tp * d);
+            rc = etk_groups_add(g, id, two, 2);
+        }
     free(r);
     if (rc) {
         etk_groups_free(g);
@@ -676,8 +779,6 @@ int etk_gen_groups(const etk_gen_config *c, etk_groups **out, etk_error *err)
 }
 
 /* ---------- writing and in-memory workloads ---------- */
-static int put_writer(void *u, const etk_node *n, etk_error *err) { return etk_writer_put(u, n, err); }
-
 static int put_trace(void *u, const etk_node *n, etk_error *err)
 {
     if (!etk_trace_add(u, n))
@@ -687,7 +788,53 @@ static int put_trace(void *u, const etk_node *n, etk_error *err)
 
 #define ET_VERSION "0.0.4"
 
-int etk_gen_write(const etk_gen_config *cfg, const char *prefix, etk_error *err)
+/* Groups and peers of a rank (see gen.h for the numbering). */
+static void bind_rank(const etk_gen_config *c, uint32_t r, char *tp_pg, char *dp_pg, char *emb_pg, uint32_t *prev,
+                      uint32_t *next)
+{
+    uint32_t co[ETK_GEN_N_AXES];
+    etk_gen_coords(c, r, co);
+    uint32_t s = co[ETK_GEN_PP];
+    snprintf(emb_pg, 16, "%u", 1 + c->dp * c->pp + c->tp * c->pp + co[ETK_GEN_TP] + c->tp * co[ETK_GEN_DP]);
+    snprintf(tp_pg, 16, "%u", 1 + co[ETK_GEN_DP] + c->dp * s);
+    snprintf(dp_pg, 16, "%u", 1 + c->dp * c->pp + co[ETK_GEN_TP] + c->tp * s);
+    *prev = s > 0 ? etk_gen_rank(c, co[ETK_GEN_TP], co[ETK_GEN_DP], s - 1) : UINT32_MAX; /* none */
+    *next = s + 1 < c->pp ? etk_gen_rank(c, co[ETK_GEN_TP], co[ETK_GEN_DP], s + 1) : UINT32_MAX;
+}
+
+typedef struct wjob {
+    const etk_gen_config *cfg;
+    const etk_gen_class *cls;
+    const char *prefix;
+    uint32_t from, to;
+    uint64_t bytes;
+    int rc;
+    etk_error err;
+} wjob;
+
+static void *write_ranks(void *arg)
+{
+    wjob *j = arg;
+    size_t plen = strlen(j->prefix) + 32;
+    char *path = malloc(plen);
+    if (!path) {
+        j->rc = etk_err(&j->err, ETK_ENOMEM, "out of memory");
+        return NULL;
+    }
+    for (uint32_t r = j->from; r < j->to && !j->rc; r++) {
+        uint32_t co[ETK_GEN_N_AXES], prev, next;
+        char tp_pg[16], dp_pg[16], emb_pg[16];
+        etk_gen_coords(j->cfg, r, co);
+        bind_rank(j->cfg, r, tp_pg, dp_pg, emb_pg, &prev, &next);
+        snprintf(path, plen, "%s.%u.et", j->prefix, r);
+        j->rc = etk_gen_class_write(&j->cls[co[ETK_GEN_PP]], path, ET_VERSION, tp_pg, dp_pg, emb_pg, prev, next,
+                                    &j->bytes, &j->err);
+    }
+    free(path);
+    return NULL;
+}
+
+int etk_gen_write_stats(const etk_gen_config *cfg, const char *prefix, uint64_t *bytes_out, etk_error *err)
 {
     gen G;
     int rc = gen_init(&G, cfg, err);
@@ -695,23 +842,26 @@ int etk_gen_write(const etk_gen_config *cfg, const char *prefix, etk_error *err)
         return rc;
     size_t plen = strlen(prefix) + 32;
     char *path = malloc(plen);
-    if (!path) {
-        gen_free(&G);
-        return etk_err(err, ETK_ENOMEM, "out of memory");
+    etk_trace **reps = calloc(G.p, sizeof *reps);
+    etk_gen_class *cls = calloc(G.p, sizeof *cls);
+    uint64_t bytes = 0;
+    if (!path || !reps || !cls) {
+        rc = etk_err(err, ETK_ENOMEM, "out of memory");
+        goto done;
     }
-    for (uint32_t r = 0; r < cfg->n_ranks && !rc; r++) {
-        uint32_t co[ETK_GEN_N_AXES];
-        etk_gen_coords(cfg, r, co);
-        snprintf(path, plen, "%s.%u.et", prefix, r);
-        etk_writer *w;
-        if ((rc = etk_writer_open(path, ET_VERSION, NULL, 0, &w, err)))
+    /* one template per stage class, bound to its representative */
+    for (uint32_t s = 0; s < G.p && !rc; s++) {
+        uint32_t rep = etk_gen_rank(cfg, 0, 0, s), prev, next;
+        char tp_pg[16], dp_pg[16], emb_pg[16];
+        bind_rank(cfg, rep, tp_pg, dp_pg, emb_pg, &prev, &next);
+        if (!(reps[s] = etk_trace_new(ET_VERSION))) {
+            rc = etk_err(err, ETK_ENOMEM, "out of memory");
             break;
-        rc = emit_stage(&G, co[ETK_GEN_PP], co[ETK_GEN_TP], co[ETK_GEN_DP], put_writer, w, NULL, err);
-        if (rc)
-            etk_writer_abort(w);
-        else
-            rc = etk_writer_close(w, err);
+        }
+        if (!(rc = emit_stage(&G, s, 0, 0, put_trace, reps[s], NULL, err)))
+            rc = etk_gen_class_build(&cls[s], reps[s], tp_pg, dp_pg, emb_pg, prev, next, err);
     }
+    /* groups first: their fsync is cheap before the rank files are written */
     if (!rc) {
         etk_groups *g;
         if (!(rc = etk_gen_groups(cfg, &g, err))) {
@@ -720,9 +870,50 @@ int etk_gen_write(const etk_gen_config *cfg, const char *prefix, etk_error *err)
             etk_groups_free(g);
         }
     }
+    if (!rc) {
+        /* rank files in parallel: the work is mostly the kernel creating and filling files */
+        uint32_t nt = cfg->n_ranks >= 64 ? 4 : 1;
+        wjob jobs[4];
+        pthread_t th[4];
+        uint32_t per = (cfg->n_ranks + nt - 1) / nt;
+        for (uint32_t i = 0; i < nt; i++) {
+            jobs[i] = (wjob){cfg, cls, prefix, i * per, (i + 1) * per < cfg->n_ranks ? (i + 1) * per : cfg->n_ranks,
+                             0, 0, {0, ""}};
+            if (nt == 1 || pthread_create(&th[i], NULL, write_ranks, &jobs[i]) != 0) {
+                write_ranks(&jobs[i]);
+                th[i] = 0;
+            }
+        }
+        for (uint32_t i = 0; i < nt; i++) {
+            if (th[i])
+                pthread_join(th[i], NULL);
+            bytes += jobs[i].bytes;
+            if (jobs[i].rc && !rc) {
+                rc = jobs[i].rc;
+                if (err)
+                    *err = jobs[i].err;
+            }
+        }
+    }
+    if (!rc && !cfg->no_sync)
+        rc = etk_gen_sync_dir(prefix, err);
+done:
+    for (uint32_t s = 0; reps && cls && s < G.p; s++) {
+        etk_gen_class_free(&cls[s]);
+        etk_trace_free(reps[s]);
+    }
+    free(reps);
+    free(cls);
     free(path);
     gen_free(&G);
+    if (bytes_out)
+        *bytes_out = bytes;
     return rc;
+}
+
+int etk_gen_write(const etk_gen_config *cfg, const char *prefix, etk_error *err)
+{
+    return etk_gen_write_stats(cfg, prefix, NULL, err);
 }
 
 int etk_gen_workload(const etk_gen_config *cfg, bool fold, etk_workload **out, etk_error *err)

@@ -284,11 +284,11 @@ int etk_gen_check(etk_gen_config *c, etk_error *err)
     int rc = etk_model_check(m, err);
     if (rc)
         return rc;
+    if (c->tp > 1 && m->heads % c->tp)
+        return etk_err(err, ETK_EINVAL, "--tp %u does not divide --heads %" PRId64, c->tp, m->heads);
     if (c->tp > 1 && m->kv_heads % c->tp)
         return etk_err(err, ETK_EINVAL, "--tp %u does not divide --kv-heads %" PRId64 " (model %s)", c->tp,
                        m->kv_heads, m->name);
-    if (c->tp > 1 && m->heads % c->tp)
-        return etk_err(err, ETK_EINVAL, "--tp %u does not divide --heads %" PRId64, c->tp, m->heads);
     if (c->tp > 1 && m->ffn % c->tp)
         return etk_err(err, ETK_EINVAL, "--tp %u does not divide --ffn %" PRId64, c->tp, m->ffn);
     if (c->tp > 1 && m->vocab % c->tp)
