@@ -109,6 +109,28 @@ s_all=$("$ETKIT" sim "$T/gen/w" --cluster dgx-h100 --nodes 1 --json --quiet --no
 check "run == gen+sim == gen+sim --no-fold ($s_run, $s_sim, $s_all ns)" \
   $([ -n "$s_run" ] && [ "$s_run" = "$s_sim" ] && [ "$s_sim" = "$s_all" ] && echo 0 || echo 1)
 
+# a deadlock (exit 1): a comm-group file that puts rank 2 (the other pipeline stage, which never
+# issues on group 1) into stage 0's TP group: ranks 0 and 1 wait for it forever
+mkdir -p "$T/dl"
+"$ETKIT" gen --model llama2-7b --layers 2 --tp 2 --pp 2 --dp 1 --global-batch 2 -o "$T/dl/w" >/dev/null 2>&1
+echo '{"1": [0, 1, 2], "2": [2, 3]}' >"$T/dl/bad.json"
+cat >"$T/dl/c4.yaml" <<'Y'
+name: four
+gpu: h100
+network:
+  - {size: 4, topology: Switch, bandwidth: 450, latency: 500}
+Y
+expect "deadlock reported, exit 1" 1 'on group "1" (node id 2) waits for rank(s) 2' \
+  "$ETKIT" sim "$T/dl/w" --groups "$T/dl/bad.json" --cluster "$T/dl/c4.yaml" --quiet --no-fold
+expect "deadlock lists every rank unfolded" 1 "deadlock at t = 49142 ns: 4 rank(s) cannot proceed" \
+  "$ETKIT" sim "$T/dl/w" --groups "$T/dl/bad.json" --cluster "$T/dl/c4.yaml" --quiet --no-fold
+
+# --write-traces: etkit run also writes the workload it simulated
+expect "run --write-traces" 0 "step time" "$ETKIT" run --model llama2-7b --layers 2 --tp 2 --pp 2 \
+  --dp 2 --global-batch 4 --cluster dgx-h100 --nodes 1 --write-traces "$T/wt"
+check "written traces: 8 rank files + groups" \
+  $([ -f "$T/wt.7.et" ] && [ -f "$T/wt.json" ] && [ ! -f "$T/wt.8.et" ] && echo 0 || echo 1)
+
 # etkit run on the built-in defaults
 expect "run defaults" 0 "llama3-8b: tp 4 x pp 2 x dp 8" "$ETKIT" run
 expect "run bad plan" 2 "tp" "$ETKIT" run --model llama3-8b --tp 3 --dp 1

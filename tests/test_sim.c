@@ -271,7 +271,7 @@ static void test_deadlock_p2p(void **st)
     etk_sim_opts o = {0};
     etk_error err = {0};
     assert_int_equal(run_err(w, &o, &err), ETK_EINVAL);
-    assert_non_null(strstr(err.msg, "deadlock at t = 0 ns: 1 rank(s)"));
+    assert_non_null(strstr(err.msg, "deadlock at t = 0 ns: 1 simulated rank(s)"));
     o.no_fold = true;
     assert_int_equal(run_err(w, &o, &err), ETK_EINVAL);
     assert_non_null(strstr(err.msg, "deadlock at t = 0 ns: 2 rank(s)"));

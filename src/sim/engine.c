@@ -1385,8 +1385,8 @@ int etk_sim_finish(etk_sim *s, etk_error *err)
     if (blocked) {
         char msg[900];
         size_t off = (size_t)snprintf(msg, sizeof msg,
-                                      "deadlock at t = %" PRIu64 " ns: %u rank(s) cannot proceed.",
-                                      s->now, blocked);
+                                      "deadlock at t = %" PRIu64 " ns: %u %srank(s) cannot proceed.",
+                                      s->now, blocked, s->folded ? "simulated " : "");
         uint32_t shown = 0;
         for (uint32_t r = 0; r < s->n_ranks && off < sizeof msg; r++) {
             const srank *R = &s->r[r];
