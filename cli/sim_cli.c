@@ -220,6 +220,8 @@ int sim_cli_report(const char *cmd, const sim_cli *c, etk_sim *s)
 {
     etk_error err = {0};
     const etk_sim_result *r = etk_sim_result_get(s);
+    if (r->warnings && r->warnings[0] && !c->o.quiet)
+        fprintf(stderr, "etkit %s: warning: %s\n", cmd, r->warnings);
     if (c->timeline && etk_sim_write_timeline(s, c->timeline, &err) != 0)
         return cli_fail(cmd, &err);
     FILE *f = stdout;

@@ -10,6 +10,8 @@
  * result does not depend on the order of simultaneous events (this is what makes folded and
  * unfolded runs identical). */
 #include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -700,6 +702,27 @@ static inline uint32_t id_get(const srank *R, uint64_t id)
     return kmap_get(&R->ids, id, 0);
 }
 
+/* Warnings for the user (the library never prints): "; "-separated, the first few kept. */
+static void note(etk_sim *s, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+static void note(etk_sim *s, const char *fmt, ...)
+{
+    size_t off = strlen(s->notes);
+    if (off + 8 >= sizeof s->notes) {
+        s->notes_dropped++;
+        return;
+    }
+    if (off)
+        off += (size_t)snprintf(s->notes + off, sizeof s->notes - off, "; ");
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(s->notes + off, sizeof s->notes - off, fmt, ap);
+    va_end(ap);
+}
+
 static bool has_dep(const uint64_t *d, uint32_t n, uint64_t id)
 {
     for (uint32_t k = 0; k < n; k++)
@@ -881,11 +904,9 @@ int etk_sim_add_rank_trace(etk_sim *s, uint32_t rank, const etk_trace *t, etk_er
     if (missing) {
         R->missing += missing;
         s->missing_total += missing;
-        if (!s->o.quiet)
-            fprintf(stderr,
-                    "etkit sim: warning: %s (rank %u): %" PRIu64 " dependencies on absent node "
-                    "ids treated as satisfied (first: %" PRIu64 ")\n",
-                    path, rank, missing, shown[0]);
+        note(s, "%s (rank %u): %" PRIu64 " dependencies on absent node ids treated as "
+                "satisfied (first: %" PRIu64 ")",
+             path, rank, missing, shown[0]);
     }
     /* pass 2: CSR successor lists for the chunk */
     uint64_t total = 0;
@@ -929,11 +950,10 @@ int etk_sim_add_rank_trace(etk_sim *s, uint32_t rank, const etk_trace *t, etk_er
         uint64_t dropped = break_ctrl_cycles(R, base, m, t, &o);
         if (o)
             return oom(err);
-        if (dropped && !s->o.quiet)
-            fprintf(stderr,
-                    "etkit sim: warning: %s (rank %u): %" PRIu64 " control dependencies that "
-                    "close cycles with data dependencies dropped\n",
-                    path, rank, dropped);
+        if (dropped)
+            note(s, "%s (rank %u): %" PRIu64 " control dependencies that close cycles with "
+                    "data dependencies dropped",
+                 path, rank, dropped);
         R->ctrl_dropped += dropped;
     }
     for (uint32_t i = 0; i < m; i++) {
@@ -943,11 +963,9 @@ int etk_sim_add_rank_trace(etk_sim *s, uint32_t rank, const etk_trace *t, etk_er
             return rc;
         }
     }
-    if (s->no_size && !s->o.quiet)
-        fprintf(stderr,
-                "etkit sim: warning: %s (rank %u): %" PRIu64 " collectives without comm_size, "
-                "timed as 0 bytes\n",
-                path, rank, s->no_size);
+    if (s->no_size)
+        note(s, "%s (rank %u): %" PRIu64 " collectives without comm_size, timed as 0 bytes",
+             path, rank, s->no_size);
     s->no_size = 0;
     s->broken = false;
     s->finished = false;

@@ -154,6 +154,8 @@ struct etk_sim {
     etk_sim_result res;
     uint64_t missing_total;
     uint64_t no_size; /* collectives without comm_size in the trace being added */
+    char notes[1024]; /* warnings for the user (etk_sim_result.warnings) */
+    uint32_t notes_dropped;
     char *pool;       /* see sim_reserve */
     size_t pool_used, pool_cap;
 };
