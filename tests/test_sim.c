@@ -379,6 +379,14 @@ static void test_bad_group_and_peer(void **st)
     assert_non_null(strstr(err.msg, "node id 8 (coll): comm_size -5 is negative; expected bytes"));
     etk_workload_free(w);
 
+    /* a duration that would overflow the ns clock */
+    w = sb_workload(1);
+    w->ranks[0] = etk_trace_new(NULL);
+    sb_comp(w->ranks[0], 9, (uint64_t)1 << 62, 0, 0, NULL, 0);
+    assert_int_equal(run_err(w, &o, &err), ETK_EFORMAT);
+    assert_non_null(strstr(err.msg, "node id 9 (comp): duration_micros 4611686018427387904 is implausible"));
+    etk_workload_free(w);
+
     /* rank count != cluster size */
     w = sb_workload(2);
     w->ranks[0] = etk_trace_new(NULL);

@@ -577,6 +577,11 @@ static int setup_node(etk_sim *s, uint32_t rank, snode *n, const etk_node *e, et
 {
     const char *tp = e->name && e->name[0] ? e->name : "";
     uint64_t scale = s->o.stage_units ? 2 : 1;
+    if (e->duration_micros > ((uint64_t)1 << 40)) /* 2^40 us = 12.7 days: keeps ns sums exact */
+        return etk_err(err, ETK_EFORMAT,
+                       "rank %u node id %" PRIu64 " (%s): duration_micros %" PRIu64
+                       " is implausible (more than 2^40 us)",
+                       rank, e->id, tp, e->duration_micros);
     uint64_t dur = e->duration_micros * 1000;
     n->type = (uint8_t)(e->type >= 0 && e->type < ETK_NODE_TYPE_COUNT ? e->type : 0);
     n->dur_ns = dur;
