@@ -58,6 +58,13 @@ if command -v python3 >/dev/null; then
   python3 -c "import json,sys; d=json.load(open('$T/r.json')); sys.exit(0 if d['step_ns']==64440 and len(d['ranks'])==8 else 1)"
   check "json parses, 8 ranks" $?
 fi
+# -o / --timeline to a pipe (like /dev/stdout): written in place, never renamed over
+mkfifo "$T/pipe"
+cat "$T/pipe" >"$T/pipe.out" &
+"$ETKIT" sim "$AR" --astra-network "$T/net.yml" --astra-system "$T/sys.json" --json -o "$T/pipe" >/dev/null 2>&1
+wait
+check "-o to a pipe: written in place, still a pipe" \
+  $([ -p "$T/pipe" ] && grep -q '"step_ns": 64440' "$T/pipe.out" && echo 0 || echo 1)
 expect "astra csv" 0 "rank,7,64440" \
   "$ETKIT" sim "$AR" --astra-network "$T/net.yml" --astra-system "$T/sys.json" --csv --no-fold
 expect "astra-network without system" 2 "go together" "$ETKIT" sim "$AR" --astra-network "$T/net.yml"
