@@ -223,6 +223,7 @@ typedef struct etk_trace {
     bool gzipped;
     size_t n_warnings;
     const char *warnings[ETK_MAX_WARN];
+    size_t n_reference_decoded; /* nodes the direct decoder handed to protobuf-c */
     /* id -> index lookup, built by etk_trace_index() */
     uint32_t *index_slots;    /* open addressing: node index + 1, 0 = empty */
     size_t index_mask;
@@ -232,6 +233,8 @@ typedef struct etk_trace {
 typedef struct etk_read_opts {
     uint64_t max_message_bytes; /* sane bound for one message; 0: default 64 MiB */
     bool quiet;                 /* do not print warnings to stderr */
+    bool reference_decoder;     /* decode every node with protobuf-c (the reference path; the
+                                   default direct decoder must give identical results) */
 } etk_read_opts;
 
 /* Read a whole trace (plain or gzip). On error *out is NULL and err names the file, the byte
