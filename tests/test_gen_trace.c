@@ -480,6 +480,13 @@ static void test_schedule_and_buckets(void **state)
         follows |= w7->data_deps[k] == w6->id;
     assert_true(follows);
     etk_workload_free(w);
+    /* interleaved 1F1B, 2 chunks per rank: stage 0 of 4 warms up (4-0-1) 2 + (2-1) 4 = 10 chunk
+     * forwards (every chunk forward sends an activation, every chunk backward receives a gradient) */
+    snprintf(line, sizeof line, "%s --vpp 2", base);
+    w = workload(line, true, &c);
+    unit_order(w->ranks[w->class_rep[0]], order);
+    assert_string_equal(order, "FFFFFFFFFFFBFBFBFBFBFBBBBBBBBBBB");
+    etk_workload_free(w);
     snprintf(line, sizeof line, "%s --schedule gpipe", base);
     w = workload(line, true, &c);
     unit_order(w->ranks[w->class_rep[0]], order);

@@ -62,6 +62,40 @@ static void test_model_file(void **state)
     assert_non_null(strstr(err.msg, "megatron-530b"));
 }
 
+/* Hugging Face config.json as published for meta-llama/Llama-2-7b-hf and gpt2 */
+static void test_hf_config(void **state)
+{
+    (void)state;
+    const char *llama = "{\"architectures\": [\"LlamaForCausalLM\"], \"hidden_size\": 4096, \"intermediate_size\": 11008,"
+                        " \"max_position_embeddings\": 4096, \"model_type\": \"llama\", \"num_attention_heads\": 32,"
+                        " \"num_hidden_layers\": 32, \"num_key_value_heads\": 32, \"rms_norm_eps\": 1e-05,"
+                        " \"torch_dtype\": \"float16\", \"vocab_size\": 32000}";
+    etk_model m;
+    etk_error err = {0};
+    if (etk_model_parse(llama, strlen(llama), "Llama-2-7b-hf/config.json", &m, &err))
+        fail_msg("%s", err.msg);
+    assert_string_equal(m.arch, "llama");
+    uint64_t p;
+    assert_int_equal(etk_model_params(&m, &p, &err), 0);
+    assert_int_equal(p, 6738415616ull); /* the published Llama 2 7B count */
+    /* GPT-2 small: 124,439,808 parameters with learned positions and a tied output layer */
+    const char *gpt2 = "{\"model_type\": \"gpt2\", \"n_embd\": 768, \"n_head\": 12, \"n_inner\": null,"
+                       " \"n_layer\": 12, \"n_positions\": 1024, \"vocab_size\": 50257}";
+    if (etk_model_parse(gpt2, strlen(gpt2), "gpt2/config.json", &m, &err))
+        fail_msg("%s", err.msg);
+    assert_string_equal(m.arch, "gpt");
+    assert_int_equal(m.ffn, 3072);
+    assert_int_equal(etk_model_params(&m, &p, &err), 0);
+    assert_int_equal(p, 124439808ull);
+    /* unsupported or broken configs name the file and the key */
+    const char *moe = "{\"model_type\": \"mixtral\", \"hidden_size\": 4096}";
+    assert_true(etk_model_parse(moe, strlen(moe), "mixtral/config.json", &m, &err) < 0);
+    assert_non_null(strstr(err.msg, "mixtral/config.json: model_type 'mixtral' is not supported"));
+    const char *bad = "{\"model_type\": \"llama\", \"hidden_size\": 4096, \"num_hidden_layers\": \"32\"}";
+    assert_true(etk_model_parse(bad, strlen(bad), "x/config.json", &m, &err) < 0);
+    assert_non_null(strstr(err.msg, "x/config.json: bad 'num_hidden_layers'"));
+}
+
 static void test_presets(void **state)
 {
     (void)state;
@@ -94,6 +128,7 @@ static void test_presets(void **state)
 
 int main(void)
 {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_model_file), cmocka_unit_test(test_presets)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_model_file), cmocka_unit_test(test_hf_config),
+                                       cmocka_unit_test(test_presets)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -13,7 +13,8 @@
  * TP group of (dp, pp) = 1 + dp + DP*pp; DP group of (tp, pp) = 1 + DP*PP + tp + TP*pp; with a
  * tied output layer and PP > 1, the embedding group {(tp, dp, 0), (tp, dp, PP-1)} =
  * 1 + DP*PP + TP*PP + tp + TP*dp. Groups of one rank are not emitted. Pipeline messages: send/recv between the same (tp, dp) on
- * adjacent stages, tag = 2*(boundary*M + micro_batch) + (0 forward activation | 1 gradient).
+ * adjacent stages (with --vpp the last stage's chunk c feeds the first stage's chunk c + 1), tag =
+ * 2*(virtual boundary*M + micro_batch) + (0 forward activation | 1 gradient).
  *
  * Use from another command (e.g. `etkit run`):
  *     etk_gen_config cfg; etk_gen_config_init(&cfg);
@@ -56,6 +57,7 @@ typedef struct etk_gen_config {
     uint32_t micro_batch;    /* sequences per micro-batch per DP rank */
     uint32_t global_batch;   /* sequences per step (0: micro_batch * dp, one micro-batch) */
     int schedule;            /* ETK_SCHED_* */
+    uint32_t vpp;            /* model chunks per pipeline rank (interleaved 1F1B when > 1; 0/1: none) */
     int zero;                /* 0 or 1 */
     int recompute;           /* ETK_RECOMPUTE_* */
     char precision[8];       /* "bf16" | "fp16": parameters and activations, 2 bytes */
@@ -69,8 +71,8 @@ typedef struct etk_gen_config {
     uint32_t micro_batches;        /* per DP rank per step */
     uint64_t gpu_bytes;            /* HBM capacity of `gpu` */
     uint64_t tokens_per_step;      /* global_batch * seq */
-    double model_flops_per_step;   /* all ranks, no recompute ("model FLOPs", for MFU) */
-    double hw_flops_per_step;      /* all ranks, with recompute ("hardware FLOPs") */
+    double model_flops_per_step;   /* all ranks, forward + backward, no recompute ("model FLOPs", MFU) */
+    double hw_flops_per_step;      /* all ranks, with recompute and the optimizer ("hardware FLOPs", HFU) */
 } etk_gen_config;
 
 void etk_gen_config_init(etk_gen_config *c);
@@ -108,8 +110,8 @@ typedef struct etk_gen_stage {
     uint64_t params;             /* parameters held (TP shard of the stage's weights) */
     uint64_t weight_bytes, grad_bytes, optimizer_bytes;
     uint64_t act_per_mb_bytes;   /* activations kept by one micro-batch of the stage */
-    uint32_t in_flight;          /* micro-batches whose activations are held at the peak */
-    uint64_t act_bytes;          /* act_per_mb_bytes * in_flight */
+    uint32_t in_flight;          /* micro-batches (chunks with --vpp) whose activations are held at the peak */
+    uint64_t act_bytes;          /* act_per_mb_bytes * in_flight / vpp */
     uint64_t comm_buffer_bytes;  /* pipeline send/recv buffers + one DP bucket */
     uint64_t total_bytes;
 } etk_gen_stage;

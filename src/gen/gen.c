@@ -22,8 +22,8 @@ typedef struct gen {
     etk_graph *g;
     etk_arena *a;
     gprog prog[G_N_SEC];
-    uint32_t p, m;
-    uint32_t *first, *nl; /* per stage: first layer, layer count */
+    uint32_t p, m, v;     /* stages, micro-batches, model chunks per stage (interleaving) */
+    uint32_t *first, *nl; /* per virtual stage q = chunk * p + stage: first layer, layer count */
     uint64_t bucket_bytes;
     int act_bytes;
     bool tied;     /* the head uses an embedding weight (tied output layer) */
@@ -57,15 +57,17 @@ static int gen_init(gen *G, const etk_gen_config *cfg, etk_error *err)
         }
     G->p = cfg->pp;
     G->m = cfg->micro_batches;
-    G->first = calloc(G->p, sizeof(uint32_t));
-    G->nl = calloc(G->p, sizeof(uint32_t));
+    G->v = cfg->vpp ? cfg->vpp : 1;
+    uint32_t V = G->p * G->v;
+    G->first = calloc(V, sizeof(uint32_t));
+    G->nl = calloc(V, sizeof(uint32_t));
     if (!G->first || !G->nl) {
         gen_free(G);
         return etk_err(err, ETK_ENOMEM, "out of memory");
     }
-    /* layers per stage: l = p*q + r, the first r stages hold one more */
-    uint32_t l = (uint32_t)cfg->model.layers, q = l / G->p, r = l % G->p, f = 0;
-    for (uint32_t s = 0; s < G->p; s++) {
+    /* layers per virtual stage: l = V*q + r, the first r hold one more */
+    uint32_t l = (uint32_t)cfg->model.layers, q = l / V, r = l % V, f = 0;
+    for (uint32_t s = 0; s < V; s++) {
         G->first[s] = f;
         G->nl[s] = q + (s < r ? 1 : 0);
         f += G->nl[s];
@@ -80,6 +82,14 @@ static int gen_init(gen *G, const etk_gen_config *cfg, etk_error *err)
     if (!G->bucket_bytes)
         G->bucket_bytes = 1;
     return 0;
+}
+
+static uint32_t stage_layers(const gen *G, uint32_t s)
+{
+    uint32_t n = 0;
+    for (uint32_t c = 0; c < G->v; c++)
+        n += G->nl[c * G->p + s];
+    return n;
 }
 
 static uint64_t weight_elems_rank(const gen *G, int t)
@@ -499,87 +509,109 @@ static int emit_stage(gen *G, uint32_t stage, uint32_t tp_i, uint32_t dp_i, put_
     E.st = st;
     E.next_id = 1;
     uint32_t p = G->p, m = G->m;
-    if (stage > 0)
-        E.prev_rank = etk_gen_rank(c, tp_i, dp_i, stage - 1);
-    if (stage + 1 < p)
-        E.next_rank = etk_gen_rank(c, tp_i, dp_i, stage + 1);
     snprintf(E.tp_pg, sizeof E.tp_pg, "%u", 1 + dp_i + c->dp * stage);
     snprintf(E.dp_pg, sizeof E.dp_pg, "%u", 1 + c->dp * p + tp_i + c->tp * stage);
     snprintf(E.emb_pg, sizeof E.emb_pg, "%u", 1 + c->dp * p + c->tp * p + tp_i + c->tp * dp_i);
     /* the numbering is bind_rank()'s, which the file writer uses for the other ranks */
+    uint32_t v = G->v, V = p * v;
     bool has_embed = stage == 0, has_head = stage == p - 1;
-    E.nsi = (int)G->nl[stage] + has_embed + has_head;
+    E.nsi = (int)stage_layers(G, stage) + has_embed + has_head;
     E.si_sec = calloc((size_t)E.nsi, sizeof(int));
     E.si_layer = calloc((size_t)E.nsi, sizeof(uint32_t));
     E.fbase = calloc((size_t)E.nsi * m, sizeof(uint64_t));
     E.fin = calloc((size_t)E.nsi * m, sizeof(uint64_t));
     E.prev_bbase = calloc((size_t)E.nsi, sizeof(uint64_t));
-    if (!E.si_sec || !E.si_layer || !E.fbase || !E.fin || !E.prev_bbase) {
+    int *cbeg = calloc(v + 1, sizeof(int));
+    if (!E.si_sec || !E.si_layer || !E.fbase || !E.fin || !E.prev_bbase || !cbeg) {
         E.rc = etk_err(err, ETK_ENOMEM, "out of memory (%u micro-batches x %d sections)", m, E.nsi);
+        free(cbeg);
         goto out;
     }
+    /* section instances, chunk by chunk: chunk c runs virtual stage q = c*p + stage */
     int k = 0;
-    if (has_embed)
-        E.si_sec[k++] = G_SEC_EMBED;
-    for (uint32_t l = 0; l < G->nl[stage]; l++) {
-        E.si_sec[k] = G_SEC_LAYER;
-        E.si_layer[k++] = G->first[stage] + l;
+    for (uint32_t c = 0; c < v; c++) {
+        uint32_t q = c * p + stage;
+        cbeg[c] = k;
+        if (q == 0)
+            E.si_sec[k++] = G_SEC_EMBED;
+        for (uint32_t l = 0; l < G->nl[q]; l++) {
+            E.si_sec[k] = G_SEC_LAYER;
+            E.si_layer[k++] = G->first[q] + l;
+        }
+        if (q == V - 1)
+            E.si_sec[k++] = G_SEC_HEAD;
     }
-    if (has_head)
-        E.si_sec[k++] = G_SEC_HEAD;
-    /* schedule: list of units (forward or backward of micro-batch j) */
-    uint32_t warm = c->schedule == ETK_SCHED_GPIPE ? m : (p - stage - 1 < m ? p - stage - 1 : m);
+    cbeg[v] = k;
+    if (p > 1) {
+        /* with interleaving the first stage also receives from the last one (chunk wrap) */
+        E.prev_rank = etk_gen_rank(c, tp_i, dp_i, (stage + p - 1) % p);
+        E.next_rank = etk_gen_rank(c, tp_i, dp_i, (stage + 1) % p);
+    }
+    /* schedule: units (forward or backward of chunk c, micro-batch j). 1F1B: warm-up forwards,
+     * then one forward / one backward, then the remaining backwards; GPipe: all forwards first.
+     * Interleaved (v > 1, Megatron): unit k runs chunk (k / p) % v (backward: v - 1 - that) of
+     * micro-batch (k / (p v)) p + k % p, warm-up (p - stage - 1) 2 + (v - 1) p. */
+    uint32_t total = m * v, warm;
+    if (c->schedule == ETK_SCHED_GPIPE)
+        warm = total;
+    else if (v == 1)
+        warm = p - stage - 1 < m ? p - stage - 1 : m;
+    else
+        warm = (p - stage - 1) * 2 + (v - 1) * p < total ? (p - stage - 1) * 2 + (v - 1) * p : total;
     uint32_t nf = 0, nb = 0;
     uint64_t unit_end = 0;
     int64_t msg = (int64_t)G->prog[G_SEC_LAYER].out_bytes;
     char name[96];
-    for (uint32_t u2 = 0; u2 < 2 * m && !E.rc; u2++) {
+    for (uint32_t u2 = 0; u2 < 2 * total && !E.rc; u2++) {
         bool fwd;
         if (nf < warm)
             fwd = true;
-        else if (nf == m)
+        else if (nf == total)
             fwd = false;
-        else if (nb == m)
+        else if (nb == total)
             fwd = true;
         else
             fwd = (nf - warm) == nb; /* steady state: one forward, then one backward */
         E.pending_ctrl = unit_end;
+        uint32_t kk = fwd ? nf++ : nb++;
+        uint32_t ch = (kk / p) % v, j = (kk / (p * v)) * p + kk % p;
+        if (!fwd)
+            ch = v - 1 - ch;
+        uint32_t q = ch * p + stage;
         if (fwd) {
-            uint32_t j = nf++;
             uint64_t in = 0;
-            if (stage > 0) {
+            if (q > 0) {
                 in = E.next_id;
-                snprintf(name, sizeof name, "mb%u.recv_activation", j);
+                snprintf(name, sizeof name, "mb%u.recv_activation%s", j, v > 1 ? "" : "");
                 E.phase = P_FWD;
-                put_p2p(&E, name, false, E.prev_rank, msg, (int32_t)(2 * ((stage - 1) * m + j)), NULL, 0);
+                put_p2p(&E, name, false, E.prev_rank, msg, (int32_t)(2 * ((q - 1) * m + j)), NULL, 0);
             }
-            for (int si = 0; si < E.nsi && !E.rc; si++)
+            for (int si = cbeg[ch]; si < cbeg[ch + 1] && !E.rc; si++)
                 in = emit_fwd(&E, si, j, in);
             /* the next unit waits for this unit's compute, not for its send: a send and the
              * next receive are posted together (Megatron's send_forward_recv_backward), so
              * rendezvous sends cannot deadlock adjacent stages */
             unit_end = in;
-            if (stage + 1 < p) {
+            if (q + 1 < V) {
                 uint64_t d = in;
                 snprintf(name, sizeof name, "mb%u.send_activation", j);
-                put_p2p(&E, name, true, E.next_rank, msg, (int32_t)(2 * (stage * m + j)), &d, d ? 1 : 0);
+                put_p2p(&E, name, true, E.next_rank, msg, (int32_t)(2 * (q * m + j)), &d, d ? 1 : 0);
             }
         } else {
-            uint32_t j = nb++;
-            bool last = nb == m;
+            bool last = j == m - 1; /* this chunk's last micro-batch: its gradients are final */
             uint64_t gd[16];
             int ngd = 0;
-            if (stage + 1 < p) {
+            if (q + 1 < V) {
                 gd[ngd++] = E.next_id;
                 snprintf(name, sizeof name, "mb%u.recv_gradient", j);
                 E.phase = P_BWD;
-                put_p2p(&E, name, false, E.next_rank, msg, (int32_t)(2 * (stage * m + j) + 1), NULL, 0);
+                put_p2p(&E, name, false, E.next_rank, msg, (int32_t)(2 * (q * m + j) + 1), NULL, 0);
             } else {
                 /* the loss starts the backward pass */
                 size_t hk = (size_t)(E.nsi - 1) * m + j;
                 gd[ngd++] = E.fbase[hk] + (uint64_t)G->prog[G_SEC_HEAD].fwd_out;
             }
-            for (int si = E.nsi - 1; si >= 0 && !E.rc; si--) {
+            for (int si = cbeg[ch + 1] - 1; si >= cbeg[ch] && !E.rc; si--) {
                 uint64_t o[16];
                 int n = emit_bwd(&E, si, j, gd, ngd, o, last);
                 if (n > 0) {
@@ -588,13 +620,14 @@ static int emit_stage(gen *G, uint32_t stage, uint32_t tp_i, uint32_t dp_i, put_
                 }
             }
             unit_end = gd[ngd - 1];
-            if (stage > 0) {
+            if (q > 0) {
                 snprintf(name, sizeof name, "mb%u.send_gradient", j);
                 E.phase = P_BWD;
-                put_p2p(&E, name, true, E.prev_rank, msg, (int32_t)(2 * ((stage - 1) * m + j) + 1), gd, (uint32_t)ngd);
+                put_p2p(&E, name, true, E.prev_rank, msg, (int32_t)(2 * ((q - 1) * m + j) + 1), gd, (uint32_t)ngd);
             }
         }
     }
+    free(cbeg);
     E.pending_ctrl = 0;
     if (!E.rc)
         emit_optimizer(&E, unit_end);
@@ -625,7 +658,7 @@ static void stage_memory(gen *G, uint32_t s, etk_gen_stage *st)
             continue;
         int sec = g->t[t].section;
         if (sec == G_SEC_LAYER)
-            params += weight_elems_rank(G, t) * G->nl[s];
+            params += weight_elems_rank(G, t) * stage_layers(G, s);
         else if (sec == G_SEC_EMBED && s == 0)
             params += weight_elems_rank(G, t);
         else if (sec == G_SEC_HEAD && s == G->p - 1)
@@ -647,14 +680,23 @@ static void stage_memory(gen *G, uint32_t s, etk_gen_stage *st)
     /* fp32 master weights + Adam m and v (12 bytes), plus an fp32 copy of 16-bit gradients */
     uint64_t opt = params * (12 + (c->grad_bytes == 2 ? 4 : 0));
     st->optimizer_bytes = c->zero ? (opt + c->dp - 1) / c->dp : opt;
-    uint64_t act = G->prog[G_SEC_LAYER].saved_bytes * G->nl[s];
+    uint64_t act = G->prog[G_SEC_LAYER].saved_bytes * stage_layers(G, s);
     if (s == 0)
         act += G->prog[G_SEC_EMBED].saved_bytes;
     if (s == G->p - 1)
         act += G->prog[G_SEC_HEAD].saved_bytes;
     st->act_per_mb_bytes = act;
-    st->in_flight = c->schedule == ETK_SCHED_GPIPE ? G->m : (G->p - s < G->m ? G->p - s : G->m);
-    st->act_bytes = act * st->in_flight;
+    /* units (micro-batch chunks) whose activations are held at the peak: the warm-up plus the
+     * one in its forward; each holds 1/v of the stage's layers */
+    uint32_t total = G->m * G->v, warm;
+    if (c->schedule == ETK_SCHED_GPIPE)
+        warm = total - 1;
+    else if (G->v == 1)
+        warm = G->p - s - 1;
+    else
+        warm = (G->p - s - 1) * 2 + (G->v - 1) * G->p;
+    st->in_flight = warm + 1 < total ? warm + 1 : total;
+    st->act_bytes = act * st->in_flight / G->v;
     uint64_t msg = G->prog[G_SEC_LAYER].out_bytes;
     st->comm_buffer_bytes = (s > 0 ? msg : 0) + (s + 1 < G->p ? msg : 0);
     st->total_bytes = st->weight_bytes + st->grad_bytes + st->optimizer_bytes + st->act_bytes + st->comm_buffer_bytes;
@@ -684,7 +726,7 @@ int etk_gen_summarize(const etk_gen_config *cfg, etk_gen_summary *out, etk_error
         etk_gen_stage *st = &out->stages[s];
         st->stage = s;
         st->first_layer = G.first[s];
-        st->layers = G.nl[s];
+        st->layers = stage_layers(&G, s);
         st->has_embed = s == 0;
         st->has_head = s == G.p - 1;
         if ((rc = emit_stage(&G, s, 0, 0, NULL, NULL, st, err)))
@@ -698,13 +740,14 @@ int etk_gen_summarize(const etk_gen_config *cfg, etk_gen_summary *out, etk_error
         }
     }
     out->fits = out->peak_bytes <= out->gpu_bytes;
-    uint32_t l = (uint32_t)cfg->model.layers;
-    if (l % G.p == 0)
-        snprintf(out->layer_split, sizeof out->layer_split, "%u layers: %u per stage", l, l / G.p);
+    uint32_t l = (uint32_t)cfg->model.layers, V = G.p * G.v;
+    const char *unit = G.v > 1 ? "virtual stage" : "stage";
+    if (l % V == 0)
+        snprintf(out->layer_split, sizeof out->layer_split, "%u layers: %u per %s", l, l / V, unit);
     else
         snprintf(out->layer_split, sizeof out->layer_split,
-                 "%u layers over %u stages (uneven): stages 0-%u hold %u, the others %u", l, G.p, l % G.p - 1,
-                 l / G.p + 1, l / G.p);
+                 "%u layers over %u %ss (uneven): %ss 0-%u hold %u, the others %u", l, V, unit, unit, l % V - 1,
+                 l / V + 1, l / V);
 done:
     gen_free(&G);
     if (rc)
@@ -798,8 +841,11 @@ static void bind_rank(const etk_gen_config *c, uint32_t r, char *tp_pg, char *dp
     snprintf(emb_pg, 16, "%u", 1 + c->dp * c->pp + c->tp * c->pp + co[ETK_GEN_TP] + c->tp * co[ETK_GEN_DP]);
     snprintf(tp_pg, 16, "%u", 1 + co[ETK_GEN_DP] + c->dp * s);
     snprintf(dp_pg, 16, "%u", 1 + c->dp * c->pp + co[ETK_GEN_TP] + c->tp * s);
-    *prev = s > 0 ? etk_gen_rank(c, co[ETK_GEN_TP], co[ETK_GEN_DP], s - 1) : UINT32_MAX; /* none */
-    *next = s + 1 < c->pp ? etk_gen_rank(c, co[ETK_GEN_TP], co[ETK_GEN_DP], s + 1) : UINT32_MAX;
+    *prev = *next = UINT32_MAX; /* none */
+    if (c->pp > 1) {
+        *prev = etk_gen_rank(c, co[ETK_GEN_TP], co[ETK_GEN_DP], (s + c->pp - 1) % c->pp);
+        *next = etk_gen_rank(c, co[ETK_GEN_TP], co[ETK_GEN_DP], (s + 1) % c->pp);
+    }
 }
 
 typedef struct wjob {
