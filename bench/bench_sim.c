@@ -55,6 +55,8 @@ static int events_per_second(void)
     c.n_dims = 1;
     c.dims[0] = (etk_net_dim){.size = T * D * P, .topo = ETK_TOPO_SWITCH, .bw_Bps = 1e11, .latency_ns = 1};
     c.n_npus = T * D * P;
+    c.gpu.peak_flops[ETK_PREC_BF16] = 1e15;
+    c.gpu.hbm_bw_Bps = 3e12;
     etk_sim_costs costs = {b_coll, b_p2p, b_comp, NULL};
     etk_sim_opts o = {.costs = &costs, .no_fold = true};
     etk_error err = {0};
@@ -67,6 +69,13 @@ static int events_per_second(void)
             fprintf(stderr, "%s\n", err.msg);
             return 1;
         }
+        uint64_t nn = 0, nd = 0;
+        for (uint32_t r = 0; r < w->n_ranks; r++) {
+            nn += w->ranks[r]->n_nodes;
+            for (size_t i = 0; i < w->ranks[r]->n_nodes; i++)
+                nd += w->ranks[r]->nodes[i].n_data_deps + w->ranks[r]->nodes[i].n_ctrl_deps;
+        }
+        etk_sim_reserve(s, nn, nd);
         for (uint32_t r = 0; r < w->n_ranks; r++)
             if (etk_sim_add_rank_trace(s, r, w->ranks[r], &err)) {
                 fprintf(stderr, "%s\n", err.msg);

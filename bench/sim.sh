@@ -14,5 +14,5 @@ t0=$(date +%s.%N)
   --cluster dgx-h100 --nodes 2048 >"${TMPDIR:-/tmp}/etk_bench_run.txt" || rc=1
 t1=$(date +%s.%N)
 step=$(grep '^step time' "${TMPDIR:-/tmp}/etk_bench_run.txt")
-echo "sim: etkit run llama3-405b, 16,384 H100 (tp 8, pp 16, dp 128, seq 8192, global batch 2048), folded: $(echo "$t1 - $t0" | bc) s wall; $step"
+echo "sim: etkit run llama3-405b, 16,384 H100 (tp 8, pp 16, dp 128, seq 8192, global batch 2048), folded: $(awk "BEGIN{printf \"%.2f\", $t1 - $t0}") s wall; $step"
 exit $rc

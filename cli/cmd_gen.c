@@ -60,22 +60,28 @@ static void print_text(const etk_gen_config *c, const etk_gen_summary *s)
            " KV), FFN %" PRId64 ", vocab %" PRId64 ", seq %" PRId64 "; %" PRIu64 " parameters\n",
            m->name, m->arch, m->layers, m->hidden, m->heads, m->kv_heads, m->ffn, m->vocab, m->seq, s->params_total);
     printf("plan: %u ranks = tp %u x dp %u x pp %u (rank order %s), sp %s, micro-batch %u, global batch %u -> %u "
-           "micro-batches per DP rank, %s, zero %d, recompute %s, %s (gradients %s)\n",
+           "micro-batches per DP rank, %s%s, zero %d, recompute %s, %s (gradients %s)\n",
            s->n_ranks, c->tp, c->dp, c->pp, ord, c->sp ? "on" : "off", c->micro_batch, c->global_batch,
-           s->micro_batches, c->schedule == ETK_SCHED_GPIPE ? "gpipe" : "1f1b", c->zero, recompute_name(c->recompute),
+           s->micro_batches, c->schedule == ETK_SCHED_GPIPE ? "gpipe" : "1f1b", c->vpp > 1 ? " interleaved" : "", c->zero,
+           recompute_name(c->recompute),
            c->precision, c->grad_bytes == 4 ? "fp32" : "16-bit");
     printf("layers: %s\n", s->layer_split);
-    printf("step: %.6g FLOPs on all ranks (%.6g model FLOPs without recompute), %" PRIu64 " tokens\n", s->step_flops,
+    printf("step: %.6g FLOPs on all ranks incl. recompute and optimizer (%.6g model FLOPs: forward + backward), %" PRIu64 " tokens\n", s->step_flops,
            s->model_flops, s->tokens_per_step);
     for (uint32_t i = 0; i < s->n_stages; i++) {
         const etk_gen_stage *st = &s->stages[i];
-        printf("stage %u: layers %u-%u%s%s, %u ranks, %" PRIu64 " nodes per rank\n", st->stage, st->first_layer,
-               st->first_layer + st->layers - 1, st->has_embed ? " + embedding" : "", st->has_head ? " + head/loss" : "",
-               c->tp * c->dp, st->nodes);
+        if (c->vpp > 1)
+            printf("stage %u: %u layers in %u chunks%s%s, %u ranks, %" PRIu64 " nodes per rank\n", st->stage,
+                   st->layers, c->vpp, st->has_embed ? " + embedding" : "", st->has_head ? " + head/loss" : "",
+                   c->tp * c->dp, st->nodes);
+        else
+            printf("stage %u: layers %u-%u%s%s, %u ranks, %" PRIu64 " nodes per rank\n", st->stage, st->first_layer,
+                   st->first_layer + st->layers - 1, st->has_embed ? " + embedding" : "",
+                   st->has_head ? " + head/loss" : "", c->tp * c->dp, st->nodes);
         printf("  compute per rank per step: %.6g FLOPs (%.3f TFLOP; model %.3f TFLOP)\n", st->flops, st->flops / 1e12,
                st->model_flops / 1e12);
-        static const char *gname[] = {"TP", "DP"};
-        for (int g = 0; g < 2; g++)
+        static const char *gname[] = {"TP", "DP", "EMB"};
+        for (int g = 0; g < ETK_GEN_N_GROUP_KINDS; g++)
             for (int t = 0; t < ETK_COLL_TYPE_COUNT; t++)
                 if (st->coll_count[g][t])
                     printf("  %s group %-15s %6" PRIu64 " x, %" PRIu64 " bytes per rank per step\n", gname[g],
@@ -84,10 +90,15 @@ static void print_text(const etk_gen_config *c, const etk_gen_summary *s)
             printf("  pipeline send %" PRIu64 " x %" PRIu64 " bytes, recv %" PRIu64 " x %" PRIu64 " bytes\n",
                    st->send_count, st->send_count ? st->send_bytes / st->send_count : 0, st->recv_count,
                    st->recv_count ? st->recv_bytes / st->recv_count : 0);
+        char inflight[96];
+        if (c->vpp > 1)
+            snprintf(inflight, sizeof inflight, "%u micro-batch chunks of 1/%u in flight", st->in_flight, c->vpp);
+        else
+            snprintf(inflight, sizeof inflight, "%u in flight", st->in_flight);
         printf("  memory per rank: weights %.2f GiB, gradients %.2f GiB, optimizer %.2f GiB, activations %.2f GiB "
-               "(%.3f GiB per micro-batch x %u in flight), comm buffers %.3f GiB, total %.2f GiB\n",
+               "(%.3f GiB per micro-batch x %s), comm buffers %.3f GiB, total %.2f GiB\n",
                st->weight_bytes / GIB, st->grad_bytes / GIB, st->optimizer_bytes / GIB, st->act_bytes / GIB,
-               st->act_per_mb_bytes / GIB, st->in_flight, st->comm_buffer_bytes / GIB, st->total_bytes / GIB);
+               st->act_per_mb_bytes / GIB, inflight, st->comm_buffer_bytes / GIB, st->total_bytes / GIB);
     }
     printf("memory: peak %.2f GiB (%" PRIu64 " bytes) per rank on stage %u; %s has %.1f GiB (%" PRIu64 " bytes): %s\n",
            s->peak_bytes / GIB, s->peak_bytes, s->peak_stage, c->gpu, s->gpu_bytes / GIB, s->gpu_bytes,
@@ -103,8 +114,8 @@ static json_t *summary_json(const etk_gen_config *c, const etk_gen_summary *s)
     for (uint32_t i = 0; i < s->n_stages; i++) {
         const etk_gen_stage *st = &s->stages[i];
         json_t *colls = json_array();
-        static const char *gname[] = {"tp", "dp"};
-        for (int g = 0; g < 2; g++)
+        static const char *gname[] = {"tp", "dp", "embedding"};
+        for (int g = 0; g < ETK_GEN_N_GROUP_KINDS; g++)
             for (int t = 0; t < ETK_COLL_TYPE_COUNT; t++)
                 if (st->coll_count[g][t])
                     json_array_append_new(colls, json_pack("{s:s,s:s,s:I,s:I}", "group", gname[g], "type",
@@ -127,7 +138,7 @@ static json_t *summary_json(const etk_gen_config *c, const etk_gen_summary *s)
     }
     return json_pack(
         "{s:{s:s,s:s,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I},"
-        "s:{s:I,s:I,s:I,s:I,s:s,s:b,s:I,s:I,s:I,s:s,s:i,s:s,s:s,s:I,s:f},"
+        "s:{s:I,s:I,s:I,s:I,s:s,s:b,s:I,s:I,s:I,s:s,s:I,s:i,s:s,s:s,s:I,s:f},"
         "s:s,s:f,s:f,s:I,s:o,s:{s:I,s:I,s:s,s:I,s:b}}",
         "model", "name", m->name, "arch", m->arch, "layers", (json_int_t)m->layers, "hidden", (json_int_t)m->hidden,
         "heads", (json_int_t)m->heads, "kv_heads", (json_int_t)m->kv_heads, "ffn", (json_int_t)m->ffn, "vocab",
@@ -135,7 +146,7 @@ static json_t *summary_json(const etk_gen_config *c, const etk_gen_summary *s)
         "plan", "ranks", (json_int_t)s->n_ranks, "tp", (json_int_t)c->tp, "dp", (json_int_t)c->dp, "pp",
         (json_int_t)c->pp, "rank_order", ord, "sp", c->sp, "micro_batch", (json_int_t)c->micro_batch, "global_batch",
         (json_int_t)c->global_batch, "micro_batches", (json_int_t)s->micro_batches, "schedule",
-        c->schedule == ETK_SCHED_GPIPE ? "gpipe" : "1f1b", "zero", c->zero, "recompute", recompute_name(c->recompute),
+        c->schedule == ETK_SCHED_GPIPE ? "gpipe" : "1f1b", "vpp", (json_int_t)(c->vpp ? c->vpp : 1), "zero", c->zero, "recompute", recompute_name(c->recompute),
         "precision", c->precision, "grad_bytes", (json_int_t)c->grad_bytes, "dp_bucket_mib", c->dp_bucket_mb,
         "layer_split", s->layer_split, "step_flops", s->step_flops, "model_flops", s->model_flops, "tokens_per_step",
         (json_int_t)s->tokens_per_step, "stages", stages, "memory", "peak_bytes", (json_int_t)s->peak_bytes,
@@ -146,7 +157,7 @@ int cmd_gen(int argc, char **argv)
 {
     enum { O_OUT = 1000, O_SUMMARY, O_JSON, O_HELP, O_GEN };
     static const char *gen_opts[] = {"model", "model-file", "layers", "hidden", "heads", "kv-heads", "ffn", "vocab",
-                                     "seq", "dp", "tp", "pp", "sp", "micro-batch", "global-batch", "schedule", "zero",
+                                     "seq", "dp", "tp", "pp", "sp", "micro-batch", "global-batch", "schedule", "vpp", "zero",
                                      "recompute", "precision", "grad-precision", "dp-bucket-mb", "rank-order", "gpu"};
     enum { NG = sizeof gen_opts / sizeof gen_opts[0] };
     struct option opts[NG + 5];
@@ -213,11 +224,13 @@ int cmd_gen(int argc, char **argv)
     }
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    if (etk_gen_write(&cfg, out, &err))
+    uint64_t bytes = 0;
+    if (etk_gen_write_stats(&cfg, out, &bytes, &err))
         return cli_fail("gen", &err);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     double sec = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
-    printf("wrote %u rank files %s.<0..%u>.et and %s.json (model %s, tp %u dp %u pp %u, %u micro-batches) in %.3f s\n",
-           cfg.n_ranks, out, cfg.n_ranks - 1, out, cfg.model.name, cfg.tp, cfg.dp, cfg.pp, cfg.micro_batches, sec);
+    printf("wrote %u rank files %s.<0..%u>.et and %s.json (model %s, tp %u dp %u pp %u, %u micro-batches): "
+           "%" PRIu64 " bytes in %.3f s\n",
+           cfg.n_ranks, out, cfg.n_ranks - 1, out, cfg.model.name, cfg.tp, cfg.dp, cfg.pp, cfg.micro_batches, bytes, sec);
     return 0;
 }

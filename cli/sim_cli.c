@@ -220,11 +220,22 @@ int sim_cli_report(const char *cmd, const sim_cli *c, etk_sim *s)
 {
     etk_error err = {0};
     const etk_sim_result *r = etk_sim_result_get(s);
+    if (r->warnings && r->warnings[0] && !c->o.quiet)
+        fprintf(stderr, "etkit %s: warning: %s\n", cmd, r->warnings);
     if (c->timeline && etk_sim_write_timeline(s, c->timeline, &err) != 0)
         return cli_fail(cmd, &err);
     FILE *f = stdout;
     char *tmp = NULL;
-    if (c->output) {
+    struct stat st;
+    /* a device or pipe (/dev/stdout): write in place; a file: tmp name, then rename */
+    bool special = c->output && stat(c->output, &st) == 0 && !S_ISREG(st.st_mode);
+    if (special) {
+        f = fopen(c->output, "w");
+        if (!f) {
+            fprintf(stderr, "etkit %s: error: %s: cannot open for writing\n", cmd, c->output);
+            return 2;
+        }
+    } else if (c->output) {
         f = etk_file_begin(c->output, &tmp, &err);
         if (!f)
             return cli_fail(cmd, &err);
@@ -238,7 +249,9 @@ int sim_cli_report(const char *cmd, const sim_cli *c, etk_sim *s)
     if (c->timeline && c->fmt == 0)
         fprintf(f, "\ntimeline       %s (%llu events; open in ui.perfetto.dev)\n", c->timeline,
                 (unsigned long long)etk_sim_timeline_events(s));
-    if (c->output && etk_file_commit(f, tmp, c->output, &err) != 0)
+    if (special)
+        fclose(f);
+    else if (c->output && etk_file_commit(f, tmp, c->output, &err) != 0)
         return cli_fail(cmd, &err);
     return 0;
 }

@@ -58,12 +58,19 @@ if command -v python3 >/dev/null; then
   python3 -c "import json,sys; d=json.load(open('$T/r.json')); sys.exit(0 if d['step_ns']==64440 and len(d['ranks'])==8 else 1)"
   check "json parses, 8 ranks" $?
 fi
+# -o / --timeline to a pipe (like /dev/stdout): written in place, never renamed over
+mkfifo "$T/pipe"
+cat "$T/pipe" >"$T/pipe.out" &
+"$ETKIT" sim "$AR" --astra-network "$T/net.yml" --astra-system "$T/sys.json" --json -o "$T/pipe" >/dev/null 2>&1
+wait
+check "-o to a pipe: written in place, still a pipe" \
+  $([ -p "$T/pipe" ] && grep -q '"step_ns": 64440' "$T/pipe.out" && echo 0 || echo 1)
 expect "astra csv" 0 "rank,7,64440" \
   "$ETKIT" sim "$AR" --astra-network "$T/net.yml" --astra-system "$T/sys.json" --csv --no-fold
 expect "astra-network without system" 2 "go together" "$ETKIT" sim "$AR" --astra-network "$T/net.yml"
 
 # rank count != cluster size: 8 ranks on 2 DGX H100 nodes (16 GPUs)
-expect "cluster size mismatch" 2 "16" "$ETKIT" sim "$AR" --cluster dgx-h100 --nodes 2
+expect "cluster size mismatch" 2 "has 16 NPUs (8 Switch x 2 Switch) but the workload has 8 ranks" "$ETKIT" sim "$AR" --cluster dgx-h100 --nodes 2
 expect "unknown preset" 2 "dgx-z9" "$ETKIT" sim "$AR" --cluster dgx-z9
 
 # a corrupt trace
@@ -96,6 +103,40 @@ expect "converted: missing deps error" 2 "dependencies on node ids absent from t
   "$ETKIT" sim "$CNN" --cluster "$T/one.yaml"
 expect "converted: --missing-deps=ignore" 0 "node events    3,664" \
   "$ETKIT" sim "$CNN" --cluster "$T/one.yaml" --missing-deps=ignore --quiet
+
+# the same step three ways: etkit run (in memory, folded), etkit gen + etkit sim on the files
+# (classes detected from the traces), and etkit sim --no-fold: identical step times
+F="--model llama2-7b --layers 4 --tp 2 --pp 2 --dp 2 --micro-batch 1 --global-batch 8"
+step_of() { grep -o '"step_ns": [0-9]*' | grep -o '[0-9]*$'; }
+mkdir -p "$T/gen"
+"$ETKIT" gen $F -o "$T/gen/w" >/dev/null 2>&1
+s_run=$("$ETKIT" run $F --cluster dgx-h100 --nodes 1 --json 2>/dev/null | step_of)
+s_sim=$("$ETKIT" sim "$T/gen/w" --cluster dgx-h100 --nodes 1 --json --quiet 2>/dev/null | step_of)
+s_all=$("$ETKIT" sim "$T/gen/w" --cluster dgx-h100 --nodes 1 --json --quiet --no-fold 2>/dev/null | step_of)
+check "run == gen+sim == gen+sim --no-fold ($s_run, $s_sim, $s_all ns)" \
+  $([ -n "$s_run" ] && [ "$s_run" = "$s_sim" ] && [ "$s_sim" = "$s_all" ] && echo 0 || echo 1)
+
+# a deadlock (exit 1): a comm-group file that puts rank 2 (the other pipeline stage, which never
+# issues on group 1) into stage 0's TP group: ranks 0 and 1 wait for it forever
+mkdir -p "$T/dl"
+"$ETKIT" gen --model llama2-7b --layers 2 --tp 2 --pp 2 --dp 1 --global-batch 2 -o "$T/dl/w" >/dev/null 2>&1
+echo '{"1": [0, 1, 2], "2": [2, 3]}' >"$T/dl/bad.json"
+cat >"$T/dl/c4.yaml" <<'Y'
+name: four
+gpu: h100
+network:
+  - {size: 4, topology: Switch, bandwidth: 450, latency: 500}
+Y
+expect "deadlock reported, exit 1" 1 'on group "1" (node id 2) waits for rank(s) 2' \
+  "$ETKIT" sim "$T/dl/w" --groups "$T/dl/bad.json" --cluster "$T/dl/c4.yaml" --quiet --no-fold
+expect "deadlock lists every rank unfolded" 1 "deadlock at t = 49142 ns: 4 rank(s) cannot proceed" \
+  "$ETKIT" sim "$T/dl/w" --groups "$T/dl/bad.json" --cluster "$T/dl/c4.yaml" --quiet --no-fold
+
+# --write-traces: etkit run also writes the workload it simulated
+expect "run --write-traces" 0 "step time" "$ETKIT" run --model llama2-7b --layers 2 --tp 2 --pp 2 \
+  --dp 2 --global-batch 4 --cluster dgx-h100 --nodes 1 --write-traces "$T/wt"
+check "written traces: 8 rank files + groups" \
+  $([ -f "$T/wt.7.et" ] && [ -f "$T/wt.json" ] && [ ! -f "$T/wt.8.et" ] && echo 0 || echo 1)
 
 # etkit run on the built-in defaults
 expect "run defaults" 0 "llama3-8b: tp 4 x pp 2 x dp 8" "$ETKIT" run

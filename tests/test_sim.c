@@ -271,7 +271,7 @@ static void test_deadlock_p2p(void **st)
     etk_sim_opts o = {0};
     etk_error err = {0};
     assert_int_equal(run_err(w, &o, &err), ETK_EINVAL);
-    assert_non_null(strstr(err.msg, "deadlock at t = 0 ns: 1 rank(s)"));
+    assert_non_null(strstr(err.msg, "deadlock at t = 0 ns: 1 simulated rank(s)"));
     o.no_fold = true;
     assert_int_equal(run_err(w, &o, &err), ETK_EINVAL);
     assert_non_null(strstr(err.msg, "deadlock at t = 0 ns: 2 rank(s)"));
@@ -360,6 +360,31 @@ static void test_bad_group_and_peer(void **st)
     }
     assert_int_equal(run_err(w, &o, &err), ETK_EFORMAT);
     assert_non_null(strstr(err.msg, "comm_dst 9 is not a rank of the workload (0..1)"));
+    etk_workload_free(w);
+
+    /* a collective type outside Chakra's enum, a negative size */
+    w = sb_workload(2);
+    for (uint32_t r = 0; r < 2; r++) {
+        etk_trace *t = etk_trace_new(NULL);
+        sb_coll(t, 7, 42, 100, NULL, NULL, 0);
+        w->ranks[r] = t;
+    }
+    assert_int_equal(run_err(w, &o, &err), ETK_EFORMAT);
+    assert_non_null(strstr(err.msg, "node id 7 (coll): comm_type 42 is not a collective type (0..9)"));
+    etk_workload_free(w);
+    w = sb_workload(1);
+    w->ranks[0] = etk_trace_new(NULL);
+    sb_coll(w->ranks[0], 8, ETK_COLL_ALL_REDUCE, (uint64_t)-5, NULL, NULL, 0);
+    assert_int_equal(run_err(w, &o, &err), ETK_EFORMAT);
+    assert_non_null(strstr(err.msg, "node id 8 (coll): comm_size -5 is negative; expected bytes"));
+    etk_workload_free(w);
+
+    /* a duration that would overflow the ns clock */
+    w = sb_workload(1);
+    w->ranks[0] = etk_trace_new(NULL);
+    sb_comp(w->ranks[0], 9, (uint64_t)1 << 62, 0, 0, NULL, 0);
+    assert_int_equal(run_err(w, &o, &err), ETK_EFORMAT);
+    assert_non_null(strstr(err.msg, "node id 9 (comp): duration_micros 4611686018427387904 is implausible"));
     etk_workload_free(w);
 
     /* rank count != cluster size */

@@ -10,9 +10,11 @@
  *
  * Ranks: coordinates (tp, dp, pp); rank = sum(coord[axis] * stride[axis]) with the axes ordered
  * by `rank_order` (default "tp,dp,pp": TP fastest). Communicator groups (comm-group JSON ids):
- * TP group of (dp, pp) = 1 + dp + DP*pp; DP group of (tp, pp) = 1 + DP*PP + tp + TP*pp. Groups
- * of one rank are not emitted. Pipeline messages: send/recv between the same (tp, dp) on
- * adjacent stages, tag = 2*(boundary*M + micro_batch) + (0 forward activation | 1 gradient).
+ * TP group of (dp, pp) = 1 + dp + DP*pp; DP group of (tp, pp) = 1 + DP*PP + tp + TP*pp; with a
+ * tied output layer and PP > 1, the embedding group {(tp, dp, 0), (tp, dp, PP-1)} =
+ * 1 + DP*PP + TP*PP + tp + TP*dp. Groups of one rank are not emitted. Pipeline messages: send/recv between the same (tp, dp) on
+ * adjacent stages (with --vpp the last stage's chunk c feeds the first stage's chunk c + 1), tag =
+ * 2*(virtual boundary*M + micro_batch) + (0 forward activation | 1 gradient).
  *
  * Use from another command (e.g. `etkit run`):
  *     etk_gen_config cfg; etk_gen_config_init(&cfg);
@@ -39,6 +41,9 @@ extern "C" {
 enum { ETK_SCHED_1F1B = 0, ETK_SCHED_GPIPE = 1 };
 enum { ETK_RECOMPUTE_NONE = 0, ETK_RECOMPUTE_SELECTIVE = 1, ETK_RECOMPUTE_FULL = 2 };
 enum { ETK_GEN_TP = 0, ETK_GEN_DP = 1, ETK_GEN_PP = 2, ETK_GEN_N_AXES = 3 };
+/* collective group kinds in the summary: TP, DP, and the embedding group (first and last stage
+ * ranks of the same (tp, dp), which all-reduce the gradient of a tied output layer) */
+enum { ETK_GEN_GROUP_TP = 0, ETK_GEN_GROUP_DP = 1, ETK_GEN_GROUP_EMB = 2, ETK_GEN_N_GROUP_KINDS = 3 };
 
 #define ETK_GEN_N_DIMS 7
 
@@ -52,6 +57,7 @@ typedef struct etk_gen_config {
     uint32_t micro_batch;    /* sequences per micro-batch per DP rank */
     uint32_t global_batch;   /* sequences per step (0: micro_batch * dp, one micro-batch) */
     int schedule;            /* ETK_SCHED_* */
+    uint32_t vpp;            /* model chunks per pipeline rank (interleaved 1F1B when > 1; 0/1: none) */
     int zero;                /* 0 or 1 */
     int recompute;           /* ETK_RECOMPUTE_* */
     char precision[8];       /* "bf16" | "fp16": parameters and activations, 2 bytes */
@@ -59,13 +65,14 @@ typedef struct etk_gen_config {
     double dp_bucket_mb;     /* DP gradient bucket, MiB (default 25) */
     int rank_order[ETK_GEN_N_AXES]; /* axes fastest first (ETK_GEN_TP, ...) */
     char gpu[32];            /* GPU for the memory verdict (default "h100") */
+    bool no_sync;            /* etk_gen_write: skip the final syncfs (scratch output, benchmarks) */
     /* derived by etk_gen_check */
     uint32_t n_ranks;
     uint32_t micro_batches;        /* per DP rank per step */
     uint64_t gpu_bytes;            /* HBM capacity of `gpu` */
     uint64_t tokens_per_step;      /* global_batch * seq */
-    double model_flops_per_step;   /* all ranks, no recompute ("model FLOPs", for MFU) */
-    double hw_flops_per_step;      /* all ranks, with recompute ("hardware FLOPs") */
+    double model_flops_per_step;   /* all ranks, forward + backward, no recompute ("model FLOPs", MFU) */
+    double hw_flops_per_step;      /* all ranks, with recompute and the optimizer ("hardware FLOPs", HFU) */
 } etk_gen_config;
 
 void etk_gen_config_init(etk_gen_config *c);
@@ -95,16 +102,16 @@ typedef struct etk_gen_stage {
     uint64_t nodes;              /* nodes in each rank file of this stage */
     double flops;                /* per rank per step, with recompute */
     double model_flops;          /* per rank per step, without recompute */
-    /* collectives per rank per step: [group axis ETK_GEN_TP/DP][etk_coll_type] */
-    uint64_t coll_count[2][ETK_COLL_TYPE_COUNT];
-    uint64_t coll_bytes[2][ETK_COLL_TYPE_COUNT];
+    /* collectives per rank per step: [ETK_GEN_GROUP_*][etk_coll_type] */
+    uint64_t coll_count[ETK_GEN_N_GROUP_KINDS][ETK_COLL_TYPE_COUNT];
+    uint64_t coll_bytes[ETK_GEN_N_GROUP_KINDS][ETK_COLL_TYPE_COUNT];
     uint64_t send_count, send_bytes, recv_count, recv_bytes; /* pipeline */
     /* memory per rank, bytes */
     uint64_t params;             /* parameters held (TP shard of the stage's weights) */
     uint64_t weight_bytes, grad_bytes, optimizer_bytes;
     uint64_t act_per_mb_bytes;   /* activations kept by one micro-batch of the stage */
-    uint32_t in_flight;          /* micro-batches whose activations are held at the peak */
-    uint64_t act_bytes;          /* act_per_mb_bytes * in_flight */
+    uint32_t in_flight;          /* micro-batches (chunks with --vpp) whose activations are held at the peak */
+    uint64_t act_bytes;          /* act_per_mb_bytes * in_flight / vpp */
     uint64_t comm_buffer_bytes;  /* pipeline send/recv buffers + one DP bucket */
     uint64_t total_bytes;
 } etk_gen_stage;
@@ -125,8 +132,12 @@ typedef struct etk_gen_summary {
 int etk_gen_summarize(const etk_gen_config *cfg, etk_gen_summary *out, etk_error *err);
 void etk_gen_summary_free(etk_gen_summary *s);
 
-/* Write <prefix>.<rank>.et for every rank and <prefix>.json (communicator groups). */
+/* Write <prefix>.<rank>.et for every rank and <prefix>.json (communicator groups). Each file is
+ * written to a temporary name and renamed when complete; the file system is synced once at the
+ * end. The bytes are those etk_writer writes for the same nodes. */
 int etk_gen_write(const etk_gen_config *cfg, const char *prefix, etk_error *err);
+/* Same, reporting the bytes of all rank files. */
+int etk_gen_write_stats(const etk_gen_config *cfg, const char *prefix, uint64_t *bytes, etk_error *err);
 /* The generated workload in memory (see the etk_workload rank-class fields in et.h). */
 int etk_gen_workload(const etk_gen_config *cfg, bool fold, etk_workload **out, etk_error *err);
 /* Communicator groups of the plan (ids as in the written JSON). */

@@ -45,7 +45,7 @@ typedef struct etk_sim_opts {
     bool stage_units;           /* STAGE traces: sizes in fp16 elements (x2 bytes), MACs (x2) */
     bool no_fold;               /* etk_sim_workload: simulate every rank */
     bool timeline;              /* keep per-node times for etk_sim_write_timeline */
-    bool quiet;                 /* no warnings on stderr */
+    bool quiet;                 /* (for callers) no warnings; the library itself never prints */
     double model_flops;         /* FLOPs of one step over all ranks; 0: sum of num_ops */
     double tokens_per_step;     /* tokens processed per step; 0: unknown */
     const etk_sim_costs *costs; /* NULL: etk_net_coll_ns, etk_net_p2p_ns, etk_hw_compute_ns */
@@ -101,6 +101,8 @@ typedef struct etk_sim_result {
     double tokens_per_s;       /* 0 if unknown */
     const char *cluster;
     const char *workload;
+    const char *warnings;      /* "" or "; "-separated notes (lenient reads); never printed by
+                                  the library */
 } etk_sim_result;
 
 typedef struct etk_sim etk_sim;
@@ -118,6 +120,9 @@ int etk_sim_set_classes(etk_sim *s, const uint32_t *class_of, const uint32_t *cl
  * against the nodes this rank already has and the new ones; nodes may be added while the run
  * is in progress (they become ready at the current time). */
 int etk_sim_add_rank_trace(etk_sim *s, uint32_t rank, const etk_trace *t, etk_error *err);
+/* Optional hint before adding traces: about how many nodes and dependencies the simulated ranks
+ * will get in all, so their first arrays come from one huge-page block (faster set-up). */
+void etk_sim_reserve(etk_sim *s, uint64_t nodes, uint64_t deps);
 /* Process every event up to and including time t_ns. */
 int etk_sim_run_until(etk_sim *s, uint64_t t_ns, etk_error *err);
 uint64_t etk_sim_now(const etk_sim *s);

@@ -190,13 +190,10 @@ static int32_t convert_fwd(ctx *c, int pass, int t, lay want, int phase)
     if (i < 0 && i != NONE)
         return i;
     if (phase == P_RECOMP && i >= 0) {
-        int32_t dg = DEP_GRAD;
+        /* recomputation happens in the backward pass: also wait for the output gradient
+         * (emit() leaves room for one more dependency) */
         ginst *I = &c->p->v[i];
-        bool has = false;
-        for (int k = 0; k < I->ndeps; k++)
-            has |= I->deps[k] == DEP_GRAD;
-        if (!has)
-            I->deps[I->ndeps++] = dg; /* room: emit allocated ndeps + 1 */
+        I->deps[I->ndeps++] = DEP_GRAD;
     }
     if (s->nconv < MAX_CONV) {
         s->cto[s->nconv] = want;
@@ -205,13 +202,12 @@ static int32_t convert_fwd(ctx *c, int pass, int t, lay want, int phase)
     return i;
 }
 
-/* Layout of einsum(P, Q) -> out given operand layouts (neither partial). */
-static lay einsum_lay(const ctx *c, const gtensor *P, lay LP, const gtensor *Q, lay LQ, const gtensor *O)
+/* Layout of einsum(P, Q) -> O given the operands' layouts (neither partial; where both are
+ * split it is along the same dimension): split along a dimension O keeps stays split, a split
+ * dimension that is contracted makes O a partial sum. */
+static lay einsum_lay(lay LP, lay LQ, const gtensor *O)
 {
-    (void)c;
     int s = LP.split >= 0 ? LP.split : LQ.split;
-    (void)P;
-    (void)Q;
     if (s < 0)
         return REP;
     lay r = REP;
@@ -284,7 +280,7 @@ static int lower_op_fwd(ctx *c, int pass, int j, int phase)
                 if (want[ai].split >= 0 && !has_dim(O, want[ai].split))
                     want[ai] = REP;
             }
-            out = einsum_lay(c, A, want[ai], &g->t[op->in[wi]], W, O);
+            out = einsum_lay(want[ai], W, O);
         } else if (nact == 2) {
             lay h0 = ts[op->in[0]].L;
             if (h0.partial)
@@ -299,7 +295,7 @@ static int lower_op_fwd(ctx *c, int pass, int j, int phase)
                 if (!h1.partial && h1.split >= 0 && has_dim(O, h1.split))
                     want[1] = h1;
             }
-            out = einsum_lay(c, &g->t[op->in[0]], want[0], B, want[1], O);
+            out = einsum_lay(want[0], want[1], O);
         } else {
             return etk_err(c->err, ETK_EFORMAT, "%s: op %s: matmul needs one weight and one activation or two activations",
                            g->file, op->name);
@@ -435,8 +431,8 @@ static uint64_t saved_bytes(ctx *c)
             if (seen[t])
                 continue;
             int pj = c->prod_op[t];
-            if (c->selective && pj >= 0 && c->S->ops[pj].region)
-                continue; /* recomputed */
+            if (c->selective && op->region && pj >= 0 && c->S->ops[pj].region)
+                continue; /* made and used inside the recomputed region */
             seen[t] = true;
             lay L = c->ts[0][t].L;
             for (int i = 0; i < op->nin; i++)
@@ -561,7 +557,7 @@ static int lower_op_bwd(ctx *c, int j)
                 return k;
             c->p->v[k].flops = mm;
             c->p->v[k].bytes = F ? F->bytes : 0;
-            lay gl = einsum_lay(c, &g->t[op->out], goL, &g->t[op->in[other]], c->used[j][other], &g->t[op->in[i]]);
+            lay gl = einsum_lay(goL, c->used[j][other], &g->t[op->in[i]]);
             add_contrib(c, op->in[i], k, gl);
         }
         if (wi >= 0) {

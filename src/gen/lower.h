@@ -5,7 +5,7 @@
 #define ETK_GEN_LOWER_H
 #include "model/graph.h"
 
-enum { P_FWD = 0, P_RECOMP = 1, P_BWD = 2 };
+enum { P_FWD = 0, P_RECOMP = 1, P_BWD = 2, P_OPT = 3 /* optimizer step: not model FLOPs */ };
 #define DEP_IN (-1)   /* the section input (forward) */
 #define DEP_GRAD (-2) /* the gradient of the section output (backward) */
 #define GRP_TP 0

@@ -33,7 +33,7 @@ static const struct {
 } options[] = {
     {"model", true}, {"model-file", true}, {"layers", true}, {"hidden", true}, {"heads", true},
     {"kv-heads", true}, {"ffn", true}, {"vocab", true}, {"seq", true}, {"dp", true}, {"tp", true},
-    {"pp", true}, {"sp", false}, {"micro-batch", true}, {"global-batch", true}, {"schedule", true},
+    {"pp", true}, {"sp", false}, {"micro-batch", true}, {"global-batch", true}, {"schedule", true}, {"vpp", true},
     {"zero", true}, {"recompute", true}, {"precision", true}, {"grad-precision", true},
     {"dp-bucket-mb", true}, {"rank-order", true}, {"gpu", true},
 };
@@ -42,7 +42,7 @@ const char *etk_gen_options_help(void)
 {
     return "model:\n"
            "  --model NAME         built-in preset (see 'etkit models'), default llama2-7b\n"
-           "  --model-file FILE    model in the preset YAML format\n"
+           "  --model-file FILE    model in the preset YAML format, or a Hugging Face config.json\n"
            "  --layers N --hidden N --heads N --kv-heads N --ffn N --vocab N --seq N\n"
            "                       override one dimension of the model\n"
            "plan:\n"
@@ -51,6 +51,7 @@ const char *etk_gen_options_help(void)
            "  --micro-batch N      sequences per micro-batch per DP rank (default 1)\n"
            "  --global-batch N     sequences per step (default micro-batch x dp)\n"
            "  --schedule S         1f1b (default) | gpipe\n"
+           "  --vpp V              model chunks per pipeline rank: interleaved 1F1B (Megatron) when > 1\n"
            "  --zero 0|1           1: optimizer state sharded over DP (reduce-scatter + all-gather)\n"
            "  --recompute R        none (default) | selective | full\n"
            "  --precision P        bf16 (default) | fp16 parameters and activations\n"
@@ -129,6 +130,8 @@ int etk_gen_set(etk_gen_config *c, const char *name, const char *v, etk_error *e
         c->sp = true;
         return 0;
     }
+    if (!strcmp(name, "vpp"))
+        return parse_u32(name, v, &c->vpp, err);
     if (!strcmp(name, "micro-batch"))
         return parse_u32(name, v, &c->micro_batch, err);
     if (!strcmp(name, "global-batch"))
@@ -284,11 +287,11 @@ int etk_gen_check(etk_gen_config *c, etk_error *err)
     int rc = etk_model_check(m, err);
     if (rc)
         return rc;
+    if (c->tp > 1 && m->heads % c->tp)
+        return etk_err(err, ETK_EINVAL, "--tp %u does not divide --heads %" PRId64, c->tp, m->heads);
     if (c->tp > 1 && m->kv_heads % c->tp)
         return etk_err(err, ETK_EINVAL, "--tp %u does not divide --kv-heads %" PRId64 " (model %s)", c->tp,
                        m->kv_heads, m->name);
-    if (c->tp > 1 && m->heads % c->tp)
-        return etk_err(err, ETK_EINVAL, "--tp %u does not divide --heads %" PRId64, c->tp, m->heads);
     if (c->tp > 1 && m->ffn % c->tp)
         return etk_err(err, ETK_EINVAL, "--tp %u does not divide --ffn %" PRId64, c->tp, m->ffn);
     if (c->tp > 1 && m->vocab % c->tp)
@@ -314,8 +317,28 @@ int etk_gen_check(etk_gen_config *c, etk_error *err)
     c->micro_batches = (uint32_t)(c->global_batch / per_step);
     if (c->micro_batches > 1u << 20)
         return etk_err(err, ETK_EINVAL, "%u micro-batches per step: at most 1048576", c->micro_batches);
+    if (c->vpp > 1) {
+        if (c->pp < 2)
+            return etk_err(err, ETK_EINVAL, "--vpp %u needs --pp > 1 (interleaving splits each pipeline rank's layers)", c->vpp);
+        if (c->schedule != ETK_SCHED_1F1B)
+            return etk_err(err, ETK_EINVAL, "--vpp %u: interleaving is a 1f1b schedule, not gpipe", c->vpp);
+        if ((int64_t)c->pp * c->vpp > m->layers)
+            return etk_err(err, ETK_EINVAL, "--pp %u x --vpp %u = %u virtual stages: more than --layers %" PRId64, c->pp,
+                           c->vpp, c->pp * c->vpp, m->layers);
+        if (c->micro_batches % c->pp)
+            return etk_err(err, ETK_EINVAL,
+                           "--vpp %u: the %u micro-batches per step must be a multiple of --pp %u (interleaved 1F1B)",
+                           c->vpp, c->micro_batches, c->pp);
+    }
     c->gpu_bytes = etk_gen_gpu_bytes(c->gpu);
     c->tokens_per_step = (uint64_t)c->global_batch * (uint64_t)m->seq;
+    /* FLOPs per step for MFU/HFU: one emission per stage class (milliseconds even at 32K ranks) */
+    etk_gen_summary s;
+    if ((rc = etk_gen_summarize(c, &s, err)))
+        return rc;
+    c->model_flops_per_step = s.model_flops;
+    c->hw_flops_per_step = s.step_flops;
+    etk_gen_summary_free(&s);
     return 0;
 }
 

@@ -1,7 +1,7 @@
-/* model.c — model presets and the symbolic block graph. A model (presets/models/<name>.yaml or a
- * user file) gives the dimensions; its arch selects a block graph (presets/models/blocks/
- * <arch>.yaml) whose ops over named dimensions are loaded here with every size evaluated.
- * gen/lower.c turns that graph into per-rank work under a parallel plan. */
+/* model.c — model presets and the symbolic block graph. A model (presets/models/<name>.yaml, a
+ * user file or a Hugging Face config.json) gives the dimensions; its arch selects a block graph
+ * (presets/models/blocks/<arch>.yaml) whose ops over named dimensions are loaded here with every
+ * size evaluated. gen/lower.c turns that graph into per-rank work under a parallel plan. */
 #include <ctype.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -29,6 +29,45 @@ static int get_int(json_t *root, const char *key, const char *fname, int64_t *ou
     return 0;
 }
 
+/* A Hugging Face config.json (JSON is YAML, so it arrives through the same parser): Llama-style
+ * keys (hidden_size, num_hidden_layers, num_attention_heads, num_key_value_heads,
+ * intermediate_size, vocab_size, max_position_embeddings) or GPT-2 keys (n_embd, n_layer,
+ * n_head, n_inner, vocab_size, n_positions). */
+static int parse_hf(json_t *root, const char *fname, etk_model *out, etk_error *err)
+{
+    const char *type = json_string_value(json_object_get(root, "model_type"));
+    bool gpt2 = json_object_get(root, "n_embd") != NULL;
+    snprintf(out->arch, sizeof out->arch, "%s", gpt2 ? "gpt" : "llama");
+    if (type && !gpt2 && strcmp(type, "llama") && strcmp(type, "mistral") && strcmp(type, "qwen2"))
+        return etk_err(err, ETK_EUNSUPPORTED,
+                       "%s: model_type '%s' is not supported (llama, mistral, qwen2 or GPT-2 keys)", fname, type);
+    const char *slash = strrchr(fname, '/');
+    snprintf(out->name, sizeof out->name, "%s", slash ? slash + 1 : fname);
+    snprintf(out->source, sizeof out->source, "Hugging Face config %s", fname);
+    static const char *llama_keys[] = {"num_hidden_layers", "hidden_size", "num_attention_heads",
+                                       "num_key_value_heads", "intermediate_size", "vocab_size",
+                                       "max_position_embeddings"};
+    static const char *gpt2_keys[] = {"n_layer", "n_embd", "n_head", "", "n_inner", "vocab_size", "n_positions"};
+    int64_t *dst[7] = {&out->layers, &out->hidden, &out->heads, &out->kv_heads, &out->ffn, &out->vocab, &out->seq};
+    for (int i = 0; i < 7; i++) {
+        const char *k = gpt2 ? gpt2_keys[i] : llama_keys[i];
+        if (!k[0])
+            continue;
+        json_t *v = json_object_get(root, k);
+        bool optional = i == 3 || (gpt2 && i == 4);
+        if ((!v || json_is_null(v)) && optional)
+            continue;
+        if (!json_is_integer(v) || json_integer_value(v) <= 0)
+            return etk_err(err, ETK_EFORMAT, "%s: %s '%s' (a positive integer)", fname, v ? "bad" : "missing", k);
+        *dst[i] = json_integer_value(v);
+    }
+    if (!out->kv_heads)
+        out->kv_heads = out->heads;
+    if (!out->ffn)
+        out->ffn = 4 * out->hidden; /* GPT-2: n_inner null means 4h */
+    return etk_model_check(out, err);
+}
+
 int etk_model_parse(const char *text, size_t len, const char *fname, etk_model *out, etk_error *err)
 {
     memset(out, 0, sizeof *out);
@@ -36,6 +75,11 @@ int etk_model_parse(const char *text, size_t len, const char *fname, etk_model *
     int rc = etk_yaml_to_json(text, len, fname, &root, err);
     if (rc)
         return rc;
+    if (json_object_get(root, "hidden_size") || json_object_get(root, "n_embd")) {
+        rc = parse_hf(root, fname, out, err);
+        json_decref(root);
+        return rc;
+    }
     const char *name = json_string_value(json_object_get(root, "name"));
     const char *arch = json_string_value(json_object_get(root, "arch"));
     const char *src = json_string_value(json_object_get(root, "source"));

@@ -10,10 +10,15 @@
  * result does not depend on the order of simultaneous events (this is what makes folded and
  * unfolded runs identical). */
 #include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "sim/internal.h"
+
+#define BIG_BYTES ((size_t)2 << 20)
 
 /* ---------- small containers ---------- */
 
@@ -26,11 +31,92 @@ static int grow(void **p, uint32_t *cap, uint32_t need, size_t elem)
         nc *= 2;
     if (nc > UINT32_MAX)
         return -1;
-    void *q = realloc(*p, (size_t)nc * elem);
-    if (!q)
-        return -1;
+    size_t bytes = (size_t)nc * elem;
+    void *q;
+    if (bytes >= BIG_BYTES) {
+        /* big arrays (nodes, successors of long traces): 2 MiB-aligned and advised as huge
+         * pages, since first-touch page faults otherwise dominate setting a trace up */
+        if (posix_memalign(&q, BIG_BYTES, bytes) != 0)
+            return -1;
+#ifdef MADV_HUGEPAGE
+        madvise(q, bytes, MADV_HUGEPAGE);
+#endif
+        if (*p)
+            memcpy(q, *p, (size_t)*cap * elem);
+        free(*p);
+    } else {
+        q = realloc(*p, bytes);
+        if (!q)
+            return -1;
+    }
     *p = q;
     *cap = (uint32_t)nc;
+    return 0;
+}
+
+/* One big huge-page block carved into the first arrays of each rank (etk_sim_workload knows all
+ * traces up front): thousands of ranks then cost one allocation instead of thousands of
+ * separately faulted-in mmaps. Arrays that outgrow their slice move to the heap. */
+static bool in_pool(const etk_sim *s, const void *p)
+{
+    return s->pool && (const char *)p >= s->pool && (const char *)p < s->pool + s->pool_cap;
+}
+
+static void *pool_take(etk_sim *s, size_t bytes)
+{
+    bytes = (bytes + 15) & ~(size_t)15;
+    if (!s->pool || s->pool_cap - s->pool_used < bytes)
+        return NULL;
+    void *p = s->pool + s->pool_used;
+    s->pool_used += bytes;
+    return p;
+}
+
+/* grow() for arrays that may live in the pool */
+static int grow_p(etk_sim *s, void **p, uint32_t *cap, uint32_t need, size_t elem)
+{
+    if (need <= *cap)
+        return 0;
+    if (!*p && (*p = pool_take(s, (size_t)need * elem)) != NULL) {
+        *cap = need;
+        return 0;
+    }
+    if (in_pool(s, *p)) {
+        void *old = *p;
+        uint32_t oc = *cap;
+        *p = NULL;
+        *cap = 0;
+        if (grow(p, cap, need, elem) != 0)
+            return -1;
+        memcpy(*p, old, (size_t)oc * elem);
+        return 0;
+    }
+    return grow(p, cap, need, elem);
+}
+
+void etk_sim_reserve(etk_sim *s, uint64_t nodes, uint64_t deps)
+{
+    uint32_t n_sim = 0;
+    for (uint32_t r = 0; r < s->n_ranks; r++)
+        n_sim += s->r[r].simulated;
+    sim_reserve(s, nodes * (sizeof(snode) + 4 * sizeof(uint32_t)) + deps * sizeof(uint32_t) +
+                       (size_t)n_sim * 512);
+}
+
+int sim_reserve(etk_sim *s, size_t bytes)
+{
+    if (s->pool || bytes < BIG_BYTES)
+        return 0;
+    bytes = (bytes + BIG_BYTES - 1) & ~(BIG_BYTES - 1);
+    void *q;
+    if (posix_memalign(&q, BIG_BYTES, bytes) != 0)
+        return 0; /* not fatal: ranks allocate separately */
+#ifdef MADV_HUGEPAGE
+    madvise(q, bytes, MADV_HUGEPAGE);
+#endif
+    s->pool = q;
+    s->pool_cap = bytes;
+    s->pool_used = 0;
     return 0;
 }
 
@@ -240,6 +326,10 @@ int etk_sim_new(const etk_cluster *c, uint32_t n_ranks, const etk_groups *groups
         return etk_err(err, ETK_EINVAL, "simulator: no cluster given");
     if (n_ranks == 0)
         return etk_err(err, ETK_EINVAL, "simulator: the workload has no ranks");
+    /* sizes, bandwidths, topologies, GPU peak, and NPU count == rank count */
+    int crc = etk_cluster_check(c, n_ranks, err);
+    if (crc)
+        return crc;
     etk_sim *s = calloc(1, sizeof *s);
     if (!s)
         return oom(err);
@@ -487,6 +577,11 @@ static int setup_node(etk_sim *s, uint32_t rank, snode *n, const etk_node *e, et
 {
     const char *tp = e->name && e->name[0] ? e->name : "";
     uint64_t scale = s->o.stage_units ? 2 : 1;
+    if (e->duration_micros > ((uint64_t)1 << 40)) /* 2^40 us = 12.7 days: keeps ns sums exact */
+        return etk_err(err, ETK_EFORMAT,
+                       "rank %u node id %" PRIu64 " (%s): duration_micros %" PRIu64
+                       " is implausible (more than 2^40 us)",
+                       rank, e->id, tp, e->duration_micros);
     uint64_t dur = e->duration_micros * 1000;
     n->type = (uint8_t)(e->type >= 0 && e->type < ETK_NODE_TYPE_COUNT ? e->type : 0);
     n->dur_ns = dur;
@@ -612,6 +707,27 @@ static inline uint32_t id_get(const srank *R, uint64_t id)
     return kmap_get(&R->ids, id, 0);
 }
 
+/* Warnings for the user (the library never prints): "; "-separated, the first few kept. */
+static void note(etk_sim *s, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+static void note(etk_sim *s, const char *fmt, ...)
+{
+    size_t off = strlen(s->notes);
+    if (off + 8 >= sizeof s->notes) {
+        s->notes_dropped++;
+        return;
+    }
+    if (off)
+        off += (size_t)snprintf(s->notes + off, sizeof s->notes - off, "; ");
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(s->notes + off, sizeof s->notes - off, fmt, ap);
+    va_end(ap);
+}
+
 static bool has_dep(const uint64_t *d, uint32_t n, uint64_t id)
 {
     for (uint32_t k = 0; k < n; k++)
@@ -709,7 +825,7 @@ int etk_sim_add_rank_trace(etk_sim *s, uint32_t rank, const etk_trace *t, etk_er
         return etk_err(err, ETK_EINVAL, "%s: too many nodes", path);
     uint32_t base = R->n, m = (uint32_t)t->n_nodes;
     s->broken = true; /* until this function succeeds */
-    if (grow((void **)&R->nodes, &R->cap, base + m, sizeof(snode)) != 0)
+    if (grow_p(s, (void **)&R->nodes, &R->cap, base + m, sizeof(snode)) != 0)
         return oom(err);
     bool o = false;
     if (base == 0 && m && !R->dense) {
@@ -722,7 +838,9 @@ int etk_sim_add_rank_trace(etk_sim *s, uint32_t rank, const etk_trace *t, etk_er
         if (hi - lo < 4 * (uint64_t)m + 64) {
             R->dense_lo = lo;
             R->dense_n = (uint32_t)(hi - lo + 1);
-            R->dense = malloc(sizeof(uint32_t) * R->dense_n);
+            R->dense = pool_take(s, sizeof(uint32_t) * R->dense_n);
+            if (!R->dense)
+                R->dense = malloc(sizeof(uint32_t) * R->dense_n);
             if (!R->dense)
                 return oom(err);
             memset(R->dense, 0xff, sizeof(uint32_t) * R->dense_n);
@@ -791,11 +909,9 @@ int etk_sim_add_rank_trace(etk_sim *s, uint32_t rank, const etk_trace *t, etk_er
     if (missing) {
         R->missing += missing;
         s->missing_total += missing;
-        if (!s->o.quiet)
-            fprintf(stderr,
-                    "etkit sim: warning: %s (rank %u): %" PRIu64 " dependencies on absent node "
-                    "ids treated as satisfied (first: %" PRIu64 ")\n",
-                    path, rank, missing, shown[0]);
+        note(s, "%s (rank %u): %" PRIu64 " dependencies on absent node ids treated as "
+                "satisfied (first: %" PRIu64 ")",
+             path, rank, missing, shown[0]);
     }
     /* pass 2: CSR successor lists for the chunk */
     uint64_t total = 0;
@@ -805,7 +921,8 @@ int etk_sim_add_rank_trace(etk_sim *s, uint32_t rank, const etk_trace *t, etk_er
         free(cnt);
         return etk_err(err, ETK_EINVAL, "%s: too many dependencies", path);
     }
-    if (grow((void **)&R->succ, &R->cap_succ, R->n_succ + (uint32_t)total, sizeof(uint32_t))) {
+    if (grow_p(s, (void **)&R->succ, &R->cap_succ, R->n_succ + (uint32_t)total,
+               sizeof(uint32_t))) {
         free(cnt);
         return oom(err);
     }
@@ -838,11 +955,10 @@ int etk_sim_add_rank_trace(etk_sim *s, uint32_t rank, const etk_trace *t, etk_er
         uint64_t dropped = break_ctrl_cycles(R, base, m, t, &o);
         if (o)
             return oom(err);
-        if (dropped && !s->o.quiet)
-            fprintf(stderr,
-                    "etkit sim: warning: %s (rank %u): %" PRIu64 " control dependencies that "
-                    "close cycles with data dependencies dropped\n",
-                    path, rank, dropped);
+        if (dropped)
+            note(s, "%s (rank %u): %" PRIu64 " control dependencies that close cycles with "
+                    "data dependencies dropped",
+                 path, rank, dropped);
         R->ctrl_dropped += dropped;
     }
     for (uint32_t i = 0; i < m; i++) {
@@ -852,11 +968,9 @@ int etk_sim_add_rank_trace(etk_sim *s, uint32_t rank, const etk_trace *t, etk_er
             return rc;
         }
     }
-    if (s->no_size && !s->o.quiet)
-        fprintf(stderr,
-                "etkit sim: warning: %s (rank %u): %" PRIu64 " collectives without comm_size, "
-                "timed as 0 bytes\n",
-                path, rank, s->no_size);
+    if (s->no_size)
+        note(s, "%s (rank %u): %" PRIu64 " collectives without comm_size, timed as 0 bytes",
+             path, rank, s->no_size);
     s->no_size = 0;
     s->broken = false;
     s->finished = false;
@@ -1294,8 +1408,8 @@ int etk_sim_finish(etk_sim *s, etk_error *err)
     if (blocked) {
         char msg[900];
         size_t off = (size_t)snprintf(msg, sizeof msg,
-                                      "deadlock at t = %" PRIu64 " ns: %u rank(s) cannot proceed.",
-                                      s->now, blocked);
+                                      "deadlock at t = %" PRIu64 " ns: %u %srank(s) cannot proceed.",
+                                      s->now, blocked, s->folded ? "simulated " : "");
         uint32_t shown = 0;
         for (uint32_t r = 0; r < s->n_ranks && off < sizeof msg; r++) {
             const srank *R = &s->r[r];
@@ -1332,11 +1446,14 @@ void etk_sim_free(etk_sim *s)
         return;
     for (uint32_t r = 0; s->r && r < s->n_ranks; r++) {
         srank *R = &s->r[r];
-        free(R->nodes);
-        free(R->succ);
+        if (!in_pool(s, R->nodes))
+            free(R->nodes);
+        if (!in_pool(s, R->succ))
+            free(R->succ);
         free(R->xe);
         kmap_free(&R->ids);
-        free(R->dense);
+        if (!in_pool(s, R->dense))
+            free(R->dense);
         for (int k = 0; k < K_COUNT; k++)
             free(R->ready[k].a);
     }
@@ -1376,5 +1493,6 @@ void etk_sim_free(etk_sim *s)
     free(s->dirty);
     free(s->res.ranks);
     free(s->res.coll);
+    free(s->pool);
     free(s);
 }

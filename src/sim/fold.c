@@ -693,6 +693,18 @@ int etk_sim_workload(const etk_workload *wl, const etk_cluster *c, const etk_sim
         rc = etk_sim_set_classes(s, cls, rep, (uint32_t)ncls, err);
     free(cls);
     free(rep);
+    if (!rc) { /* one block for all simulated ranks' arrays */
+        uint64_t nodes = 0, deps = 0;
+        for (uint32_t r = 0; r < wl->n_ranks; r++) {
+            const etk_trace *t = wl->ranks[r];
+            if (!s->r[r].simulated || !t)
+                continue;
+            nodes += t->n_nodes;
+            for (size_t i = 0; i < t->n_nodes; i++)
+                deps += t->nodes[i].n_data_deps + t->nodes[i].n_ctrl_deps;
+        }
+        etk_sim_reserve(s, nodes, deps);
+    }
     for (uint32_t r = 0; !rc && r < wl->n_ranks; r++)
         if (s->r[r].simulated)
             rc = etk_sim_add_rank_trace(s, r, wl->ranks[r], err);

@@ -154,10 +154,16 @@ struct etk_sim {
     etk_sim_result res;
     uint64_t missing_total;
     uint64_t no_size; /* collectives without comm_size in the trace being added */
+    char notes[1024]; /* warnings for the user (etk_sim_result.warnings) */
+    uint32_t notes_dropped;
+    char *pool;       /* see sim_reserve */
+    size_t pool_used, pool_cap;
 };
 
 /* fold.c / report.c helpers */
 uint64_t sim_hash_str(const char *s);
+/* Reserve one huge-page block for the ranks' first node/successor/id arrays (engine.c). */
+int sim_reserve(etk_sim *s, size_t bytes);
 /* Fill s->res from the finished run (report.c). */
 int sim_build_result(etk_sim *s, etk_error *err);
 /* busbw factor of nccl-tests for a collective of type t on n ranks (report.c) */

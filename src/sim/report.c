@@ -62,6 +62,7 @@ int sim_build_result(etk_sim *s, etk_error *err)
     res->n_classes = s->n_classes;
     res->folded = s->folded;
     res->cluster = s->cl.name;
+    res->warnings = s->notes;
     res->ranks = calloc(s->n_ranks, sizeof(etk_sim_rank_stats));
     if (!res->ranks)
         return etk_err(err, ETK_ENOMEM, "simulator: out of memory");

@@ -6,6 +6,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "sim/internal.h"
 
@@ -55,9 +56,19 @@ int etk_sim_write_timeline(const etk_sim *s, const char *path, etk_error *err)
         return etk_err(err, ETK_EINVAL, "%s: the simulator was not asked to keep a timeline",
                        path);
     char *tmp = NULL;
-    FILE *f = etk_file_begin(path, &tmp, err);
-    if (!f)
-        return err ? err->code : ETK_EIO;
+    FILE *f;
+    struct stat st;
+    bool special = stat(path, &st) == 0 && !S_ISREG(st.st_mode);
+    if (special) {
+        /* a device or pipe (/dev/stdout, /dev/null): write in place, never rename over it */
+        f = fopen(path, "w");
+        if (!f)
+            return etk_err(err, ETK_EIO, "%s: cannot open for writing", path);
+    } else {
+        f = etk_file_begin(path, &tmp, err);
+        if (!f)
+            return err ? err->code : ETK_EIO;
+    }
     fprintf(f, "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n");
     bool first = true;
     const char *kname[K_COUNT] = {"CPU", "GPU compute", "GPU comm", "recv", "other"};
@@ -123,5 +134,7 @@ int etk_sim_write_timeline(const etk_sim *s, const char *path, etk_error *err)
         }
     }
     fprintf(f, "\n]}\n");
+    if (special)
+        return fclose(f) == 0 ? 0 : etk_err(err, ETK_EIO, "%s: write failed", path);
     return etk_file_commit(f, tmp, path, err);
 }
