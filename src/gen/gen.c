@@ -137,6 +137,7 @@ typedef struct emitter {
     uint64_t *embdeps;   /* gradient nodes of the tied table (embedding group all-reduce) */
     size_t nembdeps, capembdeps;
     uint64_t emb_elems;
+    uint64_t last_p2p;   /* id of the stage's latest pipeline send/recv */
     uint64_t *repl;      /* SP: gradient nodes of TP-replicated weights (last micro-batch) */
     size_t nrepl, caprepl;
     uint64_t repl_elems;
@@ -231,6 +232,7 @@ static int put_p2p(emitter *E, const char *name, bool send, uint32_t peer, int64
 {
     etk_attr a[4] = {etk_attr_bool("is_cpu_op", false), etk_attr_i32(send ? "comm_dst" : "comm_src", (int32_t)peer),
                      etk_attr_i64("comm_size", bytes), etk_attr_i32("comm_tag", tag)};
+    E->last_p2p = E->next_id;
     return put_node(E, name, send ? ETK_NODE_SEND : ETK_NODE_RECV, deps, nd, a, 4);
 }
 
@@ -436,6 +438,11 @@ static void emit_optimizer(emitter *E, uint64_t unit_end)
         /* tied output layer on separate stages: first and last stage sum its gradient (after the
          * pipeline has drained, so the collective cannot block a pipeline transfer), then it
          * joins the DP reduction as a bucket of its own */
+        /* it also waits for the stage's last pipeline transfer: a simulator that runs one
+         * communication at a time per rank (ASTRA-sim) would otherwise start it while the last
+         * stage still owes the pipeline a gradient, and the first stage would never join */
+        if (E->last_p2p && push(&E->embdeps, &E->nembdeps, &E->capembdeps, E->last_p2p))
+            E->rc = etk_err(E->err, ETK_ENOMEM, "out of memory");
         uint64_t id = E->next_id;
         E->phase = P_BWD;
         put_coll(E, "embedding_grad.all_reduce", ETK_COLL_ALL_REDUCE, (int64_t)(E->emb_elems * c->grad_bytes),
