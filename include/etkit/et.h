@@ -49,15 +49,16 @@ int etk_err_prefix(etk_error *err, const char *fmt, ...)
     ;
 
 /* ---------- arena ---------- */
-/* Bump allocator: many small allocations, one free. Memory is 16-byte aligned and zeroed. */
+/* Bump allocator: many small allocations, one free. Memory is 8-byte aligned and zeroed. */
 typedef struct etk_arena etk_arena;
 etk_arena *etk_arena_new(size_t block_bytes /* 0: default 1 MiB */);
 void *etk_arena_alloc(etk_arena *a, size_t n);          /* NULL only on out-of-memory */
+void *etk_arena_alloc_uninit(etk_arena *a, size_t n);   /* same, not zeroed */
 char *etk_arena_strdup(etk_arena *a, const char *s);
 char *etk_arena_strndup(etk_arena *a, const char *s, size_t n);
 void *etk_arena_memdup(etk_arena *a, const void *p, size_t n);
 size_t etk_arena_bytes(const etk_arena *a);             /* bytes reserved from the system */
-void etk_arena_reset(etk_arena *a);                     /* keep the first block, forget the rest */
+void etk_arena_reset(etk_arena *a);                     /* forget everything; keep the largest block */
 void etk_arena_free(etk_arena *a);
 
 /* ---------- Chakra enums ---------- */

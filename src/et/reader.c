@@ -16,7 +16,7 @@
 #define DEFAULT_MAX_MSG (64u << 20)
 
 /* ---- protobuf-c allocator over a scratch arena, reset per message ---- */
-static void *scratch_alloc(void *data, size_t n) { return etk_arena_alloc(data, n); }
+static void *scratch_alloc(void *data, size_t n) { return etk_arena_alloc_uninit(data, n); }
 static void scratch_free(void *data, void *p)
 {
     (void)data;
@@ -535,29 +535,32 @@ int etk_trace_read(const char *path, const etk_read_opts *opts, etk_trace **out,
     if (!gz)
         return etk_err(err, ETK_EIO, "%s: cannot open: %s", path, strerror(errno));
     gzbuffer(gz, 256u << 10);
-    etk_trace *t = etk_trace_new(NULL);
-    if (!t) {
-        gzclose(gz);
-        return etk_err(err, ETK_ENOMEM, "%s: out of memory", path);
-    }
-    t->path = etk_arena_strdup(t->arena, path);
-    src s = {.name = t->path, .gz = gz, .cap = 1u << 20};
+    src s = {.name = path, .gz = gz, .cap = 1u << 20};
     s.buf = malloc(s.cap);
     if (!s.buf) {
         gzclose(gz);
-        etk_trace_free(t);
         return etk_err(err, ETK_ENOMEM, "%s: out of memory", path);
     }
     s.data = s.buf;
     int rc = src_fill(&s, 2, err);
+    etk_trace *t = NULL;
     if (rc == 0) {
         s.gz_direct = gzdirect(gz) != 0;
-        t->gzipped = !s.gz_direct;
         if (s.gz_direct)
             s.file_size = (uint64_t)st.st_size;
+        /* gzip: assume ~4x compression for the size hint */
+        t = etk__trace_new_hint(s.gz_direct ? (uint64_t)st.st_size : (uint64_t)st.st_size * 4);
+        if (!t || !(t->path = etk_arena_strdup(t->arena, path)))
+            rc = etk_err(err, ETK_ENOMEM, "%s: out of memory", path);
+    }
+    if (rc == 0) {
+        t->gzipped = !s.gz_direct;
+        s.name = t->path;
         rc = read_stream(&s, opts, t, err);
     }
     free(s.buf);
     gzclose(gz);
+    if (!t)
+        return rc;
     return finish(t, rc, opts, out);
 }

@@ -96,6 +96,22 @@ etk_node *etk__trace_push(etk_trace *t)
     return n;
 }
 
+etk_trace *etk__trace_new_hint(uint64_t bytes)
+{
+    etk_trace *t = etk_trace_new(NULL);
+    if (!t || bytes < (1u << 20))
+        return t;
+    /* arena blocks of about the encoded size (the decoded strings, deps and attributes take
+     * roughly as much again), in huge pages; the node array grows by realloc, which moves
+     * large blocks with mremap rather than copying */
+    etk_arena *a = etk_arena_new((size_t)bytes / 2);
+    if (a) {
+        etk_arena_free(t->arena);
+        t->arena = a;
+    }
+    return t;
+}
+
 size_t etk__list_elem_size(int kind)
 {
     switch (kind) {

@@ -17,6 +17,10 @@ void etk__trace_warn(etk_trace *t, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)))
 #endif
     ;
+/* malloc, or for >= 2 MiB a huge-page-advised aligned block (free with free()). */
+void *etk__big_alloc(size_t bytes);
+/* A new trace sized for about `bytes` of encoded trace (arena blocks, node array). */
+etk_trace *etk__trace_new_hint(uint64_t bytes);
 /* Element size in bytes of a list kind's array (0 for string/bytes lists). */
 size_t etk__list_elem_size(int kind);
 #endif
