@@ -182,8 +182,8 @@ static void test_extreme_values(void **state)
      * back from 15 digits; floats the shortest of %.6g..%.9g (FLT_MAX needs 8 digits:
      * 3.402823e+38 is 4.7e31 away, more than half the float spacing 2^104/2 = 1.0e31). */
     static const char *want[] = {
-        "{\"id\": \"18446744073709551615\", \"name\": \"x\", \"type\": 42, \"data_deps\": [\"18446744073709551615\", 1], "
-        "\"start_time_micros\": \"1152921504606846976\", \"inputs\": {}, \"attr\": [",
+        ("{\"id\": \"18446744073709551615\", \"name\": \"x\", \"type\": 42, \"data_deps\": [\"18446744073709551615\", 1], "
+         "\"start_time_micros\": \"1152921504606846976\", \"inputs\": {}, \"attr\": ["),
         "{\"name\": \"u64max\", \"kind\": \"uint64_val\", \"value\": \"18446744073709551615\"}",
         "{\"name\": \"two53\", \"kind\": \"uint64_val\", \"value\": 9007199254740992}",
         "{\"name\": \"two53p1\", \"kind\": \"fixed64_val\", \"value\": \"9007199254740993\"}",
