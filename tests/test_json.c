@@ -136,6 +136,11 @@ static void test_extreme_values(void **state)
     static const uint32_t u32l[] = {0, UINT32_MAX};
     static const float fl[] = {0.1f, FLT_MAX, -0.0f};
     static const double dl[] = {1.0 / 3.0, DBL_MAX, 4.9406564584124654e-324};
+    /* float NaNs by their 32-bit pattern: a signalling one (0x7f8000ff, found by fuzzing: going
+     * through double quiets it to 0x7fc000ff) and the default quiet one */
+    float fnan[2];
+    uint32_t fnan_bits[2] = {0x7f8000ffu, 0x7fc00000u};
+    memcpy(fnan, fnan_bits, sizeof fnan);
     static const uint8_t bl[] = {1, 0, 1};
     static const char *sl[] = {"a", "", "\xff\xfe"};
     static const etk_bytes bytesl[] = {{all_bytes, 3}, {NULL, 0}};
@@ -163,6 +168,8 @@ static void test_extreme_values(void **state)
         {.name = "i32l", .kind = ETK_ATTR_SFIXED32_LIST, .n = 3, .v.i32 = i32l},
         {.name = "u32l", .kind = ETK_ATTR_FIXED32_LIST, .n = 2, .v.u32 = u32l},
         {.name = "fl", .kind = ETK_ATTR_FLOAT_LIST, .n = 3, .v.fl = fl},
+        {.name = "fl_nan", .kind = ETK_ATTR_FLOAT_LIST, .n = 2, .v.fl = fnan},
+        {.name = "f_nan", .kind = ETK_ATTR_FLOAT, .v.d = NAN},
         {.name = "dl", .kind = ETK_ATTR_DOUBLE_LIST, .n = 3, .v.dl = dl},
         {.name = "bl", .kind = ETK_ATTR_BOOL_LIST, .n = 3, .v.bl = bl},
         {.name = "sl", .kind = ETK_ATTR_STRING_LIST, .n = 3, .v.sl = sl},
@@ -202,6 +209,8 @@ static void test_extreme_values(void **state)
         "\"value\": [-2147483648, -1, 2147483647]}",
         "\"value\": [0, 4294967295]}",
         "\"value\": [0.1, 3.4028235e+38, -0.0]}",
+        "{\"name\": \"fl_nan\", \"kind\": \"float_list\", \"value\": [\"NaN:0x7f8000ff\", \"NaN\"]}",
+        "{\"name\": \"f_nan\", \"kind\": \"float_val\", \"value\": \"NaN\"}",
         "\"value\": [0.3333333333333333, 1.7976931348623157e+308, 4.94065645841247e-324]}",
         "\"value\": [true, false, true]}",
         "\"value\": [\"a\", \"\", {\"base64\": \"//4=\"}]}",

@@ -14,7 +14,8 @@
  * accepts both spellings for every integer. Doubles and floats are the shortest decimal that
  * reads back to the same bits (at most %.17g / %.9g digits), always with a '.' or an exponent;
  * infinities and NaN are the strings "Infinity", "-Infinity", "NaN" (any NaN other than the
- * default quiet one is "NaN:0x<16 hex digits of its double bits>"). Bytes are base64. A string
+ * default quiet one is "NaN:0x<16 hex digits of its double bits>", or 8 hex digits of its float
+ * bits for float kinds). Bytes are base64. A string
  * that is not valid UTF-8 is written as {"base64": "..."}. */
 #ifndef ETKIT_JSON_H
 #define ETKIT_JSON_H

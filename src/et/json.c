@@ -19,6 +19,7 @@
 
 #define SAFE_INT (UINT64_C(1) << 53) /* largest magnitude written as a JSON number */
 #define QNAN_BITS UINT64_C(0x7ff8000000000000)
+#define QNAN_BITS_F UINT32_C(0x7fc00000)
 
 /* ===================================================================== base64 */
 
@@ -259,9 +260,19 @@ static void put_double(FILE *f, double d)
     put_real_text(f, buf);
 }
 
-/* Shortest %.Ng (N in 6..9) that reads back (strtod, then narrowing) to the same float. */
+/* Shortest %.Ng (N in 6..9) that reads back (strtod, then narrowing) to the same float. NaNs
+ * by their float bits ("NaN:0x<8 hex digits>"), so signalling NaNs in float lists survive. */
 static void put_float(FILE *f, float x)
 {
+    if (isnan(x)) {
+        uint32_t bits;
+        memcpy(&bits, &x, sizeof bits);
+        if (bits == QNAN_BITS_F)
+            fputs("\"NaN\"", f);
+        else
+            fprintf(f, "\"NaN:0x%08" PRIx32 "\"", bits);
+        return;
+    }
     double d = x;
     if (put_nonfinite(f, d))
         return;
@@ -645,42 +656,82 @@ static int get_i64(imp *im, json_t *v, const char *path, int64_t lo, int64_t hi,
     return bad(im, path, what, v);
 }
 
+/* "NaN:0x" followed by exactly `digits` lowercase hex digits; false if not that form. */
+static bool parse_nan_bits(const char *s, int digits, uint64_t *bits)
+{
+    if (strncmp(s, "NaN:0x", 6) || strlen(s) != (size_t)(6 + digits))
+        return false;
+    uint64_t b = 0;
+    for (const char *p = s + 6; *p; p++) {
+        int d = *p >= '0' && *p <= '9' ? *p - '0' : *p >= 'a' && *p <= 'f' ? *p - 'a' + 10 : -1;
+        if (d < 0)
+            return false;
+        b = b << 4 | (uint64_t)d;
+    }
+    *bits = b;
+    return true;
+}
+
 static int get_double(imp *im, json_t *v, const char *path, double *out)
 {
     static const char what[] =
-        "a number or one of \"NaN\", \"Infinity\", \"-Infinity\", \"NaN:0x<16 hex digits>\"";
+        "a number or one of \"NaN\", \"Infinity\", \"-Infinity\", \"NaN:0x<16 hex digits of a NaN>\"";
     if (json_is_number(v)) {
         *out = json_number_value(v);
         return 0;
     }
     if (json_is_string(v)) {
         const char *s = json_string_value(v);
+        uint64_t bits;
         if (!strcmp(s, "NaN")) {
-            uint64_t bits = QNAN_BITS;
+            bits = QNAN_BITS;
             memcpy(out, &bits, sizeof *out);
             return 0;
         }
-        if (!strcmp(s, "Infinity")) {
-            *out = INFINITY;
+        if (!strcmp(s, "Infinity") || !strcmp(s, "-Infinity")) {
+            *out = *s == '-' ? -INFINITY : INFINITY;
             return 0;
         }
-        if (!strcmp(s, "-Infinity")) {
-            *out = -INFINITY;
-            return 0;
-        }
-        if (!strncmp(s, "NaN:0x", 6) && strlen(s) == 22) {
-            uint64_t bits = 0;
-            bool ok = true;
-            for (const char *p = s + 6; *p; p++) {
-                int d = *p >= '0' && *p <= '9' ? *p - '0' : *p >= 'a' && *p <= 'f' ? *p - 'a' + 10 : -1;
-                if (d < 0)
-                    ok = false;
-                bits = bits << 4 | (uint64_t)(d & 15);
-            }
-            double d;
+        double d;
+        if (parse_nan_bits(s, 16, &bits)) {
             memcpy(&d, &bits, sizeof d);
-            if (ok && isnan(d)) {
+            if (isnan(d)) {
                 *out = d;
+                return 0;
+            }
+        }
+    }
+    return bad(im, path, what, v);
+}
+
+/* Floats: numbers are narrowed; NaNs are given by their 32-bit pattern. */
+static int get_float(imp *im, json_t *v, const char *path, float *out)
+{
+    static const char what[] =
+        "a number or one of \"NaN\", \"Infinity\", \"-Infinity\", \"NaN:0x<8 hex digits of a float NaN>\"";
+    if (json_is_number(v)) {
+        *out = (float)json_number_value(v);
+        return 0;
+    }
+    if (json_is_string(v)) {
+        const char *s = json_string_value(v);
+        uint64_t bits;
+        uint32_t b32;
+        if (!strcmp(s, "NaN")) {
+            b32 = QNAN_BITS_F;
+            memcpy(out, &b32, sizeof *out);
+            return 0;
+        }
+        if (!strcmp(s, "Infinity") || !strcmp(s, "-Infinity")) {
+            *out = *s == '-' ? -INFINITY : INFINITY;
+            return 0;
+        }
+        if (parse_nan_bits(s, 8, &bits)) {
+            float x;
+            b32 = (uint32_t)bits;
+            memcpy(&x, &b32, sizeof x);
+            if (isnan(x)) {
+                *out = x;
                 return 0;
             }
         }
@@ -801,9 +852,9 @@ static int get_attr_scalar(imp *im, etk_arena *ar, int kind, json_t *v, const ch
     switch (kind) {
     case ETK_ATTR_DOUBLE: return get_double(im, v, path, &a->v.d);
     case ETK_ATTR_FLOAT: {
-        int rc = get_double(im, v, path, &a->v.d);
-        if (!rc && !isnan(a->v.d))
-            a->v.d = (float)a->v.d;
+        float x = 0;
+        int rc = get_float(im, v, path, &x);
+        a->v.d = x; /* the model widens floats (a signalling NaN is quieted, as by the reader) */
         return rc;
     }
     case ETK_ATTR_BOOL: return get_bool(im, v, path, &a->v.b);
@@ -847,16 +898,12 @@ static int get_attr_list(imp *im, etk_arena *ar, int kind, json_t *v, const char
         jpath(p, sizeof p, "%s[%zu]", path, i);
         json_t *e = json_array_get(v, i);
         int rc = 0;
-        double d = 0;
         bool b = false;
         uint64_t u = 0;
         int64_t x = 0;
         switch (kind) {
         case ETK_ATTR_DOUBLE_LIST: rc = get_double(im, e, p, &((double *)arr)[i]); break;
-        case ETK_ATTR_FLOAT_LIST:
-            rc = get_double(im, e, p, &d);
-            ((float *)arr)[i] = (float)d;
-            break;
+        case ETK_ATTR_FLOAT_LIST: rc = get_float(im, e, p, &((float *)arr)[i]); break;
         case ETK_ATTR_BOOL_LIST:
             rc = get_bool(im, e, p, &b);
             ((uint8_t *)arr)[i] = b;
