@@ -327,18 +327,18 @@ static void test_feeder_comm_fields(void **state)
     etk_attr a[] = {etk_attr_i64("comm_size", 1 << 20), etk_attr_i32("comm_dst", 3), etk_attr_i32("comm_tag", 7),
                     etk_attr_bool("is_cpu_op", false)};
     etk_node s = {.id = 5, .name = "send", .type = ETK_NODE_SEND, .duration_micros = 12, .n_attr = 4, .attr = a};
-    etk_node c = {.id = 6, .name = "gemm", .type = ETK_NODE_COMP, .n_data_deps = 1, .data_deps = &s.id};
+    etk_node c = {.id = 6, .name = "gemm\xff", .type = ETK_NODE_COMP, .n_data_deps = 1, .data_deps = &s.id};
     assert_non_null(etk_trace_add(t, &s));
     assert_non_null(etk_trace_add(t, &c));
     char *js = to_json(t, ETK_JSON_FEEDER, NULL);
     /* is_cpu_op defaults to true when absent (Chakra's ETFeederNode default); COMP nodes get no
-     * comm fields */
+     * comm fields; a byte that is not UTF-8 becomes U+FFFD (Name must stay a JSON string) */
     assert_string_equal(js,
                         "{\"workload_graph\": [\n"
                         "{\"Id\": 5, \"Name\": \"send\", \"NodeType\": 5, \"is_cpu_op\": false, \"runtime\": 12, "
                         "\"data_deps\": [], \"tensor_size\": 0, \"comm_type\": 0, \"comm_priority\": 0, "
                         "\"comm_size\": 1048576, \"comm_src\": 0, \"comm_dst\": 3, \"comm_tag\": 7},\n"
-                        "{\"Id\": 6, \"Name\": \"gemm\", \"NodeType\": 4, \"is_cpu_op\": true, \"runtime\": 0, "
+                        "{\"Id\": 6, \"Name\": \"gemm\\ufffd\", \"NodeType\": 4, \"is_cpu_op\": true, \"runtime\": 0, "
                         "\"data_deps\": [5]}\n"
                         "]}\n");
     free(js);

@@ -147,34 +147,24 @@ static bool utf8_valid(const unsigned char *s, size_t n)
     return true;
 }
 
+/* Base64 in chunks of 192 input bytes (a multiple of 3, so only the last chunk pads): no
+ * allocation, whatever the size. */
 static void put_base64(FILE *f, const uint8_t *p, size_t n)
 {
-    char small[256];
-    size_t need = etk_base64_len(n) + 1;
-    char *b = need <= sizeof small ? small : malloc(need);
-    if (!b) { /* leave a mark that makes the output invalid; ferror cannot be set portably */
-        fputs("\"<out of memory>", f);
-        return;
+    char b[257];
+    fputc('"', f);
+    for (size_t i = 0; i < n; i += 192) {
+        size_t k = n - i < 192 ? n - i : 192;
+        etk_base64_encode(p + i, k, b);
+        fwrite(b, 1, etk_base64_len(k), f);
     }
-    etk_base64_encode(p, n, b);
     fputc('"', f);
-    fwrite(b, 1, need - 1, f);
-    fputc('"', f);
-    if (b != small)
-        free(b);
 }
 
-/* A JSON string; bytes that are not valid UTF-8 become {"base64": "..."}. */
-static void put_strn(FILE *f, const char *s, size_t n)
+/* The body of a JSON string for valid UTF-8 bytes (no quotes). */
+static void put_escaped(FILE *f, const char *s, size_t n)
 {
     const unsigned char *u = (const unsigned char *)s;
-    if (!utf8_valid(u, n)) {
-        fputs("{\"base64\": ", f);
-        put_base64(f, u, n);
-        fputc('}', f);
-        return;
-    }
-    fputc('"', f);
     size_t run = 0;
     for (size_t i = 0; i < n; i++) {
         unsigned c = u[i];
@@ -192,6 +182,50 @@ static void put_strn(FILE *f, const char *s, size_t n)
         }
     }
     fwrite(s + run, 1, n - run, f);
+}
+
+/* A JSON string; bytes that are not valid UTF-8 become {"base64": "..."}. */
+static void put_strn(FILE *f, const char *s, size_t n)
+{
+    if (!utf8_valid((const unsigned char *)s, n)) {
+        fputs("{\"base64\": ", f);
+        put_base64(f, (const uint8_t *)s, n);
+        fputc('}', f);
+        return;
+    }
+    fputc('"', f);
+    put_escaped(f, s, n);
+    fputc('"', f);
+}
+
+/* Length of the valid UTF-8 sequence at s (1-4), or 0 if the bytes there are not one. */
+static size_t utf8_seq(const unsigned char *s, size_t n)
+{
+    for (size_t len = 1; len <= 4 && len <= n; len++)
+        if (utf8_valid(s, len))
+            return len;
+    return 0;
+}
+
+/* A JSON string that is always a string (the feeder form has no escape hatch): each byte that
+ * does not start a valid UTF-8 sequence becomes U+FFFD. */
+static void put_str_replacing(FILE *f, const char *s)
+{
+    const unsigned char *u = (const unsigned char *)s;
+    size_t n = strlen(s), i = 0;
+    fputc('"', f);
+    while (i < n) {
+        size_t run = i;
+        size_t k;
+        while (run < n && (k = utf8_seq(u + run, n - run)) > 0)
+            run += k;
+        put_escaped(f, s + i, run - i);
+        if (run < n) {
+            fputs("\\ufffd", f);
+            run++;
+        }
+        i = run;
+    }
     fputc('"', f);
 }
 
@@ -447,7 +481,7 @@ static void put_node_feeder(FILE *f, const etk_node *n)
     bool cpu = true;
     etk_node_bool(n, "is_cpu_op", &cpu);
     fprintf(f, "{\"Id\": %" PRIu64 ", \"Name\": ", n->id);
-    put_str(f, n->name ? n->name : "");
+    put_str_replacing(f, n->name ? n->name : "");
     fprintf(f, ", \"NodeType\": %" PRId32 ", \"is_cpu_op\": %s, \"runtime\": %" PRIu64
                ", \"data_deps\": [",
             n->type, cpu ? "true" : "false", n->duration_micros);
