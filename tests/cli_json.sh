@@ -51,7 +51,7 @@ printf '{"format": "etkit-chakra-json", "version": 1, "nodes": [{"id": 1, "type"
 expect 2 'bad2.json: nodes\[0\]\.attr\[1\]\.value: expected an integer in \[-9223372036854775808, 9223372036854775807\]' \
   "$ETKIT" json --to-et "$T/bad2.json" -o "$T/x.et"
 printf '{"workload_graph": []}' > "$T/bad3.json"
-expect 2 'bad3.json: \(top level\): unknown key "workload_graph"' "$ETKIT" json --to-et "$T/bad3.json" -o "$T/x.et"
+expect 2 "bad3.json: \\(top level\\): this is Chakra's JSON-feeder form" "$ETKIT" json --to-et "$T/bad3.json" -o "$T/x.et"
 [ -e "$T/x.et" ] && fail "a failed import left $T/x.et behind"
 expect 2 'nonexistent' "$ETKIT" json /nonexistent/a.et
 expect 2 'nonexistent' "$ETKIT" json --to-et /nonexistent/a.json -o "$T/x.et"

@@ -355,6 +355,8 @@ static const struct {
     {"{\"format\": ", ETK_EFORMAT, "bad.json: line 1, column 11: malformed JSON"},
     {"{\"format\": \"etkit-chakra-json\",\n\"version\": 1,\n\"nodes\": [}", ETK_EFORMAT, "bad.json: line 3, column"},
     {"[]", ETK_EFORMAT, "bad.json: (top level): expected an object"},
+    {"{\"workload_graph\": []}", ETK_EUNSUPPORTED,
+     "bad.json: (top level): this is Chakra's JSON-feeder form (\"workload_graph\")"},
     {"{\"format\": \"x\", \"version\": 1, \"nodes\": []}", ETK_EFORMAT, "bad.json: format: expected \"etkit-chakra-json\""},
     {"{\"format\": \"etkit-chakra-json\", \"version\": 2, \"nodes\": []}", ETK_EUNSUPPORTED,
      "bad.json: version: this etkit reads version 1, the file is version 2"},

@@ -1159,6 +1159,12 @@ static int import_doc(imp *im, json_t *root, etk_trace **out)
     int rc;
     if (!json_is_object(root))
         return bad(im, "(top level)", "an object {\"format\": \"" ETK_JSON_FORMAT "\", ...}", root);
+    if (json_object_get(root, "workload_graph") && !json_object_get(root, "format"))
+        return etk_err(im->err, ETK_EUNSUPPORTED,
+                       "%s: (top level): this is Chakra's JSON-feeder form (\"workload_graph\"), which etkit "
+                       "writes but does not import (it lacks attributes and control deps); expected the "
+                       "lossless form {\"format\": \"" ETK_JSON_FORMAT "\", ...} written by 'etkit json'",
+                       im->file);
     if ((rc = check_keys(im, "(top level)", root, top_keys, "format, version, metadata, nodes")))
         return rc;
     json_t *fmt = json_object_get(root, "format");
