@@ -70,13 +70,73 @@ typedef struct etk_cluster {
     uint32_t astra_active_chunks;   /* active-chunks-per-dimension, default 1 */
     double astra_endpoint_delay_ns; /* endpoint-delay, default 10 */
     double astra_local_mem_bw_GBps; /* local-mem-bw in 10^9 B/s, default 1600 */
+    /* Added by the net module (all default to false/0 when zeroed): */
+    bool astra_local_bw_aware;      /* collective-optimization: localBWAware (else baseline) */
+    bool astra_roofline;            /* roofline-enabled: time COMP nodes by the roofline */
+    char warnings[512];             /* loader notes for the user (e.g. ignored ASTRA-sim keys),
+                                       "" if none; the library never prints */
 } etk_cluster;
+
+/* Defaults for everything but gpu and dims: efficiency 1, bf16, ASTRA-sim defaults
+ * (C = 4, active chunks 1, endpoint delay 10 ns, local-mem-bw 1600), compat off. */
+void etk_cluster_init(etk_cluster *c);
+/* Names of the built-in cluster presets, NULL-terminated ("dgx-a100", ...). */
+const char *const *etk_cluster_preset_names(void);
+/* Names of the built-in GPU presets, NULL-terminated ("a100", "h100", ...). */
+const char *const *etk_gpu_preset_names(void);
+/* A built-in GPU by name (presets/gpus/<name>.yaml). */
+int etk_gpu_preset(const char *name, etk_gpu *out, etk_error *err);
+/* Names used in YAML and messages: "Ring", "ring", "all_reduce", "bf16". Parse returns -1 if
+ * unknown (topology names are case-insensitive; algorithm names accept ASTRA-sim's spellings
+ * halvingDoubling and doubleBinaryTree). */
+const char *etk_topo_name(int topo);
+int etk_topo_parse(const char *s);
+const char *etk_algo_name(int algo);
+int etk_algo_parse(const char *s);
+const char *etk_precision_name(int prec);
+int etk_precision_parse(const char *s);
+
+/* Where a group sits on the network, computed once per group (O(n_ranks), no allocation) so
+ * that etk_net_place_coll_ns is O(dims) per call. A group is "regular" when its ranks form a
+ * Cartesian sub-grid (on every dimension an arithmetic progression of coordinates); other
+ * groups fall back to one flat ring over their members in the given order (docs/cluster.md). */
+#define ETK_NET_MAX_LINK_CLASSES 8
+typedef struct etk_net_place {
+    uint32_t n_ranks;
+    bool whole;                         /* every NPU of the cluster, in any order */
+    bool regular;                       /* Cartesian sub-grid */
+    uint32_t n_spans;                   /* dimensions along which the group varies */
+    uint8_t span_dim[ETK_MAX_DIMS];     /* ascending */
+    uint32_t span_size[ETK_MAX_DIMS];   /* distinct coordinates along that dimension */
+    uint32_t span_stride[ETK_MAX_DIMS]; /* coordinate step between neighbours */
+    /* flat-ring view (irregular groups, and ASTRA-sim's logical ring for sub-groups): the
+     * links member[i] -> member[i+1 mod n] grouped into classes of equal cost */
+    uint32_t n_classes;
+    uint8_t class_dim[ETK_NET_MAX_LINK_CLASSES];   /* first differing dimension */
+    uint8_t class_maxdim[ETK_NET_MAX_LINK_CLASSES];/* last differing dimension */
+    uint32_t class_hops[ETK_NET_MAX_LINK_CLASSES]; /* hops on class_dim (Ring distance) */
+    uint32_t class_count[ETK_NET_MAX_LINK_CLASSES];
+    uint64_t class_pairs;              /* bit a*8+b: a link of class a followed by class b */
+    bool classes_overflow;             /* more than ETK_NET_MAX_LINK_CLASSES kinds of link */
+} etk_net_place;
+
+int etk_net_place_group(const etk_cluster *c, const uint32_t *ranks, uint32_t n_ranks,
+                        etk_net_place *out, etk_error *err);
+/* etk_net_coll_ns for a group placed on the same cluster: O(dims) (O(log n) for halving-doubling), no allocation. */
+uint64_t etk_net_place_coll_ns(const etk_cluster *c, const etk_net_place *p, etk_coll_type type,
+                               uint64_t bytes);
 
 /* Built-in presets "dgx-a100", "dgx-h100", "hgx-h200", "dgx-b200" (figures from
  * ../shared/spec/hardware.md) with `nodes` nodes of 8 GPUs. */
 int etk_cluster_preset(const char *name, uint32_t nodes, etk_cluster *out, etk_error *err);
 /* etkit cluster YAML (docs/cluster.md). */
 int etk_cluster_load(const char *path, etk_cluster *out, etk_error *err);
+/* Same from text in memory (`name` is used in messages). */
+int etk_cluster_parse(const char *text, size_t len, const char *name, etk_cluster *out,
+                      etk_error *err);
+/* One line for reports, e.g. "dgx-h100: 64 x H100-SXM (989 TFLOP/s bf16, 3350 GB/s HBM);
+ * network 8 Switch 450 GB/s 500 ns x 8 Switch 50 GB/s 2000 ns". Returns buf. */
+char *etk_cluster_describe(const etk_cluster *c, char *buf, size_t size);
 /* ASTRA-sim network YAML + system JSON (their units: network GB/s = 2^30 B/s, local-mem-bw
  * GB/s = 10^9 B/s, peak-perf TFLOP/s). Sets astra_compat. */
 int etk_cluster_load_astra(const char *network_yaml, const char *system_json, etk_cluster *out,
@@ -87,7 +147,11 @@ int etk_cluster_check(const etk_cluster *c, uint32_t n_ranks, etk_error *err);
 
 /* Time of one collective of `bytes` (the Chakra comm_size convention: all-gather = per-rank
  * input, others = full buffer) over the given group of ranks, placed on the dimensions the
- * group actually spans. */
+ * group actually spans. This places the group on every call: O(n_ranks); callers that
+ * issue many collectives on one group should place it once with etk_net_place_group.
+ * ranks == NULL means ranks 0..n_ranks-1 (e.g. no comm-group file: the whole cluster). Ranks out of range
+ * count as rank % n_npus; an empty or one-rank group costs 0; a cluster that fails
+ * etk_cluster_check with a zero bandwidth gives UINT64_MAX (never finishes). */
 uint64_t etk_net_coll_ns(const etk_cluster *c, etk_coll_type type, uint64_t bytes,
                          const uint32_t *ranks, uint32_t n_ranks);
 /* Time of one point-to-point message. */

@@ -1,0 +1,25 @@
+/* net_internal.h — helpers shared by the files of src/net/ (not public API). */
+#ifndef ETK_NET_INTERNAL_H
+#define ETK_NET_INTERNAL_H
+#include "etkit/net.h"
+
+/* Recompute n_npus from the dimensions. */
+void net_cluster_finish(etk_cluster *c);
+/* "8 Switch x 16 Switch" (thread-local buffer) for messages. */
+const char *net_dims_str(const etk_cluster *c);
+/* Coordinate of rank r along dimension d. */
+static inline uint32_t net_coord(const etk_cluster *c, uint32_t r, uint32_t d)
+{
+    for (uint32_t i = 0; i < d; i++)
+        r /= c->dims[i].size;
+    return r % c->dims[d].size;
+}
+/* ASTRA-sim compatibility costs (astra.c). */
+uint64_t net_astra_coll_ns(const etk_cluster *c, const etk_net_place *p, etk_coll_type type,
+                           uint64_t bytes);
+uint64_t net_astra_p2p_ns(const etk_cluster *c, uint32_t src, uint32_t dst, uint64_t bytes);
+/* Physical-model cost of one collective (cost.c), used for the types compat mode does not
+ * simulate. */
+uint64_t net_phys_coll_ns(const etk_cluster *c, const etk_net_place *p, etk_coll_type type,
+                          uint64_t bytes);
+#endif
