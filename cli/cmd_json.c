@@ -2,6 +2,7 @@
  * feeder form) or, with --to-et, import the lossless form back into a .et file. A thin layer
  * over etk_trace_read / etk_json_export / etk_json_import_file / etk_trace_write. */
 #include <getopt.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -31,6 +32,19 @@ static void help(void)
            "  etkit json ../shared/data/chakra/converted_cnn_ddp.0.et -o cnn.json\n"
            "  etkit json --to-et cnn.json -o cnn.et && cmp cnn.et ../shared/data/chakra/converted_cnn_ddp.0.et\n"
            "  etkit json --feeder ../shared/data/chakra/converted_cnn_ddp.0.et -o cnn_feeder.json\n");
+}
+
+/* First non-blank byte is '{': the user probably meant --to-et. */
+static bool looks_like_json(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return false;
+    int c;
+    while ((c = fgetc(f)) == ' ' || c == '\n' || c == '\t' || c == '\r')
+        ;
+    fclose(f);
+    return c == '{';
 }
 
 int cmd_json(int argc, char **argv)
@@ -82,8 +96,12 @@ int cmd_json(int argc, char **argv)
     }
     etk_read_opts ro = {.quiet = quiet};
     etk_trace *t;
-    if (etk_trace_read(in, &ro, &t, &err))
+    if (etk_trace_read(in, &ro, &t, &err)) {
+        if (looks_like_json(in))
+            fprintf(stderr, "etkit json: note: %s looks like JSON; 'etkit json --to-et %s -o OUT.et' imports the "
+                            "lossless form\n", in, in);
         return cli_fail("json", &err);
+    }
     int rc = etk_json_export(t, feeder ? ETK_JSON_FEEDER : ETK_JSON_LOSSLESS, out ? out : "-", &err);
     etk_trace_free(t);
     return rc ? cli_fail("json", &err) : 0;

@@ -54,6 +54,7 @@ printf '{"workload_graph": []}' > "$T/bad3.json"
 expect 2 "bad3.json: \\(top level\\): this is Chakra's JSON-feeder form" "$ETKIT" json --to-et "$T/bad3.json" -o "$T/x.et"
 [ -e "$T/x.et" ] && fail "a failed import left $T/x.et behind"
 expect 2 'nonexistent' "$ETKIT" json /nonexistent/a.et
+expect 2 "looks like JSON; 'etkit json --to-et" "$ETKIT" json "$SHARED/data/chakra/json_feeder_small.0.json"
 expect 2 'nonexistent' "$ETKIT" json --to-et /nonexistent/a.json -o "$T/x.et"
 
 [ "$fails" = 0 ] && echo "cli_json: all checks passed ($n traces round-tripped)"
