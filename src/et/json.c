@@ -798,9 +798,8 @@ static int get_base64(imp *im, etk_arena *a, json_t *v, const char *path, etk_by
     return 0;
 }
 
-/* A string: a JSON string, or {"base64": "..."} for bytes that are not UTF-8. The result
- * lives in the arena (or in the JSON tree for plain strings when copy is false). null gives
- * NULL when allow_null. */
+/* A string: a JSON string, or {"base64": "..."} for bytes that are not UTF-8, copied into the
+ * arena (the JSON tree is freed before the trace is used). null gives NULL when allow_null. */
 static int get_string(imp *im, etk_arena *a, json_t *v, const char *path, bool allow_null, const char **out)
 {
     if (allow_null && json_is_null(v)) {
