@@ -1,12 +1,192 @@
-/* cmd_convert.c — `etkit convert` (not written yet). */
+/* cmd_convert.c — `etkit convert pytorch`: PyTorch host execution traces (+ Kineto device traces)
+ * to Chakra, one rank per trace pair. A thin layer over etk_convert_pytorch_write (convert.h):
+ * parses flags, expands %d patterns for --ranks, prints a summary (text or --json). */
+#include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "cmd.h"
+#include "etkit/convert.h"
+
+static void help(FILE *f)
+{
+    fprintf(f,
+            "usage: etkit convert pytorch --host HOST.json [--device KINETO.json] [--rank R] -o PREFIX\n"
+            "       etkit convert pytorch --host 'host_%%d.json' [--device 'kineto_%%d.json'] --ranks N -o PREFIX\n"
+            "\n"
+            "Converts a PyTorch execution trace (schemas 1.0.1 to 1.1.1; PyTorch 1.13's\n"
+            "ExecutionGraphObserver included) and optionally the Kineto trace of the same step into\n"
+            "a Chakra trace PREFIX.<rank>.et, plus PREFIX.json with the process groups. Host ops are\n"
+            "linked to Kineto ops by rf_id, kernels to their launch by correlation; durations are\n"
+            "exclusive times in microseconds. NCCL kernels become COMM_COLL/SEND/RECV nodes with\n"
+            "comm_size in bytes. A PyTorch 1.13 CPU-profiler export (a bare event list) is accepted\n"
+            "as --device and matched by op name in start order.\n"
+            "\n"
+            "options:\n"
+            "  --host FILE      host execution trace JSON (plain or gzip)        (required)\n"
+            "  --device FILE    Kineto trace JSON or profiler event list          (optional)\n"
+            "  --rank R         rank of this trace (output PREFIX.R.et; default: the Kineto\n"
+            "                   trace's distributedInfo.rank, else 0)\n"
+            "  --ranks N        convert ranks 0..N-1; --host/--device contain %%d for the rank\n"
+            "  -o, --output P   output prefix                                      (required)\n"
+            "  --json           print the summary as JSON\n"
+            "  -q, --quiet      no warnings on stderr\n"
+            "  -h, --help       this help\n"
+            "\n"
+            "example:\n"
+            "  etkit convert pytorch --host tests/pytorch/mlp_host_et.json \\\n"
+            "      --device tests/pytorch/mlp_profiler.json -o /tmp/mlp\n"
+            "  etkit validate /tmp/mlp\n");
+}
+
+/* Expand the single %d of pat with r (patterns without %d are used as they are). */
+static int expand(const char *pat, long long r, char *out, size_t cap)
+{
+    const char *p = strstr(pat, "%d");
+    if (!p)
+        return snprintf(out, cap, "%s", pat) >= (int)cap ? -1 : 0;
+    if (strstr(p + 2, "%d"))
+        return -1;
+    int n = snprintf(out, cap, "%.*s%lld%s", (int)(p - pat), pat, r, p + 2);
+    return n < 0 || (size_t)n >= cap ? -1 : 0;
+}
+
+/* path or schema as a JSON string body (quotes, backslashes and control bytes escaped) */
+static const char *jesc(const char *s, char *buf, size_t cap)
+{
+    size_t k = 0;
+    for (; *s && k + 7 < cap; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\') {
+            buf[k++] = '\\';
+            buf[k++] = (char)c;
+        } else if (c < 0x20) {
+            k += (size_t)snprintf(buf + k, cap - k, "\\u%04x", c);
+        } else {
+            buf[k++] = (char)c;
+        }
+    }
+    buf[k] = 0;
+    return buf;
+}
+
+static void print_stats(const etk_convert_stats *st, long long rank, const char *out, bool json,
+                        bool first, bool last)
+{
+    if (json) {
+        char eo[8800], es[400];
+        printf("%s{\"rank\": %lld, \"output\": \"%s\", \"schema\": \"%s\", \"schema_known\": %s, "
+               "\"host_nodes\": %zu, \"nodes\": %zu, \"comp\": %zu, \"metadata\": %zu, "
+               "\"comm_coll\": %zu, \"send\": %zu, \"recv\": %zu, \"cpu_ops\": %zu, "
+               "\"gpu_ops\": %zu, \"matched_host_ops\": %zu, \"zero_duration_ops\": %zu, "
+               "\"unlinked_gpu_ops\": %zu, \"cross_thread_deps\": %zu, \"sync_deps\": %zu, "
+               "\"groups\": %zu, \"trace_span_us\": %llu, \"input_bytes\": %llu, "
+               "\"warnings\": %zu}%s\n",
+               first ? "[" : " ", rank, jesc(out, eo, sizeof eo), jesc(st->schema, es, sizeof es),
+               st->schema_known ? "true" : "false",
+               st->n_host_nodes, st->n_nodes, st->n_type[ETK_NODE_COMP],
+               st->n_type[ETK_NODE_METADATA], st->n_type[ETK_NODE_COLL],
+               st->n_type[ETK_NODE_SEND], st->n_type[ETK_NODE_RECV], st->n_cpu_ops,
+               st->n_gpu_ops, st->n_matched, st->n_zero_dur, st->n_unlinked_kernels,
+               st->n_cross_thread_deps, st->n_sync_deps, st->n_groups,
+               (unsigned long long)st->trace_span_us, (unsigned long long)st->input_bytes,
+               st->n_warnings, last ? "]" : ",");
+        return;
+    }
+    printf("rank %lld: %s (schema %s%s): %zu host nodes -> %zu nodes (%zu COMP, %zu METADATA, "
+           "%zu COMM_COLL, %zu SEND, %zu RECV; %zu CPU, %zu GPU)\n",
+           rank, out, st->schema[0] ? st->schema : "?", st->schema_known ? "" : ", unknown",
+           st->n_host_nodes, st->n_nodes, st->n_type[ETK_NODE_COMP],
+           st->n_type[ETK_NODE_METADATA], st->n_type[ETK_NODE_COLL], st->n_type[ETK_NODE_SEND],
+           st->n_type[ETK_NODE_RECV], st->n_cpu_ops, st->n_gpu_ops);
+    printf("  durations: %zu host ops matched to the device trace, %zu without duration; "
+           "trace span %llu us\n",
+           st->n_matched, st->n_zero_dur, (unsigned long long)st->trace_span_us);
+    printf("  dependencies: %zu cross-thread, %zu sync; %zu process groups\n",
+           st->n_cross_thread_deps, st->n_sync_deps, st->n_groups);
+}
 
 int cmd_convert(int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
-    fprintf(stderr, "etkit convert: not implemented yet\n");
-    return 2;
+    const char *cmd = "convert";
+    if (argc < 2) {
+        help(stderr);
+        return 2;
+    }
+    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+        help(stdout);
+        return 0;
+    }
+    if (strcmp(argv[1], "pytorch"))
+        return cli_usage_error(cmd, "unknown input format '%s' (supported: pytorch)", argv[1]);
+    argc--;
+    argv++;
+    static const struct option opts[] = {
+        {"host", required_argument, NULL, 'H'},  {"device", required_argument, NULL, 'D'},
+        {"rank", required_argument, NULL, 'r'},  {"ranks", required_argument, NULL, 'n'},
+        {"output", required_argument, NULL, 'o'}, {"json", no_argument, NULL, 'j'},
+        {"quiet", no_argument, NULL, 'q'},       {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    const char *host = NULL, *device = NULL, *prefix = NULL;
+    uint64_t rank = 0, nranks = 0;
+    bool have_rank = false, have_ranks = false, json = false, quiet = false;
+    int c;
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":o:qh", opts, NULL)) != -1) {
+        switch (c) {
+        case 'H': host = optarg; break;
+        case 'D': device = optarg; break;
+        case 'o': prefix = optarg; break;
+        case 'j': json = true; break;
+        case 'q': quiet = true; break;
+        case 'h': help(stdout); return 0;
+        case 'r':
+            if (cli_parse_u64(cmd, "--rank", optarg, &rank))
+                return 2;
+            have_rank = true;
+            break;
+        case 'n':
+            if (cli_parse_u64(cmd, "--ranks", optarg, &nranks))
+                return 2;
+            if (nranks == 0 || nranks > 1000000)
+                return cli_usage_error(cmd, "--ranks wants 1 to 1000000 ranks, got %s", optarg);
+            have_ranks = true;
+            break;
+        case ':':
+            return cli_usage_error(cmd, "option %s needs a value", argv[optind - 1]);
+        default:
+            return cli_usage_error(cmd, "unknown option '%s'", argv[optind - 1]);
+        }
+    }
+    if (optind < argc)
+        return cli_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
+    if (!host)
+        return cli_usage_error(cmd, "--host HOST.json is required");
+    if (!prefix)
+        return cli_usage_error(cmd, "-o PREFIX is required");
+    if (have_rank && have_ranks)
+        return cli_usage_error(cmd, "--rank and --ranks exclude each other");
+    if (have_ranks && !strstr(host, "%d"))
+        return cli_usage_error(cmd, "--ranks needs a %%d in --host for the rank number (got '%s')",
+                               host);
+    uint64_t first = have_ranks ? 0 : rank, count = have_ranks ? nranks : 1;
+    for (uint64_t r = first; r < first + count; r++) {
+        char hp[4096], dp[4096];
+        if (expand(host, (long long)r, hp, sizeof hp) ||
+            (device && expand(device, (long long)r, dp, sizeof dp)))
+            return cli_usage_error(cmd, "--host/--device may contain one %%d (the rank)");
+        etk_convert_opts o = {hp, device ? dp : NULL, have_rank || have_ranks ? (int64_t)r : -1,
+                              quiet};
+        etk_convert_stats st;
+        etk_error err = {0};
+        if (etk_convert_pytorch_write(&o, prefix, &st, &err))
+            return cli_fail(cmd, &err);
+        char out[4200];
+        snprintf(out, sizeof out, "%s.%lld.et", prefix, (long long)st.rank);
+        print_stats(&st, (long long)st.rank, out, json, r == first, r + 1 == first + count);
+    }
+    return 0;
 }

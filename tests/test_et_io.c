@@ -396,6 +396,27 @@ static void test_builder_and_writer(void **state)
     etk_trace_free(t);
 }
 
+static void test_write_to_device(void **state)
+{
+    (void)state;
+    /* writing to /dev/null must not rename a temporary file over the device node */
+    etk_trace *t = etk_trace_new("1");
+    etk_node a = {.id = 1, .name = "a", .type = ETK_NODE_COMP};
+    assert_non_null(etk_trace_add(t, &a));
+    etk_error err;
+    assert_int_equal(etk_trace_write(t, "/dev/null", &err), 0);
+    struct stat st;
+    assert_int_equal(stat("/dev/null", &st), 0);
+    assert_true(S_ISCHR(st.st_mode));
+    assert_int_equal(etk_file_write_all("/dev/null", "x", 1, &err), 0);
+    assert_int_equal(stat("/dev/null", &st), 0);
+    assert_true(S_ISCHR(st.st_mode));
+    /* a directory is refused with its name */
+    assert_int_equal(etk_trace_write(t, tu_tmpdir(), &err), ETK_EIO);
+    assert_non_null(strstr(err.msg, "is a directory"));
+    etk_trace_free(t);
+}
+
 static void test_groups(void **state)
 {
     (void)state;
@@ -483,7 +504,7 @@ int main(void)
         cmocka_unit_test(test_lenient_encodings),    cmocka_unit_test(test_bad_input),
         cmocka_unit_test(test_truncated_node_offset), cmocka_unit_test(test_missing_file),
         cmocka_unit_test(test_truncated_gzip),       cmocka_unit_test(test_builder_and_writer),
-        cmocka_unit_test(test_groups),               cmocka_unit_test(test_workload_open),
+        cmocka_unit_test(test_groups), cmocka_unit_test(test_write_to_device),               cmocka_unit_test(test_workload_open),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -223,6 +223,7 @@ typedef struct etk_trace {
     bool gzipped;
     size_t n_warnings;
     const char *warnings[ETK_MAX_WARN];
+    size_t n_reference_decoded; /* nodes the direct decoder handed to protobuf-c */
     /* id -> index lookup, built by etk_trace_index() */
     uint32_t *index_slots;    /* open addressing: node index + 1, 0 = empty */
     size_t index_mask;
@@ -232,6 +233,8 @@ typedef struct etk_trace {
 typedef struct etk_read_opts {
     uint64_t max_message_bytes; /* sane bound for one message; 0: default 64 MiB */
     bool quiet;                 /* do not print warnings to stderr */
+    bool reference_decoder;     /* decode every node with protobuf-c (the reference path; the
+                                   default direct decoder must give identical results) */
 } etk_read_opts;
 
 /* Read a whole trace (plain or gzip). On error *out is NULL and err names the file, the byte
@@ -330,7 +333,8 @@ int etk_workload_write(const etk_workload *w, const char *prefix, etk_error *err
 void etk_workload_free(etk_workload *w);
 
 /* ---------- small utilities shared by modules ---------- */
-/* Atomic output: open "<path>.tmp.<pid>" for writing; etk_file_commit fsyncs, closes and renames. */
+/* Atomic output: open "<path>.tmp.<pid>" for writing; etk_file_commit fsyncs, closes and renames.
+ * A path that is a device or pipe (/dev/null, /dev/stdout, a FIFO) is written in place. */
 FILE *etk_file_begin(const char *path, char **tmp_path_out, etk_error *err);
 int etk_file_commit(FILE *f, char *tmp_path, const char *path, etk_error *err); /* frees tmp_path */
 void etk_file_abort(FILE *f, char *tmp_path);                                  /* frees tmp_path */

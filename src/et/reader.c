@@ -373,6 +373,42 @@ static int conv_attrs(etk_trace *t, ChakraProtoMsg__AttributeProto **in, size_t 
     return 0;
 }
 
+/* The reference path: protobuf-c decodes into the scratch arena, then the message is copied
+ * into the trace. Used for what the direct decoder does not handle, and for diagnosis. */
+static int decode_pbc(etk_trace *t, src *s, ProtobufCAllocator *alloc, const uint8_t *msg,
+                      uint64_t L, uint64_t at, uint64_t hdr, size_t ni, etk_error *err)
+{
+    etk_arena_reset(alloc->allocator_data);
+    ChakraProtoMsg__Node *m = chakra_proto_msg__node__unpack(alloc, (size_t)L, msg);
+    if (!m) {
+        char why[400] = "malformed message (a nested message, string or varint is invalid)";
+        walk(msg, (size_t)L, node_wire, "node", at + hdr, why, sizeof why, 0);
+        return etk_err(err, ETK_EFORMAT, "%s: byte offset %llu: node index %zu (%llu bytes) is not valid protobuf: %s",
+                       s->name, (unsigned long long)at, ni, (unsigned long long)L, why);
+    }
+    etk_node *n = etk__trace_push(t);
+    if (!n)
+        return etk_err(err, ETK_ENOMEM, "%s: out of memory at node index %zu", s->name, ni);
+    t->n_reference_decoded++;
+    etk_arena *a = t->arena;
+    n->id = m->id;
+    n->name = m->name && *m->name ? etk_arena_strdup(a, m->name) : "";
+    n->type = (int32_t)m->type;
+    n->n_ctrl_deps = (uint32_t)m->n_ctrl_deps;
+    n->n_data_deps = (uint32_t)m->n_data_deps;
+    n->ctrl_deps = m->n_ctrl_deps ? etk_arena_memdup(a, m->ctrl_deps, m->n_ctrl_deps * 8) : NULL;
+    n->data_deps = m->n_data_deps ? etk_arena_memdup(a, m->data_deps, m->n_data_deps * 8) : NULL;
+    n->start_time_micros = m->start_time_micros;
+    n->duration_micros = m->duration_micros;
+    n->inputs = conv_io(a, m->inputs);
+    n->outputs = conv_io(a, m->outputs);
+    if (!n->name || (m->n_ctrl_deps && !n->ctrl_deps) || (m->n_data_deps && !n->data_deps) ||
+        (m->inputs && !n->inputs) || (m->outputs && !n->outputs) ||
+        conv_attrs(t, m->attr, m->n_attr, &n->attr, &n->n_attr, ni, n->id, true))
+        return etk_err(err, ETK_ENOMEM, "%s: out of memory at node index %zu", s->name, ni);
+    return 0;
+}
+
 static int read_stream(src *s, const etk_read_opts *opts, etk_trace *t, etk_error *err)
 {
     uint64_t max_msg = (opts && opts->max_message_bytes) ? opts->max_message_bytes : DEFAULT_MAX_MSG;
@@ -431,8 +467,8 @@ static int read_stream(src *s, const etk_read_opts *opts, etk_trace *t, etk_erro
             break;
         }
         const uint8_t *msg = s->data + s->pos + hdr;
-        etk_arena_reset(scratch);
         if (msg_index == 0) {
+            etk_arena_reset(scratch);
             ChakraProtoMsg__GlobalMetadata *m =
                 chakra_proto_msg__global_metadata__unpack(&alloc, (size_t)L, msg);
             if (!m) {
@@ -450,35 +486,17 @@ static int read_stream(src *s, const etk_read_opts *opts, etk_trace *t, etk_erro
             }
         } else {
             size_t ni = msg_index - 1;
-            ChakraProtoMsg__Node *m = chakra_proto_msg__node__unpack(&alloc, (size_t)L, msg);
-            if (!m) {
-                char why[400] = "malformed message (a nested message, string or varint is invalid)";
-                walk(msg, (size_t)L, node_wire, "node", at + hdr, why, sizeof why, 0);
-                rc = etk_err(err, ETK_EFORMAT, "%s: byte offset %llu: node index %zu (%llu bytes) is not valid protobuf: %s",
-                             s->name, (unsigned long long)at, ni, (unsigned long long)L, why);
-                break;
-            }
-            etk_node *n = etk__trace_push(t);
-            if (!n) {
-                rc = etk_err(err, ETK_ENOMEM, "%s: out of memory at node index %zu", s->name, ni);
-                break;
-            }
-            etk_arena *a = t->arena;
-            n->id = m->id;
-            n->name = m->name && *m->name ? etk_arena_strdup(a, m->name) : "";
-            n->type = (int32_t)m->type;
-            n->n_ctrl_deps = (uint32_t)m->n_ctrl_deps;
-            n->n_data_deps = (uint32_t)m->n_data_deps;
-            n->ctrl_deps = m->n_ctrl_deps ? etk_arena_memdup(a, m->ctrl_deps, m->n_ctrl_deps * 8) : NULL;
-            n->data_deps = m->n_data_deps ? etk_arena_memdup(a, m->data_deps, m->n_data_deps * 8) : NULL;
-            n->start_time_micros = m->start_time_micros;
-            n->duration_micros = m->duration_micros;
-            n->inputs = conv_io(a, m->inputs);
-            n->outputs = conv_io(a, m->outputs);
-            if (!n->name || (m->n_ctrl_deps && !n->ctrl_deps) || (m->n_data_deps && !n->data_deps) ||
-                (m->inputs && !n->inputs) || (m->outputs && !n->outputs) ||
-                conv_attrs(t, m->attr, m->n_attr, &n->attr, &n->n_attr, ni, n->id, true)) {
-                rc = etk_err(err, ETK_ENOMEM, "%s: out of memory at node index %zu", s->name, ni);
+            etk_node tmp;
+            if (!(opts && opts->reference_decoder) && etk__node_decode_fast(t, msg, (size_t)L, &tmp) == 0) {
+                etk_node *n = etk__trace_push(t);
+                if (!n) {
+                    rc = etk_err(err, ETK_ENOMEM, "%s: out of memory at node index %zu", s->name, ni);
+                    break;
+                }
+                *n = tmp;
+                for (uint32_t i = 0; i < n->n_attr; i++)
+                    check_kind(t, &n->attr[i], ni, n->id);
+            } else if ((rc = decode_pbc(t, s, &alloc, msg, L, at, hdr, ni, err)) != 0) {
                 break;
             }
         }

@@ -47,9 +47,11 @@ void etk_trace_free(etk_trace *t)
 const char *etk__intern(etk_trace *t, const char *s, size_t len)
 {
     trace_priv *p = (trace_priv *)t;
+    /* a name is a C string: it ends at an embedded NUL, as protobuf-c's copies do */
+    len = strnlen(s, len);
     /* linear probe over a handful of names: traces carry ~10 distinct attribute names */
     for (size_t i = 0; i < p->n_names; i++)
-        if (strncmp(p->names[i], s, len) == 0 && p->names[i][len] == 0)
+        if (strlen(p->names[i]) == len && memcmp(p->names[i], s, len) == 0)
             return p->names[i];
     char *c = etk_arena_strndup(t->arena, s, len);
     if (!c)

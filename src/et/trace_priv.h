@@ -23,4 +23,14 @@ void *etk__big_alloc(size_t bytes);
 etk_trace *etk__trace_new_hint(uint64_t bytes);
 /* Element size in bytes of a list kind's array (0 for string/bytes lists). */
 size_t etk__list_elem_size(int kind);
+/* wire.c: the direct codec. Exact size of a Node message; encode it (returns the end). */
+size_t etk__node_encoded_size(const etk_node *n);
+uint8_t *etk__node_encode(const etk_node *n, uint8_t *out);
+bool etk__attr_kind_valid(int kind);
+/* Decode a Node message into *n (allocations in t->arena). 0: done; 1: not handled (unusual
+ * layout or malformed) — use the protobuf-c path, which also produces the diagnosis. On 1,
+ * what was allocated stays in the arena unused. */
+int etk__node_decode_fast(etk_trace *t, const uint8_t *msg, size_t len, etk_node *n);
+/* writer.c: the reference encoding of a node through protobuf-c (for tests). */
+int etk__node_pack_pbc(const etk_node *n, uint8_t **out, size_t *len);
 #endif

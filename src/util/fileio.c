@@ -1,6 +1,7 @@
 /* fileio.c — atomic output (write "<path>.tmp.<pid>", fsync, rename) and whole-file input
  * (transparently gunzipped) shared by every module that reads or writes files. */
 #include <errno.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -10,6 +11,20 @@
 
 FILE *etk_file_begin(const char *path, char **tmp_path_out, etk_error *err)
 {
+    /* devices and pipes (/dev/null, /dev/stdout, a FIFO) are written in place: renaming a
+     * temporary file over them would replace the device node */
+    struct stat st;
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+        if (S_ISDIR(st.st_mode)) {
+            etk_err(err, ETK_EIO, "%s: is a directory, expected a file name", path);
+            return NULL;
+        }
+        FILE *f = fopen(path, "wb");
+        if (!f)
+            etk_err(err, ETK_EIO, "%s: cannot open for writing: %s", path, strerror(errno));
+        *tmp_path_out = NULL;
+        return f;
+    }
     size_t n = strlen(path) + 32;
     char *tmp = malloc(n);
     if (!tmp) {
@@ -30,6 +45,13 @@ FILE *etk_file_begin(const char *path, char **tmp_path_out, etk_error *err)
 int etk_file_commit(FILE *f, char *tmp, const char *path, etk_error *err)
 {
     int rc = 0;
+    if (!tmp) { /* written in place (a device or pipe) */
+        if (fflush(f) != 0 || ferror(f))
+            rc = etk_err(err, ETK_EIO, "%s: write failed: %s", path, strerror(errno));
+        if (fclose(f) != 0 && rc == 0)
+            rc = etk_err(err, ETK_EIO, "%s: close failed: %s", path, strerror(errno));
+        return rc;
+    }
     if (fflush(f) != 0 || ferror(f))
         rc = etk_err(err, ETK_EIO, "%s: write failed: %s", path, strerror(errno));
     else if (fsync(fileno(f)) != 0 && errno != EINVAL && errno != EROFS)

@@ -1,0 +1,257 @@
+/* sim_cli.c — the options `etkit sim` and `etkit run` share (see sim_cli.h): choosing the
+ * cluster (built-in preset with --nodes, etkit cluster YAML, or ASTRA-sim's network YAML +
+ * system JSON), engine knobs (streams, lenient dependencies, STAGE units, folding) and the
+ * outputs (text, --json, --csv, --timeline), all written atomically. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cmd.h"
+#include "sim_cli.h"
+
+const struct option sim_cli_longopts[] = {
+    {"cluster", required_argument, 0, SO_CLUSTER},
+    {"nodes", required_argument, 0, SO_NODES},
+    {"astra-network", required_argument, 0, SO_ASTRA_NET},
+    {"astra-system", required_argument, 0, SO_ASTRA_SYS},
+    {"astra-compat", no_argument, 0, SO_ASTRA_COMPAT},
+    {"efficiency", required_argument, 0, SO_EFF},
+    {"precision", required_argument, 0, SO_PREC},
+    {"cpu-streams", required_argument, 0, SO_CPU},
+    {"comp-streams", required_argument, 0, SO_COMP},
+    {"comm-streams", required_argument, 0, SO_COMM},
+    {"missing-deps", required_argument, 0, SO_MISSING},
+    {"stage-units", no_argument, 0, SO_STAGE},
+    {"no-fold", no_argument, 0, SO_NOFOLD},
+    {"json", no_argument, 0, SO_JSON},
+    {"csv", no_argument, 0, SO_CSV},
+    {"timeline", required_argument, 0, SO_TIMELINE},
+    {"tokens", required_argument, 0, SO_TOKENS},
+    {"model-flops", required_argument, 0, SO_MFLOPS},
+    {"quiet", no_argument, 0, SO_QUIET},
+    {"output", required_argument, 0, SO_OUTPUT},
+    {"help", no_argument, 0, SO_HELP},
+    {0, 0, 0, 0},
+};
+
+const char sim_cli_help[] =
+    "cluster:\n"
+    "  -c, --cluster NAME|FILE  built-in preset (dgx-a100, dgx-h100, hgx-h200, dgx-b200) or an\n"
+    "                           etkit cluster YAML (docs/cluster.md)\n"
+    "  -n, --nodes N            nodes of 8 GPUs for a preset (default: ranks / 8)\n"
+    "  --astra-network FILE --astra-system FILE\n"
+    "                           ASTRA-sim's network YAML and system JSON (their units); implies\n"
+    "                           --astra-compat\n"
+    "  --astra-compat           reproduce ASTRA-sim's congestion-unaware analytical results\n"
+    "  --efficiency F           roofline efficiency in (0, 1] (default: the cluster's, 1)\n"
+    "  --precision P            bf16 | fp16 | fp8 | fp32 | tf32: which peak the roofline uses\n"
+    "engine:\n"
+    "  --cpu-streams N, --comp-streams N, --comm-streams N\n"
+    "                           streams per rank (default 1 each, like ASTRA-sim; at most 32)\n"
+    "  --missing-deps=error|ignore\n"
+    "                           deps on ids absent from a trace: error (default), or treat as\n"
+    "                           satisfied and drop control deps closing cycles (converter output)\n"
+    "  --stage-units            STAGE traces: sizes in fp16 elements (x2 bytes), MACs (x2 FLOPs)\n"
+    "  --no-fold                simulate every rank even where ranks fold into classes\n"
+    "  --tokens N               tokens per step (for tokens/s)\n"
+    "  --model-flops F          model FLOPs per step over all ranks (for MFU; default: num_ops sum)\n"
+    "output:\n"
+    "  --json | --csv           machine-readable report instead of text\n"
+    "  -o, --output FILE        write the report to FILE (atomically) instead of stdout\n"
+    "  --timeline FILE.json     Chrome trace / Perfetto timeline (ui.perfetto.dev)\n"
+    "  --quiet                  no warnings\n"
+    "  -h, --help               this text\n";
+
+static int u32opt(const char *cmd, const char *name, const char *arg, uint32_t *out, uint32_t lo,
+                  uint32_t hi)
+{
+    uint64_t v;
+    if (cli_parse_u64(cmd, name, arg, &v) != 0)
+        return 2;
+    if (v < lo || v > hi)
+        return cli_usage_error(cmd, "%s must be between %u and %u, got %s", name, lo, hi, arg);
+    *out = (uint32_t)v;
+    return 0;
+}
+
+int sim_cli_option(const char *cmd, sim_cli *c, int opt, const char *arg)
+{
+    uint64_t v;
+    switch (opt) {
+    case SO_CLUSTER:
+        c->cluster = arg;
+        return 0;
+    case SO_NODES:
+        if (cli_parse_u64(cmd, "--nodes", arg, &v) != 0)
+            return 2;
+        if (v == 0 || v > 1000000)
+            return cli_usage_error(cmd, "--nodes must be between 1 and 1000000, got %s", arg);
+        c->nodes = v;
+        c->nodes_set = true;
+        return 0;
+    case SO_ASTRA_NET:
+        c->astra_net = arg;
+        return 0;
+    case SO_ASTRA_SYS:
+        c->astra_sys = arg;
+        return 0;
+    case SO_ASTRA_COMPAT:
+        c->astra_compat = true;
+        return 0;
+    case SO_EFF:
+        if (cli_parse_double(cmd, "--efficiency", arg, &c->eff) != 0)
+            return 2;
+        if (!(c->eff > 0 && c->eff <= 1))
+            return cli_usage_error(cmd, "--efficiency must be in (0, 1], got %s", arg);
+        c->eff_set = true;
+        return 0;
+    case SO_PREC:
+        if (etk_precision_parse(arg) < 0)
+            return cli_usage_error(cmd, "--precision: unknown precision '%s' (bf16, fp16, fp8, "
+                                        "fp32, tf32)", arg);
+        c->precision = arg;
+        return 0;
+    case SO_CPU:
+        return u32opt(cmd, "--cpu-streams", arg, &c->o.cpu_streams, 1, 32);
+    case SO_COMP:
+        return u32opt(cmd, "--comp-streams", arg, &c->o.comp_streams, 1, 32);
+    case SO_COMM:
+        return u32opt(cmd, "--comm-streams", arg, &c->o.comm_streams, 1, 32);
+    case SO_MISSING:
+        if (strcmp(arg, "ignore") == 0)
+            c->o.missing_deps_ignore = true;
+        else if (strcmp(arg, "error") == 0)
+            c->o.missing_deps_ignore = false;
+        else
+            return cli_usage_error(cmd, "--missing-deps wants 'error' or 'ignore', got '%s'", arg);
+        return 0;
+    case SO_STAGE:
+        c->o.stage_units = true;
+        return 0;
+    case SO_NOFOLD:
+        c->o.no_fold = true;
+        return 0;
+    case SO_JSON:
+        c->fmt = 1;
+        return 0;
+    case SO_CSV:
+        c->fmt = 2;
+        return 0;
+    case SO_TIMELINE:
+        c->timeline = arg;
+        c->o.timeline = true;
+        return 0;
+    case SO_TOKENS:
+        if (cli_parse_double(cmd, "--tokens", arg, &c->o.tokens_per_step) != 0)
+            return 2;
+        if (c->o.tokens_per_step < 0)
+            return cli_usage_error(cmd, "--tokens must be >= 0, got %s", arg);
+        return 0;
+    case SO_MFLOPS:
+        if (cli_parse_double(cmd, "--model-flops", arg, &c->o.model_flops) != 0)
+            return 2;
+        if (c->o.model_flops < 0)
+            return cli_usage_error(cmd, "--model-flops must be >= 0, got %s", arg);
+        return 0;
+    case SO_QUIET:
+        c->o.quiet = true;
+        return 0;
+    case SO_OUTPUT:
+        c->output = arg;
+        return 0;
+    default:
+        return 1;
+    }
+}
+
+static bool is_file(const char *p)
+{
+    struct stat st;
+    return stat(p, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+int sim_cli_cluster(const char *cmd, const sim_cli *c, uint32_t n_ranks, etk_cluster *out)
+{
+    etk_error err = {0};
+    int rc;
+    if (c->astra_net || c->astra_sys) {
+        if (!c->astra_net || !c->astra_sys)
+            return cli_usage_error(cmd, "--astra-network and --astra-system go together");
+        if (c->cluster)
+            return cli_usage_error(cmd, "give either --cluster or the ASTRA-sim inputs, not both");
+        rc = etk_cluster_load_astra(c->astra_net, c->astra_sys, out, &err);
+    } else if (!c->cluster) {
+        return cli_usage_error(cmd, "no cluster: give --cluster NAME|FILE (presets: dgx-a100, "
+                                    "dgx-h100, hgx-h200, dgx-b200) or --astra-network and "
+                                    "--astra-system");
+    } else if (is_file(c->cluster) || strstr(c->cluster, ".yaml") || strstr(c->cluster, ".yml")) {
+        if (c->nodes_set)
+            return cli_usage_error(cmd, "--nodes applies to presets; %s sets its own sizes",
+                                   c->cluster);
+        rc = etk_cluster_load(c->cluster, out, &err);
+    } else {
+        uint32_t nodes = c->nodes_set ? (uint32_t)c->nodes : (n_ranks + 7) / 8;
+        rc = etk_cluster_preset(c->cluster, nodes ? nodes : 1, out, &err);
+    }
+    if (rc)
+        return cli_fail(cmd, &err);
+    if (out->warnings[0] && !c->o.quiet)
+        fprintf(stderr, "etkit %s: warning: %s\n", cmd, out->warnings);
+    if (c->astra_compat)
+        out->astra_compat = true;
+    if (c->eff_set)
+        out->compute_efficiency = c->eff;
+    if (c->precision)
+        out->precision = (etk_precision)etk_precision_parse(c->precision);
+    rc = etk_cluster_check(out, n_ranks, &err);
+    if (rc)
+        return cli_fail(cmd, &err);
+    return 0;
+}
+
+int sim_cli_fail(const char *cmd, const etk_error *err)
+{
+    fprintf(stderr, "etkit %s: error: %s\n", cmd, err->msg);
+    return strncmp(err->msg, "deadlock", 8) == 0 ? 1 : 2;
+}
+
+int sim_cli_report(const char *cmd, const sim_cli *c, etk_sim *s)
+{
+    etk_error err = {0};
+    const etk_sim_result *r = etk_sim_result_get(s);
+    if (r->warnings && r->warnings[0] && !c->o.quiet)
+        fprintf(stderr, "etkit %s: warning: %s\n", cmd, r->warnings);
+    if (c->timeline && etk_sim_write_timeline(s, c->timeline, &err) != 0)
+        return cli_fail(cmd, &err);
+    FILE *f = stdout;
+    char *tmp = NULL;
+    struct stat st;
+    /* a device or pipe (/dev/stdout): write in place; a file: tmp name, then rename */
+    bool special = c->output && stat(c->output, &st) == 0 && !S_ISREG(st.st_mode);
+    if (special) {
+        f = fopen(c->output, "w");
+        if (!f) {
+            fprintf(stderr, "etkit %s: error: %s: cannot open for writing\n", cmd, c->output);
+            return 2;
+        }
+    } else if (c->output) {
+        f = etk_file_begin(c->output, &tmp, &err);
+        if (!f)
+            return cli_fail(cmd, &err);
+    }
+    if (c->fmt == 1)
+        etk_sim_print_json(r, f);
+    else if (c->fmt == 2)
+        etk_sim_print_csv(r, f);
+    else
+        etk_sim_print_text(r, f);
+    if (c->timeline && c->fmt == 0)
+        fprintf(f, "\ntimeline       %s (%llu events; open in ui.perfetto.dev)\n", c->timeline,
+                (unsigned long long)etk_sim_timeline_events(s));
+    if (special)
+        fclose(f);
+    else if (c->output && etk_file_commit(f, tmp, c->output, &err) != 0)
+        return cli_fail(cmd, &err);
+    return 0;
+}

@@ -1,0 +1,39 @@
+/* sim_cli.h — options shared by `etkit sim` and `etkit run` (cli/cmd_sim.c, cli/cmd_run.c):
+ * the cluster (preset, YAML, or ASTRA-sim inputs), engine options and the report outputs. */
+#ifndef ETKIT_CLI_SIM_CLI_H
+#define ETKIT_CLI_SIM_CLI_H
+
+#include <getopt.h>
+
+#include "etkit/sim.h"
+
+enum {
+    SO_CLUSTER = 'c', SO_NODES = 'n', SO_OUTPUT = 'o', SO_HELP = 'h',
+    SO_ASTRA_NET = 1000, SO_ASTRA_SYS, SO_ASTRA_COMPAT, SO_EFF, SO_PREC, SO_CPU, SO_COMP, SO_COMM,
+    SO_MISSING, SO_STAGE, SO_NOFOLD, SO_JSON, SO_CSV, SO_TIMELINE, SO_TOKENS, SO_MFLOPS, SO_GROUPS,
+    SO_QUIET,
+};
+
+typedef struct sim_cli {
+    const char *cluster, *astra_net, *astra_sys, *timeline, *output, *groups, *precision;
+    uint64_t nodes;
+    bool nodes_set, astra_compat, eff_set;
+    double eff;
+    int fmt; /* 0 text, 1 json, 2 csv */
+    etk_sim_opts o;
+} sim_cli;
+
+/* The getopt_long table entries of the shared options (terminated by a zero entry). */
+extern const struct option sim_cli_longopts[];
+/* Help text of the shared options. */
+extern const char sim_cli_help[];
+/* Handle one getopt result; returns 0 if handled, 1 if not a shared option, 2 on error
+ * (message printed). */
+int sim_cli_option(const char *cmd, sim_cli *c, int opt, const char *arg);
+/* Build the cluster for n_ranks ranks; prints the error and returns 2 on failure. */
+int sim_cli_cluster(const char *cmd, const sim_cli *c, uint32_t n_ranks, etk_cluster *out);
+/* Print the report (and write the timeline); returns the exit status. */
+int sim_cli_report(const char *cmd, const sim_cli *c, etk_sim *s);
+/* Exit status for a failed simulation: 1 for a deadlock (a finding), 2 otherwise. */
+int sim_cli_fail(const char *cmd, const etk_error *err);
+#endif

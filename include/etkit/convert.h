@@ -1,0 +1,73 @@
+/* etkit/convert.h — PyTorch execution traces (+ Kineto device traces) to Chakra.
+ *
+ * One rank per call: the host execution trace (JSON written by PyTorch's ExecutionTraceObserver,
+ * or ExecutionGraphObserver in PyTorch 1.13) and optionally the Kineto/profiler trace of the same
+ * step become one Chakra trace (nodes in id order) plus the communicator groups the host trace
+ * declares. Linking host ops to Kineto events (rf_id, correlation, External id) is built in.
+ * Units: Kineto microseconds become integer duration_micros; comm_size is bytes.
+ * See docs/convert.md for the node classes, dependencies and every field used. */
+#ifndef ETKIT_CONVERT_H
+#define ETKIT_CONVERT_H
+
+#include "etkit/et.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct etk_convert_opts {
+    const char *host_path;   /* host execution trace JSON (plain or gzip); required */
+    const char *device_path; /* Kineto trace JSON or PyTorch 1.13 profiler trace; NULL: none */
+    int64_t rank;            /* rank of this trace; -1: unknown (checked against the Kineto
+                                distributedInfo when both are known) */
+    bool quiet;              /* do not print warnings to stderr */
+} etk_convert_opts;
+
+#define ETK_CONVERT_MAX_WARN 8
+
+/* What a conversion found; every count is exact. */
+typedef struct etk_convert_stats {
+    int64_t rank;               /* rank written: opts.rank, else the Kineto distributedInfo
+                                   rank, else 0 */
+    char schema[64];            /* the host trace's "schema" */
+    bool schema_known;          /* one of 1.0.1, 1.0.2, 1.0.3, 1.1.0, 1.1.1 (any suffix) */
+    bool old_layout;            /* nodes used the 1.0.1 layout (parent, flat inputs) */
+    size_t n_host_nodes;        /* nodes in the host trace, roots included */
+    size_t n_nodes;             /* nodes written */
+    size_t n_type[ETK_NODE_TYPE_COUNT]; /* nodes written per Chakra node type */
+    size_t n_cpu_ops;           /* nodes with is_cpu_op true */
+    size_t n_gpu_ops;           /* nodes made from device-trace kernels/memcpys */
+    size_t n_matched;           /* host ops matched to a device-trace event */
+    size_t n_zero_dur;          /* host ops left with duration 0 (no duration known) */
+    size_t n_unlinked_kernels;  /* GPU events whose launching host op was not found */
+    size_t n_cross_thread_deps; /* dependencies added between threads */
+    size_t n_sync_deps;         /* host op after GPU work (device/stream synchronize) */
+    size_t n_groups;            /* process groups found */
+    bool device_is_profiler_list; /* the device trace was a bare PyTorch 1.13 profiler list */
+    uint64_t trace_span_us;     /* span of the matched device events (0 without device trace) */
+    uint64_t input_bytes;       /* host + device JSON bytes read */
+    uint64_t arena_bytes;       /* converter memory reserved for the compact model (peak) */
+    size_t n_warnings;
+    char warnings[ETK_CONVERT_MAX_WARN][256];
+} etk_convert_stats;
+
+/* Convert into memory: *out_trace (nodes in id order) and *out_groups (NULL when the host trace
+ * declares no process group). stats may be NULL. On error nothing is returned and err names the
+ * file, the place (node index and id, JSON key, line) and what was expected. */
+int etk_convert_pytorch(const etk_convert_opts *o, etk_trace **out_trace, etk_groups **out_groups,
+                        etk_convert_stats *stats, etk_error *err);
+
+/* Convert and write <prefix>.<rank>.et (rank: stats->rank) and, when the host trace
+ * declares process groups, <prefix>.json. Streams nodes to the writer (no in-memory trace). */
+int etk_convert_pytorch_write(const etk_convert_opts *o, const char *prefix,
+                              etk_convert_stats *stats, etk_error *err);
+
+/* Name of a collective from an NCCL kernel or op name (lower-cased, '_' and '-' removed,
+ * then "allreduce", "alltoall", "allgather", "reducescatter", "broadcast", "reduce",
+ * "barrier" in that order); -1 when it names none. */
+int etk_convert_coll_from_name(const char *name);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,149 @@
+/* etkit/gen.h — trace synthesis: per-rank Chakra traces of one training step of a dense
+ * transformer (etk_model) under a parallel plan (DP x TP x PP, sequence parallelism, ZeRO-1,
+ * recompute, GPipe/1F1B), with exact FLOPs, bytes and memory.
+ *
+ * The block graph (model.h) is lowered once per section (embedding, transformer layer, head):
+ * tensor dims are sharded over TP, collectives follow from sharding mismatches, the backward
+ * pass is derived from the forward one. A pipeline stage is a rank class: its node sequence is
+ * built from the lowered sections and the schedule, and every rank of the class gets the same
+ * nodes with its own communicator groups and peers bound arithmetically from its coordinates.
+ *
+ * Ranks: coordinates (tp, dp, pp); rank = sum(coord[axis] * stride[axis]) with the axes ordered
+ * by `rank_order` (default "tp,dp,pp": TP fastest). Communicator groups (comm-group JSON ids):
+ * TP group of (dp, pp) = 1 + dp + DP*pp; DP group of (tp, pp) = 1 + DP*PP + tp + TP*pp; with a
+ * tied output layer and PP > 1, the embedding group {(tp, dp, 0), (tp, dp, PP-1)} =
+ * 1 + DP*PP + TP*PP + tp + TP*dp. Groups of one rank are not emitted. Pipeline messages: send/recv between the same (tp, dp) on
+ * adjacent stages (with --vpp the last stage's chunk c feeds the first stage's chunk c + 1), tag =
+ * 2*(virtual boundary*M + micro_batch) + (0 forward activation | 1 gradient).
+ *
+ * Use from another command (e.g. `etkit run`):
+ *     etk_gen_config cfg; etk_gen_config_init(&cfg);
+ *     char *rest[argc]; int nrest;
+ *     if (etk_gen_parse_args(argc - 1, argv + 1, &cfg, &nrest, rest, &err)) fail;
+ *     ...parse rest[] (the flags gen does not know, in order, with their values)...
+ *     if (etk_gen_check(&cfg, &err)) fail;           (plan validation, derived fields)
+ *     etk_workload *w; etk_gen_workload(&cfg, true, &w, &err);
+ *     cfg.model_flops_per_step, cfg.tokens_per_step  (for MFU and tokens/s)
+ * etk_gen_options_help() is the flag reference to print in --help. */
+#ifndef ETKIT_GEN_H
+#define ETKIT_GEN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "etkit/et.h"
+#include "etkit/model.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum { ETK_SCHED_1F1B = 0, ETK_SCHED_GPIPE = 1 };
+enum { ETK_RECOMPUTE_NONE = 0, ETK_RECOMPUTE_SELECTIVE = 1, ETK_RECOMPUTE_FULL = 2 };
+enum { ETK_GEN_TP = 0, ETK_GEN_DP = 1, ETK_GEN_PP = 2, ETK_GEN_N_AXES = 3 };
+/* collective group kinds in the summary: TP, DP, and the embedding group (first and last stage
+ * ranks of the same (tp, dp), which all-reduce the gradient of a tied output layer) */
+enum { ETK_GEN_GROUP_TP = 0, ETK_GEN_GROUP_DP = 1, ETK_GEN_GROUP_EMB = 2, ETK_GEN_N_GROUP_KINDS = 3 };
+
+#define ETK_GEN_N_DIMS 7
+
+typedef struct etk_gen_config {
+    etk_model model;
+    bool model_set;
+    /* --layers --hidden --heads --kv-heads --ffn --vocab --seq (0: keep the model's) */
+    int64_t dims_override[ETK_GEN_N_DIMS];
+    uint32_t dp, tp, pp;
+    bool sp;                 /* Megatron sequence parallelism (needs tp > 1) */
+    uint32_t micro_batch;    /* sequences per micro-batch per DP rank */
+    uint32_t global_batch;   /* sequences per step (0: micro_batch * dp, one micro-batch) */
+    int schedule;            /* ETK_SCHED_* */
+    uint32_t vpp;            /* model chunks per pipeline rank (interleaved 1F1B when > 1; 0/1: none) */
+    int zero;                /* 0 or 1 */
+    int recompute;           /* ETK_RECOMPUTE_* */
+    char precision[8];       /* "bf16" | "fp16": parameters and activations, 2 bytes */
+    uint32_t grad_bytes;     /* gradient accumulation/reduction precision: 4 (fp32, default) or 2 */
+    double dp_bucket_mb;     /* DP gradient bucket, MiB (default 25) */
+    int rank_order[ETK_GEN_N_AXES]; /* axes fastest first (ETK_GEN_TP, ...) */
+    char gpu[32];            /* GPU for the memory verdict (default "h100") */
+    bool no_sync;            /* etk_gen_write: skip the final syncfs (scratch output, benchmarks) */
+    /* derived by etk_gen_check */
+    uint32_t n_ranks;
+    uint32_t micro_batches;        /* per DP rank per step */
+    uint64_t gpu_bytes;            /* HBM capacity of `gpu` */
+    uint64_t tokens_per_step;      /* global_batch * seq */
+    double model_flops_per_step;   /* all ranks, forward + backward, no recompute ("model FLOPs", MFU) */
+    double hw_flops_per_step;      /* all ranks, with recompute and the optimizer ("hardware FLOPs", HFU) */
+} etk_gen_config;
+
+void etk_gen_config_init(etk_gen_config *c);
+/* Set one option by long name without "--" ("tp", "model", "sp", ...); value NULL for flags
+ * without value. ETK_ENOTFOUND when name is not a gen option; other errors name the flag. */
+int etk_gen_set(etk_gen_config *c, const char *name, const char *value, etk_error *err);
+/* True if `name` (without "--") is a gen option; *takes_value says if it needs a value. */
+bool etk_gen_is_option(const char *name, bool *takes_value);
+/* Consume the gen options of argv[0..argc) ("--name value" or "--name=value"); everything else
+ * is copied, in order, to rest[] (*n_rest entries; rest needs argc slots). */
+int etk_gen_parse_args(int argc, char **argv, etk_gen_config *cfg, int *n_rest, char **rest, etk_error *err);
+/* Validate the plan (the message names the flag and the reason) and fill the derived fields. */
+int etk_gen_check(etk_gen_config *cfg, etk_error *err);
+const char *etk_gen_options_help(void);
+
+/* HBM bytes of a GPU by name (a100, h100, h200, b200, mi300x; spec/hardware.md), 0 if unknown. */
+uint64_t etk_gen_gpu_bytes(const char *name);
+
+/* Rank <-> coordinates under cfg->rank_order. */
+uint32_t etk_gen_rank(const etk_gen_config *cfg, uint32_t tp, uint32_t dp, uint32_t pp);
+void etk_gen_coords(const etk_gen_config *cfg, uint32_t rank, uint32_t coord[ETK_GEN_N_AXES]);
+
+/* ---------- summary (no traces written; one node sequence per stage class) ---------- */
+typedef struct etk_gen_stage {
+    uint32_t stage, first_layer, layers;
+    bool has_embed, has_head;
+    uint64_t nodes;              /* nodes in each rank file of this stage */
+    double flops;                /* per rank per step, with recompute */
+    double model_flops;          /* per rank per step, without recompute */
+    /* collectives per rank per step: [ETK_GEN_GROUP_*][etk_coll_type] */
+    uint64_t coll_count[ETK_GEN_N_GROUP_KINDS][ETK_COLL_TYPE_COUNT];
+    uint64_t coll_bytes[ETK_GEN_N_GROUP_KINDS][ETK_COLL_TYPE_COUNT];
+    uint64_t send_count, send_bytes, recv_count, recv_bytes; /* pipeline */
+    /* memory per rank, bytes */
+    uint64_t params;             /* parameters held (TP shard of the stage's weights) */
+    uint64_t weight_bytes, grad_bytes, optimizer_bytes;
+    uint64_t act_per_mb_bytes;   /* activations kept by one micro-batch of the stage */
+    uint32_t in_flight;          /* micro-batches (chunks with --vpp) whose activations are held at the peak */
+    uint64_t act_bytes;          /* act_per_mb_bytes * in_flight / vpp */
+    uint64_t comm_buffer_bytes;  /* pipeline send/recv buffers + one DP bucket */
+    uint64_t total_bytes;
+} etk_gen_stage;
+
+typedef struct etk_gen_summary {
+    uint32_t n_ranks, n_stages, micro_batches;
+    uint64_t params_total;       /* whole model */
+    double step_flops;           /* all ranks, with recompute */
+    double model_flops;          /* all ranks, without recompute */
+    uint64_t tokens_per_step;
+    etk_gen_stage *stages;       /* n_stages */
+    uint32_t peak_stage;
+    uint64_t peak_bytes, gpu_bytes;
+    bool fits;
+    char layer_split[128];       /* "32 layers: 16 per stage" or the uneven split */
+} etk_gen_summary;
+
+int etk_gen_summarize(const etk_gen_config *cfg, etk_gen_summary *out, etk_error *err);
+void etk_gen_summary_free(etk_gen_summary *s);
+
+/* Write <prefix>.<rank>.et for every rank and <prefix>.json (communicator groups). Each file is
+ * written to a temporary name and renamed when complete; the file system is synced once at the
+ * end. The bytes are those etk_writer writes for the same nodes. */
+int etk_gen_write(const etk_gen_config *cfg, const char *prefix, etk_error *err);
+/* Same, reporting the bytes of all rank files. */
+int etk_gen_write_stats(const etk_gen_config *cfg, const char *prefix, uint64_t *bytes, etk_error *err);
+/* The generated workload in memory (see the etk_workload rank-class fields in et.h). */
+int etk_gen_workload(const etk_gen_config *cfg, bool fold, etk_workload **out, etk_error *err);
+/* Communicator groups of the plan (ids as in the written JSON). */
+int etk_gen_groups(const etk_gen_config *cfg, etk_groups **out, etk_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

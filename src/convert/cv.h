@@ -1,0 +1,120 @@
+/* cv.h — private to src/convert/: the JSON slicer (jscan.c), the compact host-op and device-event
+ * models built by host.c and kineto.c, and the assembly into Chakra nodes (pytorch.c). */
+#ifndef ETK_CONVERT_CV_H
+#define ETK_CONVERT_CV_H
+
+#include <jansson.h>
+
+#include "etkit/convert.h"
+#include "etkit/et.h"
+
+/* ---------- jscan.c: walk a large JSON text one element at a time ----------
+ * The whole text stays one buffer; each top-level value (one host node, one trace event) is
+ * located by a cheap bracket scan and parsed alone by jansson, so peak memory is the text plus
+ * one element's DOM instead of the DOM of the whole document. */
+typedef struct jscan {
+    const char *buf;
+    size_t len, pos;
+    const char *path; /* for messages */
+} jscan;
+
+void js_ws(jscan *s);
+/* Line number (1-based) of byte offset off. */
+size_t js_line(const jscan *s, size_t off);
+/* Find the end of the value starting at s->pos (after whitespace); sets *start and *end. */
+int js_skip(jscan *s, size_t *start, size_t *end, etk_error *err);
+/* Parse the value at s->pos with jansson and advance past it. */
+int js_value(jscan *s, json_t **out, etk_error *err);
+/* Read a string key and the ':' after it (object walking). */
+int js_key(jscan *s, char *key, size_t cap, etk_error *err);
+/* After an element: ',' (returns 1: more), closing char (returns 0), else error. */
+int js_next(jscan *s, char close, const char *what, etk_error *err);
+/* Expect the character c (after whitespace). */
+int js_expect(jscan *s, char c, const char *what, etk_error *err);
+
+/* Integer from a JSON number (integer or integral real) or a decimal string. */
+bool jv_i64(const json_t *v, int64_t *out);
+/* Compact JSON text in the arena (NULL for NULL). */
+char *jv_dump(etk_arena *a, const json_t *v);
+/* Bytes of all tensor 6-tuples [id, storage, offset, numel, elem_bytes, device] inside v. */
+uint64_t jv_tensor_bytes(const json_t *v);
+
+/* ---------- host.c ---------- */
+enum { OP_NORMAL = 0, OP_PROCESS_ROOT, OP_THREAD_ROOT, OP_PG_INIT };
+
+typedef struct cv_op {
+    uint64_t id, parent, rf_id, fw_parent, tid, fw_tid, scope;
+    int64_t seq_id;
+    const char *name, *op_schema;
+    const char *iv, *is, *it, *ov, *os, *ot; /* inputs/outputs values, shapes, types (JSON) */
+    uint64_t in_bytes;
+    int64_t host_excl_ns, host_incl_ns;      /* from the host trace, -1 when absent */
+    int kind;
+    /* record_param_comms and c10d point-to-point hints from the inputs */
+    const char *attr_pg;   /* "pg_name" attribute (PyTorch 2.4+ comms ops), NULL */
+    const char *strs[4];   /* first string inputs (group name, collective name) */
+    int n_strs;
+    int64_t ints[4];       /* first integer inputs (backend id, peer, tag) */
+    int n_ints;
+    /* filled by linking */
+    int32_t parent_ix;     /* index of the parent op, -1 */
+    int64_t dev_ts_ns, dev_dur_ns; /* matched device event, dev_dur_ns < 0: none */
+    const char *dev_pg;    /* "Process Group Name" of the matched Kineto op */
+    uint64_t dur_us;       /* final exclusive duration */
+    uint64_t start_us;
+} cv_op;
+
+typedef struct cv_pg {
+    const char *name;
+    int64_t backend_id;    /* -1 if absent */
+    uint32_t *ranks;
+    uint32_t n_ranks;
+} cv_pg;
+
+typedef struct cv_host {
+    etk_arena *arena;
+    cv_op *ops;
+    size_t n_ops, cap_ops;
+    cv_pg *pgs;
+    size_t n_pgs, cap_pgs;
+    const char *schema, *time;
+    int64_t pid, start_ts, finish_ts;
+    bool has_pid, has_start, has_finish;
+    uint64_t max_id;
+} cv_host;
+
+int cv_host_parse(const char *path, cv_host *h, etk_convert_stats *st, etk_error *err);
+
+/* ---------- kineto.c ---------- */
+enum { EV_OTHER = 0, EV_CPU_OP, EV_ANNOT, EV_KERNEL, EV_MEMCPY, EV_MEMSET, EV_RUNTIME };
+
+typedef struct cv_ev {
+    uint8_t cat;
+    const char *name;
+    int64_t ts_ns, dur_ns;
+    int64_t pid, tid;
+    int64_t ext_id, rf_id, corr, stream; /* -1 when absent */
+    const char *pg_name;
+    int32_t host;                        /* matched host op index, -1 */
+} cv_ev;
+
+typedef struct cv_dev {
+    cv_ev *ev;
+    size_t n_ev, cap_ev;
+    bool profiler_list; /* bare list without cat / Record function id (PyTorch 1.13) */
+    bool has_rf;        /* some event has a Record function id (else: match by name) */
+    int64_t rank;       /* distributedInfo.rank, -1 */
+} cv_dev;
+
+int cv_dev_parse(const char *path, etk_arena *a, cv_dev *d, uint64_t *bytes, etk_error *err);
+
+/* ---------- shared helpers ---------- */
+void cv_warn(etk_convert_stats *st, bool quiet, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+/* Grow *arr (element size sz) to hold at least n+1 elements. */
+int cv_grow(void **arr, size_t *cap, size_t n, size_t sz);
+
+#endif

@@ -1,0 +1,32 @@
+/* fastwrite.h — per-class encoded templates for writing many rank files (private to gen/). */
+#ifndef ETK_GEN_FASTWRITE_H
+#define ETK_GEN_FASTWRITE_H
+#include "etkit/et.h"
+
+enum { SEG_TP = 1, SEG_DP = 2, SEG_PREV = 3, SEG_NEXT = 4, SEG_EMB = 5 };
+
+typedef struct etk_gen_seg {
+    size_t off, len; /* blob bytes before the rank-dependent node */
+    size_t node;     /* index of that node in the class trace, (size_t)-1 for the tail */
+    int role;        /* SEG_*: what to rebind */
+} etk_gen_seg;
+
+typedef struct etk_gen_class {
+    const etk_trace *t;
+    uint8_t *blob;
+    size_t len;
+    etk_gen_seg *seg;
+    size_t nseg;
+} etk_gen_class;
+
+size_t etk_gen_node_bound(const etk_node *n);
+size_t etk_gen_encode_node(const etk_node *n, uint8_t *out);
+size_t etk_gen_encode_meta(const char *version, uint8_t *out);
+int etk_gen_class_build(etk_gen_class *k, const etk_trace *t, const char *tp_pg, const char *dp_pg,
+                        const char *emb_pg, uint32_t prev, uint32_t next, etk_error *err);
+void etk_gen_class_free(etk_gen_class *k);
+int etk_gen_class_write(const etk_gen_class *k, const char *path, const char *version, const char *tp_pg,
+                        const char *dp_pg, const char *emb_pg, uint32_t prev, uint32_t next, uint64_t *bytes,
+                        etk_error *err);
+int etk_gen_sync_dir(const char *path, etk_error *err);
+#endif

@@ -1,0 +1,1049 @@
+/* gen.c — trace synthesis: from a checked plan (plan.c) and the lowered sections (lower.c) to
+ * Chakra nodes. A pipeline stage is a rank class: its node sequence (micro-batches laid out by
+ * the GPipe or 1F1B schedule as control dependencies, pipeline send/recv, the bucketed DP
+ * gradient reduction after the last micro-batch's backward, the optimizer step) is produced by
+ * one emitter that only binds communicator groups and peers from the rank's coordinates. The
+ * same emitter feeds the summary (one representative per stage, no traces), the in-memory
+ * workload and the per-rank file writer, so all three agree by construction. */
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "etkit/gen.h"
+#include "gen/fastwrite.h"
+#include "gen/lower.h"
+
+#define ADAM_FLOPS_PER_PARAM 10 /* m, v updates 4; bias corrections 2; sqrt, divide 2; update, decay 2 */
+
+typedef struct gen {
+    const etk_gen_config *cfg;
+    etk_graph *g;
+    etk_arena *a;
+    gprog prog[G_N_SEC];
+    uint32_t p, m, v;     /* stages, micro-batches, model chunks per stage (interleaving) */
+    uint32_t *first, *nl; /* per virtual stage q = chunk * p + stage: first layer, layer count */
+    uint64_t bucket_bytes;
+    int act_bytes;
+    bool tied;     /* the head uses an embedding weight (tied output layer) */
+    bool emb_group; /* tied and PP > 1: first and last stage all-reduce its gradient */
+} gen;
+
+static void gen_free(gen *G)
+{
+    etk_graph_free(G->g);
+    etk_arena_free(G->a);
+    free(G->first);
+    free(G->nl);
+}
+
+static int gen_init(gen *G, const etk_gen_config *cfg, etk_error *err)
+{
+    memset(G, 0, sizeof *G);
+    G->cfg = cfg;
+    if (!cfg->n_ranks || !cfg->micro_batches)
+        return etk_err(err, ETK_EINVAL, "plan not checked: call etk_gen_check first");
+    int rc = etk_graph_load(&cfg->model, cfg->micro_batch, &G->g, err);
+    if (rc)
+        return rc;
+    G->a = etk_arena_new(0);
+    G->act_bytes = 2;
+    glower_opts o = {cfg->tp, cfg->sp, cfg->recompute, G->act_bytes};
+    for (int s = 0; s < G_N_SEC; s++)
+        if ((rc = etk_lower_section(G->g, s, &o, G->a, &G->prog[s], err))) {
+            gen_free(G);
+            return rc;
+        }
+    G->p = cfg->pp;
+    G->m = cfg->micro_batches;
+    G->v = cfg->vpp ? cfg->vpp : 1;
+    uint32_t V = G->p * G->v;
+    G->first = calloc(V, sizeof(uint32_t));
+    G->nl = calloc(V, sizeof(uint32_t));
+    if (!G->first || !G->nl) {
+        gen_free(G);
+        return etk_err(err, ETK_ENOMEM, "out of memory");
+    }
+    /* layers per virtual stage: l = V*q + r, the first r hold one more */
+    uint32_t l = (uint32_t)cfg->model.layers, q = l / V, r = l % V, f = 0;
+    for (uint32_t s = 0; s < V; s++) {
+        G->first[s] = f;
+        G->nl[s] = q + (s < r ? 1 : 0);
+        f += G->nl[s];
+    }
+    const gsection *H = &G->g->sec[G_SEC_HEAD];
+    for (int j = 0; j < H->nops; j++)
+        for (int i = 0; i < H->ops[j].nin; i++)
+            if (G->g->t[H->ops[j].in[i]].weight && G->g->t[H->ops[j].in[i]].section == G_SEC_EMBED)
+                G->tied = true;
+    G->emb_group = G->tied && G->p > 1;
+    G->bucket_bytes = (uint64_t)(cfg->dp_bucket_mb * 1024 * 1024);
+    if (!G->bucket_bytes)
+        G->bucket_bytes = 1;
+    return 0;
+}
+
+static uint32_t stage_layers(const gen *G, uint32_t s)
+{
+    uint32_t n = 0;
+    for (uint32_t c = 0; c < G->v; c++)
+        n += G->nl[c * G->p + s];
+    return n;
+}
+
+static uint64_t weight_elems_rank(const gen *G, int t)
+{
+    uint64_t n = (uint64_t)etk_graph_elems(G->g, t);
+    return (G->g->t[t].split >= 0 && G->cfg->tp > 1) ? n / G->cfg->tp : n;
+}
+
+/* ---------- emitter ---------- */
+typedef int (*put_fn)(void *u, const etk_node *n, etk_error *err);
+
+typedef struct bucket {
+    uint64_t elems;
+    uint64_t *deps;
+    size_t ndeps, cap;
+} bucket;
+
+typedef struct emitter {
+    gen *G;
+    uint32_t stage, tp_i, dp_i;
+    uint32_t prev_rank, next_rank;
+    char tp_pg[16], dp_pg[16], emb_pg[16];
+    put_fn put;
+    void *u;
+    etk_error *err;
+    uint64_t next_id;
+    uint64_t pending_ctrl;
+    int nsi;
+    int *si_sec;
+    uint32_t *si_layer;
+    uint64_t *fbase, *fin;
+    uint64_t *prev_bbase; /* per section instance: backward base id of the previous backward unit */
+    etk_gen_stage *st;
+    int phase;
+    int axis;
+    /* DP reduction */
+    bucket cur;
+    uint64_t *bucket_elems;
+    size_t nbuckets, capbuckets;
+    uint64_t *bucket_ids;
+    uint64_t *wdeps;     /* deferred tied-weight gradient nodes */
+    size_t nwdeps, capwdeps;
+    uint64_t *alldeps;   /* dp == 1: every weight-gradient node of the last micro-batch */
+    size_t nall, capall;
+    uint64_t *embdeps;   /* gradient nodes of the tied table (embedding group all-reduce) */
+    size_t nembdeps, capembdeps;
+    uint64_t emb_elems;
+    uint64_t last_p2p;   /* id of the stage's latest pipeline send/recv */
+    uint64_t *repl;      /* SP: gradient nodes of TP-replicated weights (last micro-batch) */
+    size_t nrepl, caprepl;
+    uint64_t repl_elems;
+    int rc;
+} emitter;
+
+static int push(uint64_t **v, size_t *n, size_t *cap, uint64_t x)
+{
+    if (*n == *cap) {
+        size_t c = *cap ? *cap * 2 : 64;
+        uint64_t *p = realloc(*v, c * sizeof *p);
+        if (!p)
+            return ETK_ENOMEM;
+        *v = p;
+        *cap = c;
+    }
+    (*v)[(*n)++] = x;
+    return 0;
+}
+
+static int put_node(emitter *E, const char *name, int type, uint64_t *deps, uint32_t ndeps, etk_attr *attr,
+                    uint32_t nattr)
+{
+    if (E->rc)
+        return E->rc;
+    etk_node n;
+    memset(&n, 0, sizeof n);
+    n.id = E->next_id++;
+    n.name = name;
+    n.type = type;
+    n.data_deps = deps;
+    n.n_data_deps = ndeps;
+    uint64_t ctrl = E->pending_ctrl;
+    if (ctrl) {
+        n.ctrl_deps = &ctrl;
+        n.n_ctrl_deps = 1;
+        E->pending_ctrl = 0;
+    }
+    n.attr = attr;
+    n.n_attr = nattr;
+    if (E->st) {
+        etk_gen_stage *s = E->st;
+        s->nodes++;
+        int64_t v;
+        if (type == ETK_NODE_COMP && etk_node_i64(&n, "num_ops", &v)) {
+            s->flops += (double)v;
+            if (E->phase != P_RECOMP && E->phase != P_OPT)
+                s->model_flops += (double)v;
+        } else if (type == ETK_NODE_COLL) {
+            int64_t ct = 0, sz = 0;
+            etk_node_i64(&n, "comm_type", &ct);
+            etk_node_i64(&n, "comm_size", &sz);
+            s->coll_count[E->axis][ct]++;
+            s->coll_bytes[E->axis][ct] += (uint64_t)sz;
+        } else if (type == ETK_NODE_SEND || type == ETK_NODE_RECV) {
+            int64_t sz = 0;
+            etk_node_i64(&n, "comm_size", &sz);
+            if (type == ETK_NODE_SEND) {
+                s->send_count++;
+                s->send_bytes += (uint64_t)sz;
+            } else {
+                s->recv_count++;
+                s->recv_bytes += (uint64_t)sz;
+            }
+        }
+    }
+    if (E->put && (E->rc = E->put(E->u, &n, E->err)))
+        return E->rc;
+    return 0;
+}
+
+static int put_comp(emitter *E, const char *name, double flops, uint64_t bytes, uint64_t *deps, uint32_t nd)
+{
+    etk_attr a[3] = {etk_attr_bool("is_cpu_op", false), etk_attr_i64("num_ops", (int64_t)(flops + 0.5)),
+                     etk_attr_u64("tensor_size", bytes)};
+    return put_node(E, name, ETK_NODE_COMP, deps, nd, a, 3);
+}
+
+static int put_coll(emitter *E, const char *name, int coll, int64_t bytes, int axis, uint64_t *deps, uint32_t nd)
+{
+    etk_attr a[4] = {etk_attr_bool("is_cpu_op", false), etk_attr_i64("comm_type", coll),
+                     etk_attr_i64("comm_size", bytes),
+                     etk_attr_str("pg_name", axis == ETK_GEN_GROUP_TP   ? E->tp_pg
+                                             : axis == ETK_GEN_GROUP_DP ? E->dp_pg
+                                                                        : E->emb_pg)};
+    E->axis = axis;
+    return put_node(E, name, ETK_NODE_COLL, deps, nd, a, 4);
+}
+
+static int put_p2p(emitter *E, const char *name, bool send, uint32_t peer, int64_t bytes, int32_t tag,
+                   uint64_t *deps, uint32_t nd)
+{
+    etk_attr a[4] = {etk_attr_bool("is_cpu_op", false), etk_attr_i32(send ? "comm_dst" : "comm_src", (int32_t)peer),
+                     etk_attr_i64("comm_size", bytes), etk_attr_i32("comm_tag", tag)};
+    E->last_p2p = E->next_id;
+    return put_node(E, name, send ? ETK_NODE_SEND : ETK_NODE_RECV, deps, nd, a, 4);
+}
+
+static void si_label(const emitter *E, int si, char *buf, size_t n)
+{
+    if (E->si_sec[si] == G_SEC_LAYER)
+        snprintf(buf, n, "L%u", E->si_layer[si]);
+    else
+        snprintf(buf, n, "%s", E->G->g->sec[E->si_sec[si]].name);
+}
+
+/* Forward of section instance si for micro-batch j; input: the instruction id feeding it (0 none). */
+static uint64_t emit_fwd(emitter *E, int si, uint32_t j, uint64_t input)
+{
+    const gprog *P = &E->G->prog[E->si_sec[si]];
+    uint64_t base = E->next_id;
+    size_t k0 = (size_t)si * E->G->m + j;
+    E->fbase[k0] = base;
+    E->fin[k0] = input;
+    char lab[32], name[160] = "";
+    si_label(E, si, lab, sizeof lab);
+    uint64_t deps[64];
+    for (int k = 0; k < P->nfwd && !E->rc; k++) {
+        const ginst *I = &P->v[k];
+        uint32_t nd = 0;
+        for (int d = 0; d < I->ndeps && nd < 64; d++) {
+            int32_t x = I->deps[d];
+            if (x >= 0)
+                deps[nd++] = base + (uint64_t)x;
+            else if (x == DEP_IN && input)
+                deps[nd++] = input;
+        }
+        if (E->put) /* names only for traces that are kept */
+            snprintf(name, sizeof name, "mb%u.%s.%s", j, lab, I->name);
+        E->phase = I->phase;
+        if (I->type == ETK_NODE_COMP)
+            put_comp(E, name, I->flops, I->bytes, deps, nd);
+        else
+            put_coll(E, name, I->coll, I->comm_bytes, ETK_GEN_GROUP_TP, deps, nd);
+    }
+    if (P->fwd_out == DEP_IN)
+        return input;
+    return base + (uint64_t)P->fwd_out;
+}
+
+static void bucket_flush(emitter *E, bool force);
+
+/* Backward of section instance si for micro-batch j. gd: ids of the output gradient.
+ * Returns the ids of the input gradient in out (count). */
+static int emit_bwd(emitter *E, int si, uint32_t j, const uint64_t *gd, int ngd, uint64_t *out, bool last)
+{
+    gen *G = E->G;
+    const gprog *P = &G->prog[E->si_sec[si]];
+    size_t k0 = (size_t)si * G->m + j;
+    uint64_t fb = E->fbase[k0], fin = E->fin[k0], bb = E->next_id, pb = E->prev_bbase[si];
+    E->prev_bbase[si] = bb;
+    char lab[32], name[160] = "";
+    si_label(E, si, lab, sizeof lab);
+    uint64_t deps[96];
+    for (int k = P->nfwd; k < P->n && !E->rc; k++) {
+        const ginst *I = &P->v[k];
+        uint32_t nd = 0;
+        for (int d = 0; d < I->ndeps && nd < 80; d++) {
+            int32_t x = I->deps[d];
+            if (x >= P->nfwd)
+                deps[nd++] = bb + (uint64_t)(x - P->nfwd);
+            else if (x >= 0)
+                deps[nd++] = fb + (uint64_t)x;
+            else if (x == DEP_IN && fin)
+                deps[nd++] = fin;
+            else if (x == DEP_GRAD)
+                for (int g = 0; g < ngd && nd < 90; g++)
+                    deps[nd++] = gd[g];
+        }
+        /* gradient accumulation: a weight-gradient node adds into the buffer the same node of
+         * the previous micro-batch wrote, so it follows it (and the DP buckets, which depend on
+         * the last micro-batch's, transitively follow every micro-batch) */
+        if (I->nw && pb)
+            deps[nd++] = pb + (uint64_t)(k - P->nfwd);
+        if (E->put)
+            snprintf(name, sizeof name, "mb%u.%s.%s", j, lab, I->name);
+        E->phase = I->phase;
+        uint64_t id = E->next_id;
+        if (I->type == ETK_NODE_COMP)
+            put_comp(E, name, I->flops, I->bytes, deps, nd);
+        else
+            put_coll(E, name, I->coll, I->comm_bytes, ETK_GEN_GROUP_TP, deps, nd);
+        if (last && I->nw) {
+            /* gradient of these weights is final for this micro-batch: bucket it. A weight tied
+             * across sections on this stage (output layer = embedding) waits for its last use;
+             * on separate stages its gradient is first all-reduced over the embedding group. */
+            bool tied_here = false, tied_emb = false;
+            for (int w = 0; w < I->nw; w++) {
+                int t = I->w[w];
+                bool tied_later = G->g->t[t].section != E->si_sec[si] && E->si_sec[0] == G->g->t[t].section;
+                if (tied_later) {
+                    tied_here = true;
+                    continue;
+                }
+                bool first_use = true;
+                for (int k2 = P->nfwd; k2 < k; k2++)
+                    for (int w2 = 0; w2 < P->v[k2].nw; w2++)
+                        first_use &= P->v[k2].w[w2] != t;
+                if (G->emb_group && G->g->t[t].section == G_SEC_EMBED && G->g->t[t].split >= 0) {
+                    /* the tied table (the only split embedding weight): its gradient is summed over
+                     * the embedding group after the pipeline drains, then bucketed (emit_optimizer) */
+                    tied_emb = true;
+                    if (first_use)
+                        E->emb_elems += weight_elems_rank(G, t);
+                    continue;
+                }
+                if (G->cfg->sp && G->cfg->tp > 1 && G->g->t[t].split < 0 && first_use) {
+                    E->repl_elems += weight_elems_rank(G, t);
+                    if (push(&E->repl, &E->nrepl, &E->caprepl, id))
+                        E->rc = etk_err(E->err, ETK_ENOMEM, "out of memory");
+                }
+                if (first_use)
+                    E->cur.elems += weight_elems_rank(G, t);
+            }
+            if (tied_emb) {
+                if (push(&E->embdeps, &E->nembdeps, &E->capembdeps, id))
+                    E->rc = etk_err(E->err, ETK_ENOMEM, "out of memory");
+            } else if (tied_here) {
+                if (push(&E->wdeps, &E->nwdeps, &E->capwdeps, id))
+                    E->rc = etk_err(E->err, ETK_ENOMEM, "out of memory");
+            } else if (push(&E->cur.deps, &E->cur.ndeps, &E->cur.cap, id) ||
+                       push(&E->alldeps, &E->nall, &E->capall, id)) {
+                E->rc = etk_err(E->err, ETK_ENOMEM, "out of memory");
+            }
+        }
+    }
+    if (last && !E->rc) {
+        if (E->si_sec[si] == G_SEC_EMBED && E->nwdeps) {
+            for (size_t i = 0; i < E->nwdeps; i++)
+                if (push(&E->cur.deps, &E->cur.ndeps, &E->cur.cap, E->wdeps[i]))
+                    E->rc = etk_err(E->err, ETK_ENOMEM, "out of memory");
+            E->nwdeps = 0;
+        }
+        bucket_flush(E, false);
+    }
+    int n = 0;
+    for (int k = 0; k < P->nbwd_out; k++) {
+        int32_t x = P->bwd_out[k];
+        if (x >= P->nfwd)
+            out[n++] = bb + (uint64_t)(x - P->nfwd);
+        else if (x >= 0)
+            out[n++] = fb + (uint64_t)x;
+        else if (x == DEP_GRAD)
+            for (int g = 0; g < ngd && n < 16; g++)
+                out[n++] = gd[g];
+    }
+    return n;
+}
+
+static void bucket_flush(emitter *E, bool force)
+{
+    gen *G = E->G;
+    const etk_gen_config *c = G->cfg;
+    uint64_t bytes = E->cur.elems * c->grad_bytes;
+    if (!E->cur.elems || (!force && bytes < G->bucket_bytes) || E->rc)
+        return;
+    if (E->nbuckets == E->capbuckets) {
+        size_t cap = E->capbuckets ? E->capbuckets * 2 : 16;
+        uint64_t *a = realloc(E->bucket_elems, cap * sizeof *a), *b = a ? realloc(E->bucket_ids, cap * sizeof *b) : NULL;
+        if (a)
+            E->bucket_elems = a;
+        if (!a || !b) {
+            E->rc = etk_err(E->err, ETK_ENOMEM, "out of memory");
+            return;
+        }
+        E->bucket_ids = b;
+        E->capbuckets = cap;
+    }
+    uint64_t elems = E->cur.elems;
+    E->bucket_elems[E->nbuckets] = elems;
+    E->bucket_ids[E->nbuckets] = 0;
+    if (c->dp > 1) {
+        char name[64];
+        uint64_t padded = (elems + c->dp - 1) / c->dp * c->dp; /* shards of equal size */
+        E->phase = P_BWD;
+        E->bucket_ids[E->nbuckets] = E->next_id;
+        if (c->zero) {
+            snprintf(name, sizeof name, "dp.grad_bucket%zu.reduce_scatter", E->nbuckets);
+            put_coll(E, name, ETK_COLL_REDUCE_SCATTER, (int64_t)(padded * c->grad_bytes), ETK_GEN_GROUP_DP, E->cur.deps,
+                     (uint32_t)E->cur.ndeps);
+        } else {
+            snprintf(name, sizeof name, "dp.grad_bucket%zu.all_reduce", E->nbuckets);
+            put_coll(E, name, ETK_COLL_ALL_REDUCE, (int64_t)(elems * c->grad_bytes), ETK_GEN_GROUP_DP, E->cur.deps,
+                     (uint32_t)E->cur.ndeps);
+        }
+    }
+    E->nbuckets++;
+    E->cur.elems = 0;
+    E->cur.ndeps = 0;
+}
+
+static void emit_optimizer(emitter *E, uint64_t unit_end)
+{
+    gen *G = E->G;
+    const etk_gen_config *c = G->cfg;
+    bucket_flush(E, true);
+    if (E->nembdeps && !E->rc) {
+        /* tied output layer on separate stages: first and last stage sum its gradient (after the
+         * pipeline has drained, so the collective cannot block a pipeline transfer), then it
+         * joins the DP reduction as a bucket of its own */
+        /* it also waits for the stage's last pipeline transfer: a simulator that runs one
+         * communication at a time per rank (ASTRA-sim) would otherwise start it while the last
+         * stage still owes the pipeline a gradient, and the first stage would never join */
+        if (E->last_p2p && push(&E->embdeps, &E->nembdeps, &E->capembdeps, E->last_p2p))
+            E->rc = etk_err(E->err, ETK_ENOMEM, "out of memory");
+        uint64_t id = E->next_id;
+        E->phase = P_BWD;
+        put_coll(E, "embedding_grad.all_reduce", ETK_COLL_ALL_REDUCE, (int64_t)(E->emb_elems * c->grad_bytes),
+                 ETK_GEN_GROUP_EMB, E->embdeps, (uint32_t)E->nembdeps);
+        E->cur.ndeps = 0;
+        E->cur.elems = E->emb_elems;
+        if (push(&E->cur.deps, &E->cur.ndeps, &E->cur.cap, id) || push(&E->alldeps, &E->nall, &E->capall, id))
+            E->rc = etk_err(E->err, ETK_ENOMEM, "out of memory");
+        bucket_flush(E, true);
+    }
+    if (E->rc)
+        return;
+    uint64_t elems = 0, shard = 0;
+    for (size_t b = 0; b < E->nbuckets; b++) {
+        elems += E->bucket_elems[b];
+        shard += (E->bucket_elems[b] + c->dp - 1) / c->dp;
+    }
+    uint64_t n = c->zero ? shard : elems;
+    /* the optimizer waits for every bucket (dp > 1) or every last gradient node (dp == 1) */
+    uint64_t *src = c->dp > 1 ? E->bucket_ids : E->alldeps;
+    size_t nsrc = c->dp > 1 ? E->nbuckets : E->nall, nd = 0, cap = 0;
+    uint64_t *deps = NULL;
+    for (size_t i = 0; i < nsrc && !E->rc; i++)
+        if (push(&deps, &nd, &cap, src[i]))
+            E->rc = etk_err(E->err, ETK_ENOMEM, "out of memory");
+    if (E->repl_elems && !E->rc) {
+        /* sequence parallelism: each TP rank saw only its sequence slice, so gradients of the
+         * TP-replicated weights (norms, biases after row-parallel GEMMs) are summed over the TP
+         * group once per step (Megatron's all-reduce of layernorm grads), coalesced */
+        uint64_t id = E->next_id;
+        E->phase = P_BWD;
+        put_coll(E, "sp_replicated_grads.all_reduce", ETK_COLL_ALL_REDUCE, (int64_t)(E->repl_elems * c->grad_bytes),
+                 ETK_GEN_GROUP_TP, E->repl, (uint32_t)E->nrepl);
+        if (push(&deps, &nd, &cap, id))
+            E->rc = etk_err(E->err, ETK_ENOMEM, "out of memory");
+    }
+    if (!nd && unit_end && push(&deps, &nd, &cap, unit_end))
+        E->rc = etk_err(E->err, ETK_ENOMEM, "out of memory");
+    if (E->rc) {
+        free(deps);
+        return;
+    }
+    E->phase = P_OPT;
+    uint64_t opt = E->next_id;
+    /* reads and writes fp32 master weights, Adam m and v; reads the gradient, writes the parameter */
+    put_comp(E, "optimizer.adam", (double)n * ADAM_FLOPS_PER_PARAM, n * (2 * 12 + c->grad_bytes + 2), deps, (uint32_t)nd);
+    free(deps);
+    if (c->zero && c->dp > 1)
+        for (size_t b = 0; b < E->nbuckets && !E->rc; b++) {
+            char name[64];
+            snprintf(name, sizeof name, "dp.param_bucket%zu.all_gather", b);
+            put_coll(E, name, ETK_COLL_ALL_GATHER, (int64_t)((E->bucket_elems[b] + c->dp - 1) / c->dp * 2), ETK_GEN_GROUP_DP,
+                     &opt, 1);
+        }
+}
+
+/* "mb<j>.<what>", or "mb<j>.chunk<c>.<what>" with interleaving */
+static void p2p_name(char *buf, size_t n, uint32_t j, int chunk, const char *what)
+{
+    if (chunk >= 0)
+        snprintf(buf, n, "mb%u.chunk%d.%s", j, chunk, what);
+    else
+        snprintf(buf, n, "mb%u.%s", j, what);
+}
+
+/* Emit every node of stage `stage` for the rank at (tp_i, dp_i). */
+static int emit_stage(gen *G, uint32_t stage, uint32_t tp_i, uint32_t dp_i, put_fn put, void *u, etk_gen_stage *st,
+                      etk_error *err)
+{
+    const etk_gen_config *c = G->cfg;
+    emitter E;
+    memset(&E, 0, sizeof E);
+    E.G = G;
+    E.stage = stage;
+    E.tp_i = tp_i;
+    E.dp_i = dp_i;
+    E.put = put;
+    E.u = u;
+    E.err = err;
+    E.st = st;
+    E.next_id = 1;
+    uint32_t p = G->p, m = G->m;
+    snprintf(E.tp_pg, sizeof E.tp_pg, "%u", 1 + dp_i + c->dp * stage);
+    snprintf(E.dp_pg, sizeof E.dp_pg, "%u", 1 + c->dp * p + tp_i + c->tp * stage);
+    snprintf(E.emb_pg, sizeof E.emb_pg, "%u", 1 + c->dp * p + c->tp * p + tp_i + c->tp * dp_i);
+    /* the numbering is bind_rank()'s, which the file writer uses for the other ranks */
+    uint32_t v = G->v, V = p * v;
+    bool has_embed = stage == 0, has_head = stage == p - 1;
+    E.nsi = (int)stage_layers(G, stage) + has_embed + has_head;
+    E.si_sec = calloc((size_t)E.nsi, sizeof(int));
+    E.si_layer = calloc((size_t)E.nsi, sizeof(uint32_t));
+    E.fbase = calloc((size_t)E.nsi * m, sizeof(uint64_t));
+    E.fin = calloc((size_t)E.nsi * m, sizeof(uint64_t));
+    E.prev_bbase = calloc((size_t)E.nsi, sizeof(uint64_t));
+    int *cbeg = calloc(v + 1, sizeof(int));
+    if (!E.si_sec || !E.si_layer || !E.fbase || !E.fin || !E.prev_bbase || !cbeg) {
+        E.rc = etk_err(err, ETK_ENOMEM, "out of memory (%u micro-batches x %d sections)", m, E.nsi);
+        free(cbeg);
+        goto out;
+    }
+    /* section instances, chunk by chunk: chunk c runs virtual stage q = c*p + stage */
+    int k = 0;
+    for (uint32_t c = 0; c < v; c++) {
+        uint32_t q = c * p + stage;
+        cbeg[c] = k;
+        if (q == 0)
+            E.si_sec[k++] = G_SEC_EMBED;
+        for (uint32_t l = 0; l < G->nl[q]; l++) {
+            E.si_sec[k] = G_SEC_LAYER;
+            E.si_layer[k++] = G->first[q] + l;
+        }
+        if (q == V - 1)
+            E.si_sec[k++] = G_SEC_HEAD;
+    }
+    cbeg[v] = k;
+    if (p > 1) {
+        /* with interleaving the first stage also receives from the last one (chunk wrap) */
+        E.prev_rank = etk_gen_rank(c, tp_i, dp_i, (stage + p - 1) % p);
+        E.next_rank = etk_gen_rank(c, tp_i, dp_i, (stage + 1) % p);
+    }
+    /* schedule: units (forward or backward of chunk c, micro-batch j). 1F1B: warm-up forwards,
+     * then one forward / one backward, then the remaining backwards; GPipe: all forwards first.
+     * Interleaved (v > 1, Megatron): unit k runs chunk (k / p) % v (backward: v - 1 - that) of
+     * micro-batch (k / (p v)) p + k % p, warm-up (p - stage - 1) 2 + (v - 1) p. */
+    uint32_t total = m * v, warm;
+    if (c->schedule == ETK_SCHED_GPIPE)
+        warm = total;
+    else if (v == 1)
+        warm = p - stage - 1 < m ? p - stage - 1 : m;
+    else
+        warm = (p - stage - 1) * 2 + (v - 1) * p < total ? (p - stage - 1) * 2 + (v - 1) * p : total;
+    uint32_t nf = 0, nb = 0;
+    uint64_t unit_end = 0;
+    int64_t msg = (int64_t)G->prog[G_SEC_LAYER].out_bytes;
+    char name[96];
+    for (uint32_t u2 = 0; u2 < 2 * total && !E.rc; u2++) {
+        bool fwd;
+        if (nf < warm)
+            fwd = true;
+        else if (nf == total)
+            fwd = false;
+        else if (nb == total)
+            fwd = true;
+        else
+            fwd = (nf - warm) == nb; /* steady state: one forward, then one backward */
+        E.pending_ctrl = unit_end;
+        uint32_t kk = fwd ? nf++ : nb++;
+        uint32_t ch = (kk / p) % v, j = (kk / (p * v)) * p + kk % p;
+        if (!fwd)
+            ch = v - 1 - ch;
+        uint32_t q = ch * p + stage;
+        if (fwd) {
+            uint64_t in = 0;
+            if (q > 0) {
+                in = E.next_id;
+                p2p_name(name, sizeof name, j, v > 1 ? (int)ch : -1, "recv_activation");
+                E.phase = P_FWD;
+                put_p2p(&E, name, false, E.prev_rank, msg, (int32_t)(2 * ((q - 1) * m + j)), NULL, 0);
+            }
+            for (int si = cbeg[ch]; si < cbeg[ch + 1] && !E.rc; si++)
+                in = emit_fwd(&E, si, j, in);
+            /* the next unit waits for this unit's compute, not for its send: a send and the
+             * next receive are posted together (Megatron's send_forward_recv_backward), so
+             * rendezvous sends cannot deadlock adjacent stages */
+            unit_end = in;
+            if (q + 1 < V) {
+                uint64_t d = in;
+                p2p_name(name, sizeof name, j, v > 1 ? (int)ch : -1, "send_activation");
+                put_p2p(&E, name, true, E.next_rank, msg, (int32_t)(2 * (q * m + j)), &d, d ? 1 : 0);
+            }
+        } else {
+            bool last = j == m - 1; /* this chunk's last micro-batch: its gradients are final */
+            uint64_t gd[16];
+            int ngd = 0;
+            if (q + 1 < V) {
+                gd[ngd++] = E.next_id;
+                p2p_name(name, sizeof name, j, v > 1 ? (int)ch : -1, "recv_gradient");
+                E.phase = P_BWD;
+                put_p2p(&E, name, false, E.next_rank, msg, (int32_t)(2 * (q * m + j) + 1), NULL, 0);
+            } else {
+                /* the loss starts the backward pass */
+                size_t hk = (size_t)(E.nsi - 1) * m + j;
+                gd[ngd++] = E.fbase[hk] + (uint64_t)G->prog[G_SEC_HEAD].fwd_out;
+            }
+            for (int si = cbeg[ch + 1] - 1; si >= cbeg[ch] && !E.rc; si--) {
+                uint64_t o[16];
+                int n = emit_bwd(&E, si, j, gd, ngd, o, last);
+                if (n > 0) {
+                    memcpy(gd, o, sizeof(uint64_t) * (size_t)n);
+                    ngd = n;
+                }
+            }
+            unit_end = gd[ngd - 1];
+            if (q > 0) {
+                p2p_name(name, sizeof name, j, v > 1 ? (int)ch : -1, "send_gradient");
+                E.phase = P_BWD;
+                put_p2p(&E, name, true, E.prev_rank, msg, (int32_t)(2 * ((q - 1) * m + j) + 1), gd, (uint32_t)ngd);
+            }
+        }
+    }
+    free(cbeg);
+    E.pending_ctrl = 0;
+    if (!E.rc)
+        emit_optimizer(&E, unit_end);
+out:
+    free(E.si_sec);
+    free(E.si_layer);
+    free(E.fbase);
+    free(E.prev_bbase);
+    free(E.fin);
+    free(E.cur.deps);
+    free(E.bucket_elems);
+    free(E.bucket_ids);
+    free(E.wdeps);
+    free(E.alldeps);
+    free(E.repl);
+    free(E.embdeps);
+    return E.rc;
+}
+
+/* ---------- summary ---------- */
+static void stage_memory(gen *G, uint32_t s, etk_gen_stage *st)
+{
+    const etk_gen_config *c = G->cfg;
+    const etk_graph *g = G->g;
+    uint64_t params = 0;
+    for (int t = 0; t < g->nt; t++) {
+        if (!g->t[t].weight)
+            continue;
+        int sec = g->t[t].section;
+        if (sec == G_SEC_LAYER)
+            params += weight_elems_rank(G, t) * stage_layers(G, s);
+        else if (sec == G_SEC_EMBED && s == 0)
+            params += weight_elems_rank(G, t);
+        else if (sec == G_SEC_HEAD && s == G->p - 1)
+            params += weight_elems_rank(G, t);
+    }
+    /* a tied output layer on a stage without the embedding holds its own copy */
+    if (s == G->p - 1 && s != 0) {
+        const gsection *H = &g->sec[G_SEC_HEAD];
+        for (int j = 0; j < H->nops; j++)
+            for (int i = 0; i < H->ops[j].nin; i++) {
+                int t = H->ops[j].in[i];
+                if (g->t[t].weight && g->t[t].section == G_SEC_EMBED)
+                    params += weight_elems_rank(G, t);
+            }
+    }
+    st->params = params;
+    st->weight_bytes = params * 2;
+    st->grad_bytes = params * c->grad_bytes;
+    /* fp32 master weights + Adam m and v (12 bytes), plus an fp32 copy of 16-bit gradients */
+    uint64_t opt = params * (12 + (c->grad_bytes == 2 ? 4 : 0));
+    st->optimizer_bytes = c->zero ? (opt + c->dp - 1) / c->dp : opt;
+    uint64_t act = G->prog[G_SEC_LAYER].saved_bytes * stage_layers(G, s);
+    if (s == 0)
+        act += G->prog[G_SEC_EMBED].saved_bytes;
+    if (s == G->p - 1)
+        act += G->prog[G_SEC_HEAD].saved_bytes;
+    st->act_per_mb_bytes = act;
+    /* units (micro-batch chunks) whose activations are held at the peak: the warm-up plus the
+     * one in its forward; each holds 1/v of the stage's layers */
+    uint32_t total = G->m * G->v, warm;
+    if (c->schedule == ETK_SCHED_GPIPE)
+        warm = total - 1;
+    else if (G->v == 1)
+        warm = G->p - s - 1;
+    else
+        warm = (G->p - s - 1) * 2 + (G->v - 1) * G->p;
+    st->in_flight = warm + 1 < total ? warm + 1 : total;
+    st->act_bytes = act * st->in_flight / G->v;
+    uint64_t msg = G->prog[G_SEC_LAYER].out_bytes;
+    st->comm_buffer_bytes = (s > 0 ? msg : 0) + (s + 1 < G->p ? msg : 0);
+    st->total_bytes = st->weight_bytes + st->grad_bytes + st->optimizer_bytes + st->act_bytes + st->comm_buffer_bytes;
+}
+
+int etk_gen_summarize(const etk_gen_config *cfg, etk_gen_summary *out, etk_error *err)
+{
+    memset(out, 0, sizeof *out);
+    gen G;
+    int rc = gen_init(&G, cfg, err);
+    if (rc)
+        return rc;
+    out->n_ranks = cfg->n_ranks;
+    out->n_stages = G.p;
+    out->micro_batches = G.m;
+    out->tokens_per_step = cfg->tokens_per_step;
+    out->gpu_bytes = cfg->gpu_bytes;
+    out->stages = calloc(G.p, sizeof(etk_gen_stage));
+    if (!out->stages) {
+        gen_free(&G);
+        return etk_err(err, ETK_ENOMEM, "out of memory");
+    }
+    if ((rc = etk_model_params(&cfg->model, &out->params_total, err)))
+        goto done;
+    uint32_t per_stage_ranks = cfg->tp * cfg->dp;
+    for (uint32_t s = 0; s < G.p; s++) {
+        etk_gen_stage *st = &out->stages[s];
+        st->stage = s;
+        st->first_layer = G.first[s];
+        st->layers = stage_layers(&G, s);
+        st->has_embed = s == 0;
+        st->has_head = s == G.p - 1;
+        /* middle stages with the same layers per chunk have the same nodes (only their order in
+         * the schedule differs): count one, copy the totals */
+        bool same = s > 1 && s + 1 < G.p;
+        for (uint32_t c = 0; same && c < G.v; c++)
+            same = G.nl[c * G.p + s] == G.nl[c * G.p + s - 1];
+        if (same) {
+            const etk_gen_stage *ps = &out->stages[s - 1];
+            st->nodes = ps->nodes;
+            st->flops = ps->flops;
+            st->model_flops = ps->model_flops;
+            memcpy(st->coll_count, ps->coll_count, sizeof st->coll_count);
+            memcpy(st->coll_bytes, ps->coll_bytes, sizeof st->coll_bytes);
+            st->send_count = ps->send_count;
+            st->send_bytes = ps->send_bytes;
+            st->recv_count = ps->recv_count;
+            st->recv_bytes = ps->recv_bytes;
+        } else if ((rc = emit_stage(&G, s, 0, 0, NULL, NULL, st, err))) {
+            goto done;
+        }
+        stage_memory(&G, s, st);
+        out->step_flops += st->flops * per_stage_ranks;
+        out->model_flops += st->model_flops * per_stage_ranks;
+        if (st->total_bytes > out->peak_bytes) {
+            out->peak_bytes = st->total_bytes;
+            out->peak_stage = s;
+        }
+    }
+    out->fits = out->peak_bytes <= out->gpu_bytes;
+    uint32_t l = (uint32_t)cfg->model.layers, V = G.p * G.v;
+    const char *unit = G.v > 1 ? "virtual stage" : "stage";
+    if (l % V == 0)
+        snprintf(out->layer_split, sizeof out->layer_split, "%u layers: %u per %s", l, l / V, unit);
+    else
+        snprintf(out->layer_split, sizeof out->layer_split,
+                 "%u layers over %u %ss (uneven): %ss 0-%u hold %u, the others %u", l, V, unit, unit, l % V - 1,
+                 l / V + 1, l / V);
+done:
+    gen_free(&G);
+    if (rc)
+        etk_gen_summary_free(out);
+    return rc;
+}
+
+void etk_gen_summary_free(etk_gen_summary *s)
+{
+    if (!s)
+        return;
+    free(s->stages);
+    s->stages = NULL;
+}
+
+/* ---------- groups ---------- */
+int etk_gen_groups(const etk_gen_config *c, etk_groups **out, etk_error *err)
+{
+    *out = NULL;
+    if (!c->n_ranks)
+        return etk_err(err, ETK_EINVAL, "plan not checked: call etk_gen_check first");
+    etk_groups *g = etk_groups_new();
+    if (!g)
+        return etk_err(err, ETK_ENOMEM, "out of memory");
+    uint32_t n = c->tp > c->dp ? c->tp : c->dp;
+    uint32_t *r = malloc(sizeof(uint32_t) * n);
+    if (!r) {
+        etk_groups_free(g);
+        return etk_err(err, ETK_ENOMEM, "out of memory");
+    }
+    char id[16];
+    int rc = 0;
+    for (uint32_t pp = 0; pp < c->pp && !rc && c->tp > 1; pp++)
+        for (uint32_t dp = 0; dp < c->dp && !rc; dp++) {
+            for (uint32_t t = 0; t < c->tp; t++)
+                r[t] = etk_gen_rank(c, t, dp, pp);
+            snprintf(id, sizeof id, "%u", 1 + dp + c->dp * pp);
+            rc = etk_groups_add(g, id, r, c->tp);
+        }
+    for (uint32_t pp = 0; pp < c->pp && !rc && c->dp > 1; pp++)
+        for (uint32_t t = 0; t < c->tp && !rc; t++) {
+            for (uint32_t d = 0; d < c->dp; d++)
+                r[d] = etk_gen_rank(c, t, d, pp);
+            snprintf(id, sizeof id, "%u", 1 + c->dp * c->pp + t + c->tp * pp);
+            rc = etk_groups_add(g, id, r, c->dp);
+        }
+    /* embedding groups: only with a tied output layer on separate stages */
+    bool emb = false;
+    if (c->pp > 1) {
+        etk_graph *gr;
+        if (!etk_graph_load(&c->model, 1, &gr, NULL)) {
+            const gsection *H = &gr->sec[G_SEC_HEAD];
+            for (int j = 0; j < H->nops; j++)
+                for (int i = 0; i < H->ops[j].nin; i++)
+                    emb |= gr->t[H->ops[j].in[i]].weight && gr->t[H->ops[j].in[i]].section == G_SEC_EMBED;
+            etk_graph_free(gr);
+        }
+    }
+    for (uint32_t d = 0; d < c->dp && !rc && emb; d++)
+        for (uint32_t t = 0; t < c->tp && !rc; t++) {
+            uint32_t two[2] = {etk_gen_rank(c, t, d, 0), etk_gen_rank(c, t, d, c->pp - 1)};
+            snprintf(id, sizeof id, "%u", 1 + c->dp * c->pp + c->tp * c->pp + t + c->tp * d);
+            rc = etk_groups_add(g, id, two, 2);
+        }
+    free(r);
+    if (rc) {
+        etk_groups_free(g);
+        return etk_err(err, ETK_ENOMEM, "out of memory building communicator groups");
+    }
+    *out = g;
+    return 0;
+}
+
+/* ---------- writing and in-memory workloads ---------- */
+static int put_trace(void *u, const etk_node *n, etk_error *err)
+{
+    if (!etk_trace_add(u, n))
+        return etk_err(err, ETK_ENOMEM, "out of memory adding node %" PRIu64, n->id);
+    return 0;
+}
+
+#define ET_VERSION "0.0.4"
+
+/* Groups and peers of a rank (see gen.h for the numbering). */
+static void bind_rank(const etk_gen_config *c, uint32_t r, char *tp_pg, char *dp_pg, char *emb_pg, uint32_t *prev,
+                      uint32_t *next)
+{
+    uint32_t co[ETK_GEN_N_AXES];
+    etk_gen_coords(c, r, co);
+    uint32_t s = co[ETK_GEN_PP];
+    snprintf(emb_pg, 16, "%u", 1 + c->dp * c->pp + c->tp * c->pp + co[ETK_GEN_TP] + c->tp * co[ETK_GEN_DP]);
+    snprintf(tp_pg, 16, "%u", 1 + co[ETK_GEN_DP] + c->dp * s);
+    snprintf(dp_pg, 16, "%u", 1 + c->dp * c->pp + co[ETK_GEN_TP] + c->tp * s);
+    *prev = *next = UINT32_MAX; /* none */
+    if (c->pp > 1) {
+        *prev = etk_gen_rank(c, co[ETK_GEN_TP], co[ETK_GEN_DP], (s + c->pp - 1) % c->pp);
+        *next = etk_gen_rank(c, co[ETK_GEN_TP], co[ETK_GEN_DP], (s + 1) % c->pp);
+    }
+}
+
+typedef struct wjob {
+    const etk_gen_config *cfg;
+    const etk_gen_class *cls;
+    const char *prefix;
+    uint32_t from, to;
+    uint64_t bytes;
+    int rc;
+    etk_error err;
+} wjob;
+
+static void *write_ranks(void *arg)
+{
+    wjob *j = arg;
+    size_t plen = strlen(j->prefix) + 32;
+    char *path = malloc(plen);
+    if (!path) {
+        j->rc = etk_err(&j->err, ETK_ENOMEM, "out of memory");
+        return NULL;
+    }
+    for (uint32_t r = j->from; r < j->to && !j->rc; r++) {
+        uint32_t co[ETK_GEN_N_AXES], prev, next;
+        char tp_pg[16], dp_pg[16], emb_pg[16];
+        etk_gen_coords(j->cfg, r, co);
+        bind_rank(j->cfg, r, tp_pg, dp_pg, emb_pg, &prev, &next);
+        snprintf(path, plen, "%s.%u.et", j->prefix, r);
+        j->rc = etk_gen_class_write(&j->cls[co[ETK_GEN_PP]], path, ET_VERSION, tp_pg, dp_pg, emb_pg, prev, next,
+                                    &j->bytes, &j->err);
+    }
+    free(path);
+    return NULL;
+}
+
+int etk_gen_write_stats(const etk_gen_config *cfg, const char *prefix, uint64_t *bytes_out, etk_error *err)
+{
+    gen G;
+    int rc = gen_init(&G, cfg, err);
+    if (rc)
+        return rc;
+    size_t plen = strlen(prefix) + 32;
+    char *path = malloc(plen);
+    etk_trace **reps = calloc(G.p, sizeof *reps);
+    etk_gen_class *cls = calloc(G.p, sizeof *cls);
+    uint64_t bytes = 0;
+    if (!path || !reps || !cls) {
+        rc = etk_err(err, ETK_ENOMEM, "out of memory");
+        goto done;
+    }
+    /* one template per stage class, bound to its representative */
+    for (uint32_t s = 0; s < G.p && !rc; s++) {
+        uint32_t rep = etk_gen_rank(cfg, 0, 0, s), prev, next;
+        char tp_pg[16], dp_pg[16], emb_pg[16];
+        bind_rank(cfg, rep, tp_pg, dp_pg, emb_pg, &prev, &next);
+        if (!(reps[s] = etk_trace_new(ET_VERSION))) {
+            rc = etk_err(err, ETK_ENOMEM, "out of memory");
+            break;
+        }
+        if (!(rc = emit_stage(&G, s, 0, 0, put_trace, reps[s], NULL, err)))
+            rc = etk_gen_class_build(&cls[s], reps[s], tp_pg, dp_pg, emb_pg, prev, next, err);
+    }
+    /* groups first: their fsync is cheap before the rank files are written */
+    if (!rc) {
+        etk_groups *g;
+        if (!(rc = etk_gen_groups(cfg, &g, err))) {
+            snprintf(path, plen, "%s.json", prefix);
+            rc = etk_groups_write(g, path, err);
+            etk_groups_free(g);
+        }
+    }
+    if (!rc) {
+        /* rank files in parallel: the work is mostly the kernel creating and filling files */
+        uint32_t nt = cfg->n_ranks >= 64 ? 4 : 1;
+        wjob jobs[4];
+        pthread_t th[4];
+        uint32_t per = (cfg->n_ranks + nt - 1) / nt;
+        for (uint32_t i = 0; i < nt; i++) {
+            jobs[i] = (wjob){cfg, cls, prefix, i * per, (i + 1) * per < cfg->n_ranks ? (i + 1) * per : cfg->n_ranks,
+                             0, 0, {0, ""}};
+            if (nt == 1 || pthread_create(&th[i], NULL, write_ranks, &jobs[i]) != 0) {
+                write_ranks(&jobs[i]);
+                th[i] = 0;
+            }
+        }
+        for (uint32_t i = 0; i < nt; i++) {
+            if (th[i])
+                pthread_join(th[i], NULL);
+            bytes += jobs[i].bytes;
+            if (jobs[i].rc && !rc) {
+                rc = jobs[i].rc;
+                if (err)
+                    *err = jobs[i].err;
+            }
+        }
+    }
+    if (!rc && !cfg->no_sync)
+        rc = etk_gen_sync_dir(prefix, err);
+done:
+    for (uint32_t s = 0; reps && cls && s < G.p; s++) {
+        etk_gen_class_free(&cls[s]);
+        etk_trace_free(reps[s]);
+    }
+    free(reps);
+    free(cls);
+    free(path);
+    gen_free(&G);
+    if (bytes_out)
+        *bytes_out = bytes;
+    return rc;
+}
+
+int etk_gen_write(const etk_gen_config *cfg, const char *prefix, etk_error *err)
+{
+    return etk_gen_write_stats(cfg, prefix, NULL, err);
+}
+
+int etk_gen_workload(const etk_gen_config *cfg, bool fold, etk_workload **out, etk_error *err)
+{
+    *out = NULL;
+    gen G;
+    int rc = gen_init(&G, cfg, err);
+    if (rc)
+        return rc;
+    etk_workload *w = calloc(1, sizeof *w);
+    if (w) {
+        w->n_ranks = cfg->n_ranks;
+        w->ranks = calloc(cfg->n_ranks, sizeof(etk_trace *));
+        w->n_classes = G.p;
+        w->class_of = calloc(cfg->n_ranks, sizeof(uint32_t));
+        w->class_rep = calloc(G.p, sizeof(uint32_t));
+        w->prefix = strdup("gen");
+    }
+    if (!w || !w->ranks || !w->class_of || !w->class_rep) {
+        rc = etk_err(err, ETK_ENOMEM, "out of memory");
+        goto fail;
+    }
+    for (uint32_t r = 0; r < cfg->n_ranks; r++) {
+        uint32_t co[ETK_GEN_N_AXES];
+        etk_gen_coords(cfg, r, co);
+        w->class_of[r] = co[ETK_GEN_PP];
+    }
+    for (uint32_t s = 0; s < G.p; s++)
+        w->class_rep[s] = etk_gen_rank(cfg, 0, 0, s);
+    for (uint32_t r = 0; r < cfg->n_ranks; r++) {
+        uint32_t co[ETK_GEN_N_AXES];
+        etk_gen_coords(cfg, r, co);
+        if (fold && r != w->class_rep[co[ETK_GEN_PP]])
+            continue;
+        etk_trace *t = etk_trace_new(ET_VERSION);
+        if (!t) {
+            rc = etk_err(err, ETK_ENOMEM, "out of memory");
+            goto fail;
+        }
+        w->ranks[r] = t;
+        if ((rc = emit_stage(&G, co[ETK_GEN_PP], co[ETK_GEN_TP], co[ETK_GEN_DP], put_trace, t, NULL, err)))
+            goto fail;
+    }
+    if ((rc = etk_gen_groups(cfg, &w->groups, err)))
+        goto fail;
+    gen_free(&G);
+    *out = w;
+    return 0;
+fail:
+    gen_free(&G);
+    if (w)
+        etk_workload_free(w);
+    return rc;
+}

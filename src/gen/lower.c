@@ -1,0 +1,696 @@
+/* lower.c — lowers one section of the symbolic block graph (model/graph.h) under tensor
+ * parallelism into node templates for one micro-batch: the core of trace synthesis.
+ *
+ * Every tensor carries a layout over the TP axis: replicated, split along one dimension, or a
+ * partial sum (after contracting a split dimension). Weights are split as their block file says
+ * (Megatron's column/row parallel linears, vocabulary-parallel embedding). Each op states what
+ * layout it needs from its inputs; where the producer's layout differs, the collective follows
+ * from a fixed table (split->replicated all-gather, partial->replicated all-reduce,
+ * partial->split reduce-scatter, split->other split all-to-all, replicated->split a free slice).
+ * Partial sums resolve to the residual-stream layout: replicated, or split along the sequence
+ * with sequence parallelism. The backward pass walks the ops in reverse: two gradient GEMMs per
+ * weight GEMM, one node per elementwise op, gradients of a tensor summed over its consumers and
+ * converted back to the tensor's layout with the same table (so an all-gather in forward gives a
+ * reduce-scatter in backward, an all-reduce gives none). With sequence parallelism, tensors that
+ * were all-gathered for a GEMM are kept sharded and gathered again for the weight gradient, as
+ * Megatron-LM does. Recompute re-emits forward ops (selective: the attention core; full: the
+ * whole layer including its collectives) at the start of the backward pass. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gen/lower.h"
+#include "etkit/gen.h"
+
+typedef struct {
+    int8_t split;  /* dimension letter split over TP, -1: none */
+    bool partial;
+} lay;
+
+static const lay REP = {-1, false};
+
+static bool lay_eq(lay a, lay b) { return a.split == b.split && a.partial == b.partial; }
+
+#define MAX_CONV 4
+typedef struct {
+    int32_t inst;   /* producer instruction, DEP_IN, or NONE */
+    lay L;
+    int nconv;
+    lay cto[MAX_CONV];
+    int32_t cinst[MAX_CONV];
+} tstate;
+
+#define NONE (-100)
+#define ERRV (-1000) /* emit failed: ctx.rc holds the error */
+#define MAX_CONTRIB 8
+
+typedef struct {
+    int n;
+    int32_t inst[MAX_CONTRIB];
+    lay L[MAX_CONTRIB];
+} contrib;
+
+typedef struct {
+    const etk_graph *g;
+    const gsection *S;
+    const glower_opts *o;
+    etk_arena *a;
+    gprog *p;
+    etk_error *err;
+    bool full;           /* full recompute of this section */
+    bool selective;
+    lay stream;
+    tstate *ts[2];       /* [0] forward, [1] recompute */
+    int *prod_op;        /* tensor -> op index producing it, -1 */
+    /* per op, per input: layout consumed, instruction giving that version (per pass), whether
+     * it came through an all-gather of a split source */
+    lay (*used)[G_MAX_IN];
+    int32_t (*uinst[2])[G_MAX_IN];
+    bool (*via_ag)[G_MAX_IN];
+    lay *outL;
+    contrib *grad;       /* per tensor */
+    int rc;
+    int32_t *regather;   /* per tensor: bwd all-gather of a saved sharded tensor */
+} ctx;
+
+static const char *shortname(const char *n)
+{
+    const char *d = strchr(n, '.');
+    return d ? d + 1 : n;
+}
+
+static int64_t tp_of(const ctx *c) { return c->o->tp; }
+
+static int64_t elems_rank(const ctx *c, int t, lay L)
+{
+    int64_t n = etk_graph_elems(c->g, t);
+    return L.split >= 0 ? n / tp_of(c) : n;
+}
+
+static bool has_dim(const gtensor *t, int d)
+{
+    for (int k = 0; k < t->nd; k++)
+        if (t->dims[k] == d)
+            return true;
+    return false;
+}
+
+static lay weight_lay(const ctx *c, int t)
+{
+    lay L = REP;
+    if (tp_of(c) > 1)
+        L.split = (int8_t)c->g->t[t].split;
+    return L;
+}
+
+static int emit(ctx *c, const char *name, int type, int phase, int ndeps, const int32_t *deps)
+{
+    gprog *p = c->p;
+    if (p->n == p->cap) {
+        int cap = p->cap ? p->cap * 2 : 64;
+        ginst *v = etk_arena_alloc(c->a, sizeof(ginst) * (size_t)cap);
+        if (!v) {
+            c->rc = etk_err(c->err, ETK_ENOMEM, "out of memory lowering %s", c->S->name);
+            return ERRV;
+        }
+        if (p->n)
+            memcpy(v, p->v, sizeof(ginst) * (size_t)p->n);
+        p->v = v;
+        p->cap = cap;
+    }
+    ginst *I = &p->v[p->n];
+    memset(I, 0, sizeof *I);
+    I->name = etk_arena_strdup(c->a, name);
+    I->type = (uint8_t)type;
+    I->phase = (uint8_t)phase;
+    /* keep deps unique and drop NONE */
+    I->deps = etk_arena_alloc(c->a, sizeof(int32_t) * (size_t)(ndeps + 1));
+    if (!I->deps) {
+        c->rc = etk_err(c->err, ETK_ENOMEM, "out of memory lowering %s", c->S->name);
+        return ERRV;
+    }
+    for (int i = 0; i < ndeps; i++) {
+        if (deps[i] == NONE)
+            continue;
+        bool dup = false;
+        for (int k = 0; k < I->ndeps; k++)
+            dup |= I->deps[k] == deps[i];
+        if (!dup)
+            I->deps[I->ndeps++] = deps[i];
+    }
+    return p->n++;
+}
+
+/* The collective turning layout a into b for tensor t; -1 when none is needed. */
+static int coll_for(lay a, lay b)
+{
+    if (lay_eq(a, b))
+        return -1;
+    if (a.partial)
+        return b.split < 0 ? ETK_COLL_ALL_REDUCE : ETK_COLL_REDUCE_SCATTER;
+    if (a.split >= 0)
+        return b.split < 0 ? ETK_COLL_ALL_GATHER : ETK_COLL_ALL_TO_ALL;
+    return -1; /* replicated -> split: local slice */
+}
+
+/* Emit the conversion of tensor t (elements per layout) from a to b; returns the instruction
+ * holding the converted value (or the source when no communication is needed). */
+static int32_t convert(ctx *c, int t, lay a, lay b, int phase, const char *prefix, int ndeps,
+                       const int32_t *deps, int forced_coll)
+{
+    int coll = forced_coll >= 0 ? forced_coll : coll_for(a, b);
+    if (coll < 0)
+        return ndeps == 1 ? deps[0] : NONE;
+    char name[96];
+    snprintf(name, sizeof name, "%s%s.%s", prefix, shortname(c->g->t[t].name),
+             coll == ETK_COLL_ALL_REDUCE ? "all_reduce" : coll == ETK_COLL_REDUCE_SCATTER ? "reduce_scatter"
+             : coll == ETK_COLL_ALL_GATHER ? "all_gather" : "all_to_all");
+    int i = emit(c, name, ETK_NODE_COLL, phase, ndeps, deps);
+    if (i < 0)
+        return i;
+    ginst *I = &c->p->v[i];
+    I->coll = (uint8_t)coll;
+    int64_t full = etk_graph_elems(c->g, t) * c->o->act_bytes;
+    /* ASTRA-sim convention: all-gather and all-to-all carry the per-rank shard, all-reduce and
+     * reduce-scatter the full buffer */
+    I->comm_bytes = (coll == ETK_COLL_ALL_GATHER || coll == ETK_COLL_ALL_TO_ALL) ? full / tp_of(c) : full;
+    return i;
+}
+
+static int32_t convert_fwd(ctx *c, int pass, int t, lay want, int phase)
+{
+    tstate *s = &c->ts[pass][t];
+    if (lay_eq(s->L, want) || coll_for(s->L, want) < 0)
+        return s->inst;
+    for (int k = 0; k < s->nconv; k++)
+        if (lay_eq(s->cto[k], want))
+            return s->cinst[k];
+    int32_t d = s->inst;
+    int32_t i = convert(c, t, s->L, want, phase, phase == P_RECOMP ? "recompute." : "", 1, &d, -1);
+    if (i < 0 && i != NONE)
+        return i;
+    if (phase == P_RECOMP && i >= 0) {
+        /* recomputation happens in the backward pass: also wait for the output gradient
+         * (emit() leaves room for one more dependency) */
+        ginst *I = &c->p->v[i];
+        I->deps[I->ndeps++] = DEP_GRAD;
+    }
+    if (s->nconv < MAX_CONV) {
+        s->cto[s->nconv] = want;
+        s->cinst[s->nconv++] = i;
+    }
+    return i;
+}
+
+/* Layout of einsum(P, Q) -> O given the operands' layouts (neither partial; where both are
+ * split it is along the same dimension): split along a dimension O keeps stays split, a split
+ * dimension that is contracted makes O a partial sum. */
+static lay einsum_lay(lay LP, lay LQ, const gtensor *O)
+{
+    int s = LP.split >= 0 ? LP.split : LQ.split;
+    if (s < 0)
+        return REP;
+    lay r = REP;
+    if (has_dim(O, s))
+        r.split = (int8_t)s;
+    else
+        r.partial = true;
+    return r;
+}
+
+static double matmul_flops(const ctx *c, const gop *op, lay LA, lay LB)
+{
+    bool seen[G_MAX_DIMS] = {0};
+    double f = 2;
+    for (int i = 0; i < 2; i++)
+        for (int k = 0; k < op->eqn[i]; k++) {
+            int l = op->eq[i][k];
+            if (!seen[l]) {
+                seen[l] = true;
+                f *= (double)c->g->dim[l];
+            }
+        }
+    if (LA.split >= 0 || LB.split >= 0)
+        f /= (double)tp_of(c);
+    return f;
+}
+
+static lay resolve_default(const ctx *c, int t)
+{
+    const gtensor *T = &c->g->t[t];
+    bool stream = T->nd == c->g->stream_nd;
+    for (int k = 0; stream && k < T->nd; k++)
+        stream = T->dims[k] == c->g->stream[k];
+    return stream ? c->stream : REP;
+}
+
+/* Forward (or recompute) lowering of op j. */
+static int lower_op_fwd(ctx *c, int pass, int j, int phase)
+{
+    const gop *op = &c->S->ops[j];
+    const etk_graph *g = c->g;
+    tstate *ts = c->ts[pass];
+    lay want[G_MAX_IN];
+    lay out = REP;
+    int wi = -1, act[G_MAX_IN], nact = 0;
+    for (int i = 0; i < op->nin; i++) {
+        want[i] = REP;
+        if (g->t[op->in[i]].weight) {
+            if (wi < 0)
+                wi = i;
+            want[i] = weight_lay(c, op->in[i]);
+        } else {
+            act[nact++] = i;
+        }
+    }
+    switch (op->kind) {
+    case G_MATMUL: {
+        const gtensor *O = &g->t[op->out];
+        if (wi >= 0 && nact == 1) {
+            int ai = act[0];
+            const gtensor *A = &g->t[op->in[ai]];
+            lay W = want[wi];
+            lay have = ts[op->in[ai]].L;
+            if (W.split >= 0 && has_dim(A, W.split)) {
+                want[ai].split = W.split; /* row parallel: input split on the contracted dim */
+            } else if (W.split >= 0) {
+                want[ai] = REP;           /* column parallel: full input */
+            } else {
+                want[ai] = have.partial ? resolve_default(c, op->in[ai]) : have;
+                if (want[ai].split >= 0 && !has_dim(O, want[ai].split))
+                    want[ai] = REP;
+            }
+            out = einsum_lay(want[ai], W, O);
+        } else if (nact == 2) {
+            lay h0 = ts[op->in[0]].L;
+            if (h0.partial)
+                h0 = resolve_default(c, op->in[0]);
+            want[0] = h0;
+            const gtensor *B = &g->t[op->in[1]];
+            want[1] = REP;
+            if (h0.split >= 0 && has_dim(B, h0.split))
+                want[1].split = h0.split;
+            else if (h0.split < 0) {
+                lay h1 = ts[op->in[1]].L;
+                if (!h1.partial && h1.split >= 0 && has_dim(O, h1.split))
+                    want[1] = h1;
+            }
+            out = einsum_lay(want[0], want[1], O);
+        } else {
+            return etk_err(c->err, ETK_EFORMAT, "%s: op %s: matmul needs one weight and one activation or two activations",
+                           g->file, op->name);
+        }
+        break;
+    }
+    case G_EMBEDDING:
+        want[0] = REP;
+        out = REP;
+        if (wi >= 0 && want[wi].split >= 0)
+            out.partial = true; /* vocabulary-parallel lookup: each rank holds its vocab rows */
+        break;
+    case G_NORM:
+    case G_SOFTMAX:
+    case G_LOSS: {
+        lay h = ts[op->in[act[0]]].L;
+        if (h.partial)
+            h = resolve_default(c, op->in[act[0]]);
+        if (h.split >= 0 && h.split == op->over && op->kind != G_LOSS)
+            h = REP;
+        want[act[0]] = h;
+        out = h;
+        if (op->kind == G_LOSS)
+            out = REP;
+        break;
+    }
+    default: { /* elementwise, dropout */
+        lay target = REP;
+        bool found = false;
+        for (int k = 0; k < nact && !found; k++)
+            if (!ts[op->in[act[k]]].L.partial) {
+                target = ts[op->in[act[k]]].L;
+                found = true;
+            }
+        if (!found)
+            target = resolve_default(c, op->out);
+        for (int k = 0; k < nact; k++)
+            want[act[k]] = target;
+        for (int i = 0; i < op->nin; i++)
+            if (g->t[op->in[i]].weight && want[i].split >= 0 && want[i].split != target.split)
+                return etk_err(c->err, ETK_EFORMAT,
+                               "%s: op %s: weight %s is split on '%c' but the op's output is not", g->file,
+                               op->name, g->t[op->in[i]].name, 'a' + want[i].split);
+        out = target;
+        break;
+    }
+    }
+    /* conversions and the compute node */
+    int32_t deps[G_MAX_IN + 1];
+    int nd = 0;
+    uint64_t bytes = 0;
+    for (int k = 0; k < nact; k++) {
+        int i = act[k], t = op->in[i];
+        lay have = ts[t].L;
+        if (op->kind == G_EMBEDDING) {
+            c->used[j][i] = REP;
+            c->uinst[pass][j][i] = ts[t].inst;
+            deps[nd++] = ts[t].inst;
+            continue;
+        }
+        int32_t d = convert_fwd(c, pass, t, want[i], phase);
+        if (d < 0 && d != NONE && d != DEP_IN && d != DEP_GRAD)
+            return d;
+        c->used[j][i] = want[i];
+        c->uinst[pass][j][i] = d;
+        c->via_ag[j][i] = !have.partial && have.split >= 0 && want[i].split < 0;
+        deps[nd++] = d;
+        bytes += (uint64_t)elems_rank(c, t, want[i]) * (uint64_t)c->o->act_bytes;
+    }
+    for (int i = 0; i < op->nin; i++)
+        if (g->t[op->in[i]].weight) {
+            c->used[j][i] = want[i];
+            bytes += (uint64_t)elems_rank(c, op->in[i], want[i]) * (uint64_t)c->o->act_bytes;
+        }
+    if (phase == P_RECOMP)
+        deps[nd++] = DEP_GRAD;
+    int64_t oel = elems_rank(c, op->out, out);
+    bytes += (uint64_t)oel * (uint64_t)c->o->act_bytes;
+    double flops;
+    if (op->kind == G_MATMUL) {
+        flops = matmul_flops(c, op, want[0], want[1]);
+        if (op->bias >= 0)
+            flops += (double)oel;
+    } else if (op->kind == G_EMBEDDING) {
+        flops = 0;
+    } else if (op->kind == G_LOSS) {
+        flops = op->flops * (double)elems_rank(c, op->in[act[0]], want[act[0]]);
+    } else {
+        flops = op->flops * (double)oel;
+    }
+    char name[96];
+    snprintf(name, sizeof name, "%s%s", phase == P_RECOMP ? "recompute." : "", op->name);
+    int i = emit(c, name, ETK_NODE_COMP, phase, nd, deps);
+    if (i < 0)
+        return i;
+    c->p->v[i].flops = flops;
+    c->p->v[i].bytes = bytes;
+    int32_t last = i;
+    /* vocabulary-parallel cross entropy: all-reduces of [b, s] fp32 statistics (max, sum of
+     * exponentials, target logit) over the TP group */
+    if (op->kind == G_LOSS && want[act[0]].split >= 0 && want[act[0]].split == op->over) {
+        for (int r = 0; r < op->reductions; r++) {
+            snprintf(name, sizeof name, "%s%s.all_reduce%d", phase == P_RECOMP ? "recompute." : "", op->name, r);
+            int k = emit(c, name, ETK_NODE_COLL, phase, 1, &last);
+            if (k < 0)
+                return k;
+            c->p->v[k].coll = ETK_COLL_ALL_REDUCE;
+            c->p->v[k].comm_bytes = etk_graph_elems(c->g, op->out) * 4;
+            last = k;
+        }
+    }
+    ts[op->out].inst = last;
+    ts[op->out].L = out;
+    ts[op->out].nconv = 0;
+    c->outL[j] = out;
+    return 0;
+}
+
+/* ---------- saved activations ---------- */
+static uint64_t saved_bytes(ctx *c)
+{
+    const etk_graph *g = c->g;
+    if (c->full)
+        return (uint64_t)elems_rank(c, c->S->input, c->stream) * (uint64_t)c->o->act_bytes;
+    bool *seen = calloc((size_t)g->nt, 1);
+    uint64_t total = 0;
+    for (int j = 0; j < c->S->nops; j++) {
+        const gop *op = &c->S->ops[j];
+        if (op->kind == G_DROPOUT && !(c->selective && op->region))
+            total += (uint64_t)elems_rank(c, op->out, c->outL[j]); /* 1-byte mask */
+        for (int k = 0; k < op->nsave; k++) {
+            int t = op->save[k];
+            if (seen[t])
+                continue;
+            int pj = c->prod_op[t];
+            if (c->selective && op->region && pj >= 0 && c->S->ops[pj].region)
+                continue; /* made and used inside the recomputed region */
+            seen[t] = true;
+            lay L = c->ts[0][t].L;
+            for (int i = 0; i < op->nin; i++)
+                if (op->in[i] == t && !c->via_ag[j][i])
+                    L = c->used[j][i];
+            int per = op->save_bytes[k] ? op->save_bytes[k] : c->o->act_bytes;
+            total += (uint64_t)elems_rank(c, t, L) * (uint64_t)per;
+        }
+    }
+    free(seen);
+    return total;
+}
+
+/* ---------- backward ---------- */
+static void add_contrib(ctx *c, int t, int32_t inst, lay L)
+{
+    contrib *g = &c->grad[t];
+    if (g->n < MAX_CONTRIB) {
+        g->inst[g->n] = inst;
+        g->L[g->n++] = L;
+    }
+}
+
+/* The gradient of tensor t in t's own layout: deps into out[], returns count (0: no gradient). */
+static int get_grad(ctx *c, int t, int32_t *out, lay *L)
+{
+    contrib *g = &c->grad[t];
+    if (g->n == 0)
+        return 0;
+    lay T = c->ts[0][t].L;
+    if (T.partial)
+        T = REP;
+    *L = T;
+    bool same = true;
+    for (int k = 1; k < g->n; k++)
+        same &= lay_eq(g->L[k], g->L[0]);
+    int n = 0;
+    if (same) {
+        if (coll_for(g->L[0], T) < 0) {
+            for (int k = 0; k < g->n; k++)
+                out[n++] = g->inst[k];
+            return n;
+        }
+        int32_t i = convert(c, t, g->L[0], T, P_BWD, "d", g->n, g->inst, -1);
+        out[0] = i;
+        return i == ERRV ? -1 : 1;
+    }
+    for (int k = 0; k < g->n; k++) {
+        int32_t i = coll_for(g->L[k], T) < 0 ? g->inst[k] : convert(c, t, g->L[k], T, P_BWD, "d", 1, &g->inst[k], -1);
+        out[n++] = i;
+    }
+    return n;
+}
+
+/* The instruction holding op j's input i for the backward pass. */
+static int32_t avail(ctx *c, int j, int i)
+{
+    const gop *op = &c->S->ops[j];
+    int t = op->in[i];
+    if (c->g->t[t].weight)
+        return NONE;
+    int pass = (c->full || (c->selective && op->region)) ? 1 : 0;
+    if (pass == 0 && c->via_ag[j][i] && c->o->sp) {
+        if (c->regather[t] == NONE) {
+            /* kept sharded (sequence parallelism), gathered again for the weight gradient */
+            int32_t deps[2] = {c->ts[0][t].inst, DEP_GRAD};
+            char name[96];
+            snprintf(name, sizeof name, "%s.regather", shortname(c->g->t[t].name));
+            int k = emit(c, name, ETK_NODE_COLL, P_BWD, 2, deps);
+            if (k < 0)
+                return k;
+            c->p->v[k].coll = ETK_COLL_ALL_GATHER;
+            c->p->v[k].comm_bytes = etk_graph_elems(c->g, t) * c->o->act_bytes / tp_of(c);
+            c->regather[t] = k;
+        }
+        return c->regather[t];
+    }
+    return c->uinst[pass][j][i];
+}
+
+static int lower_op_bwd(ctx *c, int j)
+{
+    const gop *op = &c->S->ops[j];
+    const etk_graph *g = c->g;
+    int32_t go[MAX_CONTRIB * 2];
+    lay goL;
+    int ngo = get_grad(c, op->out, go, &goL);
+    if (ngo < 0)
+        return c->err->code;
+    if (ngo == 0)
+        return 0;
+    /* forward node of this op (for flops/bytes): find by name in the forward part */
+    const ginst *F = NULL;
+    for (int k = 0; k < c->p->nfwd; k++)
+        if (c->p->v[k].type == ETK_NODE_COMP && !strcmp(c->p->v[k].name, op->name))
+            F = &c->p->v[k];
+    int32_t deps[MAX_CONTRIB * 2 + G_MAX_IN + 2];
+    char name[96];
+    if (op->kind == G_MATMUL) {
+        int wi = -1;
+        for (int i = 0; i < 2; i++)
+            if (g->t[op->in[i]].weight)
+                wi = i;
+        double mm = matmul_flops(c, op, c->used[j][0], c->used[j][1]);
+        for (int i = 0; i < 2; i++) {
+            if (i == wi)
+                continue;
+            int other = 1 - i;
+            int nd = 0;
+            for (int k = 0; k < ngo; k++)
+                deps[nd++] = go[k];
+            int32_t av = avail(c, j, other);
+            if (av < 0 && av != NONE && av != DEP_IN && av != DEP_GRAD)
+                return av;
+            deps[nd++] = av;
+            if (wi >= 0)
+                snprintf(name, sizeof name, "%s.dgrad", op->name);
+            else
+                snprintf(name, sizeof name, "%s.dgrad_%s", op->name, shortname(g->t[op->in[i]].name));
+            int k = emit(c, name, ETK_NODE_COMP, P_BWD, nd, deps);
+            if (k < 0)
+                return k;
+            c->p->v[k].flops = mm;
+            c->p->v[k].bytes = F ? F->bytes : 0;
+            lay gl = einsum_lay(goL, c->used[j][other], &g->t[op->in[i]]);
+            add_contrib(c, op->in[i], k, gl);
+        }
+        if (wi >= 0) {
+            int ai = 1 - wi, nd = 0;
+            for (int k = 0; k < ngo; k++)
+                deps[nd++] = go[k];
+            int32_t av = avail(c, j, ai);
+            if (av < 0 && av != NONE && av != DEP_IN && av != DEP_GRAD)
+                return av;
+            deps[nd++] = av;
+            snprintf(name, sizeof name, "%s.wgrad", op->name);
+            int k = emit(c, name, ETK_NODE_COMP, P_BWD, nd, deps);
+            if (k < 0)
+                return k;
+            ginst *I = &c->p->v[k];
+            I->flops = mm + (op->bias >= 0 ? (double)elems_rank(c, op->out, c->outL[j]) : 0);
+            I->bytes = F ? F->bytes : 0;
+            I->w[I->nw++] = op->in[wi];
+            if (op->bias >= 0)
+                I->w[I->nw++] = op->bias;
+        }
+        return 0;
+    }
+    int nd = 0;
+    for (int k = 0; k < ngo; k++)
+        deps[nd++] = go[k];
+    for (int i = 0; i < op->nin; i++) {
+        int32_t av = avail(c, j, i);
+        if (av < 0 && av != NONE && av != DEP_IN && av != DEP_GRAD)
+            return av;
+        deps[nd++] = av;
+    }
+    snprintf(name, sizeof name, "%s.bwd", op->name);
+    int k = emit(c, name, ETK_NODE_COMP, P_BWD, nd, deps);
+    if (k < 0)
+        return k;
+    ginst *I = &c->p->v[k];
+    I->bytes = F ? F->bytes : 0;
+    if (op->kind == G_EMBEDDING)
+        I->flops = (double)elems_rank(c, op->out, c->outL[j]); /* scatter-add of the gradient */
+    else
+        I->flops = op->bwd * (F ? F->flops : 0);
+    for (int i = 0; i < op->nin && I->nw < 4; i++)
+        if (g->t[op->in[i]].weight)
+            I->w[I->nw++] = op->in[i];
+    if (op->kind != G_EMBEDDING)
+        for (int i = 0; i < op->nin; i++)
+            if (!g->t[op->in[i]].weight)
+                add_contrib(c, op->in[i], k, c->used[j][i]);
+    return 0;
+}
+
+int etk_lower_section(const etk_graph *g, int sec, const glower_opts *o, etk_arena *a, gprog *p,
+                      etk_error *err)
+{
+    memset(p, 0, sizeof *p);
+    p->sec = sec;
+    const gsection *S = &g->sec[sec];
+    int nops = S->nops, nt = g->nt;
+    ctx c = {.g = g, .S = S, .o = o, .a = a, .p = p, .err = err};
+    c.full = o->recompute == ETK_RECOMPUTE_FULL && sec == G_SEC_LAYER;
+    c.selective = o->recompute == ETK_RECOMPUTE_SELECTIVE;
+    c.stream = REP;
+    if (o->sp && o->tp > 1)
+        c.stream.split = (int8_t)g->stream_seq;
+    c.ts[0] = etk_arena_alloc(a, sizeof(tstate) * (size_t)nt);
+    c.ts[1] = etk_arena_alloc(a, sizeof(tstate) * (size_t)nt);
+    c.prod_op = etk_arena_alloc(a, sizeof(int) * (size_t)nt);
+    c.used = etk_arena_alloc(a, sizeof(*c.used) * (size_t)nops);
+    c.uinst[0] = etk_arena_alloc(a, sizeof(*c.uinst[0]) * (size_t)nops);
+    c.uinst[1] = etk_arena_alloc(a, sizeof(*c.uinst[1]) * (size_t)nops);
+    c.via_ag = etk_arena_alloc(a, sizeof(*c.via_ag) * (size_t)nops);
+    c.outL = etk_arena_alloc(a, sizeof(lay) * (size_t)nops);
+    c.grad = etk_arena_alloc(a, sizeof(contrib) * (size_t)nt);
+    c.regather = etk_arena_alloc(a, sizeof(int32_t) * (size_t)nt);
+    if (!c.ts[0] || !c.ts[1] || !c.prod_op || !c.used || !c.uinst[0] || !c.uinst[1] || !c.via_ag || !c.outL ||
+        !c.grad || !c.regather)
+        return etk_err(err, ETK_ENOMEM, "out of memory lowering %s", S->name);
+    for (int t = 0; t < nt; t++) {
+        c.ts[0][t].inst = NONE;
+        c.ts[0][t].L = g->t[t].weight ? weight_lay(&c, t) : REP;
+        c.prod_op[t] = -1;
+        c.regather[t] = NONE;
+    }
+    for (int j = 0; j < nops; j++)
+        c.prod_op[S->ops[j].out] = j;
+    c.ts[0][S->input].inst = DEP_IN;
+    c.ts[0][S->input].L = sec == G_SEC_EMBED ? REP : c.stream;
+    int rc;
+    for (int j = 0; j < nops; j++)
+        if ((rc = lower_op_fwd(&c, 0, j, P_FWD)))
+            return c.rc ? c.rc : rc;
+    /* section output in the residual-stream layout */
+    p->fwd_out = c.ts[0][S->output].inst;
+    lay outl = c.ts[0][S->output].L;
+    if (sec != G_SEC_HEAD) {
+        p->fwd_out = convert_fwd(&c, 0, S->output, c.stream, P_FWD);
+        outl = c.stream;
+    }
+    if (c.rc)
+        return c.rc;
+    p->out_bytes = (uint64_t)elems_rank(&c, S->output, outl) * (uint64_t)o->act_bytes;
+    p->nfwd = p->n;
+    p->saved_bytes = saved_bytes(&c);
+    /* recompute pass */
+    if (c.full || c.selective) {
+        memcpy(c.ts[1], c.ts[0], sizeof(tstate) * (size_t)nt);
+        for (int t = 0; t < nt; t++)
+            c.ts[1][t].nconv = 0;
+        for (int j = 0; j < nops; j++)
+            if (c.full || S->ops[j].region)
+                if ((rc = lower_op_fwd(&c, 1, j, P_RECOMP)))
+                    return c.rc ? c.rc : rc;
+    } else {
+        memcpy(c.uinst[1], c.uinst[0], sizeof(*c.uinst[0]) * (size_t)nops);
+    }
+    /* backward */
+    if (sec == G_SEC_HEAD)
+        add_contrib(&c, S->output, DEP_GRAD, c.ts[0][S->output].L);
+    else
+        add_contrib(&c, S->output, DEP_GRAD, c.stream);
+    for (int j = nops - 1; j >= 0; j--)
+        if ((rc = lower_op_bwd(&c, j)))
+            return c.rc ? c.rc : rc;
+    if (sec != G_SEC_EMBED) {
+        lay L;
+        int32_t tmp[MAX_CONTRIB * 2];
+        int n = get_grad(&c, S->input, tmp, &L);
+        if (c.rc || n < 0)
+            return c.rc ? c.rc : ETK_EINVAL;
+        memcpy(p->bwd_out, tmp, sizeof(int32_t) * (size_t)(n < 8 ? n : 8));
+        n = n < 8 ? n : 8;
+        p->nbwd_out = n;
+    }
+    return 0;
+}

@@ -1,0 +1,48 @@
+/* lower.h — a section of the block graph (embedding, transformer layer, head) lowered under a
+ * TP degree, sequence parallelism and recompute policy into a program of node templates for one
+ * micro-batch (forward, recompute, backward). Private to gen/. */
+#ifndef ETK_GEN_LOWER_H
+#define ETK_GEN_LOWER_H
+#include "model/graph.h"
+
+enum { P_FWD = 0, P_RECOMP = 1, P_BWD = 2, P_OPT = 3 /* optimizer step: not model FLOPs */ };
+#define DEP_IN (-1)   /* the section input (forward) */
+#define DEP_GRAD (-2) /* the gradient of the section output (backward) */
+#define GRP_TP 0
+
+typedef struct ginst {
+    const char *name;   /* "fc1", "fc1.dgrad", "xn1.all_gather", ... */
+    uint8_t type;       /* ETK_NODE_COMP or ETK_NODE_COLL */
+    uint8_t coll;       /* etk_coll_type */
+    uint8_t phase;      /* P_* */
+    double flops;       /* per rank */
+    uint64_t bytes;     /* COMP: bytes read + written per rank (tensor_size) */
+    int64_t comm_bytes; /* COLL: buffer (all-gather: the per-rank input shard) */
+    int ndeps;
+    int32_t *deps;      /* instruction indices, DEP_IN or DEP_GRAD */
+    int nw;
+    int w[4];           /* weights whose gradient this node produces (tensor indices) */
+} ginst;
+
+typedef struct gprog {
+    int sec;
+    ginst *v;
+    int n, cap;
+    int nfwd;           /* v[0, nfwd): forward; then recompute and backward */
+    int32_t fwd_out;    /* instruction giving the section output in stream layout (or DEP_IN) */
+    int nbwd_out;       /* instructions giving the gradient of the section input (0: none) */
+    int32_t bwd_out[8];
+    uint64_t saved_bytes; /* activations kept per micro-batch for the backward pass */
+    uint64_t out_bytes;   /* section output per rank (pipeline message) */
+} gprog;
+
+typedef struct glower_opts {
+    int64_t tp;
+    bool sp;
+    int recompute;      /* ETK_RECOMPUTE_* (full applies to transformer layers) */
+    int act_bytes;      /* bytes per activation element (2) */
+} glower_opts;
+
+int etk_lower_section(const etk_graph *g, int sec, const glower_opts *o, etk_arena *a, gprog *out,
+                      etk_error *err);
+#endif

@@ -1,0 +1,368 @@
+/* plan.c — the parallel plan of `etkit gen` / `etkit run`: defaults, option parsing shared by
+ * every command that generates workloads (etk_gen_set / etk_gen_parse_args), validation with
+ * the reason named per flag, rank <-> (tp, dp, pp) coordinates, and GPU memory capacities
+ * (spec/hardware.md). gen.c builds the traces from a checked plan. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "etkit/gen.h"
+
+void etk_gen_config_init(etk_gen_config *c)
+{
+    memset(c, 0, sizeof *c);
+    c->dp = c->tp = c->pp = 1;
+    c->micro_batch = 1;
+    c->schedule = ETK_SCHED_1F1B;
+    c->recompute = ETK_RECOMPUTE_NONE;
+    snprintf(c->precision, sizeof c->precision, "bf16");
+    c->grad_bytes = 4;
+    c->dp_bucket_mb = 25;
+    c->rank_order[0] = ETK_GEN_TP;
+    c->rank_order[1] = ETK_GEN_DP;
+    c->rank_order[2] = ETK_GEN_PP;
+    snprintf(c->gpu, sizeof c->gpu, "h100");
+}
+
+static const struct {
+    const char *name;
+    bool value;
+} options[] = {
+    {"model", true}, {"model-file", true}, {"layers", true}, {"hidden", true}, {"heads", true},
+    {"kv-heads", true}, {"ffn", true}, {"vocab", true}, {"seq", true}, {"dp", true}, {"tp", true},
+    {"pp", true}, {"sp", false}, {"micro-batch", true}, {"global-batch", true}, {"schedule", true}, {"vpp", true},
+    {"zero", true}, {"recompute", true}, {"precision", true}, {"grad-precision", true},
+    {"dp-bucket-mb", true}, {"rank-order", true}, {"gpu", true},
+};
+
+const char *etk_gen_options_help(void)
+{
+    return "model:\n"
+           "  --model NAME         built-in preset (see 'etkit models'), default llama2-7b\n"
+           "  --model-file FILE    model in the preset YAML format, or a Hugging Face config.json\n"
+           "  --layers N --hidden N --heads N --kv-heads N --ffn N --vocab N --seq N\n"
+           "                       override one dimension of the model\n"
+           "plan:\n"
+           "  --dp N --tp N --pp N data, tensor and pipeline parallel degrees (default 1)\n"
+           "  --sp                 Megatron sequence parallelism (with --tp > 1)\n"
+           "  --micro-batch N      sequences per micro-batch per DP rank (default 1)\n"
+           "  --global-batch N     sequences per step (default micro-batch x dp)\n"
+           "  --schedule S         1f1b (default) | gpipe\n"
+           "  --vpp V              model chunks per pipeline rank: interleaved 1F1B (Megatron) when > 1\n"
+           "  --zero 0|1           1: optimizer state sharded over DP (reduce-scatter + all-gather)\n"
+           "  --recompute R        none (default) | selective | full\n"
+           "  --precision P        bf16 (default) | fp16 parameters and activations\n"
+           "  --grad-precision P   fp32 (default) | bf16 | fp16 gradient accumulation and reduction\n"
+           "  --dp-bucket-mb X     DP gradient bucket in MiB (default 25)\n"
+           "  --rank-order A,B,C   axes fastest first (default tp,dp,pp)\n"
+           "  --gpu NAME           a100 | h100 (default) | h200 | b200 | mi300x: memory capacity\n";
+}
+
+bool etk_gen_is_option(const char *name, bool *takes_value)
+{
+    for (size_t i = 0; i < sizeof options / sizeof options[0]; i++)
+        if (!strcmp(options[i].name, name)) {
+            if (takes_value)
+                *takes_value = options[i].value;
+            return true;
+        }
+    return false;
+}
+
+static int parse_u32(const char *flag, const char *v, uint32_t *out, etk_error *err)
+{
+    char *end;
+    errno = 0;
+    if (!v || !*v || *v == '-')
+        return etk_err(err, ETK_EINVAL, "--%s wants a positive integer, got '%s'", flag, v ? v : "");
+    unsigned long long x = strtoull(v, &end, 10);
+    if (errno || *end || x == 0 || x > UINT32_MAX)
+        return etk_err(err, ETK_EINVAL, "--%s wants a positive integer, got '%s'", flag, v);
+    *out = (uint32_t)x;
+    return 0;
+}
+
+static int parse_i64(const char *flag, const char *v, int64_t *out, etk_error *err)
+{
+    uint32_t x;
+    int rc = parse_u32(flag, v, &x, err);
+    if (!rc)
+        *out = x;
+    return rc;
+}
+
+int etk_gen_set(etk_gen_config *c, const char *name, const char *v, etk_error *err)
+{
+    bool tv;
+    if (!etk_gen_is_option(name, &tv))
+        return etk_err(err, ETK_ENOTFOUND, "unknown option --%s", name);
+    if (tv && !v)
+        return etk_err(err, ETK_EINVAL, "--%s needs a value", name);
+    if (!strcmp(name, "model")) {
+        int rc = etk_model_preset(v, &c->model, err);
+        if (rc)
+            return etk_err_prefix(err, "--model");
+        c->model_set = true;
+        return 0;
+    }
+    if (!strcmp(name, "model-file")) {
+        int rc = etk_model_load(v, &c->model, err);
+        if (rc)
+            return etk_err_prefix(err, "--model-file");
+        c->model_set = true;
+        return 0;
+    }
+    /* model dimensions: applied over the chosen model by etk_gen_check, whatever the order */
+    static const char *dims[ETK_GEN_N_DIMS] = {"layers", "hidden", "heads", "kv-heads", "ffn", "vocab", "seq"};
+    for (int i = 0; i < ETK_GEN_N_DIMS; i++)
+        if (!strcmp(name, dims[i]))
+            return parse_i64(name, v, &c->dims_override[i], err);
+    if (!strcmp(name, "dp"))
+        return parse_u32(name, v, &c->dp, err);
+    if (!strcmp(name, "tp"))
+        return parse_u32(name, v, &c->tp, err);
+    if (!strcmp(name, "pp"))
+        return parse_u32(name, v, &c->pp, err);
+    if (!strcmp(name, "sp")) {
+        c->sp = true;
+        return 0;
+    }
+    if (!strcmp(name, "vpp"))
+        return parse_u32(name, v, &c->vpp, err);
+    if (!strcmp(name, "micro-batch"))
+        return parse_u32(name, v, &c->micro_batch, err);
+    if (!strcmp(name, "global-batch"))
+        return parse_u32(name, v, &c->global_batch, err);
+    if (!strcmp(name, "schedule")) {
+        if (!strcasecmp(v, "1f1b"))
+            c->schedule = ETK_SCHED_1F1B;
+        else if (!strcasecmp(v, "gpipe"))
+            c->schedule = ETK_SCHED_GPIPE;
+        else
+            return etk_err(err, ETK_EINVAL, "--schedule wants gpipe or 1f1b, got '%s'", v);
+        return 0;
+    }
+    if (!strcmp(name, "zero")) {
+        if (strcmp(v, "0") && strcmp(v, "1"))
+            return etk_err(err, ETK_EINVAL, "--zero wants 0 or 1, got '%s'", v);
+        c->zero = v[0] - '0';
+        return 0;
+    }
+    if (!strcmp(name, "recompute")) {
+        if (!strcmp(v, "none"))
+            c->recompute = ETK_RECOMPUTE_NONE;
+        else if (!strcmp(v, "selective"))
+            c->recompute = ETK_RECOMPUTE_SELECTIVE;
+        else if (!strcmp(v, "full"))
+            c->recompute = ETK_RECOMPUTE_FULL;
+        else
+            return etk_err(err, ETK_EINVAL, "--recompute wants none, selective or full, got '%s'", v);
+        return 0;
+    }
+    if (!strcmp(name, "precision")) {
+        if (strcmp(v, "bf16") && strcmp(v, "fp16"))
+            return etk_err(err, ETK_EINVAL, "--precision wants bf16 or fp16, got '%s'", v);
+        snprintf(c->precision, sizeof c->precision, "%s", v);
+        return 0;
+    }
+    if (!strcmp(name, "grad-precision")) {
+        if (!strcmp(v, "fp32"))
+            c->grad_bytes = 4;
+        else if (!strcmp(v, "bf16") || !strcmp(v, "fp16"))
+            c->grad_bytes = 2;
+        else
+            return etk_err(err, ETK_EINVAL, "--grad-precision wants fp32, bf16 or fp16, got '%s'", v);
+        return 0;
+    }
+    if (!strcmp(name, "dp-bucket-mb")) {
+        char *end;
+        errno = 0;
+        double x = strtod(v, &end);
+        if (errno || *end || !(x > 0) || x > 1e6)
+            return etk_err(err, ETK_EINVAL, "--dp-bucket-mb wants a positive number of MiB, got '%s'", v);
+        c->dp_bucket_mb = x;
+        return 0;
+    }
+    if (!strcmp(name, "rank-order")) {
+        int seen = 0, n = 0;
+        const char *p = v;
+        while (*p && n < 3) {
+            int axis = !strncmp(p, "tp", 2) ? ETK_GEN_TP : !strncmp(p, "dp", 2) ? ETK_GEN_DP
+                       : !strncmp(p, "pp", 2)                      ? ETK_GEN_PP
+                                                                   : -1;
+            if (axis < 0 || (seen & (1 << axis)) || (p[2] && p[2] != ','))
+                break;
+            seen |= 1 << axis;
+            c->rank_order[n++] = axis;
+            p += p[2] ? 3 : 2;
+        }
+        if (n != 3 || *p)
+            return etk_err(err, ETK_EINVAL,
+                           "--rank-order wants the three axes tp, dp, pp in some order, fastest first "
+                           "(e.g. tp,dp,pp), got '%s'", v);
+        return 0;
+    }
+    if (!strcmp(name, "gpu")) {
+        if (!etk_gen_gpu_bytes(v))
+            return etk_err(err, ETK_EINVAL, "--gpu: unknown GPU '%s' (known: a100 h100 h200 b200 mi300x)", v);
+        snprintf(c->gpu, sizeof c->gpu, "%s", v);
+        return 0;
+    }
+    return etk_err(err, ETK_ENOTFOUND, "unknown option --%s", name);
+}
+
+int etk_gen_parse_args(int argc, char **argv, etk_gen_config *cfg, int *n_rest, char **rest, etk_error *err)
+{
+    *n_rest = 0;
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        if (strncmp(a, "--", 2) || !a[2]) {
+            rest[(*n_rest)++] = argv[i];
+            continue;
+        }
+        char name[64];
+        const char *eq = strchr(a + 2, '=');
+        size_t n = eq ? (size_t)(eq - a - 2) : strlen(a + 2);
+        if (n >= sizeof name) {
+            rest[(*n_rest)++] = argv[i];
+            continue;
+        }
+        memcpy(name, a + 2, n);
+        name[n] = 0;
+        bool tv;
+        if (!etk_gen_is_option(name, &tv)) {
+            rest[(*n_rest)++] = argv[i];
+            continue;
+        }
+        const char *val = NULL;
+        if (tv) {
+            if (eq)
+                val = eq + 1;
+            else if (i + 1 < argc)
+                val = argv[++i];
+            else
+                return etk_err(err, ETK_EINVAL, "--%s needs a value", name);
+        } else if (eq) {
+            return etk_err(err, ETK_EINVAL, "--%s takes no value", name);
+        }
+        int rc = etk_gen_set(cfg, name, val, err);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+uint64_t etk_gen_gpu_bytes(const char *name)
+{
+    /* spec/hardware.md HBM capacities, GB = 1e9 bytes as the vendors state them */
+    static const struct {
+        const char *name;
+        uint64_t gb;
+    } gpus[] = {{"a100", 80}, {"h100", 80}, {"h200", 141}, {"b200", 180}, {"mi300x", 192}};
+    for (size_t i = 0; i < sizeof gpus / sizeof gpus[0]; i++)
+        if (!strcasecmp(name, gpus[i].name))
+            return gpus[i].gb * 1000000000ull;
+    return 0;
+}
+
+int etk_gen_check(etk_gen_config *c, etk_error *err)
+{
+    if (!c->model_set) {
+        int rc = etk_model_preset("llama2-7b", &c->model, err);
+        if (rc)
+            return rc;
+        c->model_set = true;
+    }
+    etk_model *m = &c->model;
+    int64_t *d[ETK_GEN_N_DIMS] = {&m->layers, &m->hidden, &m->heads, &m->kv_heads, &m->ffn, &m->vocab, &m->seq};
+    bool mha = m->kv_heads == m->heads;
+    for (int i = 0; i < ETK_GEN_N_DIMS; i++)
+        if (c->dims_override[i])
+            *d[i] = c->dims_override[i];
+    if (mha && c->dims_override[2] && !c->dims_override[3])
+        m->kv_heads = m->heads; /* multi-head attention stays multi-head */
+    int rc = etk_model_check(m, err);
+    if (rc)
+        return rc;
+    if (c->tp > 1 && m->heads % c->tp)
+        return etk_err(err, ETK_EINVAL, "--tp %u does not divide --heads %" PRId64, c->tp, m->heads);
+    if (c->tp > 1 && m->kv_heads % c->tp)
+        return etk_err(err, ETK_EINVAL, "--tp %u does not divide --kv-heads %" PRId64 " (model %s)", c->tp,
+                       m->kv_heads, m->name);
+    if (c->tp > 1 && m->ffn % c->tp)
+        return etk_err(err, ETK_EINVAL, "--tp %u does not divide --ffn %" PRId64, c->tp, m->ffn);
+    if (c->tp > 1 && m->vocab % c->tp)
+        return etk_err(err, ETK_EINVAL, "--tp %u does not divide --vocab %" PRId64
+                       " (the embedding is split over TP by vocabulary)", c->tp, m->vocab);
+    if (c->sp && c->tp < 2)
+        return etk_err(err, ETK_EINVAL, "--sp needs --tp > 1 (sequence parallelism shards along TP)");
+    if (c->sp && m->seq % c->tp)
+        return etk_err(err, ETK_EINVAL, "--sp: --tp %u does not divide --seq %" PRId64, c->tp, m->seq);
+    if ((int64_t)c->pp > m->layers)
+        return etk_err(err, ETK_EINVAL, "--pp %u: more pipeline stages than --layers %" PRId64, c->pp, m->layers);
+    uint64_t per_step = (uint64_t)c->micro_batch * c->dp;
+    if (!c->global_batch)
+        c->global_batch = (uint32_t)per_step;
+    if (c->global_batch % per_step)
+        return etk_err(err, ETK_EINVAL,
+                       "--global-batch %u is not divisible by --micro-batch %u x --dp %u = %" PRIu64, c->global_batch,
+                       c->micro_batch, c->dp, per_step);
+    uint64_t ranks = (uint64_t)c->dp * c->tp * c->pp;
+    if (ranks > (1u << 24))
+        return etk_err(err, ETK_EINVAL, "--dp x --tp x --pp = %" PRIu64 " ranks: more than 16M is not supported", ranks);
+    c->n_ranks = (uint32_t)ranks;
+    c->micro_batches = (uint32_t)(c->global_batch / per_step);
+    if (c->micro_batches > 1u << 20)
+        return etk_err(err, ETK_EINVAL, "%u micro-batches per step: at most 1048576", c->micro_batches);
+    if (c->vpp > 1) {
+        if (c->pp < 2)
+            return etk_err(err, ETK_EINVAL, "--vpp %u needs --pp > 1 (interleaving splits each pipeline rank's layers)", c->vpp);
+        if (c->schedule != ETK_SCHED_1F1B)
+            return etk_err(err, ETK_EINVAL, "--vpp %u: interleaving is a 1f1b schedule, not gpipe", c->vpp);
+        if ((int64_t)c->pp * c->vpp > m->layers)
+            return etk_err(err, ETK_EINVAL, "--pp %u x --vpp %u = %u virtual stages: more than --layers %" PRId64, c->pp,
+                           c->vpp, c->pp * c->vpp, m->layers);
+        if (c->micro_batches % c->pp)
+            return etk_err(err, ETK_EINVAL,
+                           "--vpp %u: the %u micro-batches per step must be a multiple of --pp %u (interleaved 1F1B)",
+                           c->vpp, c->micro_batches, c->pp);
+    }
+    c->gpu_bytes = etk_gen_gpu_bytes(c->gpu);
+    c->tokens_per_step = (uint64_t)c->global_batch * (uint64_t)m->seq;
+    /* FLOPs per step for MFU/HFU: one emission per stage class (milliseconds even at 32K ranks) */
+    etk_gen_summary s;
+    if ((rc = etk_gen_summarize(c, &s, err)))
+        return rc;
+    c->model_flops_per_step = s.model_flops;
+    c->hw_flops_per_step = s.step_flops;
+    etk_gen_summary_free(&s);
+    return 0;
+}
+
+static void strides(const etk_gen_config *c, uint32_t st[ETK_GEN_N_AXES])
+{
+    uint32_t deg[ETK_GEN_N_AXES] = {c->tp, c->dp, c->pp};
+    uint32_t s = 1;
+    for (int i = 0; i < ETK_GEN_N_AXES; i++) {
+        st[c->rank_order[i]] = s;
+        s *= deg[c->rank_order[i]];
+    }
+}
+
+uint32_t etk_gen_rank(const etk_gen_config *c, uint32_t tp, uint32_t dp, uint32_t pp)
+{
+    uint32_t st[ETK_GEN_N_AXES];
+    strides(c, st);
+    return tp * st[ETK_GEN_TP] + dp * st[ETK_GEN_DP] + pp * st[ETK_GEN_PP];
+}
+
+void etk_gen_coords(const etk_gen_config *c, uint32_t rank, uint32_t coord[ETK_GEN_N_AXES])
+{
+    uint32_t st[ETK_GEN_N_AXES], deg[ETK_GEN_N_AXES] = {c->tp, c->dp, c->pp};
+    strides(c, st);
+    for (int a = 0; a < ETK_GEN_N_AXES; a++)
+        coord[a] = (rank / st[a]) % deg[a];
+}

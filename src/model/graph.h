@@ -1,0 +1,68 @@
+/* graph.h — the in-memory symbolic tensor graph of a model's blocks (private to model/ and
+ * gen/). Loaded from presets/models/blocks/<arch>.yaml by model.c with every dimension
+ * evaluated; gen/lower.c shards it over TP, infers collectives and derives the backward pass. */
+#ifndef ETK_MODEL_GRAPH_H
+#define ETK_MODEL_GRAPH_H
+#include "etkit/model.h"
+
+#define G_MAX_DIMS 26   /* dimension names are single letters a..z */
+#define G_MAX_IN 4
+#define G_MAX_SAVE 4
+#define G_MAX_RANK 6
+#define G_MAX_TENSORS 512
+
+enum { G_MATMUL, G_ELEMENTWISE, G_NORM, G_SOFTMAX, G_DROPOUT, G_EMBEDDING, G_LOSS };
+enum { G_SEC_EMBED, G_SEC_LAYER, G_SEC_HEAD, G_N_SEC };
+
+typedef struct gtensor {
+    const char *name;      /* "<section>.<name>" */
+    int section;
+    int nd;
+    int dims[G_MAX_RANK];  /* dimension letters - 'a' */
+    bool weight;
+    int split;             /* weights: dimension letter split over TP, or -1 */
+} gtensor;
+
+typedef struct gop {
+    const char *name;
+    int kind;
+    int nin;
+    int in[G_MAX_IN];      /* tensor indices (activations and weights) */
+    int out;
+    int bias;              /* matmul: bias weight added to the output, or -1 */
+    int over;              /* norm/softmax/loss: dimension reduced over, or -1 */
+    double flops;          /* FLOPs per output element (elementwise kinds) */
+    double bwd;            /* backward FLOPs / forward FLOPs (elementwise kinds) */
+    int nsave;
+    int save[G_MAX_SAVE];        /* tensors kept for the backward pass */
+    int save_bytes[G_MAX_SAVE];  /* bytes per element (0: activation precision) */
+    bool region;           /* part of the selectively recomputed region (attention core) */
+    int reductions;        /* loss over a split dimension: all-reduces of [b,s] fp32 */
+    int eqn[2];            /* matmul: the eq's labels of each operand (size of the loop nest) */
+    int eq[2][G_MAX_RANK];
+} gop;
+
+typedef struct gsection {
+    const char *name;      /* "embed", "layer", "head" */
+    int input;             /* tensor index of the section input */
+    int output;            /* tensor index of the section output */
+    gop *ops;
+    int nops;
+} gsection;
+
+struct etk_graph {
+    etk_arena *arena;
+    const char *file;      /* "models/blocks/gpt.yaml" */
+    int64_t dim[G_MAX_DIMS];  /* size per letter, 0 = undefined */
+    int stream_nd;
+    int stream[G_MAX_RANK];   /* residual-stream dims (layer input/output) */
+    int stream_seq;           /* the dim split by sequence parallelism */
+    gtensor *t;
+    int nt;
+    gsection sec[G_N_SEC];
+    int64_t layers;
+};
+
+/* Elements of tensor i (all dims). */
+int64_t etk_graph_elems(const etk_graph *g, int i);
+#endif

@@ -1,0 +1,620 @@
+/* model.c — model presets and the symbolic block graph. A model (presets/models/<name>.yaml, a
+ * user file or a Hugging Face config.json) gives the dimensions; its arch selects a block graph
+ * (presets/models/blocks/<arch>.yaml) whose ops over named dimensions are loaded here with every
+ * size evaluated. gen/lower.c turns that graph into per-rank work under a parallel plan. */
+#include <ctype.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "etkit/presets.h"
+#include "model/graph.h"
+#include "model/yamljson.h"
+
+/* ---------- model files ---------- */
+
+static int get_int(json_t *root, const char *key, const char *fname, int64_t *out, bool required,
+                   etk_error *err)
+{
+    json_t *v = json_object_get(root, key);
+    if (!v) {
+        if (required)
+            return etk_err(err, ETK_EFORMAT, "%s: missing field '%s' (a positive integer)", fname, key);
+        return 0;
+    }
+    if (!json_is_integer(v) || json_integer_value(v) <= 0)
+        return etk_err(err, ETK_EFORMAT, "%s: field '%s' must be a positive integer", fname, key);
+    *out = json_integer_value(v);
+    return 0;
+}
+
+/* A Hugging Face config.json (JSON is YAML, so it arrives through the same parser): Llama-style
+ * keys (hidden_size, num_hidden_layers, num_attention_heads, num_key_value_heads,
+ * intermediate_size, vocab_size, max_position_embeddings) or GPT-2 keys (n_embd, n_layer,
+ * n_head, n_inner, vocab_size, n_positions). */
+static int parse_hf(json_t *root, const char *fname, etk_model *out, etk_error *err)
+{
+    const char *type = json_string_value(json_object_get(root, "model_type"));
+    bool gpt2 = json_object_get(root, "n_embd") != NULL;
+    snprintf(out->arch, sizeof out->arch, "%s", gpt2 ? "gpt" : "llama");
+    if (type && !gpt2 && strcmp(type, "llama") && strcmp(type, "mistral") && strcmp(type, "qwen2"))
+        return etk_err(err, ETK_EUNSUPPORTED,
+                       "%s: model_type '%s' is not supported (llama, mistral, qwen2 or GPT-2 keys)", fname, type);
+    const char *slash = strrchr(fname, '/');
+    snprintf(out->name, sizeof out->name, "%s", slash ? slash + 1 : fname);
+    snprintf(out->source, sizeof out->source, "Hugging Face config %s", fname);
+    static const char *llama_keys[] = {"num_hidden_layers", "hidden_size", "num_attention_heads",
+                                       "num_key_value_heads", "intermediate_size", "vocab_size",
+                                       "max_position_embeddings"};
+    static const char *gpt2_keys[] = {"n_layer", "n_embd", "n_head", "", "n_inner", "vocab_size", "n_positions"};
+    int64_t *dst[7] = {&out->layers, &out->hidden, &out->heads, &out->kv_heads, &out->ffn, &out->vocab, &out->seq};
+    for (int i = 0; i < 7; i++) {
+        const char *k = gpt2 ? gpt2_keys[i] : llama_keys[i];
+        if (!k[0])
+            continue;
+        json_t *v = json_object_get(root, k);
+        bool optional = i == 3 || (gpt2 && i == 4);
+        if ((!v || json_is_null(v)) && optional)
+            continue;
+        if (!json_is_integer(v) || json_integer_value(v) <= 0)
+            return etk_err(err, ETK_EFORMAT, "%s: %s '%s' (a positive integer)", fname, v ? "bad" : "missing", k);
+        *dst[i] = json_integer_value(v);
+    }
+    if (!out->kv_heads)
+        out->kv_heads = out->heads;
+    if (!out->ffn)
+        out->ffn = 4 * out->hidden; /* GPT-2: n_inner null means 4h */
+    return etk_model_check(out, err);
+}
+
+int etk_model_parse(const char *text, size_t len, const char *fname, etk_model *out, etk_error *err)
+{
+    memset(out, 0, sizeof *out);
+    json_t *root;
+    int rc = etk_yaml_to_json(text, len, fname, &root, err);
+    if (rc)
+        return rc;
+    if (json_object_get(root, "hidden_size") || json_object_get(root, "n_embd")) {
+        rc = parse_hf(root, fname, out, err);
+        json_decref(root);
+        return rc;
+    }
+    const char *name = json_string_value(json_object_get(root, "name"));
+    const char *arch = json_string_value(json_object_get(root, "arch"));
+    const char *src = json_string_value(json_object_get(root, "source"));
+    if (!name || !arch) {
+        json_decref(root);
+        return etk_err(err, ETK_EFORMAT, "%s: missing field '%s' (a string)", fname, name ? "arch" : "name");
+    }
+    snprintf(out->name, sizeof out->name, "%s", name);
+    snprintf(out->arch, sizeof out->arch, "%s", arch);
+    snprintf(out->source, sizeof out->source, "%s", src ? src : "");
+    out->kv_heads = 0;
+    if ((rc = get_int(root, "layers", fname, &out->layers, true, err)) ||
+        (rc = get_int(root, "hidden", fname, &out->hidden, true, err)) ||
+        (rc = get_int(root, "heads", fname, &out->heads, true, err)) ||
+        (rc = get_int(root, "kv_heads", fname, &out->kv_heads, false, err)) ||
+        (rc = get_int(root, "ffn", fname, &out->ffn, true, err)) ||
+        (rc = get_int(root, "vocab", fname, &out->vocab, true, err)) ||
+        (rc = get_int(root, "seq", fname, &out->seq, true, err))) {
+        json_decref(root);
+        return rc;
+    }
+    if (!out->kv_heads)
+        out->kv_heads = out->heads;
+    json_decref(root);
+    return etk_model_check(out, err);
+}
+
+int etk_model_load(const char *path, etk_model *out, etk_error *err)
+{
+    char *data;
+    size_t len;
+    int rc = etk_file_read_all(path, &data, &len, err);
+    if (rc)
+        return rc;
+    rc = etk_model_parse(data, len, path, out, err);
+    free(data);
+    return rc;
+}
+
+size_t etk_model_preset_names(const char **names, size_t cap)
+{
+    size_t n = 0;
+    for (const etk_embedded *e = etk_preset_files(); e->name; e++) {
+        if (strncmp(e->name, "models/", 7) || strchr(e->name + 7, '/'))
+            continue;
+        if (n < cap)
+            names[n] = e->name + 7;
+        n++;
+    }
+    return n;
+}
+
+int etk_model_preset(const char *name, etk_model *out, etk_error *err)
+{
+    char rel[160];
+    snprintf(rel, sizeof rel, "models/%s.yaml", name);
+    const etk_embedded *e = strchr(name, '/') ? NULL : etk_preset_file(rel);
+    if (!e) {
+        char list[700] = "";
+        const char *names[64];
+        size_t n = etk_model_preset_names(names, 64);
+        for (size_t i = 0; i < n && i < 64; i++) {
+            size_t l = strlen(list);
+            snprintf(list + l, sizeof list - l, "%s%.*s", i ? ", " : "", (int)(strlen(names[i]) - 5), names[i]);
+        }
+        return etk_err(err, ETK_ENOTFOUND, "unknown model '%s' (built-in presets: %s)", name, list);
+    }
+    return etk_model_parse((const char *)e->data, e->len, e->name, out, err);
+}
+
+int etk_model_check(const etk_model *m, etk_error *err)
+{
+    if (m->layers <= 0 || m->hidden <= 0 || m->heads <= 0 || m->kv_heads <= 0 || m->ffn <= 0 ||
+        m->vocab <= 0 || m->seq <= 0)
+        return etk_err(err, ETK_EINVAL, "model %s: every dimension must be positive", m->name);
+    if (m->hidden % m->heads)
+        return etk_err(err, ETK_EINVAL, "model %s: --heads %" PRId64 " does not divide --hidden %" PRId64,
+                       m->name, m->heads, m->hidden);
+    if (m->heads % m->kv_heads)
+        return etk_err(err, ETK_EINVAL,
+                       "model %s: --kv-heads %" PRId64 " does not divide --heads %" PRId64, m->name,
+                       m->kv_heads, m->heads);
+    if (strcmp(m->arch, "gpt") && strcmp(m->arch, "llama"))
+        return etk_err(err, ETK_EINVAL, "model %s: unknown arch '%s' (expected gpt or llama)", m->name,
+                       m->arch);
+    if (!strcmp(m->arch, "gpt") && m->kv_heads != m->heads)
+        return etk_err(err, ETK_EINVAL,
+                       "model %s: arch gpt uses multi-head attention: --kv-heads must equal --heads",
+                       m->name);
+    return 0;
+}
+
+/* ---------- dimension expressions: integers, model symbols, + - * / ( ) ---------- */
+
+typedef struct {
+    const char *s, *p;
+    const etk_model *m;
+    int64_t batch;
+    const char *where;
+    etk_error *err;
+    int rc;
+} expr;
+
+static int64_t e_sum(expr *e);
+
+static void e_skip(expr *e)
+{
+    while (*e->p == ' ')
+        e->p++;
+}
+
+static int64_t e_fail(expr *e, const char *what)
+{
+    if (!e->rc)
+        e->rc = etk_err(e->err, ETK_EFORMAT, "%s: expression '%s' at offset %d: %s", e->where, e->s,
+                        (int)(e->p - e->s), what);
+    return 0;
+}
+
+static int64_t e_atom(expr *e)
+{
+    e_skip(e);
+    if (*e->p == '(') {
+        e->p++;
+        int64_t v = e_sum(e);
+        e_skip(e);
+        if (*e->p != ')')
+            return e_fail(e, "expected ')'");
+        e->p++;
+        return v;
+    }
+    if (isdigit((unsigned char)*e->p)) {
+        int64_t v = 0;
+        while (isdigit((unsigned char)*e->p))
+            v = v * 10 + (*e->p++ - '0');
+        return v;
+    }
+    const char *b = e->p;
+    while (isalnum((unsigned char)*e->p) || *e->p == '_')
+        e->p++;
+    size_t n = (size_t)(e->p - b);
+    static const char *names[] = {"batch", "seq", "hidden", "heads", "kv_heads", "ffn", "vocab", "layers"};
+    int64_t vals[] = {e->batch, e->m->seq, e->m->hidden, e->m->heads, e->m->kv_heads, e->m->ffn,
+                      e->m->vocab, e->m->layers};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (n == strlen(names[i]) && !strncmp(b, names[i], n))
+            return vals[i];
+    return e_fail(e, "expected a number, a model symbol (batch seq hidden heads kv_heads ffn vocab "
+                     "layers) or '('");
+}
+
+static int64_t e_prod(expr *e)
+{
+    int64_t v = e_atom(e);
+    for (;;) {
+        e_skip(e);
+        char op = *e->p;
+        if (op != '*' && op != '/')
+            return v;
+        e->p++;
+        int64_t r = e_atom(e);
+        if (op == '*')
+            v *= r;
+        else if (r == 0 || v % r)
+            return e_fail(e, "division is not exact for this model");
+        else
+            v /= r;
+    }
+}
+
+static int64_t e_sum(expr *e)
+{
+    int64_t v = e_prod(e);
+    for (;;) {
+        e_skip(e);
+        char op = *e->p;
+        if (op != '+' && op != '-')
+            return v;
+        e->p++;
+        int64_t r = e_prod(e);
+        v = op == '+' ? v + r : v - r;
+    }
+}
+
+static int eval_expr(const char *s, const etk_model *m, int64_t batch, const char *where, int64_t *out,
+                     etk_error *err)
+{
+    expr e = {s, s, m, batch, where, err, 0};
+    int64_t v = e_sum(&e);
+    e_skip(&e);
+    if (!e.rc && *e.p)
+        e_fail(&e, "unexpected character");
+    if (!e.rc && v <= 0)
+        e.rc = etk_err(err, ETK_EINVAL, "%s: expression '%s' is %" PRId64 " for model %s (must be positive)",
+                       where, s, v, m->name);
+    *out = v;
+    return e.rc;
+}
+
+/* ---------- block graph ---------- */
+
+int64_t etk_graph_elems(const etk_graph *g, int i)
+{
+    int64_t n = 1;
+    for (int k = 0; k < g->t[i].nd; k++)
+        n *= g->dim[g->t[i].dims[k]];
+    return n;
+}
+
+static const char *sec_names[G_N_SEC] = {"embed", "layer", "head"};
+
+typedef struct {
+    etk_graph *g;
+    const char *file;
+    etk_error *err;
+} loader;
+
+static int parse_dims(loader *L, const char *s, const char *where, int *dims, int *nd)
+{
+    size_t n = s ? strlen(s) : 0;
+    if (!s || n == 0 || n > G_MAX_RANK)
+        return etk_err(L->err, ETK_EFORMAT, "%s: %s: expected 1 to %d dimension letters", L->file, where,
+                       G_MAX_RANK);
+    for (size_t i = 0; i < n; i++) {
+        int c = s[i] - 'a';
+        if (c < 0 || c >= G_MAX_DIMS || !L->g->dim[c])
+            return etk_err(L->err, ETK_EFORMAT, "%s: %s: dimension '%c' is not declared under dims", L->file,
+                           where, s[i]);
+        dims[i] = c;
+    }
+    *nd = (int)n;
+    return 0;
+}
+
+static int find_tensor(const etk_graph *g, int sec, const char *name)
+{
+    char q[128];
+    if (strchr(name, '.'))
+        snprintf(q, sizeof q, "%s", name);
+    else
+        snprintf(q, sizeof q, "%s.%s", sec_names[sec], name);
+    for (int i = g->nt - 1; i >= 0; i--)
+        if (!strcmp(g->t[i].name, q))
+            return i;
+    return -1;
+}
+
+static int add_tensor(loader *L, int sec, const char *name, const int *dims, int nd, bool weight, int split)
+{
+    etk_graph *g = L->g;
+    char q[128];
+    snprintf(q, sizeof q, "%s.%s", sec_names[sec], name);
+    if (g->nt >= G_MAX_TENSORS || find_tensor(g, sec, name) >= 0)
+        return etk_err(L->err, ETK_EFORMAT, "%s: tensor '%s' is defined twice (or more than %d tensors)",
+                       L->file, q, G_MAX_TENSORS) < 0 ? -1 : -1;
+    gtensor *t = &g->t[g->nt];
+    t->name = etk_arena_strdup(g->arena, q);
+    t->section = sec;
+    t->nd = nd;
+    memcpy(t->dims, dims, sizeof(int) * (size_t)nd);
+    t->weight = weight;
+    t->split = split;
+    return g->nt++;
+}
+
+/* Output dims of a matmul from its einsum "ab,bc->ac", checking the operands' dims. */
+static int parse_eq(loader *L, const char *where, const char *eq, gop *op, int *dims, int *nd)
+{
+    const char *arrow = eq ? strstr(eq, "->") : NULL;
+    const char *comma = eq ? strchr(eq, ',') : NULL;
+    if (!arrow || !comma || comma > arrow || op->nin != 2)
+        return etk_err(L->err, ETK_EFORMAT, "%s: %s: matmul needs two inputs and eq \"<a>,<b>-><out>\"",
+                       L->file, where);
+    const char *parts[2] = {eq, comma + 1};
+    size_t lens[2] = {(size_t)(comma - eq), (size_t)(arrow - comma - 1)};
+    for (int i = 0; i < 2; i++) {
+        const gtensor *t = &L->g->t[op->in[i]];
+        bool ok = lens[i] == (size_t)t->nd;
+        /* eq letters label the operand's dims; a different letter of the same size is a
+         * relabeling (keys use t for the sequence position of the attended tokens) */
+        for (int k = 0; ok && k < t->nd; k++) {
+            int l = parts[i][k] - 'a';
+            ok = l >= 0 && l < G_MAX_DIMS && L->g->dim[l] == L->g->dim[t->dims[k]];
+            if (ok)
+                op->eq[i][k] = l;
+        }
+        op->eqn[i] = t->nd;
+        if (!ok)
+            return etk_err(L->err, ETK_EFORMAT, "%s: %s: operand %d (%s) does not have the dims of eq '%s'",
+                           L->file, where, i + 1, t->name, eq);
+    }
+    return parse_dims(L, arrow + 2, where, dims, nd);
+}
+
+static int load_op(loader *L, int sec, json_t *jo, size_t idx, gop *op)
+{
+    etk_graph *g = L->g;
+    char where[160];
+    const char *name = json_string_value(json_object_get(jo, "name"));
+    snprintf(where, sizeof where, "sections.%s.ops[%zu]%s%s", sec_names[sec], idx, name ? " " : "",
+             name ? name : "");
+    if (!name)
+        return etk_err(L->err, ETK_EFORMAT, "%s: %s: missing 'name'", L->file, where);
+    op->name = etk_arena_strdup(g->arena, name);
+    const char *kind = json_string_value(json_object_get(jo, "op"));
+    static const char *kinds[] = {"matmul", "elementwise", "norm", "softmax", "dropout", "embedding", "loss"};
+    op->kind = -1;
+    for (int k = 0; kind && k < 7; k++)
+        if (!strcmp(kind, kinds[k]))
+            op->kind = k;
+    if (op->kind < 0)
+        return etk_err(L->err, ETK_EFORMAT,
+                       "%s: %s: 'op' must be one of matmul elementwise norm softmax dropout embedding loss",
+                       L->file, where);
+    json_t *in = json_object_get(jo, "in");
+    if (!json_is_array(in) || json_array_size(in) == 0 || json_array_size(in) > G_MAX_IN)
+        return etk_err(L->err, ETK_EFORMAT, "%s: %s: 'in' must list 1 to %d tensors", L->file, where, G_MAX_IN);
+    op->nin = (int)json_array_size(in);
+    for (int i = 0; i < op->nin; i++) {
+        const char *tn = json_string_value(json_array_get(in, (size_t)i));
+        op->in[i] = tn ? find_tensor(g, sec, tn) : -1;
+        if (op->in[i] < 0)
+            return etk_err(L->err, ETK_EFORMAT, "%s: %s: input '%s' is not defined before this op", L->file,
+                           where, tn ? tn : "?");
+    }
+    op->bias = -1;
+    const char *bias = json_string_value(json_object_get(jo, "bias"));
+    if (bias && (op->bias = find_tensor(g, sec, bias)) < 0)
+        return etk_err(L->err, ETK_EFORMAT, "%s: %s: bias '%s' is not a declared weight", L->file, where, bias);
+    op->over = -1;
+    const char *over = json_string_value(json_object_get(jo, "over"));
+    if (over) {
+        int d[G_MAX_RANK], nd;
+        if (parse_dims(L, over, where, d, &nd))
+            return L->err->code;
+        op->over = d[0];
+    }
+    json_t *fl = json_object_get(jo, "flops");
+    op->flops = fl ? json_number_value(fl) : (op->kind == G_DROPOUT ? 1 : 0);
+    json_t *bw = json_object_get(jo, "bwd");
+    op->bwd = bw ? json_number_value(bw) : (op->kind == G_DROPOUT ? 1 : 2);
+    op->region = json_object_get(jo, "region") != NULL;
+    op->reductions = (int)json_integer_value(json_object_get(jo, "reductions"));
+    /* output tensor */
+    int dims[G_MAX_RANK], nd = 0;
+    const char *ds = json_string_value(json_object_get(jo, "dims"));
+    if (op->kind == G_MATMUL) {
+        if (parse_eq(L, where, json_string_value(json_object_get(jo, "eq")), op, dims, &nd))
+            return L->err->code;
+    } else if (op->kind == G_EMBEDDING) {
+        /* tokens [b,s] x table [v,h] -> [b,s,h] */
+        const gtensor *tok = &g->t[op->in[0]], *tab = op->nin > 1 ? &g->t[op->in[1]] : NULL;
+        if (!tab || !tab->weight || tab->nd != 2 || tok->nd < 1)
+            return etk_err(L->err, ETK_EFORMAT, "%s: %s: embedding needs [tokens, table[vocab,hidden]]",
+                           L->file, where);
+        nd = tok->nd + 1;
+        memcpy(dims, tok->dims, sizeof(int) * (size_t)tok->nd);
+        dims[tok->nd] = tab->dims[1];
+    } else if (ds) {
+        if (parse_dims(L, ds, where, dims, &nd))
+            return L->err->code;
+    } else {
+        const gtensor *t0 = &g->t[op->in[0]];
+        nd = t0->nd;
+        memcpy(dims, t0->dims, sizeof(int) * (size_t)nd);
+    }
+    const char *out = json_string_value(json_object_get(jo, "out"));
+    if (!out)
+        return etk_err(L->err, ETK_EFORMAT, "%s: %s: missing 'out'", L->file, where);
+    op->out = add_tensor(L, sec, out, dims, nd, false, -1);
+    if (op->out < 0)
+        return L->err->code;
+    /* saved tensors */
+    json_t *sv = json_object_get(jo, "save");
+    if (sv && (!json_is_array(sv) || json_array_size(sv) > G_MAX_SAVE))
+        return etk_err(L->err, ETK_EFORMAT, "%s: %s: 'save' must list at most %d tensors", L->file, where,
+                       G_MAX_SAVE);
+    for (size_t i = 0; sv && i < json_array_size(sv); i++) {
+        const char *s = json_string_value(json_array_get(sv, i));
+        char nm[64];
+        int bytes = 0;
+        const char *colon = s ? strchr(s, ':') : NULL;
+        snprintf(nm, sizeof nm, "%.*s", colon ? (int)(colon - s) : (int)(s ? strlen(s) : 0), s ? s : "");
+        if (colon)
+            bytes = atoi(colon + 1);
+        int ti = find_tensor(g, sec, nm);
+        if (ti < 0)
+            return etk_err(L->err, ETK_EFORMAT, "%s: %s: saved tensor '%s' is not defined", L->file, where, nm);
+        op->save[op->nsave] = ti;
+        op->save_bytes[op->nsave++] = bytes;
+    }
+    return 0;
+}
+
+static int load_section(loader *L, int sec, json_t *js)
+{
+    etk_graph *g = L->g;
+    gsection *S = &g->sec[sec];
+    S->name = sec_names[sec];
+    char where[96];
+    snprintf(where, sizeof where, "sections.%s", sec_names[sec]);
+    if (!json_is_object(js))
+        return etk_err(L->err, ETK_EFORMAT, "%s: missing mapping '%s'", L->file, where);
+    json_t *in = json_object_get(js, "input");
+    const char *iname = json_string_value(json_object_get(in, "name"));
+    if (!iname)
+        return etk_err(L->err, ETK_EFORMAT, "%s: %s.input: missing 'name'", L->file, where);
+    int dims[G_MAX_RANK], nd = g->stream_nd;
+    memcpy(dims, g->stream, sizeof dims);
+    const char *ids = json_string_value(json_object_get(in, "dims"));
+    if (ids && parse_dims(L, ids, where, dims, &nd))
+        return L->err->code;
+    S->input = add_tensor(L, sec, iname, dims, nd, false, -1);
+    if (S->input < 0)
+        return L->err->code;
+    json_t *ws = json_object_get(js, "weights");
+    const char *wk;
+    json_t *wv;
+    json_object_foreach(ws, wk, wv) {
+        char w2[160];
+        snprintf(w2, sizeof w2, "%s.weights.%s", where, wk);
+        if (parse_dims(L, json_string_value(json_object_get(wv, "dims")), w2, dims, &nd))
+            return L->err->code;
+        int split = -1;
+        const char *sp = json_string_value(json_object_get(wv, "split"));
+        if (sp) {
+            split = sp[0] - 'a';
+            bool found = false;
+            for (int k = 0; k < nd; k++)
+                found |= dims[k] == split;
+            if (strlen(sp) != 1 || !found)
+                return etk_err(L->err, ETK_EFORMAT, "%s: %s: split '%s' is not one of its dims", L->file, w2, sp);
+        }
+        if (add_tensor(L, sec, wk, dims, nd, true, split) < 0)
+            return L->err->code;
+    }
+    json_t *ops = json_object_get(js, "ops");
+    if (!json_is_array(ops) || json_array_size(ops) == 0)
+        return etk_err(L->err, ETK_EFORMAT, "%s: %s.ops: expected a list of ops", L->file, where);
+    S->nops = (int)json_array_size(ops);
+    S->ops = etk_arena_alloc(g->arena, sizeof(gop) * (size_t)S->nops);
+    for (int i = 0; i < S->nops; i++)
+        if (load_op(L, sec, json_array_get(ops, (size_t)i), (size_t)i, &S->ops[i]))
+            return L->err->code;
+    const char *out = json_string_value(json_object_get(js, "output"));
+    S->output = out ? find_tensor(g, sec, out) : -1;
+    if (S->output < 0)
+        return etk_err(L->err, ETK_EFORMAT, "%s: %s.output: expected the name of an op output", L->file, where);
+    return 0;
+}
+
+int etk_graph_load(const etk_model *m, int64_t batch, etk_graph **out, etk_error *err)
+{
+    *out = NULL;
+    char rel[64];
+    snprintf(rel, sizeof rel, "models/blocks/%s.yaml", m->arch);
+    const etk_embedded *e = etk_preset_file(rel);
+    if (!e)
+        return etk_err(err, ETK_ENOTFOUND, "model %s: no block graph for arch '%s' (%s)", m->name, m->arch, rel);
+    json_t *root;
+    int rc = etk_yaml_to_json((const char *)e->data, e->len, e->name, &root, err);
+    if (rc)
+        return rc;
+    etk_graph *g = calloc(1, sizeof *g);
+    g->arena = etk_arena_new(0);
+    g->file = e->name;
+    g->layers = m->layers;
+    g->t = etk_arena_alloc(g->arena, sizeof(gtensor) * G_MAX_TENSORS);
+    loader L = {g, e->name, err};
+    const char *dk;
+    json_t *dv;
+    json_object_foreach(json_object_get(root, "dims"), dk, dv) {
+        char where[64];
+        snprintf(where, sizeof where, "%s: dims.%s", e->name, dk);
+        int c = dk[0] - 'a';
+        if (strlen(dk) != 1 || c < 0 || c >= G_MAX_DIMS) {
+            rc = etk_err(err, ETK_EFORMAT, "%s: dimension names are single letters a-z", where);
+            goto out;
+        }
+        char num[32];
+        const char *s = json_string_value(dv);
+        if (json_is_integer(dv)) {
+            snprintf(num, sizeof num, "%lld", (long long)json_integer_value(dv));
+            s = num;
+        }
+        if (!s) {
+            rc = etk_err(err, ETK_EFORMAT, "%s: expected an expression", where);
+            goto out;
+        }
+        if ((rc = eval_expr(s, m, batch, where, &g->dim[c], err)))
+            goto out;
+    }
+    json_t *st = json_object_get(root, "stream");
+    const char *sq = json_string_value(json_object_get(st, "seq"));
+    if ((rc = parse_dims(&L, json_string_value(json_object_get(st, "dims")), "stream.dims", g->stream,
+                         &g->stream_nd)))
+        goto out;
+    if (!sq || sq[0] < 'a' || sq[0] > 'z') {
+        rc = etk_err(err, ETK_EFORMAT, "%s: stream.seq: expected the sequence dimension letter", e->name);
+        goto out;
+    }
+    g->stream_seq = sq[0] - 'a';
+    json_t *secs = json_object_get(root, "sections");
+    for (int s = 0; s < G_N_SEC; s++)
+        if ((rc = load_section(&L, s, json_object_get(secs, sec_names[s]))))
+            goto out;
+out:
+    json_decref(root);
+    if (rc) {
+        etk_graph_free(g);
+        return rc;
+    }
+    *out = g;
+    return 0;
+}
+
+void etk_graph_free(etk_graph *g)
+{
+    if (!g)
+        return;
+    etk_arena_free(g->arena);
+    free(g);
+}
+
+int etk_model_params(const etk_model *m, uint64_t *out, etk_error *err)
+{
+    etk_graph *g;
+    int rc = etk_graph_load(m, 1, &g, err);
+    if (rc)
+        return rc;
+    uint64_t n = 0;
+    for (int i = 0; i < g->nt; i++)
+        if (g->t[i].weight)
+            n += (uint64_t)etk_graph_elems(g, i) * (g->t[i].section == G_SEC_LAYER ? (uint64_t)m->layers : 1);
+    etk_graph_free(g);
+    *out = n;
+    return 0;
+}

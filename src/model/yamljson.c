@@ -1,0 +1,147 @@
+/* yamljson.c — reads a YAML document (block or flow style) into a jansson tree, so model
+ * presets and block graphs (presets/models/ files) are processed with one JSON API. Scalars
+ * become integers, reals, booleans or strings; errors name the file and line. Used by model.c. */
+#include <stdlib.h>
+#include <string.h>
+#include <yaml.h>
+
+#include "model/yamljson.h"
+
+static json_t *scalar(const yaml_event_t *ev)
+{
+    const char *s = (const char *)ev->data.scalar.value;
+    size_t n = ev->data.scalar.length;
+    if (ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE && n > 0) {
+        char *end;
+        long long v = strtoll(s, &end, 10);
+        if ((size_t)(end - s) == n)
+            return json_integer(v);
+        double d = strtod(s, &end);
+        if ((size_t)(end - s) == n)
+            return json_real(d);
+        if (!strcmp(s, "true"))
+            return json_true();
+        if (!strcmp(s, "false"))
+            return json_false();
+        if (!strcmp(s, "null") || !strcmp(s, "~"))
+            return json_null();
+    }
+    return json_stringn(s, n);
+}
+
+/* Recursive descent over parser events; *ev holds the event that starts the node. */
+static json_t *node(yaml_parser_t *p, yaml_event_t *ev, const char *name, etk_error *err)
+{
+    if (ev->type == YAML_SCALAR_EVENT)
+        return scalar(ev);
+    if (ev->type == YAML_ALIAS_EVENT) {
+        etk_err(err, ETK_EFORMAT, "%s:%zu: YAML aliases are not supported", name,
+                (size_t)ev->start_mark.line + 1);
+        return NULL;
+    }
+    bool is_map = ev->type == YAML_MAPPING_START_EVENT;
+    if (!is_map && ev->type != YAML_SEQUENCE_START_EVENT) {
+        etk_err(err, ETK_EFORMAT, "%s:%zu: unexpected YAML event", name, (size_t)ev->start_mark.line + 1);
+        return NULL;
+    }
+    json_t *out = is_map ? json_object() : json_array();
+    for (;;) {
+        yaml_event_t k;
+        if (!yaml_parser_parse(p, &k)) {
+            etk_err(err, ETK_EFORMAT, "%s:%zu: %s", name, (size_t)p->problem_mark.line + 1,
+                    p->problem ? p->problem : "YAML syntax error");
+            json_decref(out);
+            return NULL;
+        }
+        if (k.type == YAML_MAPPING_END_EVENT || k.type == YAML_SEQUENCE_END_EVENT) {
+            yaml_event_delete(&k);
+            return out;
+        }
+        if (!is_map) {
+            json_t *v = node(p, &k, name, err);
+            yaml_event_delete(&k);
+            if (!v) {
+                json_decref(out);
+                return NULL;
+            }
+            json_array_append_new(out, v);
+            continue;
+        }
+        if (k.type != YAML_SCALAR_EVENT) {
+            etk_err(err, ETK_EFORMAT, "%s:%zu: mapping keys must be plain scalars", name,
+                    (size_t)k.start_mark.line + 1);
+            yaml_event_delete(&k);
+            json_decref(out);
+            return NULL;
+        }
+        char *key = strndup((const char *)k.data.scalar.value, k.data.scalar.length);
+        yaml_event_delete(&k);
+        yaml_event_t v;
+        if (!key || !yaml_parser_parse(p, &v)) {
+            etk_err(err, ETK_EFORMAT, "%s:%zu: %s", name, (size_t)p->problem_mark.line + 1,
+                    p->problem ? p->problem : "YAML syntax error");
+            free(key);
+            json_decref(out);
+            return NULL;
+        }
+        json_t *jv = node(p, &v, name, err);
+        yaml_event_delete(&v);
+        if (!jv) {
+            free(key);
+            json_decref(out);
+            return NULL;
+        }
+        json_object_set_new(out, key, jv);
+        free(key);
+    }
+}
+
+int etk_yaml_to_json(const char *text, size_t len, const char *name, json_t **out, etk_error *err)
+{
+    *out = NULL;
+    yaml_parser_t p;
+    if (!yaml_parser_initialize(&p))
+        return etk_err(err, ETK_ENOMEM, "%s: cannot initialize the YAML parser", name);
+    yaml_parser_set_input_string(&p, (const unsigned char *)text, len);
+    int rc = 0;
+    json_t *root = NULL;
+    for (;;) {
+        yaml_event_t ev;
+        if (!yaml_parser_parse(&p, &ev)) {
+            rc = etk_err(err, ETK_EFORMAT, "%s:%zu: %s", name, (size_t)p.problem_mark.line + 1,
+                         p.problem ? p.problem : "YAML syntax error");
+            break;
+        }
+        yaml_event_type_t t = ev.type;
+        if (t == YAML_STREAM_END_EVENT) {
+            yaml_event_delete(&ev);
+            break;
+        }
+        if (t == YAML_MAPPING_START_EVENT || t == YAML_SEQUENCE_START_EVENT || t == YAML_SCALAR_EVENT) {
+            if (root) {
+                yaml_event_delete(&ev);
+                rc = etk_err(err, ETK_EFORMAT, "%s: more than one YAML document", name);
+                break;
+            }
+            root = node(&p, &ev, name, err);
+            yaml_event_delete(&ev);
+            if (!root) {
+                rc = err ? err->code : ETK_EFORMAT;
+                break;
+            }
+            continue;
+        }
+        yaml_event_delete(&ev);
+    }
+    yaml_parser_delete(&p);
+    if (rc) {
+        json_decref(root);
+        return rc;
+    }
+    if (!root || !json_is_object(root)) {
+        json_decref(root);
+        return etk_err(err, ETK_EFORMAT, "%s: expected a YAML mapping at the top level", name);
+    }
+    *out = root;
+    return 0;
+}

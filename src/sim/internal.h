@@ -1,0 +1,172 @@
+/* internal.h — private state of the simulator (src/sim/): ranks with their nodes in flat
+ * arrays, successor lists in CSR form, per-stream ready heaps, communicator groups with their
+ * in-flight collective instances, point-to-point channels, and the global event heap.
+ * engine.c runs it, fold.c decides classes, report.c and timeline.c read the finished state. */
+#ifndef ETK_SIM_INTERNAL_H
+#define ETK_SIM_INTERNAL_H
+
+#include <stdint.h>
+
+#include "etkit/sim.h"
+
+#define SIM_NONE UINT32_MAX
+
+/* Stream kinds. The first three have a limited number of streams per rank; receives and
+ * zero-resource nodes (metadata, unknown types) run without a stream. */
+enum { K_CPU = 0, K_COMP = 1, K_COMM = 2, K_RECV = 3, K_FREE = 4, K_COUNT = 5 };
+enum { ST_WAIT = 0, ST_READY = 1, ST_ISSUED = 2, ST_DONE = 3 };
+
+typedef struct snode {
+    uint64_t id;
+    uint64_t dur_ns;   /* compute/replay time; COLL: collective cost; SEND: transfer cost */
+    uint64_t start_ns; /* issue time */
+    uint64_t end_ns;
+    uint64_t xfer_ns;  /* COLL/SEND/RECV: when the transfer started */
+    uint64_t bytes;    /* comm bytes (COLL/SEND/RECV), tensor bytes otherwise */
+    uint64_t flops;
+    const etk_node *src;
+    uint32_t succ_begin, n_succ; /* CSR into srank.succ */
+    uint32_t extra;              /* overflow successor list head (srank.xe), SIM_NONE if none */
+    uint32_t pending;            /* unfinished dependencies */
+    uint32_t aux;                /* COLL: group index; SEND/RECV: channel index */
+    uint32_t pos;                /* COLL: simulated-member position in the group */
+    uint32_t qnext;              /* channel queue link */
+    uint32_t seq;                /* COLL: instance number on its group */
+    uint8_t kind, type, ctype, state, stream;
+} snode;
+
+typedef struct heapent {
+    uint64_t key;
+    uint32_t idx;
+} heapent;
+
+typedef struct uheap {
+    heapent *a;
+    uint32_t n, cap;
+} uheap;
+
+typedef struct xedge {
+    uint32_t to, next;
+} xedge;
+
+/* open-addressing map of (a, b) -> value */
+typedef struct kmap {
+    uint64_t *ka, *kb;
+    uint32_t *val; /* SIM_NONE = empty */
+    uint32_t cap, n;
+} kmap;
+
+typedef struct srank {
+    snode *nodes;
+    uint32_t n, cap;
+    uint32_t *succ;
+    uint32_t n_succ, cap_succ;
+    xedge *xe;
+    uint32_t n_xe, cap_xe;
+    kmap ids;          /* id -> node index (ids outside the dense table) */
+    uint32_t *dense;   /* id - dense_lo -> node index, for dense ids */
+    uint64_t dense_lo;
+    uint32_t dense_n;
+    uheap ready[K_COUNT];
+    uint32_t busy[3]; /* bitmask of busy streams per limited kind */
+    uint32_t n_done;
+    uint32_t n_comp, n_xfer, n_cpu;
+    uint64_t last_t;
+    etk_sim_rank_stats st;
+    uint64_t p2p_count, p2p_bytes, p2p_time;
+    uint64_t missing;
+    uint64_t ctrl_dropped;
+    bool dirty, simulated;
+} srank;
+
+typedef struct sinst {
+    int32_t ctype;
+    uint64_t bytes, dur, issue_first;
+    uint32_t arrived;
+    uint32_t first_rank, first_node;
+    uint32_t *node; /* [n_sim] node index per simulated member, SIM_NONE if not arrived */
+    struct sinst *next_free;
+} sinst;
+
+typedef struct scollstat {
+    uint64_t count, bytes, time;
+} scollstat;
+
+typedef struct sgroup {
+    const char *name;
+    const uint32_t *ranks; /* members in file order */
+    uint32_t n;
+    uint32_t *sorted;      /* members sorted (built on first use) */
+    uint32_t *simpos;      /* [n] for sorted[i]: simulated-member position or SIM_NONE */
+    uint32_t *simrank;     /* [n_sim] */
+    uint32_t n_sim;
+    uint32_t *issued;      /* [n_sim] collectives issued so far by each simulated member */
+    sinst **inst;          /* in-flight instances, inst[k - base] */
+    uint32_t inst_head, inst_n, inst_cap;
+    uint32_t base;
+    sinst *free_inst;
+    scollstat stat[ETK_COLL_TYPE_COUNT];
+    bool prepared;
+} sgroup;
+
+typedef struct schan {
+    uint32_t src, dst;    /* simulated ranks */
+    uint32_t sq_head, sq_tail, rq_head, rq_tail;
+} schan;
+
+typedef struct sevent {
+    uint64_t t, seq;
+    uint32_t a, b;
+    uint32_t kind;
+} sevent;
+
+enum { EV_NODE = 0, EV_COLL = 1, EV_P2P = 2 };
+
+struct etk_sim {
+    etk_cluster cl;
+    etk_sim_opts o;
+    etk_sim_costs costs;
+    uint32_t n_ranks;
+    uint32_t nstreams[3];
+    srank *r;
+    uint32_t *cls, *rep, *csize; /* rank -> class, class -> representative, class size */
+    uint32_t n_classes;
+    bool folded;
+    const etk_groups *eg;
+    sgroup *g;
+    uint32_t n_g;
+    uint32_t g_all;          /* index of the all-ranks group */
+    uint32_t *all_ranks;
+    kmap gnames;             /* (hash, len) -> group index */
+    kmap costcache;          /* (group << 8 | type, bytes) -> index into costs_ns */
+    uint64_t *costv;
+    uint32_t n_costv, cap_costv;
+    schan *ch;
+    uint32_t n_ch, cap_ch;
+    kmap chmap;
+    sevent *ev;
+    uint32_t n_ev, cap_ev;
+    uint64_t seq;
+    uint64_t now;
+    uint32_t *dirty;
+    uint32_t n_dirty, cap_dirty;
+    bool finished, broken;
+    etk_sim_result res;
+    uint64_t missing_total;
+    uint64_t no_size; /* collectives without comm_size in the trace being added */
+    char notes[1024]; /* warnings for the user (etk_sim_result.warnings) */
+    uint32_t notes_dropped;
+    char *pool;       /* see sim_reserve */
+    size_t pool_used, pool_cap;
+};
+
+/* fold.c / report.c helpers */
+uint64_t sim_hash_str(const char *s);
+/* Reserve one huge-page block for the ranks' first node/successor/id arrays (engine.c). */
+int sim_reserve(etk_sim *s, size_t bytes);
+/* Fill s->res from the finished run (report.c). */
+int sim_build_result(etk_sim *s, etk_error *err);
+/* busbw factor of nccl-tests for a collective of type t on n ranks (report.c) */
+double sim_busbw_factor(int t, uint32_t n);
+
+#endif

@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# cli_convert.sh — `etkit convert pytorch` from the command line, run by ctest as
+#   bash tests/cli_convert.sh <etkit> <shared-dir>
+# Help and flag errors (exit 2), the real 1.0.2 trace and the recorded 1.13 traces, --json,
+# --ranks with %d patterns, and bad inputs: exit status and the message naming the problem.
+set -u
+ETKIT=$1; SHARED=$2
+T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
+fails=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+# expect STATUS PATTERN cmd...: runs cmd, checks exit status and that stdout+stderr match PATTERN
+expect() {
+  local want=$1 pat=$2; shift 2
+  local out rc
+  out=$("$@" 2>&1); rc=$?
+  [ "$rc" = "$want" ] || fail "'$*' exited $rc, expected $want: $out"
+  grep -qE -- "$pat" <<<"$out" || fail "'$*' output lacks /$pat/: $out"
+}
+P=tests/pytorch
+H102=$SHARED/data/chakra/pytorch_host_et_1.0.2.json
+
+# --- help and flags
+expect 0 'example' "$ETKIT" convert --help
+expect 0 'example' "$ETKIT" convert pytorch --help
+expect 2 'usage' "$ETKIT" convert
+expect 2 "unknown input format 'onnx'" "$ETKIT" convert onnx --host x -o y
+expect 2 "unknown option '--bogus'" "$ETKIT" convert pytorch --bogus --host "$H102" -o "$T/x"
+expect 2 'needs a value' "$ETKIT" convert pytorch --host
+expect 2 '--host HOST.json is required' "$ETKIT" convert pytorch -o "$T/x"
+expect 2 '-o PREFIX is required' "$ETKIT" convert pytorch --host "$H102"
+expect 2 '--rank wants a non-negative integer' "$ETKIT" convert pytorch --host "$H102" --rank x -o "$T/x"
+expect 2 '--ranks needs a %d in --host' "$ETKIT" convert pytorch --host "$H102" --ranks 2 -o "$T/x"
+expect 2 'exclude each other' "$ETKIT" convert pytorch --host "$H102" --rank 1 --ranks 2 -o "$T/x"
+expect 2 "unexpected argument 'extra'" "$ETKIT" convert pytorch --host "$H102" -o "$T/x" extra
+
+# --- the real 1.0.2 trace: 263 host nodes -> 262 (261 COMP + 1 METADATA), group "0" = [0, 1]
+expect 0 '263 host nodes -> 262 nodes \(261 COMP, 1 METADATA' \
+  "$ETKIT" convert pytorch -q --host "$H102" --rank 1 -o "$T/pt"
+[ -s "$T/pt.1.et" ] || fail "no $T/pt.1.et"
+tr -d ' \n' < "$T/pt.json" | grep -qF '{"0":[0,1]}' || fail "comm groups: $(cat "$T/pt.json")"
+ls "$T" | grep -q tmp && fail "temporary files left in $T: $(ls "$T")"
+
+# --- gzip-compressed input is read transparently
+gzip -c "$H102" > "$T/h102.json.gz"
+expect 0 '263 host nodes -> 262 nodes' "$ETKIT" convert pytorch -q --host "$T/h102.json.gz" -o "$T/gz"
+cmp -s "$T/gz.0.et" "$T/pt.1.et" || fail "gzip input gives different bytes than plain input"
+
+# --- recorded PyTorch 1.13 (schema 1.0.1) traces with their profiler lists, --json
+"$ETKIT" convert pytorch -q --json --host $P/mlp_host_et.json --device $P/mlp_profiler.json \
+  -o "$T/mlp" > "$T/mlp.out" || fail "mlp convert"
+grep -qF '"nodes": 127' "$T/mlp.out" || fail "mlp: 127 nodes expected: $(cat "$T/mlp.out")"
+grep -qF '"matched_host_ops": 125' "$T/mlp.out" || fail "mlp: 125 matched ops expected"
+grep -qF '"schema": "1.0.1"' "$T/mlp.out" || fail "mlp: schema 1.0.1"
+[ -e "$T/mlp.json" ] && fail "mlp has no process group: no $T/mlp.json expected"
+expect 0 'warning: 1 host ops have no duration' \
+  "$ETKIT" convert pytorch --host $P/transformer_host_et.json --device $P/transformer_profiler.json -o "$T/tr"
+
+# --- --ranks with %d: the hand-made 2-rank job (rank 1 receives what rank 0 sends) converts and
+# passes etkit validate (groups, matched all-reduce and send/recv, no deadlock)
+expect 0 'rank 1: .*job.1.et' "$ETKIT" convert pytorch -q --host "$P/kineto_host_%d.json" \
+  --device "$P/kineto_device_%d.json" --ranks 2 -o "$T/job"
+[ -s "$T/job.0.et" ] && [ -s "$T/job.1.et" ] || fail "--ranks 2 wrote $(ls "$T")"
+expect 0 '2 ranks, 28 nodes, groups .*: 0 errors' "$ETKIT" validate "$T/job"
+# without --rank the Kineto trace's distributedInfo.rank names the file
+expect 0 'rank 1: .*r.1.et' "$ETKIT" convert pytorch -q --host $P/kineto_host_1.json --device $P/kineto_device_1.json -o "$T/r"
+# rank 1's host trace with rank 0's Kineto trace: refused, naming the file
+cp $P/kineto_host_1.json "$T/h_1.json"; cp $P/kineto_device_0.json "$T/d_1.json"
+cp $P/kineto_host_0.json "$T/h_0.json"; cp $P/kineto_device_0.json "$T/d_0.json"
+expect 2 'd_1.json' "$ETKIT" convert pytorch -q --host "$T/h_%d.json" --device "$T/d_%d.json" --ranks 2 -o "$T/job2"
+expect 0 '"gpu_ops": 3' "$ETKIT" convert pytorch -q --json --host $P/kineto_host_0.json --device $P/kineto_device_0.json -o "$T/k"
+
+# --- etkit sim on converted traces: the MLP step replays its exclusive durations, one CPU chain
+# summing to 10,548 us (= the outermost profiler events); the 2-rank job ends at 210.5 us: its
+# 210 us CPU chain plus the 500 ns link latency of the 64-byte send that aten::item waits for
+printf 'gpu: h100\nnetwork:\n  - {size: 1, topology: Switch, bandwidth: 450, latency: 500}\n' > "$T/one.yaml"
+printf 'gpu: h100\nnetwork:\n  - {size: 2, topology: Switch, bandwidth: 450, latency: 500}\n' > "$T/two.yaml"
+expect 0 'step time +10,548,000 ns' "$ETKIT" sim "$T/mlp" --cluster "$T/one.yaml"
+expect 0 '"step_ns": 210500' "$ETKIT" sim "$T/job" --cluster "$T/two.yaml" --json
+
+# --- bad inputs
+head -c 20000 $P/mlp_host_et.json > "$T/trunc.json"
+expect 2 'trunc.json: truncated JSON' "$ETKIT" convert pytorch --host "$T/trunc.json" -o "$T/y"
+expect 2 'kineto_device_0.json: no "nodes" list' "$ETKIT" convert pytorch --host $P/kineto_device_0.json -o "$T/y"
+expect 2 'do not belong together: only 40 of 126' \
+  "$ETKIT" convert pytorch --host $P/mlp_host_et.json --device $P/transformer_profiler.json -o "$T/y"
+expect 2 '/nonexistent.json' "$ETKIT" convert pytorch --host /nonexistent.json -o "$T/y"
+[ -e "$T/y.0.et" ] && fail "a failed conversion left $T/y.0.et"
+
+[ "$fails" = 0 ] || { echo "$fails failure(s)"; exit 1; }
+echo "cli_convert: all checks passed"

@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# cli_gen.sh — `etkit gen` and `etkit models` from the command line: help, exit codes, error
+# messages naming the flag, written files, summary text and JSON.
+# usage: bash tests/cli_gen.sh <etkit> <shared-dir>
+set -u
+ETKIT=$1
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+fails=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+
+expect() { # expect <status> <grep pattern> <args...>
+  local want=$1 pat=$2; shift 2
+  "$ETKIT" "$@" >"$T/out" 2>&1
+  local rc=$?
+  [ "$rc" = "$want" ] || fail "etkit $* exited $rc, want $want: $(head -3 "$T/out")"
+  grep -q -- "$pat" "$T/out" || fail "etkit $*: output lacks '$pat': $(head -5 "$T/out")"
+}
+
+expect 0 "example" gen --help
+expect 0 "example" models --help
+expect 2 "unknown option '--bogus'" gen --bogus --summary
+expect 2 "unknown option '--bogus'" models --bogus
+expect 2 "give --out PREFIX" gen --model llama2-7b
+expect 2 "tp 3 does not divide --heads 32" gen --model llama2-7b --tp 3 --summary
+expect 2 "global-batch 5 is not divisible" gen --model llama2-7b --dp 2 --global-batch 5 --summary
+expect 2 "unknown model 'gpt5'" gen --model gpt5 --summary
+expect 2 "needs a value" gen --summary --tp
+expect 2 "more pipeline stages than --layers 32" gen --model llama2-7b --pp 64 --summary
+
+# a model file; a broken one names the file and the field
+printf 'name: tiny\narch: llama\nlayers: 2\nhidden: 256\nheads: 4\nkv_heads: 2\nffn: 512\nvocab: 1000\nseq: 64\n' >"$T/tiny.yaml"
+expect 0 "model tiny (llama): 2 layers" gen --model-file "$T/tiny.yaml" --tp 2 --summary
+printf 'name: tiny\narch: llama\nlayers: two\n' >"$T/bad.yaml"
+expect 2 "bad.yaml: field 'layers' must be a positive integer" gen --model-file "$T/bad.yaml" --summary
+expect 2 "nothere.yaml" gen --model-file "$T/nothere.yaml" --summary
+
+# the ten presets with their parameter counts
+expect 0 "llama2-7b .* 6738415616" models
+[ "$("$ETKIT" models | tail -n +2 | wc -l)" = 10 ] || fail "etkit models does not list 10 presets"
+expect 0 '"params": 405853388800' models --json
+
+# summary: text and JSON
+expect 0 "DOES NOT FIT" gen --model megatron-22b --tp 8 --micro-batch 4 --global-batch 4 --gpu a100 --summary
+expect 0 ": fits" gen --model megatron-22b --tp 8 --micro-batch 4 --global-batch 4 --gpu a100 --sp --recompute selective --summary
+expect 0 '"tokens_per_step": 16777216' gen --model llama3-405b --tp 8 --pp 16 --dp 128 --global-batch 2048 --sp --summary --json
+expect 0 '"ranks": 16384' gen --model llama3-405b --tp 8 --pp 16 --dp 128 --global-batch 2048 --sp --summary --json
+
+# traces: 8 rank files + groups, deterministic
+expect 0 "wrote 8 rank files" gen --model gpt3-175b --layers 4 --hidden 1024 --ffn 4096 --heads 16 --seq 1024 \
+  --vocab 32000 --global-batch 8 --dp 2 --tp 2 --pp 2 --sp -o "$T/a"
+"$ETKIT" gen --model gpt3-175b --layers 4 --hidden 1024 --ffn 4096 --heads 16 --seq 1024 --vocab 32000 \
+  --global-batch 8 --dp 2 --tp 2 --pp 2 --sp -o "$T/b" >/dev/null 2>&1 || fail "second write"
+for r in 0 1 2 3 4 5 6 7; do
+  [ -s "$T/a.$r.et" ] || fail "missing $T/a.$r.et"
+  cmp -s "$T/a.$r.et" "$T/b.$r.et" || fail "rank $r differs between two runs"
+done
+[ -s "$T/a.json" ] || fail "missing groups JSON"
+grep -q '"1": \[0, 1\]' "$T/a.json" || fail "TP group 1 is not ranks 0,1 (tp fastest): $(cat "$T/a.json")"
+ls "$T" | grep -q tmp && fail "temporary files left behind"
+# the written workload passes the validator (ids, deps, kinds, groups, matching, deadlock)
+expect 0 "0 errors, 0 warnings" validate "$T/a"
+# the simulator runs generated steps to the end: a tied output layer on separate stages (its
+# embedding-group all-reduce must not start before the pipeline has drained: one communication
+# at a time per rank), interleaving, ZeRO-1 with full recompute
+expect 0 "step time" run --model gpt3-175b --layers 8 --hidden 1024 --heads 16 --ffn 4096 --seq 512 \
+  --tp 8 --pp 4 --dp 2 --global-batch 16 --sp --zero 1
+expect 0 "step time" run --model llama2-7b --layers 8 --hidden 1024 --heads 16 --kv-heads 4 --ffn 2048 --seq 512 \
+  --tp 2 --pp 4 --vpp 2 --dp 2 --global-batch 8 --zero 1 --recompute full
+# an unwritable prefix is an error naming the file
+expect 2 "nonexistent-dir" gen --model llama2-7b --layers 2 -o "$T/nonexistent-dir/x"
+
+[ $fails = 0 ] && echo "cli_gen: all passed"
+exit $fails
