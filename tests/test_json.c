@@ -113,9 +113,9 @@ static void test_roundtrip_all_shared(void **state)
     char dir[1024];
     snprintf(dir, sizeof dir, "%s", tu_data(""));
     walk(dir, roundtrip_one, &n);
-    /* `find ../shared/data -name '*.et' | wc -l` gave 122 when this test was written: 48 ASTRA-sim
-     * microbenchmark ranks x ... (4+8+16 per collective, 4 collectives = 112), 8 STAGE ranks
-     * and 2 Chakra traces. More files may come; fewer means the walk is broken. */
+    /* `find ../shared/data -name '*.et' | wc -l` gave 122 when this test was written: ASTRA-sim
+     * microbenchmarks 4 collectives x (4 + 8 + 16) ranks = 112, 8 STAGE ranks and 2 Chakra
+     * traces. More files may come; fewer means the walk is broken. */
     assert_true(n >= 122);
 }
 

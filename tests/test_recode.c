@@ -2,13 +2,18 @@
  * order, unpacked repeated deps, an explicit zero scalar, unknown fields of three wire types,
  * attribute value before its name), plain and gzip-compressed, comes out as the exact canonical
  * bytes derived by hand below; bad input and bad flags exit non-zero with a message naming what
- * is wrong. (Recoding every shared .et byte-identically is tests/cli_json.sh.) */
+ * is wrong; and every .et under ../shared/data recodes (read + canonical encode, what the
+ * command does) to its own bytes. */
 #include "testutil.h"
 
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <zlib.h>
+
+#include "etkit/et.h"
 
 #define ETKIT ETK_BINARY_DIR "/etkit"
 
@@ -145,6 +150,57 @@ static void test_flags(void **state)
     free(msg);
 }
 
+/* Recode in-process (etk_trace_read + etk_trace_encode, the two calls of cmd_recode.c) every
+ * .et below dir; each must come back byte-identical (all shared traces are canonical). */
+static int recode_tree(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        fail_msg("cannot open %s", dir);
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (e->d_name[0] == '.')
+            continue;
+        char p[2048];
+        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+        struct stat st;
+        if (stat(p, &st) == 0 && S_ISDIR(st.st_mode)) {
+            n += recode_tree(p);
+            continue;
+        }
+        size_t l = strlen(p);
+        if (l < 3 || strcmp(p + l - 3, ".et"))
+            continue;
+        etk_read_opts o = {.quiet = true};
+        etk_trace *t;
+        etk_error err = {0};
+        if (etk_trace_read(p, &o, &t, &err))
+            fail_msg("%s", err.msg);
+        uint8_t *b;
+        size_t bn, fn;
+        assert_int_equal(etk_trace_encode(t, &b, &bn, &err), 0);
+        uint8_t *f = tu_read(p, &fn);
+        if (bn != fn || memcmp(b, f, fn))
+            fail_msg("%s: recode changed the bytes (%zu vs %zu)", p, bn, fn);
+        free(b);
+        free(f);
+        etk_trace_free(t);
+        n++;
+    }
+    closedir(d);
+    return n;
+}
+
+static void test_recode_all_shared(void **state)
+{
+    (void)state;
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s", tu_data(""));
+    /* 122 = `find ../shared/data -name '*.et' | wc -l` when written; fewer means a broken walk */
+    assert_true(recode_tree(dir) >= 122);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -152,6 +208,7 @@ int main(void)
         cmocka_unit_test(test_noncanonical_gzip),
         cmocka_unit_test(test_truncated),
         cmocka_unit_test(test_flags),
+        cmocka_unit_test(test_recode_all_shared),
     };
     return cmocka_run_group_tests(tests, 0, NULL);
 }
