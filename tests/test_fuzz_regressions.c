@@ -18,6 +18,12 @@
 #define FUZZ_ENTRY fuzz_groups_entry
 #include "fuzz/fuzz_groups.c"
 #undef FUZZ_ENTRY
+#define FUZZ_ENTRY fuzz_node_codec_entry
+#include "fuzz/fuzz_node_codec.c"
+#undef FUZZ_ENTRY
+#define FUZZ_ENTRY fuzz_convert_entry
+#include "fuzz/fuzz_convert.c"
+#undef FUZZ_ENTRY
 
 /* Feed every regular file of the corpus folder to fn; returns how many were fed. */
 static int replay(const char *target, int (*fn)(const uint8_t *, size_t))
@@ -59,6 +65,18 @@ static void test_json_import_corpus(void **state)
     assert_true(replay("fuzz_json_import", fuzz_json_import_entry) >= 3);
 }
 
+static void test_node_codec_corpus(void **state)
+{
+    (void)state;
+    assert_true(replay("fuzz_node_codec", fuzz_node_codec_entry) >= 2);
+}
+
+static void test_convert_corpus(void **state)
+{
+    (void)state;
+    assert_true(replay("fuzz_convert", fuzz_convert_entry) >= 1);
+}
+
 static void test_groups_corpus(void **state)
 {
     (void)state;
@@ -71,6 +89,8 @@ int main(void)
         cmocka_unit_test(test_trace_read_corpus),
         cmocka_unit_test(test_json_import_corpus),
         cmocka_unit_test(test_groups_corpus),
+        cmocka_unit_test(test_node_codec_corpus),
+        cmocka_unit_test(test_convert_corpus),
     };
     return cmocka_run_group_tests(tests, 0, NULL);
 }
