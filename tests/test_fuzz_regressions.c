@@ -10,8 +10,8 @@
 
 #include "testutil.h"
 
-/* Our targets rename their entry through FUZZ_ENTRY; the others define LLVMFuzzerTestOneInput
- * directly, which a macro renames the same way. */
+/* Targets that name their entry FUZZ_ENTRY are renamed through it; the others define
+ * LLVMFuzzerTestOneInput directly, which a macro renames the same way. */
 #define FUZZ_ENTRY fuzz_trace_read_entry
 #include "fuzz/fuzz_trace_read.c"
 #undef FUZZ_ENTRY
@@ -21,12 +21,12 @@
 #define FUZZ_ENTRY fuzz_groups_entry
 #include "fuzz/fuzz_groups.c"
 #undef FUZZ_ENTRY
-#define LLVMFuzzerTestOneInput fuzz_node_codec_entry
+#define FUZZ_ENTRY fuzz_node_codec_entry
 #include "fuzz/fuzz_node_codec.c"
-#undef LLVMFuzzerTestOneInput
-#define LLVMFuzzerTestOneInput fuzz_convert_entry
+#undef FUZZ_ENTRY
+#define FUZZ_ENTRY fuzz_convert_entry
 #include "fuzz/fuzz_convert.c"
-#undef LLVMFuzzerTestOneInput
+#undef FUZZ_ENTRY
 #define LLVMFuzzerTestOneInput fuzz_validate_entry
 #include "fuzz/fuzz_validate.c"
 #undef LLVMFuzzerTestOneInput
@@ -47,8 +47,8 @@ static const struct {
     int min_files; /* regression inputs committed with the target (0: folder optional) */
 } targets[] = {
     {"fuzz_trace_read", fuzz_trace_read_entry, 3}, {"fuzz_json_import", fuzz_json_import_entry, 3},
-    {"fuzz_groups", fuzz_groups_entry, 3},         {"fuzz_node_codec", fuzz_node_codec_entry, 0},
-    {"fuzz_convert", fuzz_convert_entry, 0},       {"fuzz_validate", fuzz_validate_entry, 0},
+    {"fuzz_groups", fuzz_groups_entry, 3},         {"fuzz_node_codec", fuzz_node_codec_entry, 2},
+    {"fuzz_convert", fuzz_convert_entry, 1},       {"fuzz_validate", fuzz_validate_entry, 0},
     {"fuzz_cluster", fuzz_cluster_entry, 0},       {"fuzz_model", fuzz_model_entry, 0},
     {"fuzz_sim", fuzz_sim_entry, 0},
 };
