@@ -18,6 +18,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "etkit/compute.h"
 #include "etkit/et.h"
 #include "etkit/net.h"
 
@@ -49,6 +50,15 @@ typedef struct etk_sim_opts {
     double model_flops;         /* FLOPs of one step over all ranks; 0: sum of num_ops */
     double tokens_per_step;     /* tokens processed per step; 0: unknown */
     const etk_sim_costs *costs; /* NULL: etk_net_coll_ns, etk_net_p2p_ns, etk_hw_compute_ns */
+    /* Compute model and heterogeneity (compute.h, docs/compute-model.md); zero: off */
+    const etk_compute_params *compute; /* GPU nodes without a duration timed by the compute
+                                          model instead of the roofline (unless costs->compute_ns
+                                          is set); its overlap_slowdown stretches compute that
+                                          starts while a transfer of its rank is in flight */
+    const double *rank_speed;   /* [n_rank_speed]: compute speed of each rank (1 nominal, 0.8 =
+                                   every GPU node takes 1/0.8 as long); ranks beyond are 1.
+                                   etk_sim_workload does not fold when a factor differs from 1 */
+    uint32_t n_rank_speed;
 } etk_sim_opts;
 
 /* Where one rank's time goes. compute + exposed_comm + cpu + idle = step time (the slowest

@@ -158,6 +158,8 @@ struct etk_sim {
     uint32_t notes_dropped;
     char *pool;       /* see sim_reserve */
     size_t pool_used, pool_cap;
+    etk_compute_params comp; /* copy of *o.compute (o.compute points here) */
+    double *speed;           /* copy of o.rank_speed (o.rank_speed points here) */
 };
 
 /* fold.c / report.c helpers */
