@@ -15,10 +15,10 @@ void etk_compute_defaults(const etk_gpu *gpu, etk_compute_params *p)
 {
     /* A100 figures; gemm_eff and mem_eff are fitted to spec/calibration.md (bench/RESULTS.md,
      * "## Fidelity"); the others are fixed from the literature (docs/compute-model.md). */
-    p->gemm_eff = 0.80;
+    p->gemm_eff = 0.76;
     p->gemm_half_dim = 64;
     p->gemm_min_dim = 16;
-    p->mem_eff = 0.80;
+    p->mem_eff = 0.50;
     p->attn_eff = 0.55;
     p->launch_ns = 2000;
     p->overlap_slowdown = 0.10;
