@@ -74,6 +74,12 @@ typedef struct etk_sim_rank_stats {
     uint64_t flops;              /* num_ops executed on the GPU */
     uint64_t comm_bytes;         /* collective + send bytes issued */
     uint64_t n_nodes;            /* nodes executed */
+    /* memory over time, from nodes with mem_alloc_bytes (allocated when the node starts) and
+     * mem_free_bytes (released when it ends) attributes; all 0 when the trace has none */
+    uint64_t mem_peak_bytes;     /* highest allocated total */
+    uint64_t mem_peak_ns;        /* first moment it is reached */
+    uint64_t mem_peak_node;      /* id of the node whose allocation reached it */
+    const char *mem_peak_op;     /* that node's name ("" if none) */
 } etk_sim_rank_stats;
 
 /* One row per collective type and group; groups with identical figures are merged (n_groups).
@@ -113,6 +119,12 @@ typedef struct etk_sim_result {
     const char *workload;
     const char *warnings;      /* "" or "; "-separated notes (lenient reads); never printed by
                                   the library */
+    /* memory over time (see etk_sim_rank_stats.mem_*): */
+    bool mem_tracked;          /* some node carries mem_alloc_bytes / mem_free_bytes */
+    uint64_t mem_peak_bytes;   /* highest per-rank peak */
+    uint32_t mem_peak_rank;    /* the rank where it happens (lowest such rank) */
+    uint64_t mem_capacity_bytes; /* the GPU's HBM (0: unknown) */
+    uint32_t mem_oom_ranks;    /* ranks whose peak exceeds the capacity: predicted OOM */
 } etk_sim_result;
 
 typedef struct etk_sim etk_sim;

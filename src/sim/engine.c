@@ -618,6 +618,11 @@ static int setup_node(etk_sim *s, uint32_t rank, snode *n, const etk_node *e, et
     uint64_t dur = e->duration_micros * 1000;
     n->type = (uint8_t)(e->type >= 0 && e->type < ETK_NODE_TYPE_COUNT ? e->type : 0);
     n->dur_ns = dur;
+    n->mem_alloc = n->mem_free = 0; /* memory over time (memory.c) */
+    bool has_alloc = etk_node_u64(e, "mem_alloc_bytes", &n->mem_alloc);
+    bool has_free = etk_node_u64(e, "mem_free_bytes", &n->mem_free);
+    if (has_alloc || has_free)
+        s->mem_tracked = true;
     bool o = false;
     switch (e->type) {
     case ETK_NODE_COMP: {
@@ -1051,6 +1056,8 @@ static void complete(etk_sim *s, uint32_t r, uint32_t i, uint64_t t)
     snode *n = &R->nodes[i];
     n->state = ST_DONE;
     n->end_ns = t;
+    if (n->mem_free)
+        sim_mem_free(R, n);
     R->n_done++;
     R->st.finish_ns = t;
     R->st.flops += n->flops;
@@ -1205,6 +1212,8 @@ static int start_node(etk_sim *s, uint32_t r, uint32_t i, uint64_t t, etk_error 
     snode *n = &R->nodes[i];
     n->state = ST_ISSUED;
     n->start_ns = t;
+    if (n->mem_alloc)
+        sim_mem_alloc(s, R, n, t);
     switch (n->type) {
     case ETK_NODE_COLL:
         return coll_arrive(s, r, i, t, err);
