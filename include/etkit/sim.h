@@ -79,7 +79,6 @@ typedef struct etk_sim_rank_stats {
     uint64_t mem_peak_bytes;     /* highest allocated total */
     uint64_t mem_peak_ns;        /* first moment it is reached */
     uint64_t mem_peak_node;      /* id of the node whose allocation reached it */
-    const char *mem_peak_op;     /* that node's name ("" if none) */
 } etk_sim_rank_stats;
 
 /* One row per collective type and group; groups with identical figures are merged (n_groups).
@@ -123,6 +122,7 @@ typedef struct etk_sim_result {
     bool mem_tracked;          /* some node carries mem_alloc_bytes / mem_free_bytes */
     uint64_t mem_peak_bytes;   /* highest per-rank peak */
     uint32_t mem_peak_rank;    /* the rank where it happens (lowest such rank) */
+    const char *mem_peak_op;   /* name of the node that reached it there ("" if none) */
     uint64_t mem_capacity_bytes; /* the GPU's HBM (0: unknown) */
     uint32_t mem_oom_ranks;    /* ranks whose peak exceeds the capacity: predicted OOM */
 } etk_sim_result;

@@ -18,7 +18,6 @@ void sim_mem_alloc(etk_sim *s, srank *R, const snode *n, uint64_t t)
         R->st.mem_peak_bytes = R->mem_cur;
         R->st.mem_peak_ns = t;
         R->st.mem_peak_node = n->id;
-        R->st.mem_peak_op = n->src && n->src->name ? n->src->name : "";
     }
 }
 
@@ -32,6 +31,7 @@ void sim_mem_result(etk_sim *s)
     etk_sim_result *res = &s->res;
     res->mem_tracked = s->mem_tracked;
     res->mem_capacity_bytes = s->cl.gpu.hbm_bytes;
+    res->mem_peak_op = "";
     if (!s->mem_tracked)
         return;
     for (uint32_t r = 0; r < res->n_ranks; r++) {
@@ -43,6 +43,14 @@ void sim_mem_result(etk_sim *s)
         if (res->mem_capacity_bytes && a->mem_peak_bytes > res->mem_capacity_bytes)
             res->mem_oom_ranks++;
     }
+    /* the op's name, from the simulated rank that stands for the peak rank */
+    const srank *R = &s->r[s->rep[s->cls[res->mem_peak_rank]]];
+    uint64_t id = res->ranks[res->mem_peak_rank].mem_peak_node;
+    for (uint32_t i = 0; i < R->n; i++)
+        if (R->nodes[i].id == id && R->nodes[i].mem_alloc) {
+            res->mem_peak_op = R->nodes[i].src && R->nodes[i].src->name ? R->nodes[i].src->name : "";
+            break;
+        }
 }
 
 typedef struct mev {

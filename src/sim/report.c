@@ -206,7 +206,7 @@ void etk_sim_print_text(const etk_sim_result *r, FILE *f)
         const etk_sim_rank_stats *m = &r->ranks[r->mem_peak_rank];
         fprintf(f, "memory peak    %.2f GiB (%s bytes) on rank %u at %.3f ms, op '%s'",
                 m->mem_peak_bytes / 1073741824.0, commas(m->mem_peak_bytes, b1),
-                r->mem_peak_rank, m->mem_peak_ns / 1e6, m->mem_peak_op ? m->mem_peak_op : "");
+                r->mem_peak_rank, m->mem_peak_ns / 1e6, r->mem_peak_op ? r->mem_peak_op : "");
         if (r->mem_capacity_bytes)
             fprintf(f, "; HBM %.2f GiB: %s", r->mem_capacity_bytes / 1073741824.0,
                     r->mem_oom_ranks ? "OUT OF MEMORY" : "fits");
@@ -288,7 +288,7 @@ int etk_sim_print_json(const etk_sim_result *r, FILE *f)
         json_object_set_new(x, "peak_rank", json_integer(r->mem_peak_rank));
         json_object_set_new(x, "peak_ns", json_integer((json_int_t)m->mem_peak_ns));
         json_object_set_new(x, "peak_node", json_integer((json_int_t)m->mem_peak_node));
-        json_object_set_new(x, "peak_op", json_string(m->mem_peak_op ? m->mem_peak_op : ""));
+        json_object_set_new(x, "peak_op", json_string(r->mem_peak_op ? r->mem_peak_op : ""));
         json_object_set_new(x, "capacity_bytes", json_integer((json_int_t)r->mem_capacity_bytes));
         json_object_set_new(x, "oom_ranks", json_integer(r->mem_oom_ranks));
         json_object_set_new(o, "memory", x);
