@@ -30,6 +30,10 @@
 static const double proto_eff[3] = {0.5, 120.0 / 128.0, 1.0};
 static const double proto_base_ns[3] = {4000, 6000, 10000};
 static const double proto_hop_mult[3] = {1.0, 1.0, 2.0};
+/* Tree pipelines less well than the ring at large sizes (NCCL's tuner also scales tree
+ * bandwidth down): etkit assumption 0.9, not fitted (no multi-node size sweep in
+ * calibration.md). It makes the ring win at large sizes and the tree at small ones. */
+#define TREE_EFF 0.9
 
 double etk_nccl_link_eff(bool crosses_nic) { return crosses_nic ? EFF_NIC : EFF_NVL_RING; }
 
@@ -107,10 +111,10 @@ void etk_nccl_choose(const etk_cluster *c, const etk_fabric *f, etk_coll_type t,
             double tl = proto_base_ns[p] +
                         proto_hop_mult[p] * (2 * ceil_log2(nodes) * hop +
                                              2 * (G - 1) * f->nvlink_lat_ns);
-            double tb = tl + 2 * S / (B * eff);
+            double tb = tl + 2 * S / (B * eff * TREE_EFF);
             if (tb < best) {
                 best = tb;
-                *out = (etk_nccl_choice){ETK_NCCL_TREE, p, tb, 0, eff, tl};
+                *out = (etk_nccl_choice){ETK_NCCL_TREE, p, tb, 0, eff * TREE_EFF, tl};
             }
         }
     }
