@@ -17,6 +17,8 @@ const struct option sim_cli_longopts[] = {
     {"astra-system", required_argument, 0, SO_ASTRA_SYS},
     {"astra-compat", no_argument, 0, SO_ASTRA_COMPAT},
     {"efficiency", required_argument, 0, SO_EFF},
+    {"net-model", required_argument, 0, SO_NETMODEL},
+    {"link-factor", required_argument, 0, SO_LINKF},
     {"precision", required_argument, 0, SO_PREC},
     {"cpu-streams", required_argument, 0, SO_CPU},
     {"comp-streams", required_argument, 0, SO_COMP},
@@ -40,14 +42,20 @@ const struct option sim_cli_longopts[] = {
 
 const char sim_cli_help[] =
     "cluster:\n"
-    "  -c, --cluster NAME|FILE  built-in preset (dgx-a100, dgx-h100, hgx-h200, dgx-b200) or an\n"
-    "                           etkit cluster YAML (docs/cluster.md)\n"
+    "  -c, --cluster NAME|FILE  built-in preset (dgx-a100, dgx-h100, hgx-h200, dgx-b200,\n"
+    "                           dgx-h100-superpod, llama3) or an etkit cluster YAML\n"
+    "                           (docs/cluster.md)\n"
     "  -n, --nodes N            nodes of 8 GPUs for a preset (default: ranks / 8)\n"
     "  --astra-network FILE --astra-system FILE\n"
     "                           ASTRA-sim's network YAML and system JSON (their units); implies\n"
     "                           --astra-compat\n"
     "  --astra-compat           reproduce ASTRA-sim's congestion-unaware analytical results\n"
     "  --efficiency F           roofline efficiency in (0, 1] (default: the cluster's, 1)\n"
+    "  --net-model flow|analytical\n"
+    "                           network model (default: the cluster's; docs/network-model.md)\n"
+    "  --link-factor nic:R:F|nvlink:R:F|dim:D:F\n"
+    "                           scale GPU R's NIC or NVLink bandwidth, or dimension D's, by F\n"
+    "                           (repeatable; forces --no-fold), e.g. --link-factor nic:17:0.5\n"
     "  --precision P            bf16 | fp16 | fp8 | fp32 | tf32: which peak the roofline uses\n"
     "  --compute model|roofline time GPU ops by the compute model (default: GEMM efficiency by\n"
     "                           shape, memory-bound elementwise ops, launch overhead, overlap\n"
@@ -116,6 +124,17 @@ int sim_cli_option(const char *cmd, sim_cli *c, int opt, const char *arg)
         if (!(c->eff > 0 && c->eff <= 1))
             return cli_usage_error(cmd, "--efficiency must be in (0, 1], got %s", arg);
         c->eff_set = true;
+        return 0;
+    case SO_NETMODEL:
+        if (strcmp(arg, "flow") && strcmp(arg, "analytical"))
+            return cli_usage_error(cmd, "--net-model wants 'flow' or 'analytical', got '%s'", arg);
+        c->net_model = arg;
+        return 0;
+    case SO_LINKF:
+        if (c->n_link_factor >= ETK_MAX_LINK_FACTORS)
+            return cli_usage_error(cmd, "--link-factor: at most %d", ETK_MAX_LINK_FACTORS);
+        c->link_factor[c->n_link_factor++] = arg;
+        c->o.no_fold = true; /* per-link factors break the symmetry folding relies on */
         return 0;
     case SO_PREC:
         if (etk_precision_parse(arg) < 0)
@@ -265,7 +284,7 @@ int sim_cli_cluster(const char *cmd, sim_cli *c, uint32_t n_ranks, etk_cluster *
         rc = etk_cluster_load_astra(c->astra_net, c->astra_sys, out, &err);
     } else if (!c->cluster) {
         return cli_usage_error(cmd, "no cluster: give --cluster NAME|FILE (presets: dgx-a100, "
-                                    "dgx-h100, hgx-h200, dgx-b200) or --astra-network and "
+                                    "dgx-h100, hgx-h200, dgx-b200, dgx-h100-superpod, llama3) or --astra-network and "
                                     "--astra-system");
     } else if (is_file(c->cluster) || strstr(c->cluster, ".yaml") || strstr(c->cluster, ".yml")) {
         if (c->nodes_set)
@@ -286,7 +305,14 @@ int sim_cli_cluster(const char *cmd, sim_cli *c, uint32_t n_ranks, etk_cluster *
         out->compute_efficiency = c->eff;
     if (c->precision)
         out->precision = (etk_precision)etk_precision_parse(c->precision);
+    if (c->net_model)
+        out->net_model = strcmp(c->net_model, "flow") == 0 ? ETK_NET_FLOW : ETK_NET_ANALYTICAL;
     rc = etk_cluster_check(out, n_ranks, &err);
+    if (rc)
+        return cli_fail(cmd, &err);
+    for (uint32_t i = 0; i < c->n_link_factor; i++)
+        if (etk_link_factor_parse(out, c->link_factor[i], &err))
+            return cli_usage_error(cmd, "%s", err.msg);
     if (rc)
         return cli_fail(cmd, &err);
     return compute_setup(cmd, c, n_ranks, out);

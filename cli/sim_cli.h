@@ -11,7 +11,7 @@ enum {
     SO_CLUSTER = 'c', SO_NODES = 'n', SO_OUTPUT = 'o', SO_HELP = 'h',
     SO_ASTRA_NET = 1000, SO_ASTRA_SYS, SO_ASTRA_COMPAT, SO_EFF, SO_PREC, SO_CPU, SO_COMP, SO_COMM,
     SO_MISSING, SO_STAGE, SO_NOFOLD, SO_JSON, SO_CSV, SO_TIMELINE, SO_TOKENS, SO_MFLOPS, SO_GROUPS,
-    SO_QUIET, SO_COMPUTE = 1100, SO_CPARAM, SO_SLOW,
+    SO_QUIET, SO_NETMODEL, SO_LINKF, SO_COMPUTE = 1100, SO_CPARAM, SO_SLOW,
 };
 
 typedef struct sim_cli {
@@ -20,6 +20,9 @@ typedef struct sim_cli {
     bool nodes_set, astra_compat, eff_set;
     double eff;
     int fmt; /* 0 text, 1 json, 2 csv */
+    const char *net_model;              /* --net-model, NULL: the cluster's */
+    const char *link_factor[16];        /* --link-factor specs (ETK_MAX_LINK_FACTORS) */
+    uint32_t n_link_factor;
     etk_sim_opts o;
     /* compute model and heterogeneity (docs/compute-model.md) */
     bool roofline;                 /* --compute roofline */
