@@ -60,6 +60,13 @@ grep -q '"1": \[0, 1\]' "$T/a.json" || fail "TP group 1 is not ranks 0,1 (tp fas
 ls "$T" | grep -q tmp && fail "temporary files left behind"
 # the written workload passes the validator (ids, deps, kinds, groups, matching, deadlock)
 expect 0 "0 errors, 0 warnings" validate "$T/a"
+# the simulator runs generated steps to the end: a tied output layer on separate stages (its
+# embedding-group all-reduce must not start before the pipeline has drained: one communication
+# at a time per rank), interleaving, ZeRO-1 with full recompute
+expect 0 "step time" run --model gpt3-175b --layers 8 --hidden 1024 --heads 16 --ffn 4096 --seq 512 \
+  --tp 8 --pp 4 --dp 2 --global-batch 16 --sp --zero 1
+expect 0 "step time" run --model llama2-7b --layers 8 --hidden 1024 --heads 16 --kv-heads 4 --ffn 2048 --seq 512 \
+  --tp 2 --pp 4 --vpp 2 --dp 2 --global-batch 8 --zero 1 --recompute full
 # an unwritable prefix is an error naming the file
 expect 2 "nonexistent-dir" gen --model llama2-7b --layers 2 -o "$T/nonexistent-dir/x"
 

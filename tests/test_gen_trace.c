@@ -354,6 +354,41 @@ static void test_fold_and_summary(void **state)
     etk_gen_summary_free(&s);
     etk_workload_free(full);
     etk_workload_free(fold);
+
+    /* with 4+ stages the summary counts one middle stage and copies it to the identical ones:
+     * still each stage's own trace totals (interleaved too) */
+    const char *plans[] = {"--model llama2-7b --layers 10 --hidden 256 --heads 4 --ffn 512 --vocab 1000 --seq 64 "
+                           "--tp 2 --pp 5 --global-batch 5",
+                           "--model llama2-7b --layers 12 --hidden 256 --heads 4 --ffn 512 --vocab 1000 --seq 64 "
+                           "--tp 2 --pp 4 --vpp 3 --dp 2 --global-batch 16 --sp"};
+    for (int i = 0; i < 2; i++) {
+        etk_workload *w = workload(plans[i], true, &c);
+        assert_int_equal(etk_gen_summarize(&c, &s, NULL), 0);
+        for (uint32_t st = 0; st < c.pp; st++) {
+            const etk_trace *t = w->ranks[w->class_rep[st]];
+            double flops = 0;
+            uint64_t coll = 0, send = 0;
+            for (size_t k = 0; k < t->n_nodes; k++) {
+                int64_t v;
+                if (t->nodes[k].type == ETK_NODE_COMP && etk_node_i64(&t->nodes[k], "num_ops", &v))
+                    flops += (double)v;
+                if (t->nodes[k].type == ETK_NODE_COLL && etk_node_i64(&t->nodes[k], "comm_size", &v))
+                    coll += (uint64_t)v;
+                if (t->nodes[k].type == ETK_NODE_SEND && etk_node_i64(&t->nodes[k], "comm_size", &v))
+                    send += (uint64_t)v;
+            }
+            uint64_t scoll = 0;
+            for (int g = 0; g < ETK_GEN_N_GROUP_KINDS; g++)
+                for (int k = 0; k < ETK_COLL_TYPE_COUNT; k++)
+                    scoll += s.stages[st].coll_bytes[g][k];
+            assert_int_equal(s.stages[st].nodes, t->n_nodes);
+            assert_true(s.stages[st].flops == flops);
+            assert_int_equal(scoll, coll);
+            assert_int_equal(s.stages[st].send_bytes, send);
+        }
+        etk_gen_summary_free(&s);
+        etk_workload_free(w);
+    }
 }
 
 static void test_write_deterministic(void **state)

@@ -92,9 +92,11 @@ static void same_trace(const etk_trace *a, const etk_trace *b)
 static void check_file(const char *path)
 {
     etk_read_opts fast = {.quiet = true}, ref = {.quiet = true, .reference_decoder = true};
-    etk_trace *a, *b;
+    etk_trace *a = NULL, *b = NULL;
     etk_error err;
-    if (etk_trace_read(path, &fast, &a, &err) || etk_trace_read(path, &ref, &b, &err))
+    if (etk_trace_read(path, &fast, &a, &err) != 0)
+        fail_msg("%s", err.msg);
+    if (etk_trace_read(path, &ref, &b, &err) != 0)
         fail_msg("%s", err.msg);
     same_trace(a, b);
     /* canonical files take the direct path for every node */

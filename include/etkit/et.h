@@ -272,6 +272,14 @@ int etk_writer_close(etk_writer *w, etk_error *err); /* frees w in every case */
 void etk_writer_abort(etk_writer *w);                  /* frees w */
 uint64_t etk_writer_bytes(const etk_writer *w);        /* bytes written so far */
 
+/* Canonical frames for writers that assemble files themselves (e.g. the generator, which
+ * encodes a pipeline stage once and splices in the few rank-specific nodes): exactly the bytes
+ * etk_writer_put / etk_writer_open write. *_frame_size is the exact size. */
+size_t etk_node_frame_size(const etk_node *n);
+size_t etk_node_frame_encode(const etk_node *n, uint8_t *out); /* returns bytes written */
+size_t etk_meta_frame_size(const char *version);
+size_t etk_meta_frame_encode(const char *version, uint8_t *out); /* no attributes */
+
 /* Write a whole trace (metadata + nodes in order). Byte-identical to the input for canonical
  * input files. */
 int etk_trace_write(const etk_trace *t, const char *path, etk_error *err);

@@ -337,6 +337,30 @@ uint8_t *etk__node_encode(const etk_node *n, uint8_t *p)
     return p;
 }
 
+size_t etk_node_frame_size(const etk_node *n)
+{
+    size_t b = etk__node_encoded_size(n);
+    return vsize(b) + b;
+}
+
+size_t etk_node_frame_encode(const etk_node *n, uint8_t *out)
+{
+    uint8_t *p = vput(out, etk__node_encoded_size(n));
+    return (size_t)(etk__node_encode(n, p) - out);
+}
+
+size_t etk_meta_frame_size(const char *version)
+{
+    size_t b = str_field_size(version);
+    return vsize(b) + b;
+}
+
+size_t etk_meta_frame_encode(const char *version, uint8_t *out)
+{
+    uint8_t *p = vput(out, str_field_size(version));
+    return (size_t)(put_str(p, 0x0a, version) - out);
+}
+
 /* ------------------------------------------------------------------ decoding */
 
 typedef struct rd {

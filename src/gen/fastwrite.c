@@ -2,9 +2,8 @@
  * (pipeline stage) carry the same nodes except the communicator group of collectives and the
  * peer of sends/receives, so each class is emitted once, its rank-independent nodes are encoded
  * once into a blob, and each rank file is the blob's segments interleaved with the few
- * re-encoded rank-dependent nodes. The encoding is canonical proto3 for the node fields and
- * attribute kinds the generator uses, byte-identical to the trace layer's writer (etk_writer;
- * tests/test_gen_trace.c compares them). Files go to "<path>.tmp.<pid>" and are renamed when
+ * re-encoded rank-dependent nodes. Frames come from the trace layer's canonical encoder
+ * (etk_node_frame_encode, the bytes etk_writer writes; tests/test_gen_trace.c compares). Files go to "<path>.tmp.<pid>" and are renamed when
  * complete; the file system is synced once at the end instead of once per file (4,096 fsyncs
  * cost ~25 s on a virtual disk). */
 #define _GNU_SOURCE
@@ -17,165 +16,6 @@
 #include <unistd.h>
 
 #include "gen/fastwrite.h"
-
-static size_t vlen(uint64_t v)
-{
-    size_t n = 1;
-    while (v >= 0x80) {
-        v >>= 7;
-        n++;
-    }
-    return n;
-}
-
-static uint8_t *put_v(uint8_t *p, uint64_t v)
-{
-    while (v >= 0x80) {
-        *p++ = (uint8_t)(v | 0x80);
-        v >>= 7;
-    }
-    *p++ = (uint8_t)v;
-    return p;
-}
-
-static size_t attr_len(const etk_attr *a)
-{
-    size_t n = a->name[0] ? 1 + vlen(strlen(a->name)) + strlen(a->name) : 0;
-    switch (a->kind) {
-    case ETK_ATTR_BOOL: return n + 2 + 1;
-    case ETK_ATTR_INT64:
-    case ETK_ATTR_INT32: return n + 1 + vlen((uint64_t)a->v.i); /* negatives sign-extend to 10 bytes */
-    case ETK_ATTR_UINT64: return n + 1 + vlen(a->v.u);
-    case ETK_ATTR_STRING: return n + 2 + vlen(strlen(a->v.s)) + strlen(a->v.s);
-    default: return 0;
-    }
-}
-
-static uint8_t *put_attr(uint8_t *p, const etk_attr *a)
-{
-    if (a->name[0]) {
-        size_t l = strlen(a->name);
-        *p++ = 0x0a;
-        p = put_v(p, l);
-        memcpy(p, a->name, l);
-        p += l;
-    }
-    switch (a->kind) {
-    case ETK_ATTR_BOOL: /* field 27, varint: key 27<<3 = 216 = d8 01 */
-        *p++ = 0xd8;
-        *p++ = 0x01;
-        *p++ = a->v.b ? 1 : 0;
-        break;
-    case ETK_ATTR_INT32: /* field 7 */
-        *p++ = 0x38;
-        p = put_v(p, (uint64_t)a->v.i);
-        break;
-    case ETK_ATTR_INT64: /* field 9 */
-        *p++ = 0x48;
-        p = put_v(p, (uint64_t)a->v.i);
-        break;
-    case ETK_ATTR_UINT64: /* field 13 */
-        *p++ = 0x68;
-        p = put_v(p, a->v.u);
-        break;
-    case ETK_ATTR_STRING: { /* field 29, length-delimited: key 29<<3|2 = 234 = ea 01 */
-        size_t l = strlen(a->v.s);
-        *p++ = 0xea;
-        *p++ = 0x01;
-        p = put_v(p, l);
-        memcpy(p, a->v.s, l);
-        p += l;
-        break;
-    }
-    default:
-        break;
-    }
-    return p;
-}
-
-static size_t packed_len(const uint64_t *v, uint32_t n)
-{
-    size_t l = 0;
-    for (uint32_t i = 0; i < n; i++)
-        l += vlen(v[i]);
-    return l;
-}
-
-/* Canonical length-delimited Node message; returns its size. out needs etk_gen_node_bound(n). */
-size_t etk_gen_node_bound(const etk_node *n)
-{
-    size_t b = 64 + strlen(n->name) + 10 * ((size_t)n->n_ctrl_deps + n->n_data_deps);
-    for (uint32_t i = 0; i < n->n_attr; i++)
-        b += 16 + attr_len(&n->attr[i]);
-    return b;
-}
-
-size_t etk_gen_encode_node(const etk_node *n, uint8_t *out)
-{
-    size_t body = 0, nl = strlen(n->name);
-    if (n->id)
-        body += 1 + vlen(n->id);
-    if (nl)
-        body += 1 + vlen(nl) + nl;
-    if (n->type)
-        body += 1 + vlen((uint64_t)n->type);
-    size_t cl = packed_len(n->ctrl_deps, n->n_ctrl_deps), dl = packed_len(n->data_deps, n->n_data_deps);
-    if (n->n_ctrl_deps)
-        body += 1 + vlen(cl) + cl;
-    if (n->n_data_deps)
-        body += 1 + vlen(dl) + dl;
-    for (uint32_t i = 0; i < n->n_attr; i++) {
-        size_t al = attr_len(&n->attr[i]);
-        body += 1 + vlen(al) + al;
-    }
-    uint8_t *p = put_v(out, body);
-    if (n->id) {
-        *p++ = 0x08;
-        p = put_v(p, n->id);
-    }
-    if (nl) {
-        *p++ = 0x12;
-        p = put_v(p, nl);
-        memcpy(p, n->name, nl);
-        p += nl;
-    }
-    if (n->type) {
-        *p++ = 0x18;
-        p = put_v(p, (uint64_t)n->type);
-    }
-    if (n->n_ctrl_deps) {
-        *p++ = 0x22;
-        p = put_v(p, cl);
-        for (uint32_t i = 0; i < n->n_ctrl_deps; i++)
-            p = put_v(p, n->ctrl_deps[i]);
-    }
-    if (n->n_data_deps) {
-        *p++ = 0x2a;
-        p = put_v(p, dl);
-        for (uint32_t i = 0; i < n->n_data_deps; i++)
-            p = put_v(p, n->data_deps[i]);
-    }
-    for (uint32_t i = 0; i < n->n_attr; i++) {
-        *p++ = 0x52;
-        p = put_v(p, attr_len(&n->attr[i]));
-        p = put_attr(p, &n->attr[i]);
-    }
-    return (size_t)(p - out);
-}
-
-size_t etk_gen_encode_meta(const char *version, uint8_t *out)
-{
-    size_t l = strlen(version);
-    size_t body = l ? 1 + vlen(l) + l : 0;
-    uint8_t *p = put_v(out, body);
-    if (l) {
-        *p++ = 0x0a;
-        p = put_v(p, l);
-        memcpy(p, version, l);
-        p += l;
-    }
-    return (size_t)(p - out);
-}
 
 /* ---------- class templates ---------- */
 int etk_gen_class_build(etk_gen_class *k, const etk_trace *t, const char *tp_pg, const char *dp_pg,
@@ -211,7 +51,7 @@ int etk_gen_class_build(etk_gen_class *k, const etk_trace *t, const char *tp_pg,
                                n->id, n->name);
             continue;
         }
-        size_t b = etk_gen_node_bound(n);
+        size_t b = etk_node_frame_size(n);
         if (k->len + b > cap) {
             while (k->len + b > cap)
                 cap *= 2;
@@ -220,7 +60,7 @@ int etk_gen_class_build(etk_gen_class *k, const etk_trace *t, const char *tp_pg,
                 return etk_err(err, ETK_ENOMEM, "out of memory");
             k->blob = nb;
         }
-        k->len += etk_gen_encode_node(n, k->blob + k->len);
+        k->len += etk_node_frame_encode(n, k->blob + k->len);
     }
     etk_gen_seg *s = &k->seg[k->nseg++];
     s->off = start;
@@ -242,10 +82,10 @@ int etk_gen_class_write(const etk_gen_class *k, const char *path, const char *ve
                         etk_error *err)
 {
     /* the whole file is assembled in memory and written with one call */
-    size_t cap = 64 + k->len;
+    size_t cap = etk_meta_frame_size(version) + k->len;
     for (size_t i = 0; i < k->nseg; i++)
         if (k->seg[i].node != (size_t)-1)
-            cap += etk_gen_node_bound(&k->t->nodes[k->seg[i].node]) + 32;
+            cap += etk_node_frame_size(&k->t->nodes[k->seg[i].node]) + 32;
     uint8_t *buf = malloc(cap);
     size_t tl = strlen(path) + 32;
     char *tmp = malloc(tl);
@@ -254,7 +94,7 @@ int etk_gen_class_write(const etk_gen_class *k, const char *path, const char *ve
         free(tmp);
         return etk_err(err, ETK_ENOMEM, "out of memory");
     }
-    size_t len = etk_gen_encode_meta(version, buf);
+    size_t len = etk_meta_frame_encode(version, buf);
     for (size_t i = 0; i < k->nseg; i++) {
         const etk_gen_seg *s = &k->seg[i];
         memcpy(buf + len, k->blob + s->off, s->len);
@@ -273,7 +113,7 @@ int etk_gen_class_write(const etk_gen_class *k, const char *path, const char *ve
         }
         n.attr = a;
         n.n_attr = na;
-        len += etk_gen_encode_node(&n, buf + len);
+        len += etk_node_frame_encode(&n, buf + len);
     }
     snprintf(tmp, tl, "%s.tmp.%ld", path, (long)getpid());
     int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);

@@ -19,9 +19,6 @@ typedef struct etk_gen_class {
     size_t nseg;
 } etk_gen_class;
 
-size_t etk_gen_node_bound(const etk_node *n);
-size_t etk_gen_encode_node(const etk_node *n, uint8_t *out);
-size_t etk_gen_encode_meta(const char *version, uint8_t *out);
 int etk_gen_class_build(etk_gen_class *k, const etk_trace *t, const char *tp_pg, const char *dp_pg,
                         const char *emb_pg, uint32_t prev, uint32_t next, etk_error *err);
 void etk_gen_class_free(etk_gen_class *k);

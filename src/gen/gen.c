@@ -137,6 +137,7 @@ typedef struct emitter {
     uint64_t *embdeps;   /* gradient nodes of the tied table (embedding group all-reduce) */
     size_t nembdeps, capembdeps;
     uint64_t emb_elems;
+    uint64_t last_p2p;   /* id of the stage's latest pipeline send/recv */
     uint64_t *repl;      /* SP: gradient nodes of TP-replicated weights (last micro-batch) */
     size_t nrepl, caprepl;
     uint64_t repl_elems;
@@ -231,6 +232,7 @@ static int put_p2p(emitter *E, const char *name, bool send, uint32_t peer, int64
 {
     etk_attr a[4] = {etk_attr_bool("is_cpu_op", false), etk_attr_i32(send ? "comm_dst" : "comm_src", (int32_t)peer),
                      etk_attr_i64("comm_size", bytes), etk_attr_i32("comm_tag", tag)};
+    E->last_p2p = E->next_id;
     return put_node(E, name, send ? ETK_NODE_SEND : ETK_NODE_RECV, deps, nd, a, 4);
 }
 
@@ -436,6 +438,11 @@ static void emit_optimizer(emitter *E, uint64_t unit_end)
         /* tied output layer on separate stages: first and last stage sum its gradient (after the
          * pipeline has drained, so the collective cannot block a pipeline transfer), then it
          * joins the DP reduction as a bucket of its own */
+        /* it also waits for the stage's last pipeline transfer: a simulator that runs one
+         * communication at a time per rank (ASTRA-sim) would otherwise start it while the last
+         * stage still owes the pipeline a gradient, and the first stage would never join */
+        if (E->last_p2p && push(&E->embdeps, &E->nembdeps, &E->capembdeps, E->last_p2p))
+            E->rc = etk_err(E->err, ETK_ENOMEM, "out of memory");
         uint64_t id = E->next_id;
         E->phase = P_BWD;
         put_coll(E, "embedding_grad.all_reduce", ETK_COLL_ALL_REDUCE, (int64_t)(E->emb_elems * c->grad_bytes),
@@ -490,6 +497,15 @@ static void emit_optimizer(emitter *E, uint64_t unit_end)
             put_coll(E, name, ETK_COLL_ALL_GATHER, (int64_t)((E->bucket_elems[b] + c->dp - 1) / c->dp * 2), ETK_GEN_GROUP_DP,
                      &opt, 1);
         }
+}
+
+/* "mb<j>.<what>", or "mb<j>.chunk<c>.<what>" with interleaving */
+static void p2p_name(char *buf, size_t n, uint32_t j, int chunk, const char *what)
+{
+    if (chunk >= 0)
+        snprintf(buf, n, "mb%u.chunk%d.%s", j, chunk, what);
+    else
+        snprintf(buf, n, "mb%u.%s", j, what);
 }
 
 /* Emit every node of stage `stage` for the rank at (tp_i, dp_i). */
@@ -582,7 +598,7 @@ static int emit_stage(gen *G, uint32_t stage, uint32_t tp_i, uint32_t dp_i, put_
             uint64_t in = 0;
             if (q > 0) {
                 in = E.next_id;
-                snprintf(name, sizeof name, "mb%u.recv_activation%s", j, v > 1 ? "" : "");
+                p2p_name(name, sizeof name, j, v > 1 ? (int)ch : -1, "recv_activation");
                 E.phase = P_FWD;
                 put_p2p(&E, name, false, E.prev_rank, msg, (int32_t)(2 * ((q - 1) * m + j)), NULL, 0);
             }
@@ -594,7 +610,7 @@ static int emit_stage(gen *G, uint32_t stage, uint32_t tp_i, uint32_t dp_i, put_
             unit_end = in;
             if (q + 1 < V) {
                 uint64_t d = in;
-                snprintf(name, sizeof name, "mb%u.send_activation", j);
+                p2p_name(name, sizeof name, j, v > 1 ? (int)ch : -1, "send_activation");
                 put_p2p(&E, name, true, E.next_rank, msg, (int32_t)(2 * (q * m + j)), &d, d ? 1 : 0);
             }
         } else {
@@ -603,7 +619,7 @@ static int emit_stage(gen *G, uint32_t stage, uint32_t tp_i, uint32_t dp_i, put_
             int ngd = 0;
             if (q + 1 < V) {
                 gd[ngd++] = E.next_id;
-                snprintf(name, sizeof name, "mb%u.recv_gradient", j);
+                p2p_name(name, sizeof name, j, v > 1 ? (int)ch : -1, "recv_gradient");
                 E.phase = P_BWD;
                 put_p2p(&E, name, false, E.next_rank, msg, (int32_t)(2 * (q * m + j) + 1), NULL, 0);
             } else {
@@ -621,7 +637,7 @@ static int emit_stage(gen *G, uint32_t stage, uint32_t tp_i, uint32_t dp_i, put_
             }
             unit_end = gd[ngd - 1];
             if (q > 0) {
-                snprintf(name, sizeof name, "mb%u.send_gradient", j);
+                p2p_name(name, sizeof name, j, v > 1 ? (int)ch : -1, "send_gradient");
                 E.phase = P_BWD;
                 put_p2p(&E, name, true, E.prev_rank, msg, (int32_t)(2 * ((q - 1) * m + j) + 1), gd, (uint32_t)ngd);
             }
@@ -729,8 +745,25 @@ int etk_gen_summarize(const etk_gen_config *cfg, etk_gen_summary *out, etk_error
         st->layers = stage_layers(&G, s);
         st->has_embed = s == 0;
         st->has_head = s == G.p - 1;
-        if ((rc = emit_stage(&G, s, 0, 0, NULL, NULL, st, err)))
+        /* middle stages with the same layers per chunk have the same nodes (only their order in
+         * the schedule differs): count one, copy the totals */
+        bool same = s > 1 && s + 1 < G.p;
+        for (uint32_t c = 0; same && c < G.v; c++)
+            same = G.nl[c * G.p + s] == G.nl[c * G.p + s - 1];
+        if (same) {
+            const etk_gen_stage *ps = &out->stages[s - 1];
+            st->nodes = ps->nodes;
+            st->flops = ps->flops;
+            st->model_flops = ps->model_flops;
+            memcpy(st->coll_count, ps->coll_count, sizeof st->coll_count);
+            memcpy(st->coll_bytes, ps->coll_bytes, sizeof st->coll_bytes);
+            st->send_count = ps->send_count;
+            st->send_bytes = ps->send_bytes;
+            st->recv_count = ps->recv_count;
+            st->recv_bytes = ps->recv_bytes;
+        } else if ((rc = emit_stage(&G, s, 0, 0, NULL, NULL, st, err))) {
             goto done;
+        }
         stage_memory(&G, s, st);
         out->step_flops += st->flops * per_stage_ranks;
         out->model_flops += st->model_flops * per_stage_ranks;
