@@ -251,6 +251,16 @@ typedef struct etk_flow_op {
     etk_nccl_choice choice;  /* out: the algorithm used (collectives) */
 } etk_flow_op;
 int etk_net_flow_run(const etk_cluster *c, etk_flow_op *ops, uint32_t n_ops, etk_error *err);
+/* The same as a session the simulator drives event by event (sim/engine.c): operations start at
+ * the session's clock; etk_net_flows_next advances to the next completed operation (returns 1
+ * with its tag and time) or to t_limit (returns 0; the clock then stands at t_limit). */
+typedef struct etk_net_flows etk_net_flows;
+int etk_net_flows_new(const etk_cluster *c, etk_net_flows **out, etk_error *err);
+int etk_net_flows_start(etk_net_flows *s, int32_t type, uint64_t bytes, const uint32_t *ranks,
+                        uint32_t n_ranks, uint64_t tag, etk_error *err);
+int etk_net_flows_next(etk_net_flows *s, double t_limit, uint64_t *tag, double *t_ns);
+bool etk_net_flows_busy(const etk_net_flows *s);
+void etk_net_flows_free(etk_net_flows *s);
 /* Parse a --link-factor spec: "nic:RANK:F", "nvlink:RANK:F" or "dim:D:F" (appended to c). */
 int etk_link_factor_parse(etk_cluster *c, const char *spec, etk_error *err);
 

@@ -375,6 +375,106 @@ done:
     return rc;
 }
 
+/* ---- session for the simulator ---- */
+
+typedef struct fop {
+    uint64_t tag;
+    uint32_t left;
+} fop;
+
+struct etk_net_flows {
+    const etk_cluster *c; /* the simulator's copy, outlives the session */
+    etk_fabric fab;
+    etk_flow *fl;
+    fop *ops;
+    uint32_t n_ops, cap_ops, n_busy;
+    uint32_t *free_ops;
+    uint32_t n_free;
+};
+
+int etk_net_flows_new(const etk_cluster *c, etk_net_flows **out, etk_error *err)
+{
+    *out = NULL;
+    etk_net_flows *s = calloc(1, sizeof *s);
+    if (!s)
+        return etk_err(err, ETK_ENOMEM, "flow model: out of memory");
+    s->c = c;
+    etk_fabric_of(c, &s->fab);
+    uint32_t nl = etk_fabric_links(c, &s->fab, NULL);
+    double *caps = malloc(sizeof *caps * nl);
+    if (!caps) {
+        free(s);
+        return etk_err(err, ETK_ENOMEM, "flow model: out of memory");
+    }
+    etk_fabric_links(c, &s->fab, caps);
+    int rc = etk_flow_new(nl, caps, &s->fl, err);
+    free(caps);
+    if (rc) {
+        free(s);
+        return rc;
+    }
+    *out = s;
+    return 0;
+}
+
+void etk_net_flows_free(etk_net_flows *s)
+{
+    if (!s)
+        return;
+    etk_flow_free(s->fl);
+    free(s->ops);
+    free(s->free_ops);
+    free(s);
+}
+
+bool etk_net_flows_busy(const etk_net_flows *s) { return s->n_busy > 0; }
+
+int etk_net_flows_start(etk_net_flows *s, int32_t type, uint64_t bytes, const uint32_t *ranks,
+                        uint32_t n_ranks, uint64_t tag, etk_error *err)
+{
+    uint32_t i;
+    if (s->n_free) {
+        i = s->free_ops[--s->n_free];
+    } else {
+        if (s->n_ops == s->cap_ops) {
+            uint32_t nc = s->cap_ops ? 2 * s->cap_ops : 64;
+            fop *o = realloc(s->ops, sizeof *o * nc);
+            uint32_t *fr = o ? realloc(s->free_ops, sizeof *fr * nc) : NULL;
+            if (o)
+                s->ops = o;
+            if (!o || !fr)
+                return etk_err(err, ETK_ENOMEM, "flow model: out of memory");
+            s->free_ops = fr;
+            s->cap_ops = nc;
+        }
+        i = s->n_ops++;
+    }
+    s->ops[i] = (fop){tag, 0};
+    etk_flow_op op = {.type = type, .bytes = bytes, .ranks = ranks, .n_ranks = n_ranks};
+    etk_flow_hold(s->fl);
+    int rc = start_op(s->fl, s->c, &s->fab, &op, i, &s->ops[i].left, err);
+    int rc2 = etk_flow_release(s->fl, err);
+    s->n_busy++;
+    return rc ? rc : rc2;
+}
+
+int etk_net_flows_next(etk_net_flows *s, double t_limit, uint64_t *tag, double *t_ns)
+{
+    for (;;) {
+        uint64_t fi;
+        int got = etk_flow_next(s->fl, t_limit, &fi, t_ns);
+        if (got <= 0)
+            return got;
+        fop *o = &s->ops[fi];
+        if (--o->left)
+            continue;
+        *tag = o->tag;
+        s->free_ops[s->n_free++] = (uint32_t)fi;
+        s->n_busy--;
+        return 1;
+    }
+}
+
 uint64_t net_flow_coll_ns(const etk_cluster *c, etk_coll_type type, uint64_t bytes,
                           const uint32_t *ranks, uint32_t n_ranks)
 {

@@ -350,6 +350,16 @@ int etk_sim_new(const etk_cluster *c, uint32_t n_ranks, const etk_groups *groups
         s->costs.ctx = s->o.costs->ctx;
     }
     s->o.costs = NULL;
+    /* flow network model: collectives run as transfers on one shared fabric (net/topo.c), so
+     * concurrent collectives on the same links slow each other; only with the model's own
+     * costs and every rank simulated (etk_sim_set_classes drops it when folding) */
+    if (s->cl.net_model == ETK_NET_FLOW && !s->cl.astra_compat && s->costs.coll_ns == def_coll) {
+        int frc = etk_net_flows_new(&s->cl, &s->nf, err);
+        if (frc) {
+            etk_sim_free(s);
+            return frc;
+        }
+    }
     if (s->o.compute) { /* compute model: keep copies, the caller's may go away */
         int crc2 = etk_compute_check(s->o.compute, err);
         if (crc2) {
@@ -460,6 +470,10 @@ int etk_sim_set_classes(etk_sim *s, const uint32_t *class_of, const uint32_t *cl
     for (uint32_t r = 0; r < s->n_ranks; r++)
         if (s->r[r].n)
             return etk_err(err, ETK_EINVAL, "simulator: classes must be set before traces are added");
+    if (n_classes < s->n_ranks && s->nf) { /* folded: isolated costs per collective */
+        etk_net_flows_free(s->nf);
+        s->nf = NULL;
+    }
     if (n_classes == 0 || n_classes > s->n_ranks)
         return etk_err(err, ETK_EINVAL, "simulator: %u classes for %u ranks", n_classes,
                        s->n_ranks);
@@ -1159,6 +1173,11 @@ static int coll_arrive(etk_sim *s, uint32_t r, uint32_t i, uint64_t t, etk_error
     scollstat *st = &g->stat[in->ctype];
     st->count++;
     st->bytes += in->bytes;
+    if (s->nf) { /* completion comes from the flow model (flow_pump) */
+        in->xfer_t0 = t;
+        return etk_net_flows_start(s->nf, in->ctype, in->bytes, g->ranks, g->n,
+                                   (uint64_t)n->aux << 32 | k, err);
+    }
     st->time += in->dur;
     if (ev_push(s, t + in->dur, EV_COLL, n->aux, k) != 0)
         return oom(err);
@@ -1306,6 +1325,8 @@ static int handle(etk_sim *s, const sevent *e, etk_error *err)
         sgroup *g = &s->g[e->a];
         uint32_t k = e->b;
         sinst *in = g->inst[g->inst_head + (k - g->base)];
+        if (s->nf)
+            g->stat[in->ctype].time += t - in->xfer_t0;
         for (uint32_t p = 0; p < g->n_sim; p++) {
             uint32_t r = g->simrank[p];
             srank *R = &s->r[r];
@@ -1352,12 +1373,44 @@ static int flush_dirty(etk_sim *s, uint64_t t, etk_error *err)
     return s->broken ? oom(err) : 0;
 }
 
+/* Flow network model: advance the flows to the next engine event (or t_end); a collective whose
+ * last transfer completes first becomes an EV_COLL event at that time (rounded up to the ns). */
+static int flow_pump(etk_sim *s, uint64_t t_end, etk_error *err)
+{
+    uint64_t lim = s->n_ev && s->ev[0].t < t_end ? s->ev[0].t : t_end;
+    if (!etk_net_flows_busy(s->nf) && lim == UINT64_MAX)
+        return 0;
+    uint64_t tag;
+    double tc;
+    int got = etk_net_flows_next(s->nf, lim == UINT64_MAX ? INFINITY : (double)lim, &tag, &tc);
+    if (got < 0)
+        return oom(err);
+    if (got) {
+        uint64_t te = (uint64_t)ceil(tc);
+        if (te < s->now)
+            te = s->now;
+        if (ev_push(s, te, EV_COLL, (uint32_t)(tag >> 32), (uint32_t)tag) != 0)
+            return oom(err);
+    }
+    return 0;
+}
+
 int etk_sim_run_until(etk_sim *s, uint64_t t_end, etk_error *err)
 {
     if (s->broken)
         return etk_err(err, ETK_EINVAL, "simulator: unusable after an earlier error");
     int rc = flush_dirty(s, s->now, err);
-    while (!rc && s->n_ev && s->ev[0].t <= t_end) {
+    while (!rc && s->nf && (rc = flow_pump(s, t_end, err)) == 0 && s->n_ev && s->ev[0].t <= t_end) {
+        uint64_t t = s->ev[0].t;
+        s->now = t;
+        while (!rc && s->n_ev && s->ev[0].t == t) {
+            sevent e = ev_pop(s);
+            rc = handle(s, &e, err);
+        }
+        if (!rc)
+            rc = flush_dirty(s, t, err);
+    }
+    while (!rc && !s->nf && s->n_ev && s->ev[0].t <= t_end) {
         uint64_t t = s->ev[0].t;
         s->now = t;
         while (!rc && s->n_ev && s->ev[0].t == t) {
@@ -1543,6 +1596,7 @@ void etk_sim_free(etk_sim *s)
     free(s->rep);
     free(s->csize);
     free(s->all_ranks);
+    etk_net_flows_free(s->nf);
     kmap_free(&s->gnames);
     kmap_free(&s->costcache);
     kmap_free(&s->chmap);

@@ -186,6 +186,36 @@ static bool ev_stale(const etk_flow *f, const fev *e)
     return e->kind == EV_DRAIN ? x->state != FS_DRAIN : x->state != FS_TAIL;
 }
 
+/* Drop superseded predictions when they outnumber the live ones (each recomputation pushes a
+ * fresh prediction per flow): keeps the heap O(active flows). */
+static void ev_compact(etk_flow *f)
+{
+    if (f->n_ev < 4u * f->active + 64)
+        return;
+    uint32_t m = 0;
+    for (uint32_t i = 0; i < f->n_ev; i++)
+        if (!ev_stale(f, &f->ev[i]))
+            f->ev[m++] = f->ev[i];
+    f->n_ev = m;
+    /* heapify */
+    for (uint32_t k = m / 2; k-- > 0;) {
+        fev e = f->ev[k];
+        uint32_t i = k;
+        for (;;) {
+            uint32_t c = 2 * i + 1;
+            if (c >= m)
+                break;
+            if (c + 1 < m && ev_less(&f->ev[c + 1], &f->ev[c]))
+                c++;
+            if (!ev_less(&f->ev[c], &e))
+                break;
+            f->ev[i] = f->ev[c];
+            i = c;
+        }
+        f->ev[i] = e;
+    }
+}
+
 static void ev_clean(etk_flow *f)
 {
     while (f->n_ev && ev_stale(f, &f->ev[0]))
@@ -316,6 +346,7 @@ static int refill(etk_flow *f, const uint32_t *seed, uint32_t n_seed)
         if (ev_push(f, t, fi, EV_DRAIN))
             return -1;
     }
+    ev_compact(f);
     return 0;
 }
 
@@ -452,7 +483,9 @@ int etk_flow_next(etk_flow *f, double t_limit, uint64_t *tag, double *t_ns)
                 return -1;
             for (;;) {
                 ev_clean(f);
-                if (!f->n_ev || f->ev[0].kind != EV_DRAIN || f->ev[0].t > f->now)
+                /* same instant up to rounding (1e-9 relative): symmetric flows drain together */
+                if (!f->n_ev || f->ev[0].kind != EV_DRAIN ||
+                    f->ev[0].t > f->now + 1e-9 * (f->now > 1 ? f->now : 1))
                     break;
                 fev e2 = ev_pop(f);
                 if (drained(f, e2.flow))

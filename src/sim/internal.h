@@ -84,6 +84,7 @@ typedef struct srank {
 typedef struct sinst {
     int32_t ctype;
     uint64_t bytes, dur, issue_first;
+    uint64_t xfer_t0; /* flow network model: when the transfer started */
     uint32_t arrived;
     uint32_t first_rank, first_node;
     uint32_t *node; /* [n_sim] node index per simulated member, SIM_NONE if not arrived */
@@ -150,6 +151,8 @@ struct etk_sim {
     uint32_t n_ev, cap_ev;
     uint64_t seq;
     uint64_t now;
+    struct etk_net_flows *nf; /* flow network model: concurrent transfers share links (NULL:
+                                 each collective costs its isolated time) */
     uint32_t *dirty;
     uint32_t n_dirty, cap_dirty;
     bool finished, broken;
