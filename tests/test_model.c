@@ -101,7 +101,7 @@ static void test_presets(void **state)
     (void)state;
     const char *names[64];
     size_t n = etk_model_preset_names(names, 64);
-    assert_int_equal(n, 10);
+    assert_true(n >= 11); /* 10 dense presets + mixtral-8x7b (+ the DeepSeek-V3 shape) */
     for (size_t i = 0; i < n; i++) {
         char nm[64];
         snprintf(nm, sizeof nm, "%.*s", (int)(strlen(names[i]) - 5), names[i]);

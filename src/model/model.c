@@ -101,6 +101,22 @@ int etk_model_parse(const char *text, size_t len, const char *fname, etk_model *
         json_decref(root);
         return rc;
     }
+    static const char *opt_keys[] = {"experts", "topk", "shared_experts", "moe_ffn", "dense_layers",
+                                     "q_lora", "kv_lora", "qk_nope", "qk_rope", "v_head"};
+    int64_t *opt_dst[] = {&out->experts, &out->topk, &out->shared_experts, &out->moe_ffn, &out->dense_layers,
+                          &out->q_lora, &out->kv_lora, &out->qk_nope, &out->qk_rope, &out->v_head};
+    for (size_t i = 0; i < sizeof opt_keys / sizeof opt_keys[0]; i++)
+        if ((rc = get_int(root, opt_keys[i], fname, opt_dst[i], false, err))) {
+            json_decref(root);
+            return rc;
+        }
+    json_t *cf = json_object_get(root, "capacity_factor");
+    if (cf && (!json_is_number(cf) || json_number_value(cf) < 0)) {
+        json_decref(root);
+        return etk_err(err, ETK_EFORMAT, "%s: field 'capacity_factor' must be a number >= 0 (0: no dropping)",
+                       fname);
+    }
+    out->capacity_factor = cf ? json_number_value(cf) : 0;
     if (!out->kv_heads)
         out->kv_heads = out->heads;
     json_decref(root);
@@ -162,9 +178,37 @@ int etk_model_check(const etk_model *m, etk_error *err)
         return etk_err(err, ETK_EINVAL,
                        "model %s: --kv-heads %" PRId64 " does not divide --heads %" PRId64, m->name,
                        m->kv_heads, m->heads);
-    if (strcmp(m->arch, "gpt") && strcmp(m->arch, "llama"))
-        return etk_err(err, ETK_EINVAL, "model %s: unknown arch '%s' (expected gpt or llama)", m->name,
+    static const char *archs[] = {"gpt", "llama", "moe", "moe-shared", "deepseek"};
+    bool known = false;
+    for (size_t i = 0; i < sizeof archs / sizeof archs[0]; i++)
+        known |= !strcmp(m->arch, archs[i]);
+    if (!known)
+        return etk_err(err, ETK_EINVAL,
+                       "model %s: unknown arch '%s' (expected gpt, llama, moe, moe-shared or deepseek)", m->name,
                        m->arch);
+    bool moe = !strcmp(m->arch, "moe") || !strcmp(m->arch, "moe-shared") || !strcmp(m->arch, "deepseek");
+    if (moe) {
+        if (m->experts <= 0 || m->moe_ffn <= 0)
+            return etk_err(err, ETK_EINVAL, "model %s: arch %s needs experts and moe_ffn (positive integers)",
+                           m->name, m->arch);
+        if (m->topk <= 0 || m->topk > m->experts)
+            return etk_err(err, ETK_EINVAL, "model %s: topk %" PRId64 " must be between 1 and experts %" PRId64,
+                           m->name, m->topk, m->experts);
+        if (strcmp(m->arch, "moe") && m->shared_experts <= 0)
+            return etk_err(err, ETK_EINVAL, "model %s: arch %s needs shared_experts (a positive integer)", m->name,
+                           m->arch);
+        if (m->dense_layers < 0 || m->dense_layers >= m->layers)
+            return etk_err(err, ETK_EINVAL, "model %s: dense_layers %" PRId64 " must be below layers %" PRId64,
+                           m->name, m->dense_layers, m->layers);
+    } else if (m->experts > 0) {
+        return etk_err(err, ETK_EINVAL, "model %s: arch %s is dense but experts is %" PRId64
+                       " (use arch moe, moe-shared or deepseek)", m->name, m->arch, m->experts);
+    }
+    if (!strcmp(m->arch, "deepseek") &&
+        (m->q_lora <= 0 || m->kv_lora <= 0 || m->qk_nope <= 0 || m->qk_rope <= 0 || m->v_head <= 0))
+        return etk_err(err, ETK_EINVAL,
+                       "model %s: arch deepseek (multi-head latent attention) needs q_lora, kv_lora, qk_nope, "
+                       "qk_rope and v_head (positive integers)", m->name);
     if (!strcmp(m->arch, "gpt") && m->kv_heads != m->heads)
         return etk_err(err, ETK_EINVAL,
                        "model %s: arch gpt uses multi-head attention: --kv-heads must equal --heads",
@@ -221,14 +265,19 @@ static int64_t e_atom(expr *e)
     while (isalnum((unsigned char)*e->p) || *e->p == '_')
         e->p++;
     size_t n = (size_t)(e->p - b);
-    static const char *names[] = {"batch", "seq", "hidden", "heads", "kv_heads", "ffn", "vocab", "layers"};
-    int64_t vals[] = {e->batch, e->m->seq, e->m->hidden, e->m->heads, e->m->kv_heads, e->m->ffn,
-                      e->m->vocab, e->m->layers};
+    static const char *names[] = {"batch", "seq", "hidden", "heads", "kv_heads", "ffn", "vocab", "layers",
+                                  "experts", "topk", "shared_experts", "moe_ffn", "capacity", "q_lora",
+                                  "kv_lora", "qk_nope", "qk_rope", "v_head"};
+    const etk_model *m = e->m;
+    int64_t vals[] = {e->batch, m->seq, m->hidden, m->heads, m->kv_heads, m->ffn, m->vocab, m->layers,
+                      m->experts, m->topk, m->shared_experts, m->moe_ffn, etk_model_capacity(m, e->batch),
+                      m->q_lora, m->kv_lora, m->qk_nope, m->qk_rope, m->v_head};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (n == strlen(names[i]) && !strncmp(b, names[i], n))
             return vals[i];
     return e_fail(e, "expected a number, a model symbol (batch seq hidden heads kv_heads ffn vocab "
-                     "layers) or '('");
+                     "layers experts topk shared_experts moe_ffn capacity q_lora kv_lora qk_nope qk_rope "
+                     "v_head) or '('");
 }
 
 static int64_t e_prod(expr *e)
@@ -289,12 +338,14 @@ int64_t etk_graph_elems(const etk_graph *g, int i)
     return n;
 }
 
-static const char *sec_names[G_N_SEC] = {"embed", "layer", "head"};
+static const char *sec_names[G_N_SEC + 1] = {"embed", "layer", "head", "dense_layer"};
 
 typedef struct {
     etk_graph *g;
     const char *file;
     etk_error *err;
+    const etk_model *m;
+    int64_t batch;
 } loader;
 
 static int parse_dims(loader *L, const char *s, const char *where, int *dims, int *nd)
@@ -419,6 +470,14 @@ static int load_op(loader *L, int sec, json_t *jo, size_t idx, gop *op)
     }
     json_t *fl = json_object_get(jo, "flops");
     op->flops = fl ? json_number_value(fl) : (op->kind == G_DROPOUT ? 1 : 0);
+    if (json_is_string(fl)) { /* an expression over the model symbols ("2 * topk") */
+        char w2[200];
+        int64_t v;
+        snprintf(w2, sizeof w2, "%s: %s.flops", L->file, where);
+        if (eval_expr(json_string_value(fl), L->m, L->batch, w2, &v, L->err))
+            return L->err->code;
+        op->flops = (double)v;
+    }
     json_t *bw = json_object_get(jo, "bwd");
     op->bwd = bw ? json_number_value(bw) : (op->kind == G_DROPOUT ? 1 : 2);
     op->region = json_object_get(jo, "region") != NULL;
@@ -477,7 +536,7 @@ static int load_op(loader *L, int sec, json_t *jo, size_t idx, gop *op)
 static int load_section(loader *L, int sec, json_t *js)
 {
     etk_graph *g = L->g;
-    gsection *S = &g->sec[sec];
+    gsection *S = sec == G_SEC_DENSE ? &g->dense : &g->sec[sec];
     S->name = sec_names[sec];
     char where[96];
     snprintf(where, sizeof where, "sections.%s", sec_names[sec]);
@@ -548,7 +607,7 @@ int etk_graph_load(const etk_model *m, int64_t batch, etk_graph **out, etk_error
     g->file = e->name;
     g->layers = m->layers;
     g->t = etk_arena_alloc(g->arena, sizeof(gtensor) * G_MAX_TENSORS);
-    loader L = {g, e->name, err};
+    loader L = {g, e->name, err, m, batch};
     const char *dk;
     json_t *dv;
     json_object_foreach(json_object_get(root, "dims"), dk, dv) {
@@ -586,6 +645,14 @@ int etk_graph_load(const etk_model *m, int64_t batch, etk_graph **out, etk_error
     for (int s = 0; s < G_N_SEC; s++)
         if ((rc = load_section(&L, s, json_object_get(secs, sec_names[s]))))
             goto out;
+    json_t *dense = json_object_get(secs, sec_names[G_SEC_DENSE]);
+    if (dense && (rc = load_section(&L, G_SEC_DENSE, dense)))
+        goto out;
+    if (m->dense_layers > 0 && !dense) {
+        rc = etk_err(err, ETK_EINVAL, "model %s: dense_layers %" PRId64 " but %s has no dense_layer section",
+                     m->name, m->dense_layers, e->name);
+        goto out;
+    }
 out:
     json_decref(root);
     if (rc) {
@@ -604,17 +671,53 @@ void etk_graph_free(etk_graph *g)
     free(g);
 }
 
-int etk_model_params(const etk_model *m, uint64_t *out, etk_error *err)
+/* Sum of the weights; active: expert weights (those over dimension 'e') count topk/experts. */
+static int count_params(const etk_model *m, bool active, uint64_t *out, etk_error *err)
 {
     etk_graph *g;
     int rc = etk_graph_load(m, 1, &g, err);
     if (rc)
         return rc;
-    uint64_t n = 0;
-    for (int i = 0; i < g->nt; i++)
-        if (g->t[i].weight)
-            n += (uint64_t)etk_graph_elems(g, i) * (g->t[i].section == G_SEC_LAYER ? (uint64_t)m->layers : 1);
+    uint64_t n = 0, dense = g->dense.nops ? (uint64_t)m->dense_layers : 0;
+    for (int i = 0; i < g->nt; i++) {
+        const gtensor *t = &g->t[i];
+        if (!t->weight)
+            continue;
+        uint64_t el = (uint64_t)etk_graph_elems(g, i);
+        if (active && m->experts > 0)
+            for (int k = 0; k < t->nd; k++)
+                if (t->dims[k] == 'e' - 'a')
+                    el = el / (uint64_t)m->experts * (uint64_t)m->topk;
+        uint64_t times = t->section == G_SEC_LAYER   ? (uint64_t)m->layers - dense
+                         : t->section == G_SEC_DENSE ? dense
+                                                     : 1;
+        n += el * times;
+    }
     etk_graph_free(g);
     *out = n;
     return 0;
+}
+
+int etk_model_params(const etk_model *m, uint64_t *out, etk_error *err)
+{
+    return count_params(m, false, out, err);
+}
+
+int etk_model_active_params(const etk_model *m, uint64_t *out, etk_error *err)
+{
+    return count_params(m, true, out, err);
+}
+
+int64_t etk_model_capacity(const etk_model *m, int64_t batch)
+{
+    if (m->experts <= 0 || m->topk <= 0)
+        return 0;
+    double cf = m->capacity_factor > 0 ? m->capacity_factor : 1.0;
+    /* exact integer ceiling when cf is 1 (no floating-point rounding of large products) */
+    int64_t routed = batch * m->seq * m->topk;
+    if (cf == 1.0)
+        return (routed + m->experts - 1) / m->experts;
+    double c = cf * (double)routed / (double)m->experts;
+    int64_t ci = (int64_t)c;
+    return (double)ci < c ? ci + 1 : ci;
 }
