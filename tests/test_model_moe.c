@@ -95,6 +95,79 @@ static void test_moe_layer_flops(void **state)
     assert_int_equal(etk_model_capacity(&m, 1), 1);
 }
 
+/* DeepSeek-V3 (technical report section 4.2, config.json): l = 61 of which the first 3 dense
+ * (FFN 18432), h = 7168, 128 heads, MLA with q_lora a = 1536, kv_lora c = 512, per-head
+ * non-rotary p = 128, rotary j = 64, value w = 128; 256 routed experts of f = 2048, 1 shared
+ * expert, top-8; V = 129280, untied output.
+ *   MLA per layer = h a + a + a n (p + j) + h (c + j) + c + c n (p + w) + n w h = 187,107,328
+ *   norms 2h = 14,336;  dense FFN 3 h 18432 = 396,361,728;  router h 256 = 1,835,008
+ *   one expert 3 h f = 44,040,192
+ *   dense layer = 187,107,328 + 14,336 + 396,361,728                        = 583,483,392
+ *   MoE layer   = 187,107,328 + 14,336 + 1,835,008 + (256 + 1) 44,040,192   = 11,507,286,016
+ * total  = 3 dense + 58 MoE + 2 V h + h = 671,026,404,352
+ * active = 3 dense + 58 (187,107,328 + 14,336 + 1,835,008 + (8 + 1) 44,040,192) + 2 V h + h
+ *        = 37,552,282,624
+ * Published: 671B total and 37B activated. The exact count 671.03B rounds to the published
+ * figure; the HF checkpoint adds e_score_correction_bias (256 per MoE layer, 14,848 in all; not
+ * modelled) and the 14B multi-token-prediction module (685B). Our 37.55B active includes the
+ * input embedding (0.93B, a lookup); without it 36.6B; the report's "37B" is that figure
+ * rounded either way. */
+static void test_deepseek_v3_params(void **state)
+{
+    (void)state;
+    etk_model m;
+    etk_error err = {0};
+    if (etk_model_preset("deepseek-v3", &m, &err))
+        fail_msg("%s", err.msg);
+    uint64_t h = 7168, n = 128, a = 1536, c = 512, p = 128, j = 64, w = 128, V = 129280, f = 2048;
+    uint64_t mla = h * a + a + a * n * (p + j) + h * (c + j) + c + c * n * (p + w) + n * w * h;
+    assert_int_equal(mla, 187107328ull);
+    uint64_t expert = 3 * h * f, router = h * 256;
+    uint64_t dense = mla + 2 * h + 3 * h * 18432;
+    uint64_t moe = mla + 2 * h + router + (256 + 1) * expert;
+    uint64_t total = 3 * dense + 58 * moe + 2 * V * h + h;
+    uint64_t active = 3 * dense + 58 * (mla + 2 * h + router + (8 + 1) * expert) + 2 * V * h + h;
+    assert_int_equal(total, 671026404352ull);
+    assert_int_equal(active, 37552282624ull);
+    uint64_t got;
+    assert_int_equal(etk_model_params(&m, &got, &err), 0);
+    assert_int_equal(got, total);
+    assert_int_equal(etk_model_active_params(&m, &got, &err), 0);
+    assert_int_equal(got, active);
+    /* without the dense_layer section (all 61 layers MoE) the count would differ: the section
+     * is what makes the total exact */
+    m.dense_layers = 0;
+    assert_int_equal(etk_model_params(&m, &got, &err), 0);
+    assert_int_equal(got, 61 * moe + 2 * V * h + h);
+}
+
+/* Forward FLOPs of a DeepSeek-V3 MoE layer for one sequence of s = 4096 tokens (capacity
+ * 4096*8/256 = 128 tokens per expert, exact):
+ *   MLA projections: 2 x (their weights) per token = 2 s (h a + a n (p+j) + h (c+j) + c n (p+w) + n w h)
+ *   attention core: scores 2 s^2 n (p+j), context 2 s^2 n w (full s x s, as the llama block)
+ *   MoE FFN per token: router 2 h E + top-8 experts 8 x 6 h f + shared 6 h f = 796,393,472 */
+static void test_deepseek_layer_flops(void **state)
+{
+    (void)state;
+    etk_model m;
+    assert_int_equal(etk_model_preset("deepseek-v3", &m, NULL), 0);
+    double s = 4096, h = 7168, n = 128, a = 1536, c = 512, p = 128, j = 64, w = 128, f = 2048, E = 256;
+    assert_int_equal(etk_model_capacity(&m, 1), 128);
+    static const char *const proj[] = {"q_a", "q_nope", "q_rope", "kv_a", "k_rope", "k_b", "v_b", "proj", NULL};
+    static const char *const core[] = {"scores", "av", NULL};
+    static const char *const ffn[] = {"router", "gate", "up", "down", "shared_gate", "shared_up", "shared_down", NULL};
+    double mla_w = h * a + a * n * (p + j) + h * (c + j) + c * n * (p + w) + n * w * h;
+    assert_true(layer_fwd_flops(&m, 1, proj, 1) == 2 * s * mla_w);
+    assert_true(layer_fwd_flops(&m, 1, core, 1) == 2 * s * s * n * (p + j) + 2 * s * s * n * w);
+    assert_true(2 * h * E + 8 * 6 * h * f + 6 * h * f == 796393472.0);
+    assert_true(layer_fwd_flops(&m, 1, ffn, 1) == s * 796393472.0);
+    /* TP 8: heads, expert f and shared f split 8 ways; the down-projections (q_a, kv_a, k_rope)
+     * and the router are replicated */
+    double repl = 2 * s * (h * a + h * (c + j));
+    assert_true(layer_fwd_flops(&m, 1, proj, 8) == repl + (2 * s * mla_w - repl) / 8);
+    assert_true(layer_fwd_flops(&m, 1, ffn, 8) == 2 * s * h * E + s * (8 * 6 * h * f + 6 * h * f) / 8);
+}
+
 static const char *check_error(const char *yaml)
 {
     static etk_error err;
@@ -124,6 +197,19 @@ static void test_moe_errors(void **state)
                            "dense_layers 2 must be below layers 2"));
     assert_non_null(strstr(check_error(MOE_BASE "arch: moe\nexperts: x\ntopk: 2\nmoe_ffn: 128\n"),
                            "moe.yaml: field 'experts' must be a positive integer"));
+    assert_non_null(strstr(check_error(MOE_BASE "arch: deepseek\nexperts: 4\ntopk: 2\nmoe_ffn: 128\nshared_experts: 1\n"
+                                                 "q_lora: 64\nkv_lora: 32\nqk_nope: 16\nv_head: 16\n"),
+                           "arch deepseek (multi-head latent attention) needs q_lora, kv_lora, qk_nope, qk_rope"));
+    /* dense_layers on an arch whose block file has no dense_layer section */
+    {
+        etk_model m;
+        etk_error err = {0};
+        const char *y = MOE_BASE "arch: moe\nexperts: 4\ntopk: 2\nmoe_ffn: 128\ndense_layers: 1\n";
+        assert_int_equal(etk_model_parse(y, strlen(y), "moe.yaml", &m, &err), 0);
+        uint64_t p;
+        assert_true(etk_model_params(&m, &p, &err) < 0);
+        assert_non_null(strstr(err.msg, "dense_layers 1 but models/blocks/moe.yaml has no dense_layer section"));
+    }
     /* a small MoE model from a file: 2 layers, h 256 (4 heads, MHA), 4 experts of f 128, top-2,
      * V 1000: 2 (4 h^2 + 2 h + 4 h + 4 * 3 h 128) + 2 V h + h parameters */
     etk_model m;
@@ -138,6 +224,7 @@ static void test_moe_errors(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_mixtral_params), cmocka_unit_test(test_moe_layer_flops),
-                                       cmocka_unit_test(test_moe_errors)};
+                                       cmocka_unit_test(test_moe_errors), cmocka_unit_test(test_deepseek_v3_params),
+                                       cmocka_unit_test(test_deepseek_layer_flops)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
