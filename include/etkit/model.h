@@ -4,7 +4,7 @@
  * as expressions over the model symbols). gen/ lowers that graph under a parallel plan.
  *
  * Model symbols usable in block files: batch (sequences per micro-batch), seq, hidden, heads,
- * kv_heads, ffn, vocab, layers; mixture of experts: experts, topk, shared_experts, moe_ffn,
+ * kv_heads, head_dim, ffn, vocab, layers; mixture of experts: experts, topk, shared_experts, moe_ffn,
  * capacity (tokens each expert processes per micro-batch: ceil(cf * batch * seq * topk /
  * experts), cf = capacity_factor or 1 when 0); multi-head latent attention: q_lora, kv_lora,
  * qk_nope, qk_rope, v_head. */
@@ -23,9 +23,10 @@ extern "C" {
 
 typedef struct etk_model {
     char name[64];
-    char arch[16];   /* "gpt", "llama", "moe", "moe-shared" or "deepseek": selects
-                      * presets/models/blocks/<arch>.yaml */
+    char arch[16];   /* "gpt", "llama", "qwen2", "neox", "moe", "moe-shared" or "deepseek":
+                      * selects presets/models/blocks/<arch>.yaml */
     int64_t layers, hidden, heads, kv_heads, ffn, vocab, seq;
+    int64_t head_dim; /* per-head dimension when not hidden / heads (Qwen3, Mistral); 0: hidden / heads */
     /* mixture of experts (experts == 0: dense). ffn is the FFN of dense layers; moe_ffn the
      * intermediate size of one expert; the first dense_layers layers are dense (DeepSeek's
      * first_k_dense_replace). capacity_factor 0: no token dropping (capacity = mean load). */
