@@ -67,6 +67,10 @@ expect 0 "step time" run --model gpt3-175b --layers 8 --hidden 1024 --heads 16 -
   --tp 8 --pp 4 --dp 2 --global-batch 16 --sp --zero 1
 expect 0 "step time" run --model llama2-7b --layers 8 --hidden 1024 --heads 16 --kv-heads 4 --ffn 2048 --seq 512 \
   --tp 2 --pp 4 --vpp 2 --dp 2 --global-batch 8 --zero 1 --recompute full
+# ZeRO-3: per-section parameter gathers prefetched one section ahead (control deps) run to the end
+expect 0 "step time" run --model llama2-7b --layers 8 --hidden 1024 --heads 16 --kv-heads 4 --ffn 2048 --seq 512 \
+  --tp 2 --pp 4 --dp 4 --global-batch 16 --zero 3 --sp
+expect 2 "--zero wants 0, 1, 2 or 3" gen --model llama2-7b --zero 5 --summary
 # an unwritable prefix is an error naming the file
 expect 2 "nonexistent-dir" gen --model llama2-7b --layers 2 -o "$T/nonexistent-dir/x"
 

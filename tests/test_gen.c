@@ -474,8 +474,8 @@ static void test_bad_plans(void **state)
     e = plan_error("--model nosuch");
     assert_non_null(strstr(e, "unknown model 'nosuch'"));
     assert_non_null(strstr(e, "llama3-405b"));
-    e = plan_error("--model llama2-7b --zero 2");
-    assert_non_null(strstr(e, "--zero wants 0 or 1"));
+    e = plan_error("--model llama2-7b --zero 4");
+    assert_non_null(strstr(e, "--zero wants 0, 1, 2 or 3, got '4'"));
     e = plan_error("--model llama2-7b --rank-order tp,tp,pp");
     assert_non_null(strstr(e, "--rank-order"));
     e = plan_error("--model llama2-7b --schedule interleaved");

@@ -58,7 +58,7 @@ typedef struct etk_gen_config {
     uint32_t global_batch;   /* sequences per step (0: micro_batch * dp, one micro-batch) */
     int schedule;            /* ETK_SCHED_* */
     uint32_t vpp;            /* model chunks per pipeline rank (interleaved 1F1B when > 1; 0/1: none) */
-    int zero;                /* 0 or 1 */
+    int zero;                /* 0..3: ZeRO stage (1 optimizer, 2 + gradients, 3 + parameters sharded over DP) */
     int recompute;           /* ETK_RECOMPUTE_* */
     char precision[8];       /* "bf16" | "fp16": parameters and activations, 2 bytes */
     uint32_t grad_bytes;     /* gradient accumulation/reduction precision: 4 (fp32, default) or 2 */

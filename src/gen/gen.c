@@ -28,6 +28,10 @@ typedef struct gen {
     int act_bytes;
     bool tied;     /* the head uses an embedding weight (tied output layer) */
     bool emb_group; /* tied and PP > 1: first and last stage all-reduce its gradient */
+    bool z3;        /* ZeRO-3 with dp > 1: parameters gathered per section instance, gradients
+                     * reduce-scattered per section instance per micro-batch */
+    uint64_t sec_elems[G_N_SEC]; /* weights a section instance uses, per TP rank (ZeRO-3 gather) */
+    uint64_t sec_own[G_N_SEC];   /* weights owned by the section (its gradients), per TP rank */
 } gen;
 
 static void gen_free(gen *G)
@@ -78,6 +82,29 @@ static int gen_init(gen *G, const etk_gen_config *cfg, etk_error *err)
             if (G->g->t[H->ops[j].in[i]].weight && G->g->t[H->ops[j].in[i]].section == G_SEC_EMBED)
                 G->tied = true;
     G->emb_group = G->tied && G->p > 1;
+    G->z3 = cfg->zero == 3 && cfg->dp > 1;
+    if (G->z3 && G->emb_group) {
+        gen_free(G);
+        return etk_err(err, ETK_EINVAL,
+                       "--zero 3 with --pp %u: model %s ties its output layer to the embedding on another stage "
+                       "(not supported; use --pp 1 or --zero 1|2)", cfg->pp, cfg->model.name);
+    }
+    for (int t = 0; t < G->g->nt; t++)
+        if (G->g->t[t].weight) {
+            int sec = G->g->t[t].section;
+            uint64_t n = (uint64_t)etk_graph_elems(G->g, t);
+            if (G->g->t[t].split >= 0 && cfg->tp > 1)
+                n /= cfg->tp;
+            G->sec_own[sec] += n;
+            G->sec_elems[sec] += n;
+            /* a tied output layer gathers the table again for the head */
+            bool used_by_head = false;
+            for (int j = 0; j < H->nops; j++)
+                for (int i = 0; i < H->ops[j].nin; i++)
+                    used_by_head |= H->ops[j].in[i] == t;
+            if (sec != G_SEC_HEAD && used_by_head)
+                G->sec_elems[G_SEC_HEAD] += n;
+        }
     G->bucket_bytes = (uint64_t)(cfg->dp_bucket_mb * 1024 * 1024);
     if (!G->bucket_bytes)
         G->bucket_bytes = 1;
@@ -141,6 +168,13 @@ typedef struct emitter {
     uint64_t *repl;      /* SP: gradient nodes of TP-replicated weights (last micro-batch) */
     size_t nrepl, caprepl;
     uint64_t repl_elems;
+    uint64_t pending_ctrl2, pending_ctrl3; /* more control dependencies of the next node (ZeRO-3) */
+    uint64_t last_gather;   /* ZeRO-3: the latest parameter all-gather */
+    uint64_t prev_sec_base; /* ZeRO-3: first node of the latest section instance emitted */
+    uint64_t *z3deps;       /* ZeRO-3: weight-gradient nodes of the current section instance */
+    size_t nz3, capz3;
+    uint64_t *z3tied;       /* ZeRO-3: head gradient nodes of a tied table (reduced with the embedding) */
+    size_t nz3tied, capz3tied;
     int rc;
 } emitter;
 
@@ -170,12 +204,20 @@ static int put_node(emitter *E, const char *name, int type, uint64_t *deps, uint
     n.type = type;
     n.data_deps = deps;
     n.n_data_deps = ndeps;
-    uint64_t ctrl = E->pending_ctrl;
-    if (ctrl) {
-        n.ctrl_deps = &ctrl;
-        n.n_ctrl_deps = 1;
-        E->pending_ctrl = 0;
+    uint64_t ctrl[3], pc[3] = {E->pending_ctrl, E->pending_ctrl2, E->pending_ctrl3};
+    uint32_t nc = 0;
+    for (int i = 0; i < 3; i++) {
+        bool dup = !pc[i];
+        for (uint32_t k = 0; k < nc; k++)
+            dup |= ctrl[k] == pc[i];
+        if (!dup)
+            ctrl[nc++] = pc[i];
     }
+    if (nc) {
+        n.ctrl_deps = ctrl;
+        n.n_ctrl_deps = nc;
+    }
+    E->pending_ctrl = E->pending_ctrl2 = E->pending_ctrl3 = 0;
     n.attr = attr;
     n.n_attr = nattr;
     if (E->st) {
@@ -244,11 +286,43 @@ static void si_label(const emitter *E, int si, char *buf, size_t n)
         snprintf(buf, n, "%s", E->G->g->sec[E->si_sec[si]].name);
 }
 
+/* ZeRO-3: a node that needs the gathered parameters */
+static bool inst_uses_weight(const ginst *I)
+{
+    return I->type == ETK_NODE_COMP && (I->uses_w || I->nw > 0 || strstr(I->name, ".dgrad"));
+}
+
+/* ZeRO-3: all-gather of the 16-bit parameters a section instance uses (comm_size = the per-rank
+ * shard, padded to equal shards). It has no data dependency, only control dependencies on the
+ * previous gather and on the first node of the previous section instance: the gathers run in
+ * section order and one section ahead of the compute (the next layer's parameters are prefetched
+ * while this one computes, FSDP's forward/backward prefetch), never further. Returns its id. */
+static uint64_t emit_gather(emitter *E, int si, uint32_t j, const char *what)
+{
+    gen *G = E->G;
+    uint64_t elems = G->sec_elems[E->si_sec[si]];
+    if (!G->z3 || !elems)
+        return 0;
+    uint32_t d = G->cfg->dp;
+    char lab[32], name[160] = "";
+    si_label(E, si, lab, sizeof lab);
+    if (E->put)
+        snprintf(name, sizeof name, "mb%u.%s.%s", j, lab, what);
+    E->pending_ctrl2 = E->last_gather;
+    E->pending_ctrl3 = E->prev_sec_base;
+    uint64_t id = E->next_id;
+    put_coll(E, name, ETK_COLL_ALL_GATHER, (int64_t)((elems + d - 1) / d * 2), ETK_GEN_GROUP_DP, NULL, 0);
+    E->last_gather = id;
+    return id;
+}
+
 /* Forward of section instance si for micro-batch j; input: the instruction id feeding it (0 none). */
 static uint64_t emit_fwd(emitter *E, int si, uint32_t j, uint64_t input)
 {
     const gprog *P = &E->G->prog[E->si_sec[si]];
+    uint64_t ag = emit_gather(E, si, j, "param_all_gather");
     uint64_t base = E->next_id;
+    E->prev_sec_base = base;
     size_t k0 = (size_t)si * E->G->m + j;
     E->fbase[k0] = base;
     E->fin[k0] = input;
@@ -265,6 +339,8 @@ static uint64_t emit_fwd(emitter *E, int si, uint32_t j, uint64_t input)
             else if (x == DEP_IN && input)
                 deps[nd++] = input;
         }
+        if (ag && nd < 64 && inst_uses_weight(I))
+            deps[nd++] = ag;
         if (E->put) /* names only for traces that are kept */
             snprintf(name, sizeof name, "mb%u.%s.%s", j, lab, I->name);
         E->phase = I->phase;
@@ -279,6 +355,7 @@ static uint64_t emit_fwd(emitter *E, int si, uint32_t j, uint64_t input)
 }
 
 static void bucket_flush(emitter *E, bool force);
+static void bucket_append(emitter *E, uint64_t elems, uint64_t id);
 
 /* Backward of section instance si for micro-batch j. gd: ids of the output gradient.
  * Returns the ids of the input gradient in out (count). */
@@ -287,7 +364,9 @@ static int emit_bwd(emitter *E, int si, uint32_t j, const uint64_t *gd, int ngd,
     gen *G = E->G;
     const gprog *P = &G->prog[E->si_sec[si]];
     size_t k0 = (size_t)si * G->m + j;
+    uint64_t ag = emit_gather(E, si, j, "param_all_gather_bwd");
     uint64_t fb = E->fbase[k0], fin = E->fin[k0], bb = E->next_id, pb = E->prev_bbase[si];
+    E->prev_sec_base = bb;
     E->prev_bbase[si] = bb;
     char lab[32], name[160] = "";
     si_label(E, si, lab, sizeof lab);
@@ -312,6 +391,8 @@ static int emit_bwd(emitter *E, int si, uint32_t j, const uint64_t *gd, int ngd,
          * the last micro-batch's, transitively follow every micro-batch) */
         if (I->nw && pb)
             deps[nd++] = pb + (uint64_t)(k - P->nfwd);
+        if (ag && inst_uses_weight(I))
+            deps[nd++] = ag;
         if (E->put)
             snprintf(name, sizeof name, "mb%u.%s.%s", j, lab, I->name);
         E->phase = I->phase;
@@ -320,7 +401,29 @@ static int emit_bwd(emitter *E, int si, uint32_t j, const uint64_t *gd, int ngd,
             put_comp(E, name, I->flops, I->bytes, deps, nd);
         else
             put_coll(E, name, I->coll, I->comm_bytes, ETK_GEN_GROUP_TP, deps, nd);
-        if (last && I->nw) {
+        if (G->z3 && I->nw) {
+            /* ZeRO-3: this section instance's gradients are reduce-scattered after its backward,
+             * every micro-batch; a tied table's gradient from the head joins the embedding's */
+            bool tied = false;
+            for (int w = 0; w < I->nw; w++)
+                tied |= G->g->t[I->w[w]].section != E->si_sec[si];
+            if (tied ? push(&E->z3tied, &E->nz3tied, &E->capz3tied, id) : push(&E->z3deps, &E->nz3, &E->capz3, id))
+                E->rc = etk_err(E->err, ETK_ENOMEM, "out of memory");
+            for (int w = 0; w < I->nw && last; w++) {
+                int t = I->w[w];
+                if (G->cfg->sp && G->cfg->tp > 1 && G->g->t[t].split < 0 && !tied) {
+                    bool first_use = true;
+                    for (int k2 = P->nfwd; k2 < k; k2++)
+                        for (int w2 = 0; w2 < P->v[k2].nw; w2++)
+                            first_use &= P->v[k2].w[w2] != t;
+                    if (first_use) {
+                        E->repl_elems += weight_elems_rank(G, t);
+                        if (push(&E->repl, &E->nrepl, &E->caprepl, id))
+                            E->rc = etk_err(E->err, ETK_ENOMEM, "out of memory");
+                    }
+                }
+            }
+        } else if (last && I->nw) {
             /* gradient of these weights is final for this micro-batch: bucket it. A weight tied
              * across sections on this stage (output layer = embedding) waits for its last use;
              * on separate stages its gradient is first all-reduced over the embedding group. */
@@ -364,7 +467,24 @@ static int emit_bwd(emitter *E, int si, uint32_t j, const uint64_t *gd, int ngd,
             }
         }
     }
-    if (last && !E->rc) {
+    if (G->z3 && !E->rc && (E->nz3 || (E->si_sec[si] == G_SEC_EMBED && E->nz3tied))) {
+        if (E->si_sec[si] == G_SEC_EMBED) {
+            for (size_t i = 0; i < E->nz3tied && !E->rc; i++)
+                if (push(&E->z3deps, &E->nz3, &E->capz3, E->z3tied[i]))
+                    E->rc = etk_err(E->err, ETK_ENOMEM, "out of memory");
+            E->nz3tied = 0;
+        }
+        uint64_t elems = G->sec_own[E->si_sec[si]], d = G->cfg->dp, id = E->next_id;
+        if (E->put)
+            snprintf(name, sizeof name, "mb%u.%s.grad_reduce_scatter", j, lab);
+        E->phase = P_BWD;
+        put_coll(E, name, ETK_COLL_REDUCE_SCATTER, (int64_t)((elems + d - 1) / d * d * G->cfg->grad_bytes),
+                 ETK_GEN_GROUP_DP, E->z3deps, (uint32_t)E->nz3);
+        E->nz3 = 0;
+        if (last)
+            bucket_append(E, elems, id);
+    }
+    if (last && !E->rc && !G->z3) {
         if (E->si_sec[si] == G_SEC_EMBED && E->nwdeps) {
             for (size_t i = 0; i < E->nwdeps; i++)
                 if (push(&E->cur.deps, &E->cur.ndeps, &E->cur.cap, E->wdeps[i]))
@@ -394,6 +514,33 @@ static void bucket_flush(emitter *E, bool force)
     uint64_t bytes = E->cur.elems * c->grad_bytes;
     if (!E->cur.elems || (!force && bytes < G->bucket_bytes) || E->rc)
         return;
+    uint64_t elems = E->cur.elems;
+    uint64_t id = 0;
+    if (c->dp > 1) {
+        char name[64];
+        uint64_t padded = (elems + c->dp - 1) / c->dp * c->dp; /* shards of equal size */
+        E->phase = P_BWD;
+        id = E->next_id;
+        if (c->zero) {
+            snprintf(name, sizeof name, "dp.grad_bucket%zu.reduce_scatter", E->nbuckets);
+            put_coll(E, name, ETK_COLL_REDUCE_SCATTER, (int64_t)(padded * c->grad_bytes), ETK_GEN_GROUP_DP, E->cur.deps,
+                     (uint32_t)E->cur.ndeps);
+        } else {
+            snprintf(name, sizeof name, "dp.grad_bucket%zu.all_reduce", E->nbuckets);
+            put_coll(E, name, ETK_COLL_ALL_REDUCE, (int64_t)(elems * c->grad_bytes), ETK_GEN_GROUP_DP, E->cur.deps,
+                     (uint32_t)E->cur.ndeps);
+        }
+    }
+    bucket_append(E, elems, id);
+    E->cur.elems = 0;
+    E->cur.ndeps = 0;
+}
+
+/* Record a reduced gradient bucket (elements per rank, id of its collective, 0: none) for the optimizer. */
+static void bucket_append(emitter *E, uint64_t elems, uint64_t id)
+{
+    if (E->rc)
+        return;
     if (E->nbuckets == E->capbuckets) {
         size_t cap = E->capbuckets ? E->capbuckets * 2 : 16;
         uint64_t *a = realloc(E->bucket_elems, cap * sizeof *a), *b = a ? realloc(E->bucket_ids, cap * sizeof *b) : NULL;
@@ -406,27 +553,8 @@ static void bucket_flush(emitter *E, bool force)
         E->bucket_ids = b;
         E->capbuckets = cap;
     }
-    uint64_t elems = E->cur.elems;
     E->bucket_elems[E->nbuckets] = elems;
-    E->bucket_ids[E->nbuckets] = 0;
-    if (c->dp > 1) {
-        char name[64];
-        uint64_t padded = (elems + c->dp - 1) / c->dp * c->dp; /* shards of equal size */
-        E->phase = P_BWD;
-        E->bucket_ids[E->nbuckets] = E->next_id;
-        if (c->zero) {
-            snprintf(name, sizeof name, "dp.grad_bucket%zu.reduce_scatter", E->nbuckets);
-            put_coll(E, name, ETK_COLL_REDUCE_SCATTER, (int64_t)(padded * c->grad_bytes), ETK_GEN_GROUP_DP, E->cur.deps,
-                     (uint32_t)E->cur.ndeps);
-        } else {
-            snprintf(name, sizeof name, "dp.grad_bucket%zu.all_reduce", E->nbuckets);
-            put_coll(E, name, ETK_COLL_ALL_REDUCE, (int64_t)(elems * c->grad_bytes), ETK_GEN_GROUP_DP, E->cur.deps,
-                     (uint32_t)E->cur.ndeps);
-        }
-    }
-    E->nbuckets++;
-    E->cur.elems = 0;
-    E->cur.ndeps = 0;
+    E->bucket_ids[E->nbuckets++] = id;
 }
 
 static void emit_optimizer(emitter *E, uint64_t unit_end)
@@ -490,7 +618,7 @@ static void emit_optimizer(emitter *E, uint64_t unit_end)
     /* reads and writes fp32 master weights, Adam m and v; reads the gradient, writes the parameter */
     put_comp(E, "optimizer.adam", (double)n * ADAM_FLOPS_PER_PARAM, n * (2 * 12 + c->grad_bytes + 2), deps, (uint32_t)nd);
     free(deps);
-    if (c->zero && c->dp > 1)
+    if (c->zero && c->zero < 3 && c->dp > 1) /* ZeRO-3 gathers parameters when a layer runs */
         for (size_t b = 0; b < E->nbuckets && !E->rc; b++) {
             char name[64];
             snprintf(name, sizeof name, "dp.param_bucket%zu.all_gather", b);
@@ -660,6 +788,8 @@ out:
     free(E.alldeps);
     free(E.repl);
     free(E.embdeps);
+    free(E.z3deps);
+    free(E.z3tied);
     return E.rc;
 }
 
@@ -691,8 +821,10 @@ static void stage_memory(gen *G, uint32_t s, etk_gen_stage *st)
             }
     }
     st->params = params;
-    st->weight_bytes = params * 2;
-    st->grad_bytes = params * c->grad_bytes;
+    uint64_t d = c->dp;
+    /* ZeRO-2 shards the gradients, ZeRO-3 the parameters too (over DP, equal padded shards) */
+    st->weight_bytes = c->zero == 3 ? (params + d - 1) / d * 2 : params * 2;
+    st->grad_bytes = c->zero >= 2 ? (params + d - 1) / d * c->grad_bytes : params * c->grad_bytes;
     /* fp32 master weights + Adam m and v (12 bytes), plus an fp32 copy of 16-bit gradients */
     uint64_t opt = params * (12 + (c->grad_bytes == 2 ? 4 : 0));
     st->optimizer_bytes = c->zero ? (opt + c->dp - 1) / c->dp : opt;
@@ -715,6 +847,8 @@ static void stage_memory(gen *G, uint32_t s, etk_gen_stage *st)
     st->act_bytes = act * st->in_flight / G->v;
     uint64_t msg = G->prog[G_SEC_LAYER].out_bytes;
     st->comm_buffer_bytes = (s > 0 ? msg : 0) + (s + 1 < G->p ? msg : 0);
+    if (G->z3) /* gathered parameters: the layer computing and the one prefetched */
+        st->comm_buffer_bytes += 2 * 2 * G->sec_elems[G_SEC_LAYER];
     st->total_bytes = st->weight_bytes + st->grad_bytes + st->optimizer_bytes + st->act_bytes + st->comm_buffer_bytes;
 }
 

@@ -393,6 +393,8 @@ static int lower_op_fwd(ctx *c, int pass, int j, int phase)
         return i;
     c->p->v[i].flops = flops;
     c->p->v[i].bytes = bytes;
+    for (int k = 0; k < op->nin; k++)
+        c->p->v[i].uses_w |= g->t[op->in[k]].weight;
     int32_t last = i;
     /* vocabulary-parallel cross entropy: all-reduces of [b, s] fp32 statistics (max, sum of
      * exponentials, target logit) over the TP group */

@@ -22,6 +22,7 @@ typedef struct ginst {
     int32_t *deps;      /* instruction indices, DEP_IN or DEP_GRAD */
     int nw;
     int w[4];           /* weights whose gradient this node produces (tensor indices) */
+    bool uses_w;        /* reads a weight (forward or recompute of an op with weights; dgrad) */
 } ginst;
 
 typedef struct gprog {

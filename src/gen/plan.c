@@ -34,7 +34,7 @@ static const struct {
     {"model", true}, {"model-file", true}, {"layers", true}, {"hidden", true}, {"heads", true},
     {"kv-heads", true}, {"ffn", true}, {"vocab", true}, {"seq", true}, {"dp", true}, {"tp", true},
     {"pp", true}, {"sp", false}, {"micro-batch", true}, {"global-batch", true}, {"schedule", true}, {"vpp", true},
-    {"zero", true}, {"recompute", true}, {"precision", true}, {"grad-precision", true},
+    {"zero", true}, {"fsdp", false}, {"recompute", true}, {"precision", true}, {"grad-precision", true},
     {"dp-bucket-mb", true}, {"rank-order", true}, {"gpu", true},
 };
 
@@ -52,7 +52,9 @@ const char *etk_gen_options_help(void)
            "  --global-batch N     sequences per step (default micro-batch x dp)\n"
            "  --schedule S         1f1b (default) | gpipe\n"
            "  --vpp V              model chunks per pipeline rank: interleaved 1F1B (Megatron) when > 1\n"
-           "  --zero 0|1           1: optimizer state sharded over DP (reduce-scatter + all-gather)\n"
+           "  --zero 0|1|2|3       1: optimizer state sharded over DP (reduce-scatter + all-gather);\n"
+           "                       2: gradients sharded too; 3: parameters too, gathered per layer\n"
+           "  --fsdp               same as --zero 3\n"
            "  --recompute R        none (default) | selective | full\n"
            "  --precision P        bf16 (default) | fp16 parameters and activations\n"
            "  --grad-precision P   fp32 (default) | bf16 | fp16 gradient accumulation and reduction\n"
@@ -146,9 +148,13 @@ int etk_gen_set(etk_gen_config *c, const char *name, const char *v, etk_error *e
         return 0;
     }
     if (!strcmp(name, "zero")) {
-        if (strcmp(v, "0") && strcmp(v, "1"))
-            return etk_err(err, ETK_EINVAL, "--zero wants 0 or 1, got '%s'", v);
+        if (strlen(v) != 1 || v[0] < '0' || v[0] > '3')
+            return etk_err(err, ETK_EINVAL, "--zero wants 0, 1, 2 or 3, got '%s'", v);
         c->zero = v[0] - '0';
+        return 0;
+    }
+    if (!strcmp(name, "fsdp")) {
+        c->zero = 3;
         return 0;
     }
     if (!strcmp(name, "recompute")) {
