@@ -15,6 +15,7 @@ typedef struct ginst {
     uint8_t type;       /* ETK_NODE_COMP or ETK_NODE_COLL */
     uint8_t coll;       /* etk_coll_type */
     uint8_t phase;      /* P_* */
+    uint8_t fp8;        /* a GEMM run in FP8 (--precision fp8): the roofline uses the fp8 peak */
     double flops;       /* per rank */
     uint64_t bytes;     /* COMP: bytes read + written per rank (tensor_size) */
     int64_t comm_bytes; /* COLL: buffer (all-gather: the per-rank input shard) */
@@ -42,6 +43,7 @@ typedef struct glower_opts {
     bool sp;
     int recompute;      /* ETK_RECOMPUTE_* (full applies to transformer layers) */
     int act_bytes;      /* bytes per activation element (2) */
+    int gemm_bytes;     /* bytes per GEMM input element: 1 for FP8 GEMMs (0: act_bytes) */
 } glower_opts;
 
 int etk_lower_section(const etk_graph *g, int sec, const glower_opts *o, etk_arena *a, gprog *out,
