@@ -301,6 +301,12 @@ int etk_gen_check(etk_gen_config *c, etk_error *err)
                        m->kv_heads, m->name);
     if (c->tp > 1 && m->ffn % c->tp)
         return etk_err(err, ETK_EINVAL, "--tp %u does not divide --ffn %" PRId64, c->tp, m->ffn);
+    if (c->tp > 1 && m->experts && m->moe_ffn % c->tp)
+        return etk_err(err, ETK_EINVAL, "--tp %u does not divide the expert FFN %" PRId64 " (model %s)", c->tp,
+                       m->moe_ffn, m->name);
+    if (c->tp > 1 && m->shared_experts && (m->shared_experts * m->moe_ffn) % c->tp)
+        return etk_err(err, ETK_EINVAL, "--tp %u does not divide the shared-expert FFN %" PRId64 " (model %s)",
+                       c->tp, m->shared_experts * m->moe_ffn, m->name);
     if (c->tp > 1 && m->vocab % c->tp)
         return etk_err(err, ETK_EINVAL, "--tp %u does not divide --vocab %" PRId64
                        " (the embedding is split over TP by vocabulary)", c->tp, m->vocab);
