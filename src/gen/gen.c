@@ -90,7 +90,7 @@ static int gen_init(gen *G, const etk_gen_config *cfg, etk_error *err)
                        "(not supported; use --pp 1 or --zero 1|2)", cfg->pp, cfg->model.name);
     }
     for (int t = 0; t < G->g->nt; t++)
-        if (G->g->t[t].weight) {
+        if (G->g->t[t].weight && G->g->t[t].section < G_N_SEC) { /* not the dense_layer section's */
             int sec = G->g->t[t].section;
             uint64_t n = (uint64_t)etk_graph_elems(G->g, t);
             if (G->g->t[t].split >= 0 && cfg->tp > 1)
