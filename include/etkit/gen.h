@@ -8,11 +8,13 @@
  * built from the lowered sections and the schedule, and every rank of the class gets the same
  * nodes with its own communicator groups and peers bound arithmetically from its coordinates.
  *
- * Ranks: coordinates (tp, dp, pp); rank = sum(coord[axis] * stride[axis]) with the axes ordered
- * by `rank_order` (default "tp,dp,pp": TP fastest). Communicator groups (comm-group JSON ids):
- * TP group of (dp, pp) = 1 + dp + DP*pp; DP group of (tp, pp) = 1 + DP*PP + tp + TP*pp; with a
- * tied output layer and PP > 1, the embedding group {(tp, dp, 0), (tp, dp, PP-1)} =
- * 1 + DP*PP + TP*PP + tp + TP*dp. Groups of one rank are not emitted. Pipeline messages: send/recv between the same (tp, dp) on
+ * Ranks: coordinates (tp, cp, dp, pp); rank = sum(coord[axis] * stride[axis]) with the axes
+ * ordered by `rank_order` (default "tp,cp,dp,pp": TP fastest). Communicator groups (comm-group
+ * JSON ids; with CP = 1 the cp terms vanish): TP group of (cp, dp, pp) = 1 + cp + CP*dp +
+ * CP*DP*pp; DP group of (tp, pp) (the CP x DP ranks holding the same weights) = 1 + CP*DP*PP + tp
+ * + TP*pp; with a tied output layer and PP > 1, the embedding group {(tp, cp, dp, 0), (tp, cp, dp,
+ * PP-1)} = 1 + CP*DP*PP + TP*PP + tp + TP*(cp + CP*dp); CP group of (tp, dp, pp) = 1 + CP*DP*PP +
+ * TP*PP + TP*CP*DP + tp + TP*(dp + DP*pp). Groups of one rank are not emitted. Pipeline messages: send/recv between the same (tp, dp) on
  * adjacent stages (with --vpp the last stage's chunk c feeds the first stage's chunk c + 1), tag =
  * 2*(virtual boundary*M + micro_batch) + (0 forward activation | 1 gradient).
  *
@@ -40,10 +42,11 @@ extern "C" {
 
 enum { ETK_SCHED_1F1B = 0, ETK_SCHED_GPIPE = 1 };
 enum { ETK_RECOMPUTE_NONE = 0, ETK_RECOMPUTE_SELECTIVE = 1, ETK_RECOMPUTE_FULL = 2 };
-enum { ETK_GEN_TP = 0, ETK_GEN_DP = 1, ETK_GEN_PP = 2, ETK_GEN_N_AXES = 3 };
+enum { ETK_GEN_TP = 0, ETK_GEN_DP = 1, ETK_GEN_PP = 2, ETK_GEN_CP = 3, ETK_GEN_N_AXES = 4 };
 /* collective group kinds in the summary: TP, DP, and the embedding group (first and last stage
  * ranks of the same (tp, dp), which all-reduce the gradient of a tied output layer) */
-enum { ETK_GEN_GROUP_TP = 0, ETK_GEN_GROUP_DP = 1, ETK_GEN_GROUP_EMB = 2, ETK_GEN_N_GROUP_KINDS = 3 };
+/* and the CP group (ranks of the same (tp, dp, pp) that split the sequence: K/V all-gathers) */
+enum { ETK_GEN_GROUP_TP = 0, ETK_GEN_GROUP_DP = 1, ETK_GEN_GROUP_EMB = 2, ETK_GEN_GROUP_CP = 3, ETK_GEN_N_GROUP_KINDS = 4 };
 
 #define ETK_GEN_N_DIMS 7
 
@@ -53,6 +56,7 @@ typedef struct etk_gen_config {
     /* --layers --hidden --heads --kv-heads --ffn --vocab --seq (0: keep the model's) */
     int64_t dims_override[ETK_GEN_N_DIMS];
     uint32_t dp, tp, pp;
+    uint32_t cp;             /* context parallelism: sequence split over cp ranks (K/V all-gather) */
     bool sp;                 /* Megatron sequence parallelism (needs tp > 1) */
     uint32_t micro_batch;    /* sequences per micro-batch per DP rank */
     uint32_t global_batch;   /* sequences per step (0: micro_batch * dp, one micro-batch) */
@@ -91,8 +95,9 @@ const char *etk_gen_options_help(void);
 /* HBM bytes of a GPU by name (a100, h100, h200, b200, mi300x; spec/hardware.md), 0 if unknown. */
 uint64_t etk_gen_gpu_bytes(const char *name);
 
-/* Rank <-> coordinates under cfg->rank_order. */
+/* Rank <-> coordinates under cfg->rank_order. etk_gen_rank: the rank at cp coordinate 0. */
 uint32_t etk_gen_rank(const etk_gen_config *cfg, uint32_t tp, uint32_t dp, uint32_t pp);
+uint32_t etk_gen_rank_cp(const etk_gen_config *cfg, uint32_t tp, uint32_t cp, uint32_t dp, uint32_t pp);
 void etk_gen_coords(const etk_gen_config *cfg, uint32_t rank, uint32_t coord[ETK_GEN_N_AXES]);
 
 /* ---------- summary (no traces written; one node sequence per stage class) ---------- */

@@ -28,6 +28,8 @@ typedef struct gen {
     int act_bytes;
     bool tied;     /* the head uses an embedding weight (tied output layer) */
     bool emb_group; /* tied and PP > 1: first and last stage all-reduce its gradient */
+    uint32_t cp;    /* context parallel degree (1: none) */
+    uint32_t dpw;   /* ranks holding the same weights: dp x cp (gradient reduction, ZeRO sharding) */
     bool z3;        /* ZeRO-3 with dp > 1: parameters gathered per section instance, gradients
                      * reduce-scattered per section instance per micro-batch */
     uint64_t sec_elems[G_N_SEC]; /* weights a section instance uses, per TP rank (ZeRO-3 gather) */
@@ -53,7 +55,12 @@ static int gen_init(gen *G, const etk_gen_config *cfg, etk_error *err)
         return rc;
     G->a = etk_arena_new(0);
     G->act_bytes = 2;
-    glower_opts o = {cfg->tp, cfg->sp, cfg->recompute, G->act_bytes};
+    G->cp = cfg->cp ? cfg->cp : 1;
+    G->dpw = cfg->dp * G->cp;
+    /* context parallelism: each rank holds seq / cp of the query sequence (the stream's s); the
+     * key sequence (t) stays whole, K and V are all-gathered (lower.c) */
+    G->g->dim[G->g->stream_seq] /= G->cp;
+    glower_opts o = {.tp = cfg->tp, .cp = G->cp, .sp = cfg->sp, .recompute = cfg->recompute, .act_bytes = G->act_bytes};
     for (int s = 0; s < G_N_SEC; s++)
         if ((rc = etk_lower_section(G->g, s, &o, G->a, &G->prog[s], err))) {
             gen_free(G);
@@ -82,7 +89,7 @@ static int gen_init(gen *G, const etk_gen_config *cfg, etk_error *err)
             if (G->g->t[H->ops[j].in[i]].weight && G->g->t[H->ops[j].in[i]].section == G_SEC_EMBED)
                 G->tied = true;
     G->emb_group = G->tied && G->p > 1;
-    G->z3 = cfg->zero == 3 && cfg->dp > 1;
+    G->z3 = cfg->zero == 3 && G->dpw > 1;
     if (G->z3 && G->emb_group) {
         gen_free(G);
         return etk_err(err, ETK_EINVAL,
@@ -138,7 +145,7 @@ typedef struct emitter {
     gen *G;
     uint32_t stage, tp_i, dp_i;
     uint32_t prev_rank, next_rank;
-    char tp_pg[16], dp_pg[16], emb_pg[16];
+    char tp_pg[16], dp_pg[16], emb_pg[16], cp_pg[16];
     put_fn put;
     void *u;
     etk_error *err;
@@ -264,6 +271,7 @@ static int put_coll(emitter *E, const char *name, int coll, int64_t bytes, int a
                      etk_attr_i64("comm_size", bytes),
                      etk_attr_str("pg_name", axis == ETK_GEN_GROUP_TP   ? E->tp_pg
                                              : axis == ETK_GEN_GROUP_DP ? E->dp_pg
+                                             : axis == ETK_GEN_GROUP_CP ? E->cp_pg
                                                                         : E->emb_pg)};
     E->axis = axis;
     return put_node(E, name, ETK_NODE_COLL, deps, nd, a, 4);
@@ -303,7 +311,7 @@ static uint64_t emit_gather(emitter *E, int si, uint32_t j, const char *what)
     uint64_t elems = G->sec_elems[E->si_sec[si]];
     if (!G->z3 || !elems)
         return 0;
-    uint32_t d = G->cfg->dp;
+    uint32_t d = G->dpw;
     char lab[32], name[160] = "";
     si_label(E, si, lab, sizeof lab);
     if (E->put)
@@ -347,7 +355,7 @@ static uint64_t emit_fwd(emitter *E, int si, uint32_t j, uint64_t input)
         if (I->type == ETK_NODE_COMP)
             put_comp(E, name, I->flops, I->bytes, deps, nd);
         else
-            put_coll(E, name, I->coll, I->comm_bytes, ETK_GEN_GROUP_TP, deps, nd);
+            put_coll(E, name, I->coll, I->comm_bytes, I->grp == GRP_CP ? ETK_GEN_GROUP_CP : ETK_GEN_GROUP_TP, deps, nd);
     }
     if (P->fwd_out == DEP_IN)
         return input;
@@ -400,7 +408,7 @@ static int emit_bwd(emitter *E, int si, uint32_t j, const uint64_t *gd, int ngd,
         if (I->type == ETK_NODE_COMP)
             put_comp(E, name, I->flops, I->bytes, deps, nd);
         else
-            put_coll(E, name, I->coll, I->comm_bytes, ETK_GEN_GROUP_TP, deps, nd);
+            put_coll(E, name, I->coll, I->comm_bytes, I->grp == GRP_CP ? ETK_GEN_GROUP_CP : ETK_GEN_GROUP_TP, deps, nd);
         if (G->z3 && I->nw) {
             /* ZeRO-3: this section instance's gradients are reduce-scattered after its backward,
              * every micro-batch; a tied table's gradient from the head joins the embedding's */
@@ -474,7 +482,7 @@ static int emit_bwd(emitter *E, int si, uint32_t j, const uint64_t *gd, int ngd,
                     E->rc = etk_err(E->err, ETK_ENOMEM, "out of memory");
             E->nz3tied = 0;
         }
-        uint64_t elems = G->sec_own[E->si_sec[si]], d = G->cfg->dp, id = E->next_id;
+        uint64_t elems = G->sec_own[E->si_sec[si]], d = G->dpw, id = E->next_id;
         if (E->put)
             snprintf(name, sizeof name, "mb%u.%s.grad_reduce_scatter", j, lab);
         E->phase = P_BWD;
@@ -514,11 +522,11 @@ static void bucket_flush(emitter *E, bool force)
     uint64_t bytes = E->cur.elems * c->grad_bytes;
     if (!E->cur.elems || (!force && bytes < G->bucket_bytes) || E->rc)
         return;
-    uint64_t elems = E->cur.elems;
+    uint64_t elems = E->cur.elems, d = G->dpw;
     uint64_t id = 0;
-    if (c->dp > 1) {
+    if (d > 1) {
         char name[64];
-        uint64_t padded = (elems + c->dp - 1) / c->dp * c->dp; /* shards of equal size */
+        uint64_t padded = (elems + d - 1) / d * d; /* shards of equal size */
         E->phase = P_BWD;
         id = E->next_id;
         if (c->zero) {
@@ -586,12 +594,12 @@ static void emit_optimizer(emitter *E, uint64_t unit_end)
     uint64_t elems = 0, shard = 0;
     for (size_t b = 0; b < E->nbuckets; b++) {
         elems += E->bucket_elems[b];
-        shard += (E->bucket_elems[b] + c->dp - 1) / c->dp;
+        shard += (E->bucket_elems[b] + G->dpw - 1) / G->dpw;
     }
     uint64_t n = c->zero ? shard : elems;
     /* the optimizer waits for every bucket (dp > 1) or every last gradient node (dp == 1) */
-    uint64_t *src = c->dp > 1 ? E->bucket_ids : E->alldeps;
-    size_t nsrc = c->dp > 1 ? E->nbuckets : E->nall, nd = 0, cap = 0;
+    uint64_t *src = G->dpw > 1 ? E->bucket_ids : E->alldeps;
+    size_t nsrc = G->dpw > 1 ? E->nbuckets : E->nall, nd = 0, cap = 0;
     uint64_t *deps = NULL;
     for (size_t i = 0; i < nsrc && !E->rc; i++)
         if (push(&deps, &nd, &cap, src[i]))
@@ -618,11 +626,11 @@ static void emit_optimizer(emitter *E, uint64_t unit_end)
     /* reads and writes fp32 master weights, Adam m and v; reads the gradient, writes the parameter */
     put_comp(E, "optimizer.adam", (double)n * ADAM_FLOPS_PER_PARAM, n * (2 * 12 + c->grad_bytes + 2), deps, (uint32_t)nd);
     free(deps);
-    if (c->zero && c->zero < 3 && c->dp > 1) /* ZeRO-3 gathers parameters when a layer runs */
+    if (c->zero && c->zero < 3 && G->dpw > 1) /* ZeRO-3 gathers parameters when a layer runs */
         for (size_t b = 0; b < E->nbuckets && !E->rc; b++) {
             char name[64];
             snprintf(name, sizeof name, "dp.param_bucket%zu.all_gather", b);
-            put_coll(E, name, ETK_COLL_ALL_GATHER, (int64_t)((E->bucket_elems[b] + c->dp - 1) / c->dp * 2), ETK_GEN_GROUP_DP,
+            put_coll(E, name, ETK_COLL_ALL_GATHER, (int64_t)((E->bucket_elems[b] + G->dpw - 1) / G->dpw * 2), ETK_GEN_GROUP_DP,
                      &opt, 1);
         }
 }
@@ -636,9 +644,20 @@ static void p2p_name(char *buf, size_t n, uint32_t j, int chunk, const char *wha
         snprintf(buf, n, "mb%u.%s", j, what);
 }
 
-/* Emit every node of stage `stage` for the rank at (tp_i, dp_i). */
-static int emit_stage(gen *G, uint32_t stage, uint32_t tp_i, uint32_t dp_i, put_fn put, void *u, etk_gen_stage *st,
-                      etk_error *err)
+/* Communicator group ids of the rank at (tp, cp, dp, pp): the numbering of gen.h. */
+static void group_ids(const etk_gen_config *c, uint32_t tp, uint32_t cp, uint32_t dp, uint32_t pp, char *tp_pg,
+                      char *dp_pg, char *emb_pg, char *cp_pg)
+{
+    uint32_t C = c->cp ? c->cp : 1, base = C * c->dp * c->pp;
+    snprintf(tp_pg, 16, "%u", 1 + cp + C * dp + C * c->dp * pp);
+    snprintf(dp_pg, 16, "%u", 1 + base + tp + c->tp * pp);
+    snprintf(emb_pg, 16, "%u", 1 + base + c->tp * c->pp + tp + c->tp * (cp + C * dp));
+    snprintf(cp_pg, 16, "%u", 1 + base + c->tp * c->pp + c->tp * C * c->dp + tp + c->tp * (dp + c->dp * pp));
+}
+
+/* Emit every node of stage `stage` for the rank at (tp_i, cp_i, dp_i). */
+static int emit_stage(gen *G, uint32_t stage, uint32_t tp_i, uint32_t cp_i, uint32_t dp_i, put_fn put, void *u,
+                      etk_gen_stage *st, etk_error *err)
 {
     const etk_gen_config *c = G->cfg;
     emitter E;
@@ -653,9 +672,7 @@ static int emit_stage(gen *G, uint32_t stage, uint32_t tp_i, uint32_t dp_i, put_
     E.st = st;
     E.next_id = 1;
     uint32_t p = G->p, m = G->m;
-    snprintf(E.tp_pg, sizeof E.tp_pg, "%u", 1 + dp_i + c->dp * stage);
-    snprintf(E.dp_pg, sizeof E.dp_pg, "%u", 1 + c->dp * p + tp_i + c->tp * stage);
-    snprintf(E.emb_pg, sizeof E.emb_pg, "%u", 1 + c->dp * p + c->tp * p + tp_i + c->tp * dp_i);
+    group_ids(c, tp_i, cp_i, dp_i, stage, E.tp_pg, E.dp_pg, E.emb_pg, E.cp_pg);
     /* the numbering is bind_rank()'s, which the file writer uses for the other ranks */
     uint32_t v = G->v, V = p * v;
     bool has_embed = stage == 0, has_head = stage == p - 1;
@@ -688,8 +705,8 @@ static int emit_stage(gen *G, uint32_t stage, uint32_t tp_i, uint32_t dp_i, put_
     cbeg[v] = k;
     if (p > 1) {
         /* with interleaving the first stage also receives from the last one (chunk wrap) */
-        E.prev_rank = etk_gen_rank(c, tp_i, dp_i, (stage + p - 1) % p);
-        E.next_rank = etk_gen_rank(c, tp_i, dp_i, (stage + 1) % p);
+        E.prev_rank = etk_gen_rank_cp(c, tp_i, cp_i, dp_i, (stage + p - 1) % p);
+        E.next_rank = etk_gen_rank_cp(c, tp_i, cp_i, dp_i, (stage + 1) % p);
     }
     /* schedule: units (forward or backward of chunk c, micro-batch j). 1F1B: warm-up forwards,
      * then one forward / one backward, then the remaining backwards; GPipe: all forwards first.
@@ -821,13 +838,13 @@ static void stage_memory(gen *G, uint32_t s, etk_gen_stage *st)
             }
     }
     st->params = params;
-    uint64_t d = c->dp;
+    uint64_t d = G->dpw;
     /* ZeRO-2 shards the gradients, ZeRO-3 the parameters too (over DP, equal padded shards) */
     st->weight_bytes = c->zero == 3 ? (params + d - 1) / d * 2 : params * 2;
     st->grad_bytes = c->zero >= 2 ? (params + d - 1) / d * c->grad_bytes : params * c->grad_bytes;
     /* fp32 master weights + Adam m and v (12 bytes), plus an fp32 copy of 16-bit gradients */
     uint64_t opt = params * (12 + (c->grad_bytes == 2 ? 4 : 0));
-    st->optimizer_bytes = c->zero ? (opt + c->dp - 1) / c->dp : opt;
+    st->optimizer_bytes = c->zero ? (opt + d - 1) / d : opt;
     uint64_t act = G->prog[G_SEC_LAYER].saved_bytes * stage_layers(G, s);
     if (s == 0)
         act += G->prog[G_SEC_EMBED].saved_bytes;
@@ -871,7 +888,7 @@ int etk_gen_summarize(const etk_gen_config *cfg, etk_gen_summary *out, etk_error
     }
     if ((rc = etk_model_params(&cfg->model, &out->params_total, err)))
         goto done;
-    uint32_t per_stage_ranks = cfg->tp * cfg->dp;
+    uint32_t per_stage_ranks = cfg->tp * cfg->dp * G.cp;
     for (uint32_t s = 0; s < G.p; s++) {
         etk_gen_stage *st = &out->stages[s];
         st->stage = s;
@@ -895,7 +912,7 @@ int etk_gen_summarize(const etk_gen_config *cfg, etk_gen_summary *out, etk_error
             st->send_bytes = ps->send_bytes;
             st->recv_count = ps->recv_count;
             st->recv_bytes = ps->recv_bytes;
-        } else if ((rc = emit_stage(&G, s, 0, 0, NULL, NULL, st, err))) {
+        } else if ((rc = emit_stage(&G, s, 0, 0, 0, NULL, NULL, st, err))) {
             goto done;
         }
         stage_memory(&G, s, st);
@@ -939,27 +956,31 @@ int etk_gen_groups(const etk_gen_config *c, etk_groups **out, etk_error *err)
     etk_groups *g = etk_groups_new();
     if (!g)
         return etk_err(err, ETK_ENOMEM, "out of memory");
-    uint32_t n = c->tp > c->dp ? c->tp : c->dp;
+    uint32_t C = c->cp ? c->cp : 1;
+    uint32_t n = c->tp > c->dp * C ? c->tp : c->dp * C;
     uint32_t *r = malloc(sizeof(uint32_t) * n);
     if (!r) {
         etk_groups_free(g);
         return etk_err(err, ETK_ENOMEM, "out of memory");
     }
-    char id[16];
+    char id[4][16];
     int rc = 0;
+    /* ids from group_ids() of a member: the same numbering as the rank files */
     for (uint32_t pp = 0; pp < c->pp && !rc && c->tp > 1; pp++)
-        for (uint32_t dp = 0; dp < c->dp && !rc; dp++) {
-            for (uint32_t t = 0; t < c->tp; t++)
-                r[t] = etk_gen_rank(c, t, dp, pp);
-            snprintf(id, sizeof id, "%u", 1 + dp + c->dp * pp);
-            rc = etk_groups_add(g, id, r, c->tp);
-        }
-    for (uint32_t pp = 0; pp < c->pp && !rc && c->dp > 1; pp++)
+        for (uint32_t dp = 0; dp < c->dp && !rc; dp++)
+            for (uint32_t cp = 0; cp < C && !rc; cp++) {
+                for (uint32_t t = 0; t < c->tp; t++)
+                    r[t] = etk_gen_rank_cp(c, t, cp, dp, pp);
+                group_ids(c, 0, cp, dp, pp, id[0], id[1], id[2], id[3]);
+                rc = etk_groups_add(g, id[0], r, c->tp);
+            }
+    for (uint32_t pp = 0; pp < c->pp && !rc && c->dp * C > 1; pp++)
         for (uint32_t t = 0; t < c->tp && !rc; t++) {
             for (uint32_t d = 0; d < c->dp; d++)
-                r[d] = etk_gen_rank(c, t, d, pp);
-            snprintf(id, sizeof id, "%u", 1 + c->dp * c->pp + t + c->tp * pp);
-            rc = etk_groups_add(g, id, r, c->dp);
+                for (uint32_t cp = 0; cp < C; cp++)
+                    r[d * C + cp] = etk_gen_rank_cp(c, t, cp, d, pp);
+            group_ids(c, t, 0, 0, pp, id[0], id[1], id[2], id[3]);
+            rc = etk_groups_add(g, id[1], r, c->dp * C);
         }
     /* embedding groups: only with a tied output layer on separate stages */
     bool emb = false;
@@ -974,11 +995,20 @@ int etk_gen_groups(const etk_gen_config *c, etk_groups **out, etk_error *err)
         }
     }
     for (uint32_t d = 0; d < c->dp && !rc && emb; d++)
-        for (uint32_t t = 0; t < c->tp && !rc; t++) {
-            uint32_t two[2] = {etk_gen_rank(c, t, d, 0), etk_gen_rank(c, t, d, c->pp - 1)};
-            snprintf(id, sizeof id, "%u", 1 + c->dp * c->pp + c->tp * c->pp + t + c->tp * d);
-            rc = etk_groups_add(g, id, two, 2);
-        }
+        for (uint32_t cp = 0; cp < C && !rc; cp++)
+            for (uint32_t t = 0; t < c->tp && !rc; t++) {
+                uint32_t two[2] = {etk_gen_rank_cp(c, t, cp, d, 0), etk_gen_rank_cp(c, t, cp, d, c->pp - 1)};
+                group_ids(c, t, cp, d, 0, id[0], id[1], id[2], id[3]);
+                rc = etk_groups_add(g, id[2], two, 2);
+            }
+    for (uint32_t pp = 0; pp < c->pp && !rc && C > 1; pp++)
+        for (uint32_t d = 0; d < c->dp && !rc; d++)
+            for (uint32_t t = 0; t < c->tp && !rc; t++) {
+                for (uint32_t cp = 0; cp < C; cp++)
+                    r[cp] = etk_gen_rank_cp(c, t, cp, d, pp);
+                group_ids(c, t, 0, d, pp, id[0], id[1], id[2], id[3]);
+                rc = etk_groups_add(g, id[3], r, C);
+            }
     free(r);
     if (rc) {
         etk_groups_free(g);
@@ -999,19 +1029,17 @@ static int put_trace(void *u, const etk_node *n, etk_error *err)
 #define ET_VERSION "0.0.4"
 
 /* Groups and peers of a rank (see gen.h for the numbering). */
-static void bind_rank(const etk_gen_config *c, uint32_t r, char *tp_pg, char *dp_pg, char *emb_pg, uint32_t *prev,
-                      uint32_t *next)
+static void bind_rank(const etk_gen_config *c, uint32_t r, char *tp_pg, char *dp_pg, char *emb_pg, char *cp_pg,
+                      uint32_t *prev, uint32_t *next)
 {
     uint32_t co[ETK_GEN_N_AXES];
     etk_gen_coords(c, r, co);
     uint32_t s = co[ETK_GEN_PP];
-    snprintf(emb_pg, 16, "%u", 1 + c->dp * c->pp + c->tp * c->pp + co[ETK_GEN_TP] + c->tp * co[ETK_GEN_DP]);
-    snprintf(tp_pg, 16, "%u", 1 + co[ETK_GEN_DP] + c->dp * s);
-    snprintf(dp_pg, 16, "%u", 1 + c->dp * c->pp + co[ETK_GEN_TP] + c->tp * s);
+    group_ids(c, co[ETK_GEN_TP], co[ETK_GEN_CP], co[ETK_GEN_DP], s, tp_pg, dp_pg, emb_pg, cp_pg);
     *prev = *next = UINT32_MAX; /* none */
     if (c->pp > 1) {
-        *prev = etk_gen_rank(c, co[ETK_GEN_TP], co[ETK_GEN_DP], (s + c->pp - 1) % c->pp);
-        *next = etk_gen_rank(c, co[ETK_GEN_TP], co[ETK_GEN_DP], (s + 1) % c->pp);
+        *prev = etk_gen_rank_cp(c, co[ETK_GEN_TP], co[ETK_GEN_CP], co[ETK_GEN_DP], (s + c->pp - 1) % c->pp);
+        *next = etk_gen_rank_cp(c, co[ETK_GEN_TP], co[ETK_GEN_CP], co[ETK_GEN_DP], (s + 1) % c->pp);
     }
 }
 
@@ -1036,11 +1064,11 @@ static void *write_ranks(void *arg)
     }
     for (uint32_t r = j->from; r < j->to && !j->rc; r++) {
         uint32_t co[ETK_GEN_N_AXES], prev, next;
-        char tp_pg[16], dp_pg[16], emb_pg[16];
+        char tp_pg[16], dp_pg[16], emb_pg[16], cp_pg[16];
         etk_gen_coords(j->cfg, r, co);
-        bind_rank(j->cfg, r, tp_pg, dp_pg, emb_pg, &prev, &next);
+        bind_rank(j->cfg, r, tp_pg, dp_pg, emb_pg, cp_pg, &prev, &next);
         snprintf(path, plen, "%s.%u.et", j->prefix, r);
-        j->rc = etk_gen_class_write(&j->cls[co[ETK_GEN_PP]], path, ET_VERSION, tp_pg, dp_pg, emb_pg, prev, next,
+        j->rc = etk_gen_class_write(&j->cls[co[ETK_GEN_PP]], path, ET_VERSION, tp_pg, dp_pg, emb_pg, cp_pg, prev, next,
                                     &j->bytes, &j->err);
     }
     free(path);
@@ -1065,14 +1093,14 @@ int etk_gen_write_stats(const etk_gen_config *cfg, const char *prefix, uint64_t 
     /* one template per stage class, bound to its representative */
     for (uint32_t s = 0; s < G.p && !rc; s++) {
         uint32_t rep = etk_gen_rank(cfg, 0, 0, s), prev, next;
-        char tp_pg[16], dp_pg[16], emb_pg[16];
-        bind_rank(cfg, rep, tp_pg, dp_pg, emb_pg, &prev, &next);
+        char tp_pg[16], dp_pg[16], emb_pg[16], cp_pg[16];
+        bind_rank(cfg, rep, tp_pg, dp_pg, emb_pg, cp_pg, &prev, &next);
         if (!(reps[s] = etk_trace_new(ET_VERSION))) {
             rc = etk_err(err, ETK_ENOMEM, "out of memory");
             break;
         }
-        if (!(rc = emit_stage(&G, s, 0, 0, put_trace, reps[s], NULL, err)))
-            rc = etk_gen_class_build(&cls[s], reps[s], tp_pg, dp_pg, emb_pg, prev, next, err);
+        if (!(rc = emit_stage(&G, s, 0, 0, 0, put_trace, reps[s], NULL, err)))
+            rc = etk_gen_class_build(&cls[s], reps[s], tp_pg, dp_pg, emb_pg, cp_pg, prev, next, err);
     }
     /* groups first: their fsync is cheap before the rank files are written */
     if (!rc) {
@@ -1167,7 +1195,8 @@ int etk_gen_workload(const etk_gen_config *cfg, bool fold, etk_workload **out, e
             goto fail;
         }
         w->ranks[r] = t;
-        if ((rc = emit_stage(&G, co[ETK_GEN_PP], co[ETK_GEN_TP], co[ETK_GEN_DP], put_trace, t, NULL, err)))
+        if ((rc = emit_stage(&G, co[ETK_GEN_PP], co[ETK_GEN_TP], co[ETK_GEN_CP], co[ETK_GEN_DP], put_trace, t, NULL,
+                             err)))
             goto fail;
     }
     if ((rc = etk_gen_groups(cfg, &w->groups, err)))
