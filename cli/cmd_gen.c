@@ -158,7 +158,7 @@ int cmd_gen(int argc, char **argv)
 {
     enum { O_OUT = 1000, O_SUMMARY, O_JSON, O_HELP, O_GEN };
     static const char *gen_opts[] = {"model", "model-file", "layers", "hidden", "heads", "kv-heads", "ffn", "vocab",
-                                     "seq", "dp", "tp", "pp", "cp", "sp", "micro-batch", "global-batch", "schedule", "vpp", "zero", "fsdp",
+                                     "seq", "dp", "tp", "pp", "cp", "sp", "micro-batch", "global-batch", "schedule", "vpp", "first-stage-layers", "last-stage-layers", "zero", "fsdp",
                                      "recompute", "precision", "grad-precision", "dp-bucket-mb", "rank-order", "gpu"};
     enum { NG = sizeof gen_opts / sizeof gen_opts[0] };
     struct option opts[NG + 5];

@@ -62,6 +62,7 @@ typedef struct etk_gen_config {
     uint32_t global_batch;   /* sequences per step (0: micro_batch * dp, one micro-batch) */
     int schedule;            /* ETK_SCHED_* */
     uint32_t vpp;            /* model chunks per pipeline rank (interleaved 1F1B when > 1; 0/1: none) */
+    uint32_t first_stage_layers, last_stage_layers; /* uneven ends (Llama 3: one fewer); 0: even split */
     int zero;                /* 0..3: ZeRO stage (1 optimizer, 2 + gradients, 3 + parameters sharded over DP) */
     int recompute;           /* ETK_RECOMPUTE_* */
     char precision[8];       /* "bf16" | "fp16": parameters and activations, 2 bytes */

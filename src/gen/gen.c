@@ -76,11 +76,20 @@ static int gen_init(gen *G, const etk_gen_config *cfg, etk_error *err)
         gen_free(G);
         return etk_err(err, ETK_ENOMEM, "out of memory");
     }
-    /* layers per virtual stage: l = V*q + r, the first r hold one more */
-    uint32_t l = (uint32_t)cfg->model.layers, q = l / V, r = l % V, f = 0;
+    /* layers per virtual stage: l = V*q + r, the first r hold one more; with fixed first/last
+     * stage layers, the others split the rest that way */
+    uint32_t l = (uint32_t)cfg->model.layers, f = 0;
+    uint32_t a = cfg->first_stage_layers, z = cfg->last_stage_layers;
+    uint32_t s0 = a ? 1 : 0, s1 = z ? V - 1 : V, inner = s1 - s0, rest = l - a - z;
+    uint32_t q = inner ? rest / inner : 0, r = inner ? rest % inner : 0;
     for (uint32_t s = 0; s < V; s++) {
         G->first[s] = f;
-        G->nl[s] = q + (s < r ? 1 : 0);
+        if (s < s0)
+            G->nl[s] = a;
+        else if (s >= s1)
+            G->nl[s] = z;
+        else
+            G->nl[s] = q + (s - s0 < r ? 1 : 0);
         f += G->nl[s];
     }
     const gsection *H = &G->g->sec[G_SEC_HEAD];
@@ -926,7 +935,10 @@ int etk_gen_summarize(const etk_gen_config *cfg, etk_gen_summary *out, etk_error
     out->fits = out->peak_bytes <= out->gpu_bytes;
     uint32_t l = (uint32_t)cfg->model.layers, V = G.p * G.v;
     const char *unit = G.v > 1 ? "virtual stage" : "stage";
-    if (l % V == 0)
+    if (cfg->first_stage_layers || cfg->last_stage_layers)
+        snprintf(out->layer_split, sizeof out->layer_split, "%u layers: first %s %u, last %u, the others %u-%u", l,
+                 unit, G.nl[0], G.nl[V - 1], G.nl[V > 2 ? 1 : 0], G.nl[V > 2 ? V - 2 : 0]);
+    else if (l % V == 0)
         snprintf(out->layer_split, sizeof out->layer_split, "%u layers: %u per %s", l, l / V, unit);
     else
         snprintf(out->layer_split, sizeof out->layer_split,

@@ -35,7 +35,7 @@ static const struct {
 } options[] = {
     {"model", true}, {"model-file", true}, {"layers", true}, {"hidden", true}, {"heads", true},
     {"kv-heads", true}, {"ffn", true}, {"vocab", true}, {"seq", true}, {"dp", true}, {"tp", true}, {"cp", true},
-    {"pp", true}, {"sp", false}, {"micro-batch", true}, {"global-batch", true}, {"schedule", true}, {"vpp", true},
+    {"pp", true}, {"sp", false}, {"micro-batch", true}, {"global-batch", true}, {"schedule", true}, {"vpp", true}, {"first-stage-layers", true}, {"last-stage-layers", true},
     {"zero", true}, {"fsdp", false}, {"recompute", true}, {"precision", true}, {"grad-precision", true},
     {"dp-bucket-mb", true}, {"rank-order", true}, {"gpu", true},
 };
@@ -55,6 +55,9 @@ const char *etk_gen_options_help(void)
            "  --global-batch N     sequences per step (default micro-batch x dp)\n"
            "  --schedule S         1f1b (default) | gpipe\n"
            "  --vpp V              model chunks per pipeline rank: interleaved 1F1B (Megatron) when > 1\n"
+           "  --first-stage-layers N, --last-stage-layers N\n"
+           "                       layers of the first / last (virtual) pipeline stage; the others split\n"
+           "                       the rest evenly (Llama 3 405B: 126 layers, 16 stages, 7 on the ends)\n"
            "  --zero 0|1|2|3       1: optimizer state sharded over DP (reduce-scatter + all-gather);\n"
            "                       2: gradients sharded too; 3: parameters too, gathered per layer\n"
            "  --fsdp               same as --zero 3\n"
@@ -133,6 +136,10 @@ int etk_gen_set(etk_gen_config *c, const char *name, const char *v, etk_error *e
         return parse_u32(name, v, &c->pp, err);
     if (!strcmp(name, "cp"))
         return parse_u32(name, v, &c->cp, err);
+    if (!strcmp(name, "first-stage-layers"))
+        return parse_u32(name, v, &c->first_stage_layers, err);
+    if (!strcmp(name, "last-stage-layers"))
+        return parse_u32(name, v, &c->last_stage_layers, err);
     if (!strcmp(name, "sp")) {
         c->sp = true;
         return 0;
@@ -359,6 +366,18 @@ int etk_gen_check(etk_gen_config *c, etk_error *err)
             return etk_err(err, ETK_EINVAL,
                            "--vpp %u: the %u micro-batches per step must be a multiple of --pp %u (interleaved 1F1B)",
                            c->vpp, c->micro_batches, c->pp);
+    }
+    if (c->first_stage_layers || c->last_stage_layers) {
+        uint64_t V = (uint64_t)c->pp * (c->vpp > 1 ? c->vpp : 1);
+        uint64_t ends = (uint64_t)c->first_stage_layers + c->last_stage_layers;
+        uint64_t inner = V - (c->first_stage_layers ? 1 : 0) - (c->last_stage_layers ? 1 : 0);
+        if (V < 2)
+            return etk_err(err, ETK_EINVAL, "--first-stage-layers/--last-stage-layers need --pp > 1");
+        if (ends > (uint64_t)m->layers || (inner && (uint64_t)m->layers - ends < inner) || (!inner && ends != (uint64_t)m->layers))
+            return etk_err(err, ETK_EINVAL,
+                           "--first-stage-layers %u + --last-stage-layers %u: the other %" PRIu64
+                           " (virtual) stages need at least one of the --layers %" PRId64 " each (and all layers placed)",
+                           c->first_stage_layers, c->last_stage_layers, inner, m->layers);
     }
     c->gpu_bytes = etk_gen_gpu_bytes(c->gpu);
     c->tokens_per_step = (uint64_t)c->global_batch * (uint64_t)m->seq;
