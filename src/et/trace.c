@@ -138,6 +138,7 @@ int etk__attr_copy(etk_trace *t, etk_attr *dst, const etk_attr *src)
     dst->name = etk__intern(t, name, strlen(name));
     if (!dst->name)
         return ETK_ENOMEM;
+    dst->doc = NULL; /* "" too: never keep the caller's pointer (et.h: NULL if empty) */
     if (src->doc && *src->doc && !(dst->doc = etk_arena_strdup(a, src->doc)))
         return ETK_ENOMEM;
     switch (src->kind) {
