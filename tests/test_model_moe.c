@@ -52,7 +52,7 @@ static double layer_fwd_flops(const etk_model *m, int64_t batch, const char *con
         fail_msg("%s", err.msg);
     etk_arena *a = etk_arena_new(0);
     gprog p;
-    glower_opts o = {tp, false, 0, 2};
+    glower_opts o = {.tp = tp, .cp = 1, .sp = false, .recompute = 0, .act_bytes = 2};
     if (etk_lower_section(g, G_SEC_LAYER, &o, a, &p, &err))
         fail_msg("%s", err.msg);
     double f = 0;
