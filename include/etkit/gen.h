@@ -14,7 +14,11 @@
  * CP*DP*pp; DP group of (tp, pp) (the CP x DP ranks holding the same weights) = 1 + CP*DP*PP + tp
  * + TP*pp; with a tied output layer and PP > 1, the embedding group {(tp, cp, dp, 0), (tp, cp, dp,
  * PP-1)} = 1 + CP*DP*PP + TP*PP + tp + TP*(cp + CP*dp); CP group of (tp, dp, pp) = 1 + CP*DP*PP +
- * TP*PP + TP*CP*DP + tp + TP*(dp + DP*pp). Groups of one rank are not emitted. Pipeline messages: send/recv between the same (tp, dp) on
+ * TP*PP + TP*CP*DP + tp + TP*(dp + DP*pp). With --ep E the DP coordinate is dp = e + E*x (EP
+ * fastest inside DP: order tp,cp,ep,dp,pp); with B = 1 + CP*DP*PP + TP*PP + TP*CP*DP + TP*DP*PP:
+ * EP group of (tp, cp, x, pp) = B + tp + TP*(cp + CP*(x + (DP/E)*pp)); EDP group of (tp, e, pp)
+ * (the CP x DP/E ranks with the same experts) = B + TP*CP*(DP/E)*PP + tp + TP*(e + E*pp). Groups
+ * of one rank are not emitted. Pipeline messages: send/recv between the same (tp, dp) on
  * adjacent stages (with --vpp the last stage's chunk c feeds the first stage's chunk c + 1), tag =
  * 2*(virtual boundary*M + micro_batch) + (0 forward activation | 1 gradient).
  *
@@ -46,7 +50,17 @@ enum { ETK_GEN_TP = 0, ETK_GEN_DP = 1, ETK_GEN_PP = 2, ETK_GEN_CP = 3, ETK_GEN_N
 /* collective group kinds in the summary: TP, DP, and the embedding group (first and last stage
  * ranks of the same (tp, dp), which all-reduce the gradient of a tied output layer) */
 /* and the CP group (ranks of the same (tp, dp, pp) that split the sequence: K/V all-gathers) */
-enum { ETK_GEN_GROUP_TP = 0, ETK_GEN_GROUP_DP = 1, ETK_GEN_GROUP_EMB = 2, ETK_GEN_GROUP_CP = 3, ETK_GEN_N_GROUP_KINDS = 4 };
+/* and, with --ep, the EP group (all-to-all of tokens between the ranks holding different experts)
+ * and the expert-data-parallel group EDP (ranks holding the same experts: expert gradients) */
+enum {
+    ETK_GEN_GROUP_TP = 0,
+    ETK_GEN_GROUP_DP = 1,
+    ETK_GEN_GROUP_EMB = 2,
+    ETK_GEN_GROUP_CP = 3,
+    ETK_GEN_GROUP_EP = 4,
+    ETK_GEN_GROUP_EDP = 5,
+    ETK_GEN_N_GROUP_KINDS = 6
+};
 
 #define ETK_GEN_N_DIMS 7
 
@@ -57,6 +71,7 @@ typedef struct etk_gen_config {
     int64_t dims_override[ETK_GEN_N_DIMS];
     uint32_t dp, tp, pp;
     uint32_t cp;             /* context parallelism: sequence split over cp ranks (K/V all-gather) */
+    uint32_t ep;             /* expert parallelism: experts split over ep ranks carved from DP (ep | dp) */
     bool sp;                 /* Megatron sequence parallelism (needs tp > 1) */
     uint32_t micro_batch;    /* sequences per micro-batch per DP rank */
     uint32_t global_batch;   /* sequences per step (0: micro_batch * dp, one micro-batch) */

@@ -30,6 +30,8 @@ typedef struct gen {
     bool emb_group; /* tied and PP > 1: first and last stage all-reduce its gradient */
     uint32_t cp;    /* context parallel degree (1: none) */
     uint32_t dpw;   /* ranks holding the same weights: dp x cp (gradient reduction, ZeRO sharding) */
+    uint32_t ep;    /* expert parallel degree (1: none) */
+    uint32_t edp;   /* ranks holding the same experts: dp x cp / ep */
     bool z3;        /* ZeRO-3 with dp > 1: parameters gathered per section instance, gradients
                      * reduce-scattered per section instance per micro-batch */
     uint64_t sec_elems[G_N_SEC]; /* weights a section instance uses, per TP rank (ZeRO-3 gather) */
@@ -57,10 +59,14 @@ static int gen_init(gen *G, const etk_gen_config *cfg, etk_error *err)
     G->act_bytes = 2;
     G->cp = cfg->cp ? cfg->cp : 1;
     G->dpw = cfg->dp * G->cp;
+    G->ep = cfg->ep ? cfg->ep : 1;
+    G->edp = G->dpw / G->ep;
     /* context parallelism: each rank holds seq / cp of the query sequence (the stream's s); the
      * key sequence (t) stays whole, K and V are all-gathered (lower.c) */
     G->g->dim[G->g->stream_seq] /= G->cp;
-    glower_opts o = {.tp = cfg->tp, .cp = G->cp, .sp = cfg->sp, .recompute = cfg->recompute, .act_bytes = G->act_bytes};
+    if (cfg->model.experts && G->cp > 1) /* expert capacity: tokens of the local sequence */
+        G->g->dim['c' - 'a'] = (G->g->dim['c' - 'a'] + G->cp - 1) / G->cp;
+    glower_opts o = {.tp = cfg->tp, .cp = G->cp, .ep = G->ep, .sp = cfg->sp, .recompute = cfg->recompute, .act_bytes = G->act_bytes};
     for (int s = 0; s < G_N_SEC; s++)
         if ((rc = etk_lower_section(G->g, s, &o, G->a, &G->prog[s], err))) {
             gen_free(G);
@@ -135,9 +141,22 @@ static uint32_t stage_layers(const gen *G, uint32_t s)
     return n;
 }
 
+#define EXPERT_DIM ('e' - 'a') /* block files name the expert dimension 'e' */
+
+static bool is_expert(const gen *G, int t)
+{
+    const gtensor *T = &G->g->t[t];
+    for (int k = 0; k < T->nd; k++)
+        if (T->dims[k] == EXPERT_DIM)
+            return G->cfg->model.experts > 0;
+    return false;
+}
+
 static uint64_t weight_elems_rank(const gen *G, int t)
 {
     uint64_t n = (uint64_t)etk_graph_elems(G->g, t);
+    if (G->ep > 1 && is_expert(G, t))
+        n /= G->ep; /* this rank's experts */
     return (G->g->t[t].split >= 0 && G->cfg->tp > 1) ? n / G->cfg->tp : n;
 }
 
@@ -154,7 +173,7 @@ typedef struct emitter {
     gen *G;
     uint32_t stage, tp_i, dp_i;
     uint32_t prev_rank, next_rank;
-    char tp_pg[16], dp_pg[16], emb_pg[16], cp_pg[16];
+    char pg[ETK_GEN_N_GROUP_KINDS][16]; /* communicator group ids by ETK_GEN_GROUP_* */
     put_fn put;
     void *u;
     etk_error *err;
@@ -170,6 +189,8 @@ typedef struct emitter {
     int axis;
     /* DP reduction */
     bucket cur;
+    bucket xcur;         /* expert weights (reduced over the EDP group) */
+    uint8_t *bucket_x;   /* per bucket: expert bucket */
     uint64_t *bucket_elems;
     size_t nbuckets, capbuckets;
     uint64_t *bucket_ids;
@@ -278,10 +299,7 @@ static int put_coll(emitter *E, const char *name, int coll, int64_t bytes, int a
 {
     etk_attr a[4] = {etk_attr_bool("is_cpu_op", false), etk_attr_i64("comm_type", coll),
                      etk_attr_i64("comm_size", bytes),
-                     etk_attr_str("pg_name", axis == ETK_GEN_GROUP_TP   ? E->tp_pg
-                                             : axis == ETK_GEN_GROUP_DP ? E->dp_pg
-                                             : axis == ETK_GEN_GROUP_CP ? E->cp_pg
-                                                                        : E->emb_pg)};
+                     etk_attr_str("pg_name", E->pg[axis])};
     E->axis = axis;
     return put_node(E, name, ETK_NODE_COLL, deps, nd, a, 4);
 }
@@ -301,6 +319,12 @@ static void si_label(const emitter *E, int si, char *buf, size_t n)
         snprintf(buf, n, "L%u", E->si_layer[si]);
     else
         snprintf(buf, n, "%s", E->G->g->sec[E->si_sec[si]].name);
+}
+
+/* communicator group of a collective of a lowered section */
+static int sec_group(const ginst *I)
+{
+    return I->grp == GRP_CP ? ETK_GEN_GROUP_CP : I->grp == GRP_EP ? ETK_GEN_GROUP_EP : ETK_GEN_GROUP_TP;
 }
 
 /* ZeRO-3: a node that needs the gathered parameters */
@@ -364,7 +388,7 @@ static uint64_t emit_fwd(emitter *E, int si, uint32_t j, uint64_t input)
         if (I->type == ETK_NODE_COMP)
             put_comp(E, name, I->flops, I->bytes, deps, nd);
         else
-            put_coll(E, name, I->coll, I->comm_bytes, I->grp == GRP_CP ? ETK_GEN_GROUP_CP : ETK_GEN_GROUP_TP, deps, nd);
+            put_coll(E, name, I->coll, I->comm_bytes, sec_group(I), deps, nd);
     }
     if (P->fwd_out == DEP_IN)
         return input;
@@ -417,7 +441,7 @@ static int emit_bwd(emitter *E, int si, uint32_t j, const uint64_t *gd, int ngd,
         if (I->type == ETK_NODE_COMP)
             put_comp(E, name, I->flops, I->bytes, deps, nd);
         else
-            put_coll(E, name, I->coll, I->comm_bytes, I->grp == GRP_CP ? ETK_GEN_GROUP_CP : ETK_GEN_GROUP_TP, deps, nd);
+            put_coll(E, name, I->coll, I->comm_bytes, sec_group(I), deps, nd);
         if (G->z3 && I->nw) {
             /* ZeRO-3: this section instance's gradients are reduce-scattered after its backward,
              * every micro-batch; a tied table's gradient from the head joins the embedding's */
@@ -470,15 +494,16 @@ static int emit_bwd(emitter *E, int si, uint32_t j, const uint64_t *gd, int ngd,
                         E->rc = etk_err(E->err, ETK_ENOMEM, "out of memory");
                 }
                 if (first_use)
-                    E->cur.elems += weight_elems_rank(G, t);
+                    (G->ep > 1 && is_expert(G, t) ? &E->xcur : &E->cur)->elems += weight_elems_rank(G, t);
             }
+            bucket *bk = G->ep > 1 && is_expert(G, I->w[0]) ? &E->xcur : &E->cur; /* a node's weights are all experts or none */
             if (tied_emb) {
                 if (push(&E->embdeps, &E->nembdeps, &E->capembdeps, id))
                     E->rc = etk_err(E->err, ETK_ENOMEM, "out of memory");
             } else if (tied_here) {
                 if (push(&E->wdeps, &E->nwdeps, &E->capwdeps, id))
                     E->rc = etk_err(E->err, ETK_ENOMEM, "out of memory");
-            } else if (push(&E->cur.deps, &E->cur.ndeps, &E->cur.cap, id) ||
+            } else if (push(&bk->deps, &bk->ndeps, &bk->cap, id) ||
                        push(&E->alldeps, &E->nall, &E->capall, id)) {
                 E->rc = etk_err(E->err, ETK_ENOMEM, "out of memory");
             }
@@ -524,14 +549,16 @@ static int emit_bwd(emitter *E, int si, uint32_t j, const uint64_t *gd, int ngd,
     return n;
 }
 
-static void bucket_flush(emitter *E, bool force)
+static void bucket_flush_one(emitter *E, bucket *bk, bool force, bool expert)
 {
     gen *G = E->G;
     const etk_gen_config *c = G->cfg;
-    uint64_t bytes = E->cur.elems * c->grad_bytes;
-    if (!E->cur.elems || (!force && bytes < G->bucket_bytes) || E->rc)
+    uint64_t bytes = bk->elems * c->grad_bytes;
+    if (!bk->elems || (!force && bytes < G->bucket_bytes) || E->rc)
         return;
-    uint64_t elems = E->cur.elems, d = G->dpw;
+    uint64_t elems = bk->elems, d = expert ? G->edp : G->dpw;
+    int axis = expert ? ETK_GEN_GROUP_EDP : ETK_GEN_GROUP_DP;
+    const char *pre = expert ? "edp.expert_grad_bucket" : "dp.grad_bucket";
     uint64_t id = 0;
     if (d > 1) {
         char name[64];
@@ -539,18 +566,25 @@ static void bucket_flush(emitter *E, bool force)
         E->phase = P_BWD;
         id = E->next_id;
         if (c->zero) {
-            snprintf(name, sizeof name, "dp.grad_bucket%zu.reduce_scatter", E->nbuckets);
-            put_coll(E, name, ETK_COLL_REDUCE_SCATTER, (int64_t)(padded * c->grad_bytes), ETK_GEN_GROUP_DP, E->cur.deps,
-                     (uint32_t)E->cur.ndeps);
+            snprintf(name, sizeof name, "%s%zu.reduce_scatter", pre, E->nbuckets);
+            put_coll(E, name, ETK_COLL_REDUCE_SCATTER, (int64_t)(padded * c->grad_bytes), axis, bk->deps,
+                     (uint32_t)bk->ndeps);
         } else {
-            snprintf(name, sizeof name, "dp.grad_bucket%zu.all_reduce", E->nbuckets);
-            put_coll(E, name, ETK_COLL_ALL_REDUCE, (int64_t)(elems * c->grad_bytes), ETK_GEN_GROUP_DP, E->cur.deps,
-                     (uint32_t)E->cur.ndeps);
+            snprintf(name, sizeof name, "%s%zu.all_reduce", pre, E->nbuckets);
+            put_coll(E, name, ETK_COLL_ALL_REDUCE, (int64_t)(elems * c->grad_bytes), axis, bk->deps, (uint32_t)bk->ndeps);
         }
     }
     bucket_append(E, elems, id);
-    E->cur.elems = 0;
-    E->cur.ndeps = 0;
+    if (!E->rc)
+        E->bucket_x[E->nbuckets - 1] = expert;
+    bk->elems = 0;
+    bk->ndeps = 0;
+}
+
+static void bucket_flush(emitter *E, bool force)
+{
+    bucket_flush_one(E, &E->cur, force, false);
+    bucket_flush_one(E, &E->xcur, force, true);
 }
 
 /* Record a reduced gradient bucket (elements per rank, id of its collective, 0: none) for the optimizer. */
@@ -563,15 +597,25 @@ static void bucket_append(emitter *E, uint64_t elems, uint64_t id)
         uint64_t *a = realloc(E->bucket_elems, cap * sizeof *a), *b = a ? realloc(E->bucket_ids, cap * sizeof *b) : NULL;
         if (a)
             E->bucket_elems = a;
-        if (!a || !b) {
+        if (b)
+            E->bucket_ids = b;
+        uint8_t *x = b ? realloc(E->bucket_x, cap) : NULL;
+        if (!a || !b || !x) {
             E->rc = etk_err(E->err, ETK_ENOMEM, "out of memory");
             return;
         }
-        E->bucket_ids = b;
+        E->bucket_x = x;
         E->capbuckets = cap;
     }
     E->bucket_elems[E->nbuckets] = elems;
+    E->bucket_x[E->nbuckets] = 0;
     E->bucket_ids[E->nbuckets++] = id;
+}
+
+/* ranks sharing bucket b's gradients: DP x CP, or EDP for expert weights */
+static uint64_t bucket_div(const emitter *E, size_t b)
+{
+    return E->bucket_x[b] ? E->G->edp : E->G->dpw;
 }
 
 static void emit_optimizer(emitter *E, uint64_t unit_end)
@@ -603,15 +647,20 @@ static void emit_optimizer(emitter *E, uint64_t unit_end)
     uint64_t elems = 0, shard = 0;
     for (size_t b = 0; b < E->nbuckets; b++) {
         elems += E->bucket_elems[b];
-        shard += (E->bucket_elems[b] + G->dpw - 1) / G->dpw;
+        shard += (E->bucket_elems[b] + bucket_div(E, b) - 1) / bucket_div(E, b);
     }
     uint64_t n = c->zero ? shard : elems;
     /* the optimizer waits for every bucket (dp > 1) or every last gradient node (dp == 1) */
-    uint64_t *src = G->dpw > 1 ? E->bucket_ids : E->alldeps;
-    size_t nsrc = G->dpw > 1 ? E->nbuckets : E->nall, nd = 0, cap = 0;
+    bool unreduced = false; /* a bucket without collective (its group is one rank) */
+    for (size_t b = 0; b < E->nbuckets; b++)
+        unreduced |= !E->bucket_ids[b];
+    size_t nd = 0, cap = 0;
     uint64_t *deps = NULL;
-    for (size_t i = 0; i < nsrc && !E->rc; i++)
-        if (push(&deps, &nd, &cap, src[i]))
+    for (size_t i = 0; i < E->nbuckets && !E->rc; i++)
+        if (E->bucket_ids[i] && push(&deps, &nd, &cap, E->bucket_ids[i]))
+            E->rc = etk_err(E->err, ETK_ENOMEM, "out of memory");
+    for (size_t i = 0; i < E->nall && unreduced && !E->rc; i++)
+        if (push(&deps, &nd, &cap, E->alldeps[i]))
             E->rc = etk_err(E->err, ETK_ENOMEM, "out of memory");
     if (E->repl_elems && !E->rc) {
         /* sequence parallelism: each TP rank saw only its sequence slice, so gradients of the
@@ -635,12 +684,16 @@ static void emit_optimizer(emitter *E, uint64_t unit_end)
     /* reads and writes fp32 master weights, Adam m and v; reads the gradient, writes the parameter */
     put_comp(E, "optimizer.adam", (double)n * ADAM_FLOPS_PER_PARAM, n * (2 * 12 + c->grad_bytes + 2), deps, (uint32_t)nd);
     free(deps);
-    if (c->zero && c->zero < 3 && G->dpw > 1) /* ZeRO-3 gathers parameters when a layer runs */
+    if (c->zero && c->zero < 3) /* ZeRO-3 gathers parameters when a layer runs */
         for (size_t b = 0; b < E->nbuckets && !E->rc; b++) {
+            uint64_t d = bucket_div(E, b);
+            if (d < 2)
+                continue;
             char name[64];
-            snprintf(name, sizeof name, "dp.param_bucket%zu.all_gather", b);
-            put_coll(E, name, ETK_COLL_ALL_GATHER, (int64_t)((E->bucket_elems[b] + G->dpw - 1) / G->dpw * 2), ETK_GEN_GROUP_DP,
-                     &opt, 1);
+            snprintf(name, sizeof name, "%s%zu.all_gather", E->bucket_x[b] ? "edp.expert_param_bucket" : "dp.param_bucket",
+                     b);
+            put_coll(E, name, ETK_COLL_ALL_GATHER, (int64_t)((E->bucket_elems[b] + d - 1) / d * 2),
+                     E->bucket_x[b] ? ETK_GEN_GROUP_EDP : ETK_GEN_GROUP_DP, &opt, 1);
         }
 }
 
@@ -654,14 +707,18 @@ static void p2p_name(char *buf, size_t n, uint32_t j, int chunk, const char *wha
 }
 
 /* Communicator group ids of the rank at (tp, cp, dp, pp): the numbering of gen.h. */
-static void group_ids(const etk_gen_config *c, uint32_t tp, uint32_t cp, uint32_t dp, uint32_t pp, char *tp_pg,
-                      char *dp_pg, char *emb_pg, char *cp_pg)
+static void group_ids(const etk_gen_config *c, uint32_t tp, uint32_t cp, uint32_t dp, uint32_t pp,
+                      char pg[ETK_GEN_N_GROUP_KINDS][16])
 {
-    uint32_t C = c->cp ? c->cp : 1, base = C * c->dp * c->pp;
-    snprintf(tp_pg, 16, "%u", 1 + cp + C * dp + C * c->dp * pp);
-    snprintf(dp_pg, 16, "%u", 1 + base + tp + c->tp * pp);
-    snprintf(emb_pg, 16, "%u", 1 + base + c->tp * c->pp + tp + c->tp * (cp + C * dp));
-    snprintf(cp_pg, 16, "%u", 1 + base + c->tp * c->pp + c->tp * C * c->dp + tp + c->tp * (dp + c->dp * pp));
+    uint32_t C = c->cp ? c->cp : 1, base = C * c->dp * c->pp, EP = c->ep ? c->ep : 1, X = c->dp / EP;
+    uint32_t e = dp % EP, x = dp / EP;
+    uint32_t B = 1 + base + c->tp * c->pp + c->tp * C * c->dp + c->tp * c->dp * c->pp;
+    snprintf(pg[ETK_GEN_GROUP_TP], 16, "%u", 1 + cp + C * dp + C * c->dp * pp);
+    snprintf(pg[ETK_GEN_GROUP_DP], 16, "%u", 1 + base + tp + c->tp * pp);
+    snprintf(pg[ETK_GEN_GROUP_EMB], 16, "%u", 1 + base + c->tp * c->pp + tp + c->tp * (cp + C * dp));
+    snprintf(pg[ETK_GEN_GROUP_CP], 16, "%u", 1 + base + c->tp * c->pp + c->tp * C * c->dp + tp + c->tp * (dp + c->dp * pp));
+    snprintf(pg[ETK_GEN_GROUP_EP], 16, "%u", B + tp + c->tp * (cp + C * (x + X * pp)));
+    snprintf(pg[ETK_GEN_GROUP_EDP], 16, "%u", B + c->tp * C * X * c->pp + tp + c->tp * (e + EP * pp));
 }
 
 /* Emit every node of stage `stage` for the rank at (tp_i, cp_i, dp_i). */
@@ -681,7 +738,7 @@ static int emit_stage(gen *G, uint32_t stage, uint32_t tp_i, uint32_t cp_i, uint
     E.st = st;
     E.next_id = 1;
     uint32_t p = G->p, m = G->m;
-    group_ids(c, tp_i, cp_i, dp_i, stage, E.tp_pg, E.dp_pg, E.emb_pg, E.cp_pg);
+    group_ids(c, tp_i, cp_i, dp_i, stage, E.pg);
     /* the numbering is bind_rank()'s, which the file writer uses for the other ranks */
     uint32_t v = G->v, V = p * v;
     bool has_embed = stage == 0, has_head = stage == p - 1;
@@ -808,6 +865,8 @@ out:
     free(E.prev_bbase);
     free(E.fin);
     free(E.cur.deps);
+    free(E.xcur.deps);
+    free(E.bucket_x);
     free(E.bucket_elems);
     free(E.bucket_ids);
     free(E.wdeps);
@@ -824,11 +883,13 @@ static void stage_memory(gen *G, uint32_t s, etk_gen_stage *st)
 {
     const etk_gen_config *c = G->cfg;
     const etk_graph *g = G->g;
-    uint64_t params = 0;
+    uint64_t params = 0, xparams = 0; /* all, and expert weights among them */
     for (int t = 0; t < g->nt; t++) {
         if (!g->t[t].weight)
             continue;
         int sec = g->t[t].section;
+        if (sec == G_SEC_LAYER && is_expert(G, t))
+            xparams += weight_elems_rank(G, t) * stage_layers(G, s);
         if (sec == G_SEC_LAYER)
             params += weight_elems_rank(G, t) * stage_layers(G, s);
         else if (sec == G_SEC_EMBED && s == 0)
@@ -850,10 +911,13 @@ static void stage_memory(gen *G, uint32_t s, etk_gen_stage *st)
     uint64_t d = G->dpw;
     /* ZeRO-2 shards the gradients, ZeRO-3 the parameters too (over DP, equal padded shards) */
     st->weight_bytes = c->zero == 3 ? (params + d - 1) / d * 2 : params * 2;
-    st->grad_bytes = c->zero >= 2 ? (params + d - 1) / d * c->grad_bytes : params * c->grad_bytes;
+    /* expert weights are sharded over their EDP group (dp x cp / ep ranks), the rest over DP x CP */
+    uint64_t xd = G->edp, dense = params - xparams;
+    uint64_t held = (dense + d - 1) / d + (xparams + xd - 1) / xd;
+    st->grad_bytes = c->zero >= 2 ? held * c->grad_bytes : params * c->grad_bytes;
     /* fp32 master weights + Adam m and v (12 bytes), plus an fp32 copy of 16-bit gradients */
-    uint64_t opt = params * (12 + (c->grad_bytes == 2 ? 4 : 0));
-    st->optimizer_bytes = c->zero ? (opt + d - 1) / d : opt;
+    uint64_t opb = 12 + (c->grad_bytes == 2 ? 4 : 0);
+    st->optimizer_bytes = c->zero ? ((dense * opb + d - 1) / d + (xparams * opb + xd - 1) / xd) : params * opb;
     uint64_t act = G->prog[G_SEC_LAYER].saved_bytes * stage_layers(G, s);
     if (s == 0)
         act += G->prog[G_SEC_EMBED].saved_bytes;
@@ -975,7 +1039,7 @@ int etk_gen_groups(const etk_gen_config *c, etk_groups **out, etk_error *err)
         etk_groups_free(g);
         return etk_err(err, ETK_ENOMEM, "out of memory");
     }
-    char id[4][16];
+    char id[ETK_GEN_N_GROUP_KINDS][16];
     int rc = 0;
     /* ids from group_ids() of a member: the same numbering as the rank files */
     for (uint32_t pp = 0; pp < c->pp && !rc && c->tp > 1; pp++)
@@ -983,7 +1047,7 @@ int etk_gen_groups(const etk_gen_config *c, etk_groups **out, etk_error *err)
             for (uint32_t cp = 0; cp < C && !rc; cp++) {
                 for (uint32_t t = 0; t < c->tp; t++)
                     r[t] = etk_gen_rank_cp(c, t, cp, dp, pp);
-                group_ids(c, 0, cp, dp, pp, id[0], id[1], id[2], id[3]);
+                group_ids(c, 0, cp, dp, pp, id);
                 rc = etk_groups_add(g, id[0], r, c->tp);
             }
     for (uint32_t pp = 0; pp < c->pp && !rc && c->dp * C > 1; pp++)
@@ -991,7 +1055,7 @@ int etk_gen_groups(const etk_gen_config *c, etk_groups **out, etk_error *err)
             for (uint32_t d = 0; d < c->dp; d++)
                 for (uint32_t cp = 0; cp < C; cp++)
                     r[d * C + cp] = etk_gen_rank_cp(c, t, cp, d, pp);
-            group_ids(c, t, 0, 0, pp, id[0], id[1], id[2], id[3]);
+            group_ids(c, t, 0, 0, pp, id);
             rc = etk_groups_add(g, id[1], r, c->dp * C);
         }
     /* embedding groups: only with a tied output layer on separate stages */
@@ -1010,7 +1074,7 @@ int etk_gen_groups(const etk_gen_config *c, etk_groups **out, etk_error *err)
         for (uint32_t cp = 0; cp < C && !rc; cp++)
             for (uint32_t t = 0; t < c->tp && !rc; t++) {
                 uint32_t two[2] = {etk_gen_rank_cp(c, t, cp, d, 0), etk_gen_rank_cp(c, t, cp, d, c->pp - 1)};
-                group_ids(c, t, cp, d, 0, id[0], id[1], id[2], id[3]);
+                group_ids(c, t, cp, d, 0, id);
                 rc = etk_groups_add(g, id[2], two, 2);
             }
     for (uint32_t pp = 0; pp < c->pp && !rc && C > 1; pp++)
@@ -1018,8 +1082,28 @@ int etk_gen_groups(const etk_gen_config *c, etk_groups **out, etk_error *err)
             for (uint32_t t = 0; t < c->tp && !rc; t++) {
                 for (uint32_t cp = 0; cp < C; cp++)
                     r[cp] = etk_gen_rank_cp(c, t, cp, d, pp);
-                group_ids(c, t, 0, d, pp, id[0], id[1], id[2], id[3]);
+                group_ids(c, t, 0, d, pp, id);
                 rc = etk_groups_add(g, id[3], r, C);
+            }
+    /* expert parallelism: EP groups (dp = e + EP x) and expert-data-parallel groups (same e) */
+    uint32_t EP = c->ep ? c->ep : 1, X = c->dp / EP;
+    for (uint32_t pp = 0; pp < c->pp && !rc && EP > 1; pp++)
+        for (uint32_t x = 0; x < X && !rc; x++)
+            for (uint32_t cp = 0; cp < C && !rc; cp++)
+                for (uint32_t t = 0; t < c->tp && !rc; t++) {
+                    for (uint32_t e = 0; e < EP; e++)
+                        r[e] = etk_gen_rank_cp(c, t, cp, e + EP * x, pp);
+                    group_ids(c, t, cp, EP * x, pp, id);
+                    rc = etk_groups_add(g, id[ETK_GEN_GROUP_EP], r, EP);
+                }
+    for (uint32_t pp = 0; pp < c->pp && !rc && EP > 1 && X * C > 1; pp++)
+        for (uint32_t e = 0; e < EP && !rc; e++)
+            for (uint32_t t = 0; t < c->tp && !rc; t++) {
+                for (uint32_t x = 0; x < X; x++)
+                    for (uint32_t cp = 0; cp < C; cp++)
+                        r[x * C + cp] = etk_gen_rank_cp(c, t, cp, e + EP * x, pp);
+                group_ids(c, t, 0, e, pp, id);
+                rc = etk_groups_add(g, id[ETK_GEN_GROUP_EDP], r, X * C);
             }
     free(r);
     if (rc) {
@@ -1041,13 +1125,13 @@ static int put_trace(void *u, const etk_node *n, etk_error *err)
 #define ET_VERSION "0.0.4"
 
 /* Groups and peers of a rank (see gen.h for the numbering). */
-static void bind_rank(const etk_gen_config *c, uint32_t r, char *tp_pg, char *dp_pg, char *emb_pg, char *cp_pg,
-                      uint32_t *prev, uint32_t *next)
+static void bind_rank(const etk_gen_config *c, uint32_t r, char pg[ETK_GEN_N_GROUP_KINDS][16], uint32_t *prev,
+                      uint32_t *next)
 {
     uint32_t co[ETK_GEN_N_AXES];
     etk_gen_coords(c, r, co);
     uint32_t s = co[ETK_GEN_PP];
-    group_ids(c, co[ETK_GEN_TP], co[ETK_GEN_CP], co[ETK_GEN_DP], s, tp_pg, dp_pg, emb_pg, cp_pg);
+    group_ids(c, co[ETK_GEN_TP], co[ETK_GEN_CP], co[ETK_GEN_DP], s, pg);
     *prev = *next = UINT32_MAX; /* none */
     if (c->pp > 1) {
         *prev = etk_gen_rank_cp(c, co[ETK_GEN_TP], co[ETK_GEN_CP], co[ETK_GEN_DP], (s + c->pp - 1) % c->pp);
@@ -1076,11 +1160,11 @@ static void *write_ranks(void *arg)
     }
     for (uint32_t r = j->from; r < j->to && !j->rc; r++) {
         uint32_t co[ETK_GEN_N_AXES], prev, next;
-        char tp_pg[16], dp_pg[16], emb_pg[16], cp_pg[16];
+        char pg[ETK_GEN_N_GROUP_KINDS][16];
         etk_gen_coords(j->cfg, r, co);
-        bind_rank(j->cfg, r, tp_pg, dp_pg, emb_pg, cp_pg, &prev, &next);
+        bind_rank(j->cfg, r, pg, &prev, &next);
         snprintf(path, plen, "%s.%u.et", j->prefix, r);
-        j->rc = etk_gen_class_write(&j->cls[co[ETK_GEN_PP]], path, ET_VERSION, tp_pg, dp_pg, emb_pg, cp_pg, prev, next,
+        j->rc = etk_gen_class_write(&j->cls[co[ETK_GEN_PP]], path, ET_VERSION, (const char(*)[16])pg, prev, next,
                                     &j->bytes, &j->err);
     }
     free(path);
@@ -1105,14 +1189,14 @@ int etk_gen_write_stats(const etk_gen_config *cfg, const char *prefix, uint64_t 
     /* one template per stage class, bound to its representative */
     for (uint32_t s = 0; s < G.p && !rc; s++) {
         uint32_t rep = etk_gen_rank(cfg, 0, 0, s), prev, next;
-        char tp_pg[16], dp_pg[16], emb_pg[16], cp_pg[16];
-        bind_rank(cfg, rep, tp_pg, dp_pg, emb_pg, cp_pg, &prev, &next);
+        char pg[ETK_GEN_N_GROUP_KINDS][16];
+        bind_rank(cfg, rep, pg, &prev, &next);
         if (!(reps[s] = etk_trace_new(ET_VERSION))) {
             rc = etk_err(err, ETK_ENOMEM, "out of memory");
             break;
         }
         if (!(rc = emit_stage(&G, s, 0, 0, 0, put_trace, reps[s], NULL, err)))
-            rc = etk_gen_class_build(&cls[s], reps[s], tp_pg, dp_pg, emb_pg, cp_pg, prev, next, err);
+            rc = etk_gen_class_build(&cls[s], reps[s], (const char(*)[16])pg, prev, next, err);
     }
     /* groups first: their fsync is cheap before the rank files are written */
     if (!rc) {

@@ -83,18 +83,55 @@ static const char *shortname(const char *n)
 
 static int64_t tp_of(const ctx *c) { return c->o->tp; }
 
-static int64_t elems_rank(const ctx *c, int t, lay L)
-{
-    int64_t n = etk_graph_elems(c->g, t);
-    return L.split >= 0 ? n / tp_of(c) : n;
-}
-
 static bool has_dim(const gtensor *t, int d)
 {
     for (int k = 0; k < t->nd; k++)
         if (t->dims[k] == d)
             return true;
     return false;
+}
+
+static int emit(ctx *c, const char *name, int type, int phase, int ndeps, const int32_t *deps);
+
+#define EXPERT_DIM ('e' - 'a') /* block files name the expert dimension 'e' */
+
+static int64_t elems_rank(const ctx *c, int t, lay L)
+{
+    int64_t n = etk_graph_elems(c->g, t);
+    if (c->o->ep > 1 && c->g->t[t].weight && has_dim(&c->g->t[t], EXPERT_DIM))
+        n /= c->o->ep; /* this rank's experts */
+    return L.split >= 0 ? n / tp_of(c) : n;
+}
+
+/* Expert parallelism: op j moves tokens into the expert layout (dispatch: output has the expert
+ * dim, no input has) or input i out of it (combine). The tokens of a rank's [e, c, h] buffer go
+ * to the ranks holding their experts: an all-to-all over EP (comm_size = the per-rank buffer). */
+static bool is_dispatch(const ctx *c, const gop *op)
+{
+    if (c->o->ep < 2 || op->kind == G_MATMUL || !has_dim(&c->g->t[op->out], EXPERT_DIM))
+        return false;
+    for (int i = 0; i < op->nin; i++)
+        if (has_dim(&c->g->t[op->in[i]], EXPERT_DIM))
+            return false;
+    return true;
+}
+static bool is_combine_in(const ctx *c, const gop *op, int i)
+{
+    return c->o->ep > 1 && op->kind != G_MATMUL && !c->g->t[op->in[i]].weight &&
+           has_dim(&c->g->t[op->in[i]], EXPERT_DIM) && !has_dim(&c->g->t[op->out], EXPERT_DIM);
+}
+static int32_t ep_a2a(ctx *c, const char *what, int t, int phase, int ndeps, const int32_t *deps)
+{
+    char name[96];
+    snprintf(name, sizeof name, "%s%s.ep_all_to_all", phase == P_RECOMP ? "recompute." : "", what);
+    int i = emit(c, name, ETK_NODE_COLL, phase, ndeps, deps);
+    if (i < 0)
+        return i;
+    ginst *I = &c->p->v[i];
+    I->coll = ETK_COLL_ALL_TO_ALL;
+    I->grp = GRP_EP;
+    I->comm_bytes = etk_graph_elems(c->g, t) * c->o->act_bytes;
+    return i;
 }
 
 static lay weight_lay(const ctx *c, int t)
@@ -400,6 +437,12 @@ static int lower_op_fwd(ctx *c, int pass, int j, int phase)
         c->cpmark[j][i] = cpg;
         if (cpg && (d = cp_gather(c, pass, t, d, want[i], phase)) < 0)
             return c->rc ? c->rc : ETK_ENOMEM;
+        if (is_combine_in(c, op, i)) {
+            /* expert outputs back to the ranks that own the tokens */
+            int32_t dd[2] = {d, DEP_GRAD};
+            if ((d = ep_a2a(c, shortname(g->t[t].name), t, phase, phase == P_RECOMP ? 2 : 1, dd)) < 0)
+                return c->rc ? c->rc : ETK_ENOMEM;
+        }
         c->used[j][i] = want[i];
         c->uinst[pass][j][i] = d;
         c->via_ag[j][i] = !have.partial && have.split >= 0 && want[i].split < 0;
@@ -449,6 +492,12 @@ static int lower_op_fwd(ctx *c, int pass, int j, int phase)
             c->p->v[k].comm_bytes = etk_graph_elems(c->g, op->out) * 4;
             last = k;
         }
+    }
+    if (is_dispatch(c, op)) {
+        /* tokens to the ranks holding their experts */
+        int32_t dd[1] = {last};
+        if ((last = ep_a2a(c, shortname(g->t[op->out].name), op->out, phase, 1, dd)) < 0)
+            return c->rc ? c->rc : ETK_ENOMEM;
     }
     ts[op->out].inst = last;
     ts[op->out].L = out;
@@ -567,6 +616,16 @@ static int lower_op_bwd(ctx *c, int j)
         return c->err->code;
     if (ngo == 0)
         return 0;
+    if (is_dispatch(c, op)) {
+        /* gradients of the dispatched tokens back from the expert ranks */
+        char dn[96];
+        snprintf(dn, sizeof dn, "d%s", shortname(g->t[op->out].name));
+        int32_t k = ep_a2a(c, dn, op->out, P_BWD, ngo, go);
+        if (k < 0)
+            return c->rc ? c->rc : ETK_ENOMEM;
+        go[0] = k;
+        ngo = 1;
+    }
     /* forward node of this op (for flops/bytes): find by name in the forward part */
     const ginst *F = NULL;
     for (int k = 0; k < c->p->nfwd; k++)
@@ -660,8 +719,17 @@ static int lower_op_bwd(ctx *c, int j)
             I->w[I->nw++] = op->in[i];
     if (op->kind != G_EMBEDDING)
         for (int i = 0; i < op->nin; i++)
-            if (!g->t[op->in[i]].weight)
-                add_contrib(c, op->in[i], k, c->used[j][i]);
+            if (!g->t[op->in[i]].weight) {
+                int32_t gi = k, kk = k;
+                if (is_combine_in(c, op, i)) {
+                    /* gradients of the expert outputs to the expert ranks */
+                    char dn[96];
+                    snprintf(dn, sizeof dn, "d%s", shortname(g->t[op->in[i]].name));
+                    if ((gi = ep_a2a(c, dn, op->in[i], P_BWD, 1, &kk)) < 0)
+                        return c->rc ? c->rc : ETK_ENOMEM;
+                }
+                add_contrib(c, op->in[i], gi, c->used[j][i]);
+            }
     return 0;
 }
 

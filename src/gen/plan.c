@@ -26,6 +26,7 @@ void etk_gen_config_init(etk_gen_config *c)
     c->rank_order[2] = ETK_GEN_DP;
     c->rank_order[3] = ETK_GEN_PP;
     c->cp = 1;
+    c->ep = 1;
     snprintf(c->gpu, sizeof c->gpu, "h100");
 }
 
@@ -34,7 +35,7 @@ static const struct {
     bool value;
 } options[] = {
     {"model", true}, {"model-file", true}, {"layers", true}, {"hidden", true}, {"heads", true},
-    {"kv-heads", true}, {"ffn", true}, {"vocab", true}, {"seq", true}, {"dp", true}, {"tp", true}, {"cp", true},
+    {"kv-heads", true}, {"ffn", true}, {"vocab", true}, {"seq", true}, {"dp", true}, {"tp", true}, {"cp", true}, {"ep", true},
     {"pp", true}, {"sp", false}, {"micro-batch", true}, {"global-batch", true}, {"schedule", true}, {"vpp", true}, {"first-stage-layers", true}, {"last-stage-layers", true},
     {"zero", true}, {"fsdp", false}, {"recompute", true}, {"precision", true}, {"grad-precision", true},
     {"dp-bucket-mb", true}, {"rank-order", true}, {"gpu", true},
@@ -50,6 +51,8 @@ const char *etk_gen_options_help(void)
            "plan:\n"
            "  --dp N --tp N --pp N data, tensor and pipeline parallel degrees (default 1)\n"
            "  --cp N               context parallel degree: sequence split over N ranks, K/V all-gathered\n"
+           "  --ep N               expert parallel degree (MoE models): experts split over N of the DP\n"
+           "                       ranks, tokens exchanged by all-to-all (N divides --dp)\n"
            "  --sp                 Megatron sequence parallelism (with --tp > 1)\n"
            "  --micro-batch N      sequences per micro-batch per DP rank (default 1)\n"
            "  --global-batch N     sequences per step (default micro-batch x dp)\n"
@@ -136,6 +139,8 @@ int etk_gen_set(etk_gen_config *c, const char *name, const char *v, etk_error *e
         return parse_u32(name, v, &c->pp, err);
     if (!strcmp(name, "cp"))
         return parse_u32(name, v, &c->cp, err);
+    if (!strcmp(name, "ep"))
+        return parse_u32(name, v, &c->ep, err);
     if (!strcmp(name, "first-stage-layers"))
         return parse_u32(name, v, &c->first_stage_layers, err);
     if (!strcmp(name, "last-stage-layers"))
@@ -337,6 +342,20 @@ int etk_gen_check(etk_gen_config *c, etk_error *err)
     if (c->cp > 1 && c->sp && (m->seq / c->cp) % c->tp)
         return etk_err(err, ETK_EINVAL, "--sp: --tp %u does not divide the --seq %" PRId64 " / --cp %u = %" PRId64
                        " tokens of a CP rank", c->tp, m->seq, c->cp, m->seq / c->cp);
+    if (!c->ep)
+        c->ep = 1;
+    if (c->ep > 1 && !m->experts)
+        return etk_err(err, ETK_EINVAL, "--ep %u: model %s has no experts (expert parallelism needs a MoE model)", c->ep,
+                       m->name);
+    if (c->ep > 1 && m->experts % c->ep)
+        return etk_err(err, ETK_EINVAL, "--ep %u does not divide the %" PRId64 " experts of model %s", c->ep, m->experts,
+                       m->name);
+    if (c->ep > 1 && c->dp % c->ep)
+        return etk_err(err, ETK_EINVAL, "--ep %u does not divide --dp %u (expert parallel ranks are carved from the "
+                       "data-parallel ones)", c->ep, c->dp);
+    if (c->ep > 1 && c->zero == 3)
+        return etk_err(err, ETK_EINVAL, "--ep %u with --zero 3: sharding expert parameters is not supported (use --zero 1|2)",
+                       c->ep);
     if ((int64_t)c->pp > m->layers)
         return etk_err(err, ETK_EINVAL, "--pp %u: more pipeline stages than --layers %" PRId64, c->pp, m->layers);
     uint64_t per_step = (uint64_t)c->micro_batch * c->dp;
