@@ -1,6 +1,7 @@
-/* etkit/gen.h — trace synthesis: per-rank Chakra traces of one training step of a dense
- * transformer (etk_model) under a parallel plan (DP x TP x PP, sequence parallelism, ZeRO-1,
- * recompute, GPipe/1F1B), with exact FLOPs, bytes and memory.
+/* etkit/gen.h — trace synthesis: per-rank Chakra traces of one training step of a transformer
+ * (etk_model, dense or MoE) under a parallel plan (DP x TP x PP x CP, EP carved from DP, sequence
+ * parallelism, ZeRO-1/2/3, recompute, GPipe/1F1B/interleaved, uneven end stages), with exact
+ * FLOPs, bytes and memory.
  *
  * The block graph (model.h) is lowered once per section (embedding, transformer layer, head):
  * tensor dims are sharded over TP, collectives follow from sharding mismatches, the backward
