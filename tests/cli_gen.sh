@@ -71,6 +71,16 @@ expect 0 "step time" run --model llama2-7b --layers 8 --hidden 1024 --heads 16 -
 expect 0 "step time" run --model llama2-7b --layers 8 --hidden 1024 --heads 16 --kv-heads 4 --ffn 2048 --seq 512 \
   --tp 2 --pp 4 --dp 4 --global-batch 16 --zero 3 --sp
 expect 2 "--zero wants 0, 1, 2 or 3" gen --model llama2-7b --zero 5 --summary
+# context parallelism: K/V all-gathers and their reduce-scatters over the CP group
+expect 0 "step time" run --model llama2-7b --layers 8 --hidden 1024 --heads 16 --kv-heads 4 --ffn 2048 --seq 2048 \
+  --tp 2 --cp 2 --pp 2 --dp 2 --global-batch 8 --sp
+expect 0 "CP group all_gather" gen --model llama3-8b --layers 4 --tp 2 --cp 4 --summary
+expect 2 "--cp 3 does not divide --seq" gen --model llama2-7b --cp 3 --summary
+# expert parallelism: token all-to-alls over EP, expert gradients over the expert-DP group
+expect 0 "step time" run --model mixtral-8x7b --layers 4 --hidden 512 --heads 8 --kv-heads 2 --ffn 1024 --seq 512 \
+  --tp 2 --pp 2 --dp 4 --ep 2 --global-batch 8 --zero 1
+expect 0 "EP group all_to_all" gen --model mixtral-8x7b --tp 2 --ep 8 --dp 8 --pp 4 --global-batch 64 --summary
+expect 2 "--ep 3 does not divide the 8 experts" gen --model mixtral-8x7b --dp 3 --ep 3 --summary
 # an unwritable prefix is an error naming the file
 expect 2 "nonexistent-dir" gen --model llama2-7b --layers 2 -o "$T/nonexistent-dir/x"
 

@@ -124,10 +124,61 @@ static void test_bubble_closed_form(void **state)
     }
 }
 
+/* Uneven first/last stages (Llama 3 405B: 126 layers on 16 stages, 7 on the first and the last
+ * so that the embedding and the output layer + loss balance them, 8 on the others = 112 / 14). */
+static void test_uneven_ends(void **state)
+{
+    (void)state;
+    etk_gen_config c;
+    cfg_from(&c, "--model llama3-405b --tp 8 --pp 16 --dp 2 --global-batch 16 --first-stage-layers 7 --last-stage-layers 7");
+    etk_gen_summary s;
+    etk_error err = {0};
+    assert_int_equal(etk_gen_summarize(&c, &s, &err), 0);
+    uint32_t first = 0;
+    for (uint32_t i = 0; i < 16; i++) {
+        assert_int_equal(s.stages[i].layers, i == 0 || i == 15 ? 7 : 8);
+        assert_int_equal(s.stages[i].first_layer, first);
+        first += s.stages[i].layers;
+    }
+    assert_int_equal(first, 126);
+    /* per-rank parameters: a middle stage holds 8 layers' TP shards; the first 7 + the embedding
+     * table's shard V h / t (128256 x 16384 / 8) */
+    assert_int_equal(s.stages[0].params, s.stages[1].params / 8 * 7 + 128256ull * 16384 / 8);
+    assert_string_equal(s.layer_split, "126 layers: first stage 7, last 7, the others 8-8");
+    etk_gen_summary_free(&s);
+    /* with --vpp the ends are virtual stages: 2 x 4 = 8 virtual stages, 1 + 6 x 2 + 1 = 14 */
+    cfg_from(&c, "--model llama2-7b --layers 14 --pp 4 --vpp 2 --global-batch 4 --first-stage-layers 1 --last-stage-layers 1");
+    assert_int_equal(etk_gen_summarize(&c, &s, &err), 0);
+    assert_int_equal(s.stages[0].layers, 1 + 2);  /* virtual stages 0 and 4 */
+    assert_int_equal(s.stages[3].layers, 2 + 1);  /* virtual stages 3 and 7 */
+    assert_int_equal(s.stages[1].layers, 4);
+    etk_gen_summary_free(&s);
+    /* the generated step is validator-clean and simulates (first stage only one layer) */
+    double e;
+    double b = simulated_bubble("--model llama2-7b --layers 6 --hidden 256 --heads 4 --ffn 512 --vocab 64 --seq 64 --pp 4 "
+                                "--global-batch 8 --first-stage-layers 1 --last-stage-layers 1", &e);
+    assert_true(b > 0);
+    /* refused: ends leaving a middle stage without a layer; --pp 1 */
+    etk_gen_config bad;
+    etk_gen_config_init(&bad);
+    char *argv[] = {"--model", "llama2-7b", "--layers", "8", "--pp", "4", "--first-stage-layers", "4", "--last-stage-layers", "3"};
+    char *rest[10];
+    int nrest;
+    assert_int_equal(etk_gen_parse_args(10, argv, &bad, &nrest, rest, &err), 0);
+    assert_true(etk_gen_check(&bad, &err) < 0);
+    assert_non_null(strstr(err.msg, "--first-stage-layers 4 + --last-stage-layers 3: the other 2 (virtual) stages need"));
+    etk_gen_config_init(&bad);
+    char *argv2[] = {"--model", "llama2-7b", "--first-stage-layers", "4"};
+    assert_int_equal(etk_gen_parse_args(4, argv2, &bad, &nrest, rest, &err), 0);
+    assert_true(etk_gen_check(&bad, &err) < 0);
+    assert_non_null(strstr(err.msg, "need --pp > 1"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bubble_closed_form),
+        cmocka_unit_test(test_uneven_ends),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -56,7 +56,7 @@ static double layer_fwd_flops(const etk_model *m, int64_t batch, const char *con
         fail_msg("%s", err.msg);
     etk_arena *a = etk_arena_new(0);
     gprog p;
-    glower_opts o = {.tp = tp, .sp = false, .recompute = 0, .act_bytes = 2, .gemm_bytes = 0};
+    glower_opts o = {.tp = tp, .cp = 1, .ep = 1, .sp = false, .recompute = 0, .act_bytes = 2, .gemm_bytes = 0};
     if (etk_lower_section(g, G_SEC_LAYER, &o, a, &p, &err))
         fail_msg("%s", err.msg);
     double f = 0;
@@ -188,7 +188,7 @@ static void test_fp8_lowering(void **state)
     for (int gb = 0; gb <= 1; gb++) {
         etk_arena *a = etk_arena_new(0);
         gprog p;
-        glower_opts o = {.tp = 1, .sp = false, .recompute = 0, .act_bytes = 2, .gemm_bytes = gb};
+        glower_opts o = {.tp = 1, .cp = 1, .ep = 1, .sp = false, .recompute = 0, .act_bytes = 2, .gemm_bytes = gb};
         assert_int_equal(etk_lower_section(g, G_SEC_LAYER, &o, a, &p, &err), 0);
         int seen = 0;
         for (int i = 0; i < p.n; i++) {
