@@ -45,8 +45,13 @@ static const char *recompute_name(int r)
 
 static void order_str(const etk_gen_config *c, char *buf, size_t n)
 {
-    static const char *ax[] = {"tp", "dp", "pp"};
-    snprintf(buf, n, "%s,%s,%s", ax[c->rank_order[0]], ax[c->rank_order[1]], ax[c->rank_order[2]]);
+    /* EP is the fastest part of the DP coordinate: shown right before dp */
+    static const char *ax[] = {"tp", "dp", "pp", "cp"};
+    size_t k = 0;
+    buf[0] = 0;
+    for (int i = 0; i < ETK_GEN_N_AXES && k < n; i++)
+        k += (size_t)snprintf(buf + k, n - k, "%s%s", i ? "," : "",
+                              c->rank_order[i] == ETK_GEN_DP && c->ep > 1 ? "ep,dp" : ax[c->rank_order[i]]);
 }
 
 #define GIB (1024.0 * 1024.0 * 1024.0)
@@ -54,14 +59,14 @@ static void order_str(const etk_gen_config *c, char *buf, size_t n)
 static void print_text(const etk_gen_config *c, const etk_gen_summary *s)
 {
     const etk_model *m = &c->model;
-    char ord[16];
+    char ord[32];
     order_str(c, ord, sizeof ord);
     printf("model %s (%s): %" PRId64 " layers, hidden %" PRId64 ", %" PRId64 " heads (%" PRId64
            " KV), FFN %" PRId64 ", vocab %" PRId64 ", seq %" PRId64 "; %" PRIu64 " parameters\n",
            m->name, m->arch, m->layers, m->hidden, m->heads, m->kv_heads, m->ffn, m->vocab, m->seq, s->params_total);
-    printf("plan: %u ranks = tp %u x dp %u x pp %u (rank order %s), sp %s, micro-batch %u, global batch %u -> %u "
+    printf("plan: %u ranks = tp %u x cp %u x dp %u x pp %u (rank order %s), sp %s, micro-batch %u, global batch %u -> %u "
            "micro-batches per DP rank, %s%s, zero %d, recompute %s, %s (gradients %s)\n",
-           s->n_ranks, c->tp, c->dp, c->pp, ord, c->sp ? "on" : "off", c->micro_batch, c->global_batch,
+           s->n_ranks, c->tp, c->cp, c->dp, c->pp, ord, c->sp ? "on" : "off", c->micro_batch, c->global_batch,
            s->micro_batches, c->schedule == ETK_SCHED_GPIPE ? "gpipe" : "1f1b", c->vpp > 1 ? " interleaved" : "", c->zero,
            recompute_name(c->recompute),
            c->precision, c->grad_bytes == 4 ? "fp32" : "16-bit");
@@ -73,14 +78,14 @@ static void print_text(const etk_gen_config *c, const etk_gen_summary *s)
         if (c->vpp > 1)
             printf("stage %u: %u layers in %u chunks%s%s, %u ranks, %" PRIu64 " nodes per rank\n", st->stage,
                    st->layers, c->vpp, st->has_embed ? " + embedding" : "", st->has_head ? " + head/loss" : "",
-                   c->tp * c->dp, st->nodes);
+                   c->tp * c->cp * c->dp, st->nodes);
         else
             printf("stage %u: layers %u-%u%s%s, %u ranks, %" PRIu64 " nodes per rank\n", st->stage, st->first_layer,
                    st->first_layer + st->layers - 1, st->has_embed ? " + embedding" : "",
-                   st->has_head ? " + head/loss" : "", c->tp * c->dp, st->nodes);
+                   st->has_head ? " + head/loss" : "", c->tp * c->cp * c->dp, st->nodes);
         printf("  compute per rank per step: %.6g FLOPs (%.3f TFLOP; model %.3f TFLOP)\n", st->flops, st->flops / 1e12,
                st->model_flops / 1e12);
-        static const char *gname[] = {"TP", "DP", "EMB"};
+        static const char *gname[] = {"TP", "DP", "EMB", "CP", "EP", "EDP"};
         for (int g = 0; g < ETK_GEN_N_GROUP_KINDS; g++)
             for (int t = 0; t < ETK_COLL_TYPE_COUNT; t++)
                 if (st->coll_count[g][t])
@@ -108,13 +113,13 @@ static void print_text(const etk_gen_config *c, const etk_gen_summary *s)
 static json_t *summary_json(const etk_gen_config *c, const etk_gen_summary *s)
 {
     const etk_model *m = &c->model;
-    char ord[16];
+    char ord[32];
     order_str(c, ord, sizeof ord);
     json_t *stages = json_array();
     for (uint32_t i = 0; i < s->n_stages; i++) {
         const etk_gen_stage *st = &s->stages[i];
         json_t *colls = json_array();
-        static const char *gname[] = {"tp", "dp", "embedding"};
+        static const char *gname[] = {"tp", "dp", "embedding", "cp", "ep", "expert_dp"};
         for (int g = 0; g < ETK_GEN_N_GROUP_KINDS; g++)
             for (int t = 0; t < ETK_COLL_TYPE_COUNT; t++)
                 if (st->coll_count[g][t])
@@ -138,12 +143,12 @@ static json_t *summary_json(const etk_gen_config *c, const etk_gen_summary *s)
     }
     return json_pack(
         "{s:{s:s,s:s,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I},"
-        "s:{s:I,s:I,s:I,s:I,s:s,s:b,s:I,s:I,s:I,s:s,s:I,s:i,s:s,s:s,s:I,s:f},"
+        "s:{s:I,s:I,s:I,s:I,s:I,s:I,s:s,s:b,s:I,s:I,s:I,s:s,s:I,s:i,s:s,s:s,s:I,s:f},"
         "s:s,s:f,s:f,s:I,s:o,s:{s:I,s:I,s:s,s:I,s:b}}",
         "model", "name", m->name, "arch", m->arch, "layers", (json_int_t)m->layers, "hidden", (json_int_t)m->hidden,
         "heads", (json_int_t)m->heads, "kv_heads", (json_int_t)m->kv_heads, "ffn", (json_int_t)m->ffn, "vocab",
         (json_int_t)m->vocab, "seq", (json_int_t)m->seq, "params", (json_int_t)s->params_total,
-        "plan", "ranks", (json_int_t)s->n_ranks, "tp", (json_int_t)c->tp, "dp", (json_int_t)c->dp, "pp",
+        "plan", "ranks", (json_int_t)s->n_ranks, "tp", (json_int_t)c->tp, "cp", (json_int_t)c->cp, "ep", (json_int_t)c->ep, "dp", (json_int_t)c->dp, "pp",
         (json_int_t)c->pp, "rank_order", ord, "sp", c->sp, "micro_batch", (json_int_t)c->micro_batch, "global_batch",
         (json_int_t)c->global_batch, "micro_batches", (json_int_t)s->micro_batches, "schedule",
         c->schedule == ETK_SCHED_GPIPE ? "gpipe" : "1f1b", "vpp", (json_int_t)(c->vpp ? c->vpp : 1), "zero", c->zero, "recompute", recompute_name(c->recompute),
@@ -157,7 +162,7 @@ int cmd_gen(int argc, char **argv)
 {
     enum { O_OUT = 1000, O_SUMMARY, O_JSON, O_HELP, O_GEN };
     static const char *gen_opts[] = {"model", "model-file", "layers", "hidden", "heads", "kv-heads", "ffn", "vocab",
-                                     "seq", "dp", "tp", "pp", "sp", "micro-batch", "global-batch", "schedule", "vpp", "zero",
+                                     "seq", "dp", "tp", "pp", "cp", "ep", "sp", "micro-batch", "global-batch", "schedule", "vpp", "first-stage-layers", "last-stage-layers", "zero", "fsdp",
                                      "recompute", "precision", "grad-precision", "dp-bucket-mb", "rank-order", "gpu"};
     enum { NG = sizeof gen_opts / sizeof gen_opts[0] };
     struct option opts[NG + 5];

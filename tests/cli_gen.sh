@@ -37,7 +37,7 @@ expect 2 "nothere.yaml" gen --model-file "$T/nothere.yaml" --summary
 
 # the ten presets with their parameter counts
 expect 0 "llama2-7b .* 6738415616" models
-[ "$("$ETKIT" models | tail -n +2 | wc -l)" = 10 ] || fail "etkit models does not list 10 presets"
+[ "$("$ETKIT" models | tail -n +2 | wc -l)" -ge 11 ] || fail "etkit models does not list the 10 dense presets and the MoE ones"
 expect 0 '"params": 405853388800' models --json
 
 # summary: text and JSON
@@ -67,6 +67,20 @@ expect 0 "step time" run --model gpt3-175b --layers 8 --hidden 1024 --heads 16 -
   --tp 8 --pp 4 --dp 2 --global-batch 16 --sp --zero 1
 expect 0 "step time" run --model llama2-7b --layers 8 --hidden 1024 --heads 16 --kv-heads 4 --ffn 2048 --seq 512 \
   --tp 2 --pp 4 --vpp 2 --dp 2 --global-batch 8 --zero 1 --recompute full
+# ZeRO-3: per-section parameter gathers prefetched one section ahead (control deps) run to the end
+expect 0 "step time" run --model llama2-7b --layers 8 --hidden 1024 --heads 16 --kv-heads 4 --ffn 2048 --seq 512 \
+  --tp 2 --pp 4 --dp 4 --global-batch 16 --zero 3 --sp
+expect 2 "--zero wants 0, 1, 2 or 3" gen --model llama2-7b --zero 5 --summary
+# context parallelism: K/V all-gathers and their reduce-scatters over the CP group
+expect 0 "step time" run --model llama2-7b --layers 8 --hidden 1024 --heads 16 --kv-heads 4 --ffn 2048 --seq 2048 \
+  --tp 2 --cp 2 --pp 2 --dp 2 --global-batch 8 --sp
+expect 0 "CP group all_gather" gen --model llama3-8b --layers 4 --tp 2 --cp 4 --summary
+expect 2 "--cp 3 does not divide --seq" gen --model llama2-7b --cp 3 --summary
+# expert parallelism: token all-to-alls over EP, expert gradients over the expert-DP group
+expect 0 "step time" run --model mixtral-8x7b --layers 4 --hidden 512 --heads 8 --kv-heads 2 --ffn 1024 --seq 512 \
+  --tp 2 --pp 2 --dp 4 --ep 2 --global-batch 8 --zero 1
+expect 0 "EP group all_to_all" gen --model mixtral-8x7b --tp 2 --ep 8 --dp 8 --pp 4 --global-batch 64 --summary
+expect 2 "--ep 3 does not divide the 8 experts" gen --model mixtral-8x7b --dp 3 --ep 3 --summary
 # an unwritable prefix is an error naming the file
 expect 2 "nonexistent-dir" gen --model llama2-7b --layers 2 -o "$T/nonexistent-dir/x"
 

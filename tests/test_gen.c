@@ -77,7 +77,7 @@ static void test_params_exact(void **state)
     (void)state;
     const char *names[64];
     size_t n = etk_model_preset_names(names, 64);
-    assert_int_equal(n, 10); /* the ten presets of the issue */
+    assert_true(n >= 10); /* the ten dense presets of synthesis I (+ MoE: tests/test_model_moe.c) */
     for (size_t i = 0; i < n; i++) {
         char nm[64];
         snprintf(nm, sizeof nm, "%.*s", (int)(strlen(names[i]) - 5), names[i]);
@@ -86,6 +86,8 @@ static void test_params_exact(void **state)
         uint64_t p;
         assert_int_equal(etk_model_preset(nm, &m, &err), 0);
         assert_int_equal(etk_model_params(&m, &p, &err), 0);
+        if (m.experts > 0)
+            continue; /* MoE presets: closed forms in tests/test_model_moe.c */
         uint64_t l = (uint64_t)m.layers, h = (uint64_t)m.hidden, V = (uint64_t)m.vocab, s = (uint64_t)m.seq,
                  f = (uint64_t)m.ffn, k = (uint64_t)m.kv_heads, dh = h / (uint64_t)m.heads;
         uint64_t want;
@@ -472,8 +474,8 @@ static void test_bad_plans(void **state)
     e = plan_error("--model nosuch");
     assert_non_null(strstr(e, "unknown model 'nosuch'"));
     assert_non_null(strstr(e, "llama3-405b"));
-    e = plan_error("--model llama2-7b --zero 2");
-    assert_non_null(strstr(e, "--zero wants 0 or 1"));
+    e = plan_error("--model llama2-7b --zero 4");
+    assert_non_null(strstr(e, "--zero wants 0, 1, 2 or 3, got '4'"));
     e = plan_error("--model llama2-7b --rank-order tp,tp,pp");
     assert_non_null(strstr(e, "--rank-order"));
     e = plan_error("--model llama2-7b --schedule interleaved");

@@ -327,7 +327,7 @@ static void test_fold_and_summary(void **state)
     etk_gen_summary s;
     assert_int_equal(etk_gen_summarize(&c, &s, NULL), 0);
     for (uint32_t r = 0; r < 8; r++) {
-        uint32_t co[3];
+        uint32_t co[ETK_GEN_N_AXES];
         etk_gen_coords(&c, r, co);
         assert_int_equal(fold->class_of[r], co[ETK_GEN_PP]);
         bool rep = fold->class_rep[co[ETK_GEN_PP]] == r;

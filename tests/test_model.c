@@ -88,9 +88,9 @@ static void test_hf_config(void **state)
     assert_int_equal(etk_model_params(&m, &p, &err), 0);
     assert_int_equal(p, 124439808ull);
     /* unsupported or broken configs name the file and the key */
-    const char *moe = "{\"model_type\": \"mixtral\", \"hidden_size\": 4096}";
-    assert_true(etk_model_parse(moe, strlen(moe), "mixtral/config.json", &m, &err) < 0);
-    assert_non_null(strstr(err.msg, "mixtral/config.json: model_type 'mixtral' is not supported"));
+    const char *t5 = "{\"model_type\": \"t5\", \"hidden_size\": 512}";
+    assert_true(etk_model_parse(t5, strlen(t5), "t5/config.json", &m, &err) < 0);
+    assert_non_null(strstr(err.msg, "t5/config.json: model_type 't5' is not supported"));
     const char *bad = "{\"model_type\": \"llama\", \"hidden_size\": 4096, \"num_hidden_layers\": \"32\"}";
     assert_true(etk_model_parse(bad, strlen(bad), "x/config.json", &m, &err) < 0);
     assert_non_null(strstr(err.msg, "x/config.json: bad 'num_hidden_layers'"));
@@ -101,7 +101,7 @@ static void test_presets(void **state)
     (void)state;
     const char *names[64];
     size_t n = etk_model_preset_names(names, 64);
-    assert_int_equal(n, 10);
+    assert_true(n >= 11); /* 10 dense presets + mixtral-8x7b (+ the DeepSeek-V3 shape) */
     for (size_t i = 0; i < n; i++) {
         char nm[64];
         snprintf(nm, sizeof nm, "%.*s", (int)(strlen(names[i]) - 5), names[i]);

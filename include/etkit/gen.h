@@ -1,6 +1,7 @@
-/* etkit/gen.h — trace synthesis: per-rank Chakra traces of one training step of a dense
- * transformer (etk_model) under a parallel plan (DP x TP x PP, sequence parallelism, ZeRO-1,
- * recompute, GPipe/1F1B), with exact FLOPs, bytes and memory.
+/* etkit/gen.h — trace synthesis: per-rank Chakra traces of one training step of a transformer
+ * (etk_model, dense or MoE) under a parallel plan (DP x TP x PP x CP, EP carved from DP, sequence
+ * parallelism, ZeRO-1/2/3, recompute, GPipe/1F1B/interleaved, uneven end stages), with exact
+ * FLOPs, bytes and memory.
  *
  * The block graph (model.h) is lowered once per section (embedding, transformer layer, head):
  * tensor dims are sharded over TP, collectives follow from sharding mismatches, the backward
@@ -8,11 +9,17 @@
  * built from the lowered sections and the schedule, and every rank of the class gets the same
  * nodes with its own communicator groups and peers bound arithmetically from its coordinates.
  *
- * Ranks: coordinates (tp, dp, pp); rank = sum(coord[axis] * stride[axis]) with the axes ordered
- * by `rank_order` (default "tp,dp,pp": TP fastest). Communicator groups (comm-group JSON ids):
- * TP group of (dp, pp) = 1 + dp + DP*pp; DP group of (tp, pp) = 1 + DP*PP + tp + TP*pp; with a
- * tied output layer and PP > 1, the embedding group {(tp, dp, 0), (tp, dp, PP-1)} =
- * 1 + DP*PP + TP*PP + tp + TP*dp. Groups of one rank are not emitted. Pipeline messages: send/recv between the same (tp, dp) on
+ * Ranks: coordinates (tp, cp, dp, pp); rank = sum(coord[axis] * stride[axis]) with the axes
+ * ordered by `rank_order` (default "tp,cp,dp,pp": TP fastest). Communicator groups (comm-group
+ * JSON ids; with CP = 1 the cp terms vanish): TP group of (cp, dp, pp) = 1 + cp + CP*dp +
+ * CP*DP*pp; DP group of (tp, pp) (the CP x DP ranks holding the same weights) = 1 + CP*DP*PP + tp
+ * + TP*pp; with a tied output layer and PP > 1, the embedding group {(tp, cp, dp, 0), (tp, cp, dp,
+ * PP-1)} = 1 + CP*DP*PP + TP*PP + tp + TP*(cp + CP*dp); CP group of (tp, dp, pp) = 1 + CP*DP*PP +
+ * TP*PP + TP*CP*DP + tp + TP*(dp + DP*pp). With --ep E the DP coordinate is dp = e + E*x (EP
+ * fastest inside DP: order tp,cp,ep,dp,pp); with B = 1 + CP*DP*PP + TP*PP + TP*CP*DP + TP*DP*PP:
+ * EP group of (tp, cp, x, pp) = B + tp + TP*(cp + CP*(x + (DP/E)*pp)); EDP group of (tp, e, pp)
+ * (the CP x DP/E ranks with the same experts) = B + TP*CP*(DP/E)*PP + tp + TP*(e + E*pp). Groups
+ * of one rank are not emitted. Pipeline messages: send/recv between the same (tp, dp) on
  * adjacent stages (with --vpp the last stage's chunk c feeds the first stage's chunk c + 1), tag =
  * 2*(virtual boundary*M + micro_batch) + (0 forward activation | 1 gradient).
  *
@@ -40,10 +47,21 @@ extern "C" {
 
 enum { ETK_SCHED_1F1B = 0, ETK_SCHED_GPIPE = 1 };
 enum { ETK_RECOMPUTE_NONE = 0, ETK_RECOMPUTE_SELECTIVE = 1, ETK_RECOMPUTE_FULL = 2 };
-enum { ETK_GEN_TP = 0, ETK_GEN_DP = 1, ETK_GEN_PP = 2, ETK_GEN_N_AXES = 3 };
+enum { ETK_GEN_TP = 0, ETK_GEN_DP = 1, ETK_GEN_PP = 2, ETK_GEN_CP = 3, ETK_GEN_N_AXES = 4 };
 /* collective group kinds in the summary: TP, DP, and the embedding group (first and last stage
  * ranks of the same (tp, dp), which all-reduce the gradient of a tied output layer) */
-enum { ETK_GEN_GROUP_TP = 0, ETK_GEN_GROUP_DP = 1, ETK_GEN_GROUP_EMB = 2, ETK_GEN_N_GROUP_KINDS = 3 };
+/* and the CP group (ranks of the same (tp, dp, pp) that split the sequence: K/V all-gathers) */
+/* and, with --ep, the EP group (all-to-all of tokens between the ranks holding different experts)
+ * and the expert-data-parallel group EDP (ranks holding the same experts: expert gradients) */
+enum {
+    ETK_GEN_GROUP_TP = 0,
+    ETK_GEN_GROUP_DP = 1,
+    ETK_GEN_GROUP_EMB = 2,
+    ETK_GEN_GROUP_CP = 3,
+    ETK_GEN_GROUP_EP = 4,
+    ETK_GEN_GROUP_EDP = 5,
+    ETK_GEN_N_GROUP_KINDS = 6
+};
 
 #define ETK_GEN_N_DIMS 7
 
@@ -53,12 +71,15 @@ typedef struct etk_gen_config {
     /* --layers --hidden --heads --kv-heads --ffn --vocab --seq (0: keep the model's) */
     int64_t dims_override[ETK_GEN_N_DIMS];
     uint32_t dp, tp, pp;
+    uint32_t cp;             /* context parallelism: sequence split over cp ranks (K/V all-gather) */
+    uint32_t ep;             /* expert parallelism: experts split over ep ranks carved from DP (ep | dp) */
     bool sp;                 /* Megatron sequence parallelism (needs tp > 1) */
     uint32_t micro_batch;    /* sequences per micro-batch per DP rank */
     uint32_t global_batch;   /* sequences per step (0: micro_batch * dp, one micro-batch) */
     int schedule;            /* ETK_SCHED_* */
     uint32_t vpp;            /* model chunks per pipeline rank (interleaved 1F1B when > 1; 0/1: none) */
-    int zero;                /* 0 or 1 */
+    uint32_t first_stage_layers, last_stage_layers; /* uneven ends (Llama 3: one fewer); 0: even split */
+    int zero;                /* 0..3: ZeRO stage (1 optimizer, 2 + gradients, 3 + parameters sharded over DP) */
     int recompute;           /* ETK_RECOMPUTE_* */
     char precision[8];       /* "bf16" | "fp16": parameters and activations, 2 bytes */
     uint32_t grad_bytes;     /* gradient accumulation/reduction precision: 4 (fp32, default) or 2 */
@@ -91,8 +112,9 @@ const char *etk_gen_options_help(void);
 /* HBM bytes of a GPU by name (a100, h100, h200, b200, mi300x; spec/hardware.md), 0 if unknown. */
 uint64_t etk_gen_gpu_bytes(const char *name);
 
-/* Rank <-> coordinates under cfg->rank_order. */
+/* Rank <-> coordinates under cfg->rank_order. etk_gen_rank: the rank at cp coordinate 0. */
 uint32_t etk_gen_rank(const etk_gen_config *cfg, uint32_t tp, uint32_t dp, uint32_t pp);
+uint32_t etk_gen_rank_cp(const etk_gen_config *cfg, uint32_t tp, uint32_t cp, uint32_t dp, uint32_t pp);
 void etk_gen_coords(const etk_gen_config *cfg, uint32_t rank, uint32_t coord[ETK_GEN_N_AXES]);
 
 /* ---------- summary (no traces written; one node sequence per stage class) ---------- */

@@ -4,7 +4,10 @@
  * as expressions over the model symbols). gen/ lowers that graph under a parallel plan.
  *
  * Model symbols usable in block files: batch (sequences per micro-batch), seq, hidden, heads,
- * kv_heads, ffn, vocab, layers. */
+ * kv_heads, head_dim, ffn, vocab, layers; mixture of experts: experts, topk, shared_experts, moe_ffn,
+ * capacity (tokens each expert processes per micro-batch: ceil(cf * batch * seq * topk /
+ * experts), cf = capacity_factor or 1 when 0); multi-head latent attention: q_lora, kv_lora,
+ * qk_nope, qk_rope, v_head. */
 #ifndef ETKIT_MODEL_H
 #define ETKIT_MODEL_H
 
@@ -20,8 +23,18 @@ extern "C" {
 
 typedef struct etk_model {
     char name[64];
-    char arch[16];   /* "gpt" or "llama": selects presets/models/blocks/<arch>.yaml */
+    char arch[16];   /* "gpt", "llama", "qwen2", "neox", "moe", "moe-shared" or "deepseek":
+                      * selects presets/models/blocks/<arch>.yaml */
     int64_t layers, hidden, heads, kv_heads, ffn, vocab, seq;
+    int64_t head_dim; /* per-head dimension when not hidden / heads (Qwen3, Mistral); 0: hidden / heads */
+    /* mixture of experts (experts == 0: dense). ffn is the FFN of dense layers; moe_ffn the
+     * intermediate size of one expert; the first dense_layers layers are dense (DeepSeek's
+     * first_k_dense_replace). capacity_factor 0: no token dropping (capacity = mean load). */
+    int64_t experts, topk, shared_experts, moe_ffn, dense_layers;
+    double capacity_factor;
+    /* multi-head latent attention (arch deepseek): ranks of the query and key/value
+     * compressions, per-head dims of the non-rotary and rotary query/key parts and of values */
+    int64_t q_lora, kv_lora, qk_nope, qk_rope, v_head;
     char source[256]; /* where the dimensions were published */
 } etk_model;
 
@@ -45,8 +58,20 @@ int etk_graph_load(const etk_model *m, int64_t batch, etk_graph **out, etk_error
 void etk_graph_free(etk_graph *g);
 
 /* Parameter count of the whole model, summed over the weights of the block graph (embedding,
- * `layers` transformer layers, head; tied weights counted once). */
+ * `layers` transformer layers (the first dense_layers of them from the block file's
+ * dense_layer section when it has one), head; tied weights counted once). */
 int etk_model_params(const etk_model *m, uint64_t *out, etk_error *err);
+/* Parameters used per token: as etk_model_params, but weights over the expert dimension `e`
+ * count topk/experts of their elements (the routed experts a token visits). */
+int etk_model_active_params(const etk_model *m, uint64_t *out, etk_error *err);
+/* KV-cache bytes per token of context over all layers at `bytes` per element (inference):
+ * 2 * layers * kv_heads * head_dim * bytes (keys and values of every KV head), or for MLA
+ * (arch deepseek) layers * (kv_lora + qk_rope) * bytes: the compressed latent and the shared
+ * rotary key, which is all MLA caches (DeepSeek-V2 paper, section 2.1.4). */
+uint64_t etk_model_kv_bytes_per_token(const etk_model *m, int bytes);
+/* Tokens one expert processes per micro-batch of `batch` sequences (the `capacity` symbol):
+ * ceil(cf * batch * seq * topk / experts), cf = capacity_factor (1 when 0); 0 for dense models. */
+int64_t etk_model_capacity(const etk_model *m, int64_t batch);
 
 #ifdef __cplusplus
 }

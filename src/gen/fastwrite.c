@@ -18,8 +18,8 @@
 #include "gen/fastwrite.h"
 
 /* ---------- class templates ---------- */
-int etk_gen_class_build(etk_gen_class *k, const etk_trace *t, const char *tp_pg, const char *dp_pg,
-                        const char *emb_pg, uint32_t prev, uint32_t next, etk_error *err)
+int etk_gen_class_build(etk_gen_class *k, const etk_trace *t, const char (*pg)[16], uint32_t prev, uint32_t next,
+                        etk_error *err)
 {
     memset(k, 0, sizeof *k);
     k->t = t;
@@ -40,10 +40,13 @@ int etk_gen_class_build(etk_gen_class *k, const etk_trace *t, const char *tp_pg,
             start = k->len;
             /* what to rebind */
             s->role = 0;
-            const char *pg = etk_node_str(n, "pg_name");
+            const char *name = etk_node_str(n, "pg_name");
             int64_t peer;
-            if (pg)
-                s->role = !strcmp(pg, tp_pg) ? SEG_TP : !strcmp(pg, dp_pg) ? SEG_DP : !strcmp(pg, emb_pg) ? SEG_EMB : 0;
+            if (name) {
+                for (int g = 0; g < ETK_GEN_N_GROUP_KINDS && !s->role; g++)
+                    if (!strcmp(name, pg[g]))
+                        s->role = 1 + g;
+            }
             else if (etk_node_i64(n, n->type == ETK_NODE_SEND ? "comm_dst" : "comm_src", &peer))
                 s->role = (uint32_t)peer == next ? SEG_NEXT : (uint32_t)peer == prev ? SEG_PREV : 0;
             if (!s->role)
@@ -77,9 +80,8 @@ void etk_gen_class_free(etk_gen_class *k)
     memset(k, 0, sizeof *k);
 }
 
-int etk_gen_class_write(const etk_gen_class *k, const char *path, const char *version, const char *tp_pg,
-                        const char *dp_pg, const char *emb_pg, uint32_t prev, uint32_t next, uint64_t *bytes,
-                        etk_error *err)
+int etk_gen_class_write(const etk_gen_class *k, const char *path, const char *version, const char (*pg)[16],
+                        uint32_t prev, uint32_t next, uint64_t *bytes, etk_error *err)
 {
     /* the whole file is assembled in memory and written with one call */
     size_t cap = etk_meta_frame_size(version) + k->len;
@@ -107,7 +109,7 @@ int etk_gen_class_write(const etk_gen_class *k, const char *path, const char *ve
         memcpy(a, n.attr, sizeof(etk_attr) * na);
         for (uint32_t j = 0; j < na; j++) {
             if (!strcmp(a[j].name, "pg_name"))
-                a[j].v.s = s->role == SEG_TP ? tp_pg : s->role == SEG_DP ? dp_pg : emb_pg;
+                a[j].v.s = pg[s->role - 1];
             else if (!strcmp(a[j].name, "comm_dst") || !strcmp(a[j].name, "comm_src"))
                 a[j].v.i = s->role == SEG_NEXT ? next : prev;
         }

@@ -2,8 +2,10 @@
 #ifndef ETK_GEN_FASTWRITE_H
 #define ETK_GEN_FASTWRITE_H
 #include "etkit/et.h"
+#include "etkit/gen.h"
 
-enum { SEG_TP = 1, SEG_DP = 2, SEG_PREV = 3, SEG_NEXT = 4, SEG_EMB = 5 };
+/* roles: 1 + ETK_GEN_GROUP_* (a communicator group to rebind), or a pipeline peer */
+enum { SEG_PREV = 100, SEG_NEXT = 101 };
 
 typedef struct etk_gen_seg {
     size_t off, len; /* blob bytes before the rank-dependent node */
@@ -19,11 +21,11 @@ typedef struct etk_gen_class {
     size_t nseg;
 } etk_gen_class;
 
-int etk_gen_class_build(etk_gen_class *k, const etk_trace *t, const char *tp_pg, const char *dp_pg,
-                        const char *emb_pg, uint32_t prev, uint32_t next, etk_error *err);
+int etk_gen_class_build(etk_gen_class *k, const etk_trace *t, const char (*pg)[16], uint32_t prev, uint32_t next,
+                        etk_error *err);
 void etk_gen_class_free(etk_gen_class *k);
-int etk_gen_class_write(const etk_gen_class *k, const char *path, const char *version, const char *tp_pg,
-                        const char *dp_pg, const char *emb_pg, uint32_t prev, uint32_t next, uint64_t *bytes,
+int etk_gen_class_write(const etk_gen_class *k, const char *path, const char *version, const char (*pg)[16],
+                        uint32_t prev, uint32_t next, uint64_t *bytes,
                         etk_error *err);
 int etk_gen_sync_dir(const char *path, etk_error *err);
 #endif

@@ -28,6 +28,14 @@ typedef struct gen {
     int act_bytes;
     bool tied;     /* the head uses an embedding weight (tied output layer) */
     bool emb_group; /* tied and PP > 1: first and last stage all-reduce its gradient */
+    uint32_t cp;    /* context parallel degree (1: none) */
+    uint32_t dpw;   /* ranks holding the same weights: dp x cp (gradient reduction, ZeRO sharding) */
+    uint32_t ep;    /* expert parallel degree (1: none) */
+    uint32_t edp;   /* ranks holding the same experts: dp x cp / ep */
+    bool z3;        /* ZeRO-3 with dp > 1: parameters gathered per section instance, gradients
+                     * reduce-scattered per section instance per micro-batch */
+    uint64_t sec_elems[G_N_SEC]; /* weights a section instance uses, per TP rank (ZeRO-3 gather) */
+    uint64_t sec_own[G_N_SEC];   /* weights owned by the section (its gradients), per TP rank */
 } gen;
 
 static void gen_free(gen *G)
@@ -49,7 +57,17 @@ static int gen_init(gen *G, const etk_gen_config *cfg, etk_error *err)
         return rc;
     G->a = etk_arena_new(0);
     G->act_bytes = 2;
-    glower_opts o = {cfg->tp, cfg->sp, cfg->recompute, G->act_bytes};
+    G->cp = cfg->cp ? cfg->cp : 1;
+    G->dpw = cfg->dp * G->cp;
+    G->ep = cfg->ep ? cfg->ep : 1;
+    G->edp = G->dpw / G->ep;
+    /* context parallelism: each rank holds seq / cp of the query sequence (the stream's s); the
+     * key sequence (t) stays whole, K and V are all-gathered (lower.c) */
+    G->g->dim[G->g->stream_seq] /= G->cp;
+    if (cfg->model.experts && G->cp > 1) /* expert capacity: tokens of the local sequence */
+        G->g->dim['c' - 'a'] = (G->g->dim['c' - 'a'] + G->cp - 1) / G->cp;
+    glower_opts o = {.tp = cfg->tp, .cp = G->cp, .ep = G->ep, .sp = cfg->sp, .recompute = cfg->recompute, .act_bytes = G->act_bytes,
+                     .gemm_bytes = !strcmp(cfg->precision, "fp8") ? 1 : 0};
     for (int s = 0; s < G_N_SEC; s++)
         if ((rc = etk_lower_section(G->g, s, &o, G->a, &G->prog[s], err))) {
             gen_free(G);
@@ -65,11 +83,20 @@ static int gen_init(gen *G, const etk_gen_config *cfg, etk_error *err)
         gen_free(G);
         return etk_err(err, ETK_ENOMEM, "out of memory");
     }
-    /* layers per virtual stage: l = V*q + r, the first r hold one more */
-    uint32_t l = (uint32_t)cfg->model.layers, q = l / V, r = l % V, f = 0;
+    /* layers per virtual stage: l = V*q + r, the first r hold one more; with fixed first/last
+     * stage layers, the others split the rest that way */
+    uint32_t l = (uint32_t)cfg->model.layers, f = 0;
+    uint32_t a = cfg->first_stage_layers, z = cfg->last_stage_layers;
+    uint32_t s0 = a ? 1 : 0, s1 = z ? V - 1 : V, inner = s1 - s0, rest = l - a - z;
+    uint32_t q = inner ? rest / inner : 0, r = inner ? rest % inner : 0;
     for (uint32_t s = 0; s < V; s++) {
         G->first[s] = f;
-        G->nl[s] = q + (s < r ? 1 : 0);
+        if (s < s0)
+            G->nl[s] = a;
+        else if (s >= s1)
+            G->nl[s] = z;
+        else
+            G->nl[s] = q + (s - s0 < r ? 1 : 0);
         f += G->nl[s];
     }
     const gsection *H = &G->g->sec[G_SEC_HEAD];
@@ -78,6 +105,29 @@ static int gen_init(gen *G, const etk_gen_config *cfg, etk_error *err)
             if (G->g->t[H->ops[j].in[i]].weight && G->g->t[H->ops[j].in[i]].section == G_SEC_EMBED)
                 G->tied = true;
     G->emb_group = G->tied && G->p > 1;
+    G->z3 = cfg->zero == 3 && G->dpw > 1;
+    if (G->z3 && G->emb_group) {
+        gen_free(G);
+        return etk_err(err, ETK_EINVAL,
+                       "--zero 3 with --pp %u: model %s ties its output layer to the embedding on another stage "
+                       "(not supported; use --pp 1 or --zero 1|2)", cfg->pp, cfg->model.name);
+    }
+    for (int t = 0; t < G->g->nt; t++)
+        if (G->g->t[t].weight && G->g->t[t].section < G_N_SEC) { /* not the dense_layer section's */
+            int sec = G->g->t[t].section;
+            uint64_t n = (uint64_t)etk_graph_elems(G->g, t);
+            if (G->g->t[t].split >= 0 && cfg->tp > 1)
+                n /= cfg->tp;
+            G->sec_own[sec] += n;
+            G->sec_elems[sec] += n;
+            /* a tied output layer gathers the table again for the head */
+            bool used_by_head = false;
+            for (int j = 0; j < H->nops; j++)
+                for (int i = 0; i < H->ops[j].nin; i++)
+                    used_by_head |= H->ops[j].in[i] == t;
+            if (sec != G_SEC_HEAD && used_by_head)
+                G->sec_elems[G_SEC_HEAD] += n;
+        }
     G->bucket_bytes = (uint64_t)(cfg->dp_bucket_mb * 1024 * 1024);
     if (!G->bucket_bytes)
         G->bucket_bytes = 1;
@@ -92,9 +142,22 @@ static uint32_t stage_layers(const gen *G, uint32_t s)
     return n;
 }
 
+#define EXPERT_DIM ('e' - 'a') /* block files name the expert dimension 'e' */
+
+static bool is_expert(const gen *G, int t)
+{
+    const gtensor *T = &G->g->t[t];
+    for (int k = 0; k < T->nd; k++)
+        if (T->dims[k] == EXPERT_DIM)
+            return G->cfg->model.experts > 0;
+    return false;
+}
+
 static uint64_t weight_elems_rank(const gen *G, int t)
 {
     uint64_t n = (uint64_t)etk_graph_elems(G->g, t);
+    if (G->ep > 1 && is_expert(G, t))
+        n /= G->ep; /* this rank's experts */
     return (G->g->t[t].split >= 0 && G->cfg->tp > 1) ? n / G->cfg->tp : n;
 }
 
@@ -111,7 +174,7 @@ typedef struct emitter {
     gen *G;
     uint32_t stage, tp_i, dp_i;
     uint32_t prev_rank, next_rank;
-    char tp_pg[16], dp_pg[16], emb_pg[16];
+    char pg[ETK_GEN_N_GROUP_KINDS][16]; /* communicator group ids by ETK_GEN_GROUP_* */
     put_fn put;
     void *u;
     etk_error *err;
@@ -131,6 +194,8 @@ typedef struct emitter {
     int axis;
     /* DP reduction */
     bucket cur;
+    bucket xcur;         /* expert weights (reduced over the EDP group) */
+    uint8_t *bucket_x;   /* per bucket: expert bucket */
     uint64_t *bucket_elems;
     size_t nbuckets, capbuckets;
     uint64_t *bucket_ids;
@@ -145,6 +210,13 @@ typedef struct emitter {
     uint64_t *repl;      /* SP: gradient nodes of TP-replicated weights (last micro-batch) */
     size_t nrepl, caprepl;
     uint64_t repl_elems;
+    uint64_t pending_ctrl2, pending_ctrl3; /* more control dependencies of the next node (ZeRO-3) */
+    uint64_t last_gather;   /* ZeRO-3: the latest parameter all-gather */
+    uint64_t prev_sec_base; /* ZeRO-3: first node of the latest section instance emitted */
+    uint64_t *z3deps;       /* ZeRO-3: weight-gradient nodes of the current section instance */
+    size_t nz3, capz3;
+    uint64_t *z3tied;       /* ZeRO-3: head gradient nodes of a tied table (reduced with the embedding) */
+    size_t nz3tied, capz3tied;
     int rc;
 } emitter;
 
@@ -174,12 +246,20 @@ static int put_node(emitter *E, const char *name, int type, uint64_t *deps, uint
     n.type = type;
     n.data_deps = deps;
     n.n_data_deps = ndeps;
-    uint64_t ctrl = E->pending_ctrl;
-    if (ctrl) {
-        n.ctrl_deps = &ctrl;
-        n.n_ctrl_deps = 1;
-        E->pending_ctrl = 0;
+    uint64_t ctrl[3], pc[3] = {E->pending_ctrl, E->pending_ctrl2, E->pending_ctrl3};
+    uint32_t nc = 0;
+    for (int i = 0; i < 3; i++) {
+        bool dup = !pc[i];
+        for (uint32_t k = 0; k < nc; k++)
+            dup |= ctrl[k] == pc[i];
+        if (!dup)
+            ctrl[nc++] = pc[i];
     }
+    if (nc) {
+        n.ctrl_deps = ctrl;
+        n.n_ctrl_deps = nc;
+    }
+    E->pending_ctrl = E->pending_ctrl2 = E->pending_ctrl3 = 0;
     etk_attr ma[16];
     if ((E->mem_alloc_pending || E->mem_free_pending) && nattr + 2 <= 16) {
         memcpy(ma, attr, nattr * sizeof *attr);
@@ -223,20 +303,21 @@ static int put_node(emitter *E, const char *name, int type, uint64_t *deps, uint
     return 0;
 }
 
-static int put_comp(emitter *E, const char *name, double flops, uint64_t bytes, uint64_t *deps, uint32_t nd)
+static int put_comp(emitter *E, const char *name, double flops, uint64_t bytes, bool fp8, uint64_t *deps,
+                    uint32_t nd)
 {
-    etk_attr a[3] = {etk_attr_bool("is_cpu_op", false), etk_attr_i64("num_ops", (int64_t)(flops + 0.5)),
-                     etk_attr_u64("tensor_size", bytes)};
-    return put_node(E, name, ETK_NODE_COMP, deps, nd, a, 3);
+    /* "precision": "fp8" marks an FP8 GEMM (the simulator's roofline uses the fp8 peak for it);
+     * absent on everything else, so bf16/fp16 traces are unchanged */
+    etk_attr a[4] = {etk_attr_bool("is_cpu_op", false), etk_attr_i64("num_ops", (int64_t)(flops + 0.5)),
+                     etk_attr_u64("tensor_size", bytes), etk_attr_str("precision", "fp8")};
+    return put_node(E, name, ETK_NODE_COMP, deps, nd, a, fp8 ? 4 : 3);
 }
 
 static int put_coll(emitter *E, const char *name, int coll, int64_t bytes, int axis, uint64_t *deps, uint32_t nd)
 {
     etk_attr a[4] = {etk_attr_bool("is_cpu_op", false), etk_attr_i64("comm_type", coll),
                      etk_attr_i64("comm_size", bytes),
-                     etk_attr_str("pg_name", axis == ETK_GEN_GROUP_TP   ? E->tp_pg
-                                             : axis == ETK_GEN_GROUP_DP ? E->dp_pg
-                                                                        : E->emb_pg)};
+                     etk_attr_str("pg_name", E->pg[axis])};
     E->axis = axis;
     return put_node(E, name, ETK_NODE_COLL, deps, nd, a, 4);
 }
@@ -258,11 +339,49 @@ static void si_label(const emitter *E, int si, char *buf, size_t n)
         snprintf(buf, n, "%s", E->G->g->sec[E->si_sec[si]].name);
 }
 
+/* communicator group of a collective of a lowered section */
+static int sec_group(const ginst *I)
+{
+    return I->grp == GRP_CP ? ETK_GEN_GROUP_CP : I->grp == GRP_EP ? ETK_GEN_GROUP_EP : ETK_GEN_GROUP_TP;
+}
+
+/* ZeRO-3: a node that needs the gathered parameters */
+static bool inst_uses_weight(const ginst *I)
+{
+    return I->type == ETK_NODE_COMP && (I->uses_w || I->nw > 0 || strstr(I->name, ".dgrad"));
+}
+
+/* ZeRO-3: all-gather of the 16-bit parameters a section instance uses (comm_size = the per-rank
+ * shard, padded to equal shards). It has no data dependency, only control dependencies on the
+ * previous gather and on the first node of the previous section instance: the gathers run in
+ * section order and one section ahead of the compute (the next layer's parameters are prefetched
+ * while this one computes, FSDP's forward/backward prefetch), never further. Returns its id. */
+static uint64_t emit_gather(emitter *E, int si, uint32_t j, const char *what)
+{
+    gen *G = E->G;
+    uint64_t elems = G->sec_elems[E->si_sec[si]];
+    if (!G->z3 || !elems)
+        return 0;
+    uint32_t d = G->dpw;
+    char lab[32], name[160] = "";
+    si_label(E, si, lab, sizeof lab);
+    if (E->put)
+        snprintf(name, sizeof name, "mb%u.%s.%s", j, lab, what);
+    E->pending_ctrl2 = E->last_gather;
+    E->pending_ctrl3 = E->prev_sec_base;
+    uint64_t id = E->next_id;
+    put_coll(E, name, ETK_COLL_ALL_GATHER, (int64_t)((elems + d - 1) / d * 2), ETK_GEN_GROUP_DP, NULL, 0);
+    E->last_gather = id;
+    return id;
+}
+
 /* Forward of section instance si for micro-batch j; input: the instruction id feeding it (0 none). */
 static uint64_t emit_fwd(emitter *E, int si, uint32_t j, uint64_t input)
 {
     const gprog *P = &E->G->prog[E->si_sec[si]];
+    uint64_t ag = emit_gather(E, si, j, "param_all_gather");
     uint64_t base = E->next_id;
+    E->prev_sec_base = base;
     size_t k0 = (size_t)si * E->G->m + j;
     E->fbase[k0] = base;
     E->fin[k0] = input;
@@ -280,13 +399,15 @@ static uint64_t emit_fwd(emitter *E, int si, uint32_t j, uint64_t input)
             else if (x == DEP_IN && input)
                 deps[nd++] = input;
         }
+        if (ag && nd < 64 && inst_uses_weight(I))
+            deps[nd++] = ag;
         if (E->put) /* names only for traces that are kept */
             snprintf(name, sizeof name, "mb%u.%s.%s", j, lab, I->name);
         E->phase = I->phase;
         if (I->type == ETK_NODE_COMP)
-            put_comp(E, name, I->flops, I->bytes, deps, nd);
+            put_comp(E, name, I->flops, I->bytes, I->fp8, deps, nd);
         else
-            put_coll(E, name, I->coll, I->comm_bytes, ETK_GEN_GROUP_TP, deps, nd);
+            put_coll(E, name, I->coll, I->comm_bytes, sec_group(I), deps, nd);
     }
     if (P->fwd_out == DEP_IN)
         return input;
@@ -294,6 +415,7 @@ static uint64_t emit_fwd(emitter *E, int si, uint32_t j, uint64_t input)
 }
 
 static void bucket_flush(emitter *E, bool force);
+static void bucket_append(emitter *E, uint64_t elems, uint64_t id);
 
 /* Backward of section instance si for micro-batch j. gd: ids of the output gradient.
  * Returns the ids of the input gradient in out (count). */
@@ -302,7 +424,9 @@ static int emit_bwd(emitter *E, int si, uint32_t j, const uint64_t *gd, int ngd,
     gen *G = E->G;
     const gprog *P = &G->prog[E->si_sec[si]];
     size_t k0 = (size_t)si * G->m + j;
+    uint64_t ag = emit_gather(E, si, j, "param_all_gather_bwd");
     uint64_t fb = E->fbase[k0], fin = E->fin[k0], bb = E->next_id, pb = E->prev_bbase[si];
+    E->prev_sec_base = bb;
     E->prev_bbase[si] = bb;
     char lab[32], name[160] = "";
     si_label(E, si, lab, sizeof lab);
@@ -327,6 +451,8 @@ static int emit_bwd(emitter *E, int si, uint32_t j, const uint64_t *gd, int ngd,
          * the last micro-batch's, transitively follow every micro-batch) */
         if (I->nw && pb)
             deps[nd++] = pb + (uint64_t)(k - P->nfwd);
+        if (ag && inst_uses_weight(I))
+            deps[nd++] = ag;
         if (E->put)
             snprintf(name, sizeof name, "mb%u.%s.%s", j, lab, I->name);
         E->phase = I->phase;
@@ -334,10 +460,32 @@ static int emit_bwd(emitter *E, int si, uint32_t j, const uint64_t *gd, int ngd,
         if (k == P->n - 1)
             E->mem_free_pending += P->saved_bytes; /* the forward's saved activations */
         if (I->type == ETK_NODE_COMP)
-            put_comp(E, name, I->flops, I->bytes, deps, nd);
+            put_comp(E, name, I->flops, I->bytes, I->fp8, deps, nd);
         else
-            put_coll(E, name, I->coll, I->comm_bytes, ETK_GEN_GROUP_TP, deps, nd);
-        if (last && I->nw) {
+            put_coll(E, name, I->coll, I->comm_bytes, sec_group(I), deps, nd);
+        if (G->z3 && I->nw) {
+            /* ZeRO-3: this section instance's gradients are reduce-scattered after its backward,
+             * every micro-batch; a tied table's gradient from the head joins the embedding's */
+            bool tied = false;
+            for (int w = 0; w < I->nw; w++)
+                tied |= G->g->t[I->w[w]].section != E->si_sec[si];
+            if (tied ? push(&E->z3tied, &E->nz3tied, &E->capz3tied, id) : push(&E->z3deps, &E->nz3, &E->capz3, id))
+                E->rc = etk_err(E->err, ETK_ENOMEM, "out of memory");
+            for (int w = 0; w < I->nw && last; w++) {
+                int t = I->w[w];
+                if (G->cfg->sp && G->cfg->tp > 1 && G->g->t[t].split < 0 && !tied) {
+                    bool first_use = true;
+                    for (int k2 = P->nfwd; k2 < k; k2++)
+                        for (int w2 = 0; w2 < P->v[k2].nw; w2++)
+                            first_use &= P->v[k2].w[w2] != t;
+                    if (first_use) {
+                        E->repl_elems += weight_elems_rank(G, t);
+                        if (push(&E->repl, &E->nrepl, &E->caprepl, id))
+                            E->rc = etk_err(E->err, ETK_ENOMEM, "out of memory");
+                    }
+                }
+            }
+        } else if (last && I->nw) {
             /* gradient of these weights is final for this micro-batch: bucket it. A weight tied
              * across sections on this stage (output layer = embedding) waits for its last use;
              * on separate stages its gradient is first all-reduced over the embedding group. */
@@ -367,21 +515,39 @@ static int emit_bwd(emitter *E, int si, uint32_t j, const uint64_t *gd, int ngd,
                         E->rc = etk_err(E->err, ETK_ENOMEM, "out of memory");
                 }
                 if (first_use)
-                    E->cur.elems += weight_elems_rank(G, t);
+                    (G->ep > 1 && is_expert(G, t) ? &E->xcur : &E->cur)->elems += weight_elems_rank(G, t);
             }
+            bucket *bk = G->ep > 1 && is_expert(G, I->w[0]) ? &E->xcur : &E->cur; /* a node's weights are all experts or none */
             if (tied_emb) {
                 if (push(&E->embdeps, &E->nembdeps, &E->capembdeps, id))
                     E->rc = etk_err(E->err, ETK_ENOMEM, "out of memory");
             } else if (tied_here) {
                 if (push(&E->wdeps, &E->nwdeps, &E->capwdeps, id))
                     E->rc = etk_err(E->err, ETK_ENOMEM, "out of memory");
-            } else if (push(&E->cur.deps, &E->cur.ndeps, &E->cur.cap, id) ||
+            } else if (push(&bk->deps, &bk->ndeps, &bk->cap, id) ||
                        push(&E->alldeps, &E->nall, &E->capall, id)) {
                 E->rc = etk_err(E->err, ETK_ENOMEM, "out of memory");
             }
         }
     }
-    if (last && !E->rc) {
+    if (G->z3 && !E->rc && (E->nz3 || (E->si_sec[si] == G_SEC_EMBED && E->nz3tied))) {
+        if (E->si_sec[si] == G_SEC_EMBED) {
+            for (size_t i = 0; i < E->nz3tied && !E->rc; i++)
+                if (push(&E->z3deps, &E->nz3, &E->capz3, E->z3tied[i]))
+                    E->rc = etk_err(E->err, ETK_ENOMEM, "out of memory");
+            E->nz3tied = 0;
+        }
+        uint64_t elems = G->sec_own[E->si_sec[si]], d = G->dpw, id = E->next_id;
+        if (E->put)
+            snprintf(name, sizeof name, "mb%u.%s.grad_reduce_scatter", j, lab);
+        E->phase = P_BWD;
+        put_coll(E, name, ETK_COLL_REDUCE_SCATTER, (int64_t)((elems + d - 1) / d * d * G->cfg->grad_bytes),
+                 ETK_GEN_GROUP_DP, E->z3deps, (uint32_t)E->nz3);
+        E->nz3 = 0;
+        if (last)
+            bucket_append(E, elems, id);
+    }
+    if (last && !E->rc && !G->z3) {
         if (E->si_sec[si] == G_SEC_EMBED && E->nwdeps) {
             for (size_t i = 0; i < E->nwdeps; i++)
                 if (push(&E->cur.deps, &E->cur.ndeps, &E->cur.cap, E->wdeps[i]))
@@ -404,46 +570,73 @@ static int emit_bwd(emitter *E, int si, uint32_t j, const uint64_t *gd, int ngd,
     return n;
 }
 
-static void bucket_flush(emitter *E, bool force)
+static void bucket_flush_one(emitter *E, bucket *bk, bool force, bool expert)
 {
     gen *G = E->G;
     const etk_gen_config *c = G->cfg;
-    uint64_t bytes = E->cur.elems * c->grad_bytes;
-    if (!E->cur.elems || (!force && bytes < G->bucket_bytes) || E->rc)
+    uint64_t bytes = bk->elems * c->grad_bytes;
+    if (!bk->elems || (!force && bytes < G->bucket_bytes) || E->rc)
+        return;
+    uint64_t elems = bk->elems, d = expert ? G->edp : G->dpw;
+    int axis = expert ? ETK_GEN_GROUP_EDP : ETK_GEN_GROUP_DP;
+    const char *pre = expert ? "edp.expert_grad_bucket" : "dp.grad_bucket";
+    uint64_t id = 0;
+    if (d > 1) {
+        char name[64];
+        uint64_t padded = (elems + d - 1) / d * d; /* shards of equal size */
+        E->phase = P_BWD;
+        id = E->next_id;
+        if (c->zero) {
+            snprintf(name, sizeof name, "%s%zu.reduce_scatter", pre, E->nbuckets);
+            put_coll(E, name, ETK_COLL_REDUCE_SCATTER, (int64_t)(padded * c->grad_bytes), axis, bk->deps,
+                     (uint32_t)bk->ndeps);
+        } else {
+            snprintf(name, sizeof name, "%s%zu.all_reduce", pre, E->nbuckets);
+            put_coll(E, name, ETK_COLL_ALL_REDUCE, (int64_t)(elems * c->grad_bytes), axis, bk->deps, (uint32_t)bk->ndeps);
+        }
+    }
+    bucket_append(E, elems, id);
+    if (!E->rc)
+        E->bucket_x[E->nbuckets - 1] = expert;
+    bk->elems = 0;
+    bk->ndeps = 0;
+}
+
+static void bucket_flush(emitter *E, bool force)
+{
+    bucket_flush_one(E, &E->cur, force, false);
+    bucket_flush_one(E, &E->xcur, force, true);
+}
+
+/* Record a reduced gradient bucket (elements per rank, id of its collective, 0: none) for the optimizer. */
+static void bucket_append(emitter *E, uint64_t elems, uint64_t id)
+{
+    if (E->rc)
         return;
     if (E->nbuckets == E->capbuckets) {
         size_t cap = E->capbuckets ? E->capbuckets * 2 : 16;
         uint64_t *a = realloc(E->bucket_elems, cap * sizeof *a), *b = a ? realloc(E->bucket_ids, cap * sizeof *b) : NULL;
         if (a)
             E->bucket_elems = a;
-        if (!a || !b) {
+        if (b)
+            E->bucket_ids = b;
+        uint8_t *x = b ? realloc(E->bucket_x, cap) : NULL;
+        if (!a || !b || !x) {
             E->rc = etk_err(E->err, ETK_ENOMEM, "out of memory");
             return;
         }
-        E->bucket_ids = b;
+        E->bucket_x = x;
         E->capbuckets = cap;
     }
-    uint64_t elems = E->cur.elems;
     E->bucket_elems[E->nbuckets] = elems;
-    E->bucket_ids[E->nbuckets] = 0;
-    if (c->dp > 1) {
-        char name[64];
-        uint64_t padded = (elems + c->dp - 1) / c->dp * c->dp; /* shards of equal size */
-        E->phase = P_BWD;
-        E->bucket_ids[E->nbuckets] = E->next_id;
-        if (c->zero) {
-            snprintf(name, sizeof name, "dp.grad_bucket%zu.reduce_scatter", E->nbuckets);
-            put_coll(E, name, ETK_COLL_REDUCE_SCATTER, (int64_t)(padded * c->grad_bytes), ETK_GEN_GROUP_DP, E->cur.deps,
-                     (uint32_t)E->cur.ndeps);
-        } else {
-            snprintf(name, sizeof name, "dp.grad_bucket%zu.all_reduce", E->nbuckets);
-            put_coll(E, name, ETK_COLL_ALL_REDUCE, (int64_t)(elems * c->grad_bytes), ETK_GEN_GROUP_DP, E->cur.deps,
-                     (uint32_t)E->cur.ndeps);
-        }
-    }
-    E->nbuckets++;
-    E->cur.elems = 0;
-    E->cur.ndeps = 0;
+    E->bucket_x[E->nbuckets] = 0;
+    E->bucket_ids[E->nbuckets++] = id;
+}
+
+/* ranks sharing bucket b's gradients: DP x CP, or EDP for expert weights */
+static uint64_t bucket_div(const emitter *E, size_t b)
+{
+    return E->bucket_x[b] ? E->G->edp : E->G->dpw;
 }
 
 static void emit_optimizer(emitter *E, uint64_t unit_end)
@@ -475,15 +668,20 @@ static void emit_optimizer(emitter *E, uint64_t unit_end)
     uint64_t elems = 0, shard = 0;
     for (size_t b = 0; b < E->nbuckets; b++) {
         elems += E->bucket_elems[b];
-        shard += (E->bucket_elems[b] + c->dp - 1) / c->dp;
+        shard += (E->bucket_elems[b] + bucket_div(E, b) - 1) / bucket_div(E, b);
     }
     uint64_t n = c->zero ? shard : elems;
     /* the optimizer waits for every bucket (dp > 1) or every last gradient node (dp == 1) */
-    uint64_t *src = c->dp > 1 ? E->bucket_ids : E->alldeps;
-    size_t nsrc = c->dp > 1 ? E->nbuckets : E->nall, nd = 0, cap = 0;
+    bool unreduced = false; /* a bucket without collective (its group is one rank) */
+    for (size_t b = 0; b < E->nbuckets; b++)
+        unreduced |= !E->bucket_ids[b];
+    size_t nd = 0, cap = 0;
     uint64_t *deps = NULL;
-    for (size_t i = 0; i < nsrc && !E->rc; i++)
-        if (push(&deps, &nd, &cap, src[i]))
+    for (size_t i = 0; i < E->nbuckets && !E->rc; i++)
+        if (E->bucket_ids[i] && push(&deps, &nd, &cap, E->bucket_ids[i]))
+            E->rc = etk_err(E->err, ETK_ENOMEM, "out of memory");
+    for (size_t i = 0; i < E->nall && unreduced && !E->rc; i++)
+        if (push(&deps, &nd, &cap, E->alldeps[i]))
             E->rc = etk_err(E->err, ETK_ENOMEM, "out of memory");
     if (E->repl_elems && !E->rc) {
         /* sequence parallelism: each TP rank saw only its sequence slice, so gradients of the
@@ -505,14 +703,19 @@ static void emit_optimizer(emitter *E, uint64_t unit_end)
     E->phase = P_OPT;
     uint64_t opt = E->next_id;
     /* reads and writes fp32 master weights, Adam m and v; reads the gradient, writes the parameter */
-    put_comp(E, "optimizer.adam", (double)n * ADAM_FLOPS_PER_PARAM, n * (2 * 12 + c->grad_bytes + 2), deps, (uint32_t)nd);
+    put_comp(E, "optimizer.adam", (double)n * ADAM_FLOPS_PER_PARAM, n * (2 * 12 + c->grad_bytes + 2), false, deps,
+             (uint32_t)nd);
     free(deps);
-    if (c->zero && c->dp > 1)
+    if (c->zero && c->zero < 3) /* ZeRO-3 gathers parameters when a layer runs */
         for (size_t b = 0; b < E->nbuckets && !E->rc; b++) {
+            uint64_t d = bucket_div(E, b);
+            if (d < 2)
+                continue;
             char name[64];
-            snprintf(name, sizeof name, "dp.param_bucket%zu.all_gather", b);
-            put_coll(E, name, ETK_COLL_ALL_GATHER, (int64_t)((E->bucket_elems[b] + c->dp - 1) / c->dp * 2), ETK_GEN_GROUP_DP,
-                     &opt, 1);
+            snprintf(name, sizeof name, "%s%zu.all_gather", E->bucket_x[b] ? "edp.expert_param_bucket" : "dp.param_bucket",
+                     b);
+            put_coll(E, name, ETK_COLL_ALL_GATHER, (int64_t)((E->bucket_elems[b] + d - 1) / d * 2),
+                     E->bucket_x[b] ? ETK_GEN_GROUP_EDP : ETK_GEN_GROUP_DP, &opt, 1);
         }
 }
 
@@ -525,11 +728,26 @@ static void p2p_name(char *buf, size_t n, uint32_t j, int chunk, const char *wha
         snprintf(buf, n, "mb%u.%s", j, what);
 }
 
-/* Emit every node of stage `stage` for the rank at (tp_i, dp_i). */
+/* Communicator group ids of the rank at (tp, cp, dp, pp): the numbering of gen.h. */
+static void group_ids(const etk_gen_config *c, uint32_t tp, uint32_t cp, uint32_t dp, uint32_t pp,
+                      char pg[ETK_GEN_N_GROUP_KINDS][16])
+{
+    uint32_t C = c->cp ? c->cp : 1, base = C * c->dp * c->pp, EP = c->ep ? c->ep : 1, X = c->dp / EP;
+    uint32_t e = dp % EP, x = dp / EP;
+    uint32_t B = 1 + base + c->tp * c->pp + c->tp * C * c->dp + c->tp * c->dp * c->pp;
+    snprintf(pg[ETK_GEN_GROUP_TP], 16, "%u", 1 + cp + C * dp + C * c->dp * pp);
+    snprintf(pg[ETK_GEN_GROUP_DP], 16, "%u", 1 + base + tp + c->tp * pp);
+    snprintf(pg[ETK_GEN_GROUP_EMB], 16, "%u", 1 + base + c->tp * c->pp + tp + c->tp * (cp + C * dp));
+    snprintf(pg[ETK_GEN_GROUP_CP], 16, "%u", 1 + base + c->tp * c->pp + c->tp * C * c->dp + tp + c->tp * (dp + c->dp * pp));
+    snprintf(pg[ETK_GEN_GROUP_EP], 16, "%u", B + tp + c->tp * (cp + C * (x + X * pp)));
+    snprintf(pg[ETK_GEN_GROUP_EDP], 16, "%u", B + c->tp * C * X * c->pp + tp + c->tp * (e + EP * pp));
+}
+
 static void stage_memory(gen *G, uint32_t s, etk_gen_stage *st);
 
-static int emit_stage(gen *G, uint32_t stage, uint32_t tp_i, uint32_t dp_i, put_fn put, void *u, etk_gen_stage *st,
-                      etk_error *err)
+/* Emit every node of stage `stage` for the rank at (tp_i, cp_i, dp_i). */
+static int emit_stage(gen *G, uint32_t stage, uint32_t tp_i, uint32_t cp_i, uint32_t dp_i, put_fn put, void *u,
+                      etk_gen_stage *st, etk_error *err)
 {
     const etk_gen_config *c = G->cfg;
     emitter E;
@@ -544,9 +762,7 @@ static int emit_stage(gen *G, uint32_t stage, uint32_t tp_i, uint32_t dp_i, put_
     E.st = st;
     E.next_id = 1;
     uint32_t p = G->p, m = G->m;
-    snprintf(E.tp_pg, sizeof E.tp_pg, "%u", 1 + dp_i + c->dp * stage);
-    snprintf(E.dp_pg, sizeof E.dp_pg, "%u", 1 + c->dp * p + tp_i + c->tp * stage);
-    snprintf(E.emb_pg, sizeof E.emb_pg, "%u", 1 + c->dp * p + c->tp * p + tp_i + c->tp * dp_i);
+    group_ids(c, tp_i, cp_i, dp_i, stage, E.pg);
     /* the numbering is bind_rank()'s, which the file writer uses for the other ranks */
     uint32_t v = G->v, V = p * v;
     bool has_embed = stage == 0, has_head = stage == p - 1;
@@ -579,8 +795,8 @@ static int emit_stage(gen *G, uint32_t stage, uint32_t tp_i, uint32_t dp_i, put_
     cbeg[v] = k;
     if (p > 1) {
         /* with interleaving the first stage also receives from the last one (chunk wrap) */
-        E.prev_rank = etk_gen_rank(c, tp_i, dp_i, (stage + p - 1) % p);
-        E.next_rank = etk_gen_rank(c, tp_i, dp_i, (stage + 1) % p);
+        E.prev_rank = etk_gen_rank_cp(c, tp_i, cp_i, dp_i, (stage + p - 1) % p);
+        E.next_rank = etk_gen_rank_cp(c, tp_i, cp_i, dp_i, (stage + 1) % p);
     }
     /* schedule: units (forward or backward of chunk c, micro-batch j). 1F1B: warm-up forwards,
      * then one forward / one backward, then the remaining backwards; GPipe: all forwards first.
@@ -680,12 +896,16 @@ out:
     free(E.prev_bbase);
     free(E.fin);
     free(E.cur.deps);
+    free(E.xcur.deps);
+    free(E.bucket_x);
     free(E.bucket_elems);
     free(E.bucket_ids);
     free(E.wdeps);
     free(E.alldeps);
     free(E.repl);
     free(E.embdeps);
+    free(E.z3deps);
+    free(E.z3tied);
     return E.rc;
 }
 
@@ -694,11 +914,13 @@ static void stage_memory(gen *G, uint32_t s, etk_gen_stage *st)
 {
     const etk_gen_config *c = G->cfg;
     const etk_graph *g = G->g;
-    uint64_t params = 0;
+    uint64_t params = 0, xparams = 0; /* all, and expert weights among them */
     for (int t = 0; t < g->nt; t++) {
         if (!g->t[t].weight)
             continue;
         int sec = g->t[t].section;
+        if (sec == G_SEC_LAYER && is_expert(G, t))
+            xparams += weight_elems_rank(G, t) * stage_layers(G, s);
         if (sec == G_SEC_LAYER)
             params += weight_elems_rank(G, t) * stage_layers(G, s);
         else if (sec == G_SEC_EMBED && s == 0)
@@ -717,11 +939,16 @@ static void stage_memory(gen *G, uint32_t s, etk_gen_stage *st)
             }
     }
     st->params = params;
-    st->weight_bytes = params * 2;
-    st->grad_bytes = params * c->grad_bytes;
+    uint64_t d = G->dpw;
+    /* ZeRO-2 shards the gradients, ZeRO-3 the parameters too (over DP, equal padded shards) */
+    st->weight_bytes = c->zero == 3 ? (params + d - 1) / d * 2 : params * 2;
+    /* expert weights are sharded over their EDP group (dp x cp / ep ranks), the rest over DP x CP */
+    uint64_t xd = G->edp, dense = params - xparams;
+    uint64_t held = (dense + d - 1) / d + (xparams + xd - 1) / xd;
+    st->grad_bytes = c->zero >= 2 ? held * c->grad_bytes : params * c->grad_bytes;
     /* fp32 master weights + Adam m and v (12 bytes), plus an fp32 copy of 16-bit gradients */
-    uint64_t opt = params * (12 + (c->grad_bytes == 2 ? 4 : 0));
-    st->optimizer_bytes = c->zero ? (opt + c->dp - 1) / c->dp : opt;
+    uint64_t opb = 12 + (c->grad_bytes == 2 ? 4 : 0);
+    st->optimizer_bytes = c->zero ? ((dense * opb + d - 1) / d + (xparams * opb + xd - 1) / xd) : params * opb;
     uint64_t act = G->prog[G_SEC_LAYER].saved_bytes * stage_layers(G, s);
     if (s == 0)
         act += G->prog[G_SEC_EMBED].saved_bytes;
@@ -741,6 +968,8 @@ static void stage_memory(gen *G, uint32_t s, etk_gen_stage *st)
     st->act_bytes = act * st->in_flight / G->v;
     uint64_t msg = G->prog[G_SEC_LAYER].out_bytes;
     st->comm_buffer_bytes = (s > 0 ? msg : 0) + (s + 1 < G->p ? msg : 0);
+    if (G->z3) /* gathered parameters: the layer computing and the one prefetched */
+        st->comm_buffer_bytes += 2 * 2 * G->sec_elems[G_SEC_LAYER];
     st->total_bytes = st->weight_bytes + st->grad_bytes + st->optimizer_bytes + st->act_bytes + st->comm_buffer_bytes;
 }
 
@@ -763,7 +992,7 @@ int etk_gen_summarize(const etk_gen_config *cfg, etk_gen_summary *out, etk_error
     }
     if ((rc = etk_model_params(&cfg->model, &out->params_total, err)))
         goto done;
-    uint32_t per_stage_ranks = cfg->tp * cfg->dp;
+    uint32_t per_stage_ranks = cfg->tp * cfg->dp * G.cp;
     for (uint32_t s = 0; s < G.p; s++) {
         etk_gen_stage *st = &out->stages[s];
         st->stage = s;
@@ -787,7 +1016,7 @@ int etk_gen_summarize(const etk_gen_config *cfg, etk_gen_summary *out, etk_error
             st->send_bytes = ps->send_bytes;
             st->recv_count = ps->recv_count;
             st->recv_bytes = ps->recv_bytes;
-        } else if ((rc = emit_stage(&G, s, 0, 0, NULL, NULL, st, err))) {
+        } else if ((rc = emit_stage(&G, s, 0, 0, 0, NULL, NULL, st, err))) {
             goto done;
         }
         stage_memory(&G, s, st);
@@ -801,7 +1030,10 @@ int etk_gen_summarize(const etk_gen_config *cfg, etk_gen_summary *out, etk_error
     out->fits = out->peak_bytes <= out->gpu_bytes;
     uint32_t l = (uint32_t)cfg->model.layers, V = G.p * G.v;
     const char *unit = G.v > 1 ? "virtual stage" : "stage";
-    if (l % V == 0)
+    if (cfg->first_stage_layers || cfg->last_stage_layers)
+        snprintf(out->layer_split, sizeof out->layer_split, "%u layers: first %s %u, last %u, the others %u-%u", l,
+                 unit, G.nl[0], G.nl[V - 1], G.nl[V > 2 ? 1 : 0], G.nl[V > 2 ? V - 2 : 0]);
+    else if (l % V == 0)
         snprintf(out->layer_split, sizeof out->layer_split, "%u layers: %u per %s", l, l / V, unit);
     else
         snprintf(out->layer_split, sizeof out->layer_split,
@@ -831,27 +1063,31 @@ int etk_gen_groups(const etk_gen_config *c, etk_groups **out, etk_error *err)
     etk_groups *g = etk_groups_new();
     if (!g)
         return etk_err(err, ETK_ENOMEM, "out of memory");
-    uint32_t n = c->tp > c->dp ? c->tp : c->dp;
+    uint32_t C = c->cp ? c->cp : 1;
+    uint32_t n = c->tp > c->dp * C ? c->tp : c->dp * C;
     uint32_t *r = malloc(sizeof(uint32_t) * n);
     if (!r) {
         etk_groups_free(g);
         return etk_err(err, ETK_ENOMEM, "out of memory");
     }
-    char id[16];
+    char id[ETK_GEN_N_GROUP_KINDS][16];
     int rc = 0;
+    /* ids from group_ids() of a member: the same numbering as the rank files */
     for (uint32_t pp = 0; pp < c->pp && !rc && c->tp > 1; pp++)
-        for (uint32_t dp = 0; dp < c->dp && !rc; dp++) {
-            for (uint32_t t = 0; t < c->tp; t++)
-                r[t] = etk_gen_rank(c, t, dp, pp);
-            snprintf(id, sizeof id, "%u", 1 + dp + c->dp * pp);
-            rc = etk_groups_add(g, id, r, c->tp);
-        }
-    for (uint32_t pp = 0; pp < c->pp && !rc && c->dp > 1; pp++)
+        for (uint32_t dp = 0; dp < c->dp && !rc; dp++)
+            for (uint32_t cp = 0; cp < C && !rc; cp++) {
+                for (uint32_t t = 0; t < c->tp; t++)
+                    r[t] = etk_gen_rank_cp(c, t, cp, dp, pp);
+                group_ids(c, 0, cp, dp, pp, id);
+                rc = etk_groups_add(g, id[0], r, c->tp);
+            }
+    for (uint32_t pp = 0; pp < c->pp && !rc && c->dp * C > 1; pp++)
         for (uint32_t t = 0; t < c->tp && !rc; t++) {
             for (uint32_t d = 0; d < c->dp; d++)
-                r[d] = etk_gen_rank(c, t, d, pp);
-            snprintf(id, sizeof id, "%u", 1 + c->dp * c->pp + t + c->tp * pp);
-            rc = etk_groups_add(g, id, r, c->dp);
+                for (uint32_t cp = 0; cp < C; cp++)
+                    r[d * C + cp] = etk_gen_rank_cp(c, t, cp, d, pp);
+            group_ids(c, t, 0, 0, pp, id);
+            rc = etk_groups_add(g, id[1], r, c->dp * C);
         }
     /* embedding groups: only with a tied output layer on separate stages */
     bool emb = false;
@@ -866,11 +1102,40 @@ int etk_gen_groups(const etk_gen_config *c, etk_groups **out, etk_error *err)
         }
     }
     for (uint32_t d = 0; d < c->dp && !rc && emb; d++)
-        for (uint32_t t = 0; t < c->tp && !rc; t++) {
-            uint32_t two[2] = {etk_gen_rank(c, t, d, 0), etk_gen_rank(c, t, d, c->pp - 1)};
-            snprintf(id, sizeof id, "%u", 1 + c->dp * c->pp + c->tp * c->pp + t + c->tp * d);
-            rc = etk_groups_add(g, id, two, 2);
-        }
+        for (uint32_t cp = 0; cp < C && !rc; cp++)
+            for (uint32_t t = 0; t < c->tp && !rc; t++) {
+                uint32_t two[2] = {etk_gen_rank_cp(c, t, cp, d, 0), etk_gen_rank_cp(c, t, cp, d, c->pp - 1)};
+                group_ids(c, t, cp, d, 0, id);
+                rc = etk_groups_add(g, id[2], two, 2);
+            }
+    for (uint32_t pp = 0; pp < c->pp && !rc && C > 1; pp++)
+        for (uint32_t d = 0; d < c->dp && !rc; d++)
+            for (uint32_t t = 0; t < c->tp && !rc; t++) {
+                for (uint32_t cp = 0; cp < C; cp++)
+                    r[cp] = etk_gen_rank_cp(c, t, cp, d, pp);
+                group_ids(c, t, 0, d, pp, id);
+                rc = etk_groups_add(g, id[3], r, C);
+            }
+    /* expert parallelism: EP groups (dp = e + EP x) and expert-data-parallel groups (same e) */
+    uint32_t EP = c->ep ? c->ep : 1, X = c->dp / EP;
+    for (uint32_t pp = 0; pp < c->pp && !rc && EP > 1; pp++)
+        for (uint32_t x = 0; x < X && !rc; x++)
+            for (uint32_t cp = 0; cp < C && !rc; cp++)
+                for (uint32_t t = 0; t < c->tp && !rc; t++) {
+                    for (uint32_t e = 0; e < EP; e++)
+                        r[e] = etk_gen_rank_cp(c, t, cp, e + EP * x, pp);
+                    group_ids(c, t, cp, EP * x, pp, id);
+                    rc = etk_groups_add(g, id[ETK_GEN_GROUP_EP], r, EP);
+                }
+    for (uint32_t pp = 0; pp < c->pp && !rc && EP > 1 && X * C > 1; pp++)
+        for (uint32_t e = 0; e < EP && !rc; e++)
+            for (uint32_t t = 0; t < c->tp && !rc; t++) {
+                for (uint32_t x = 0; x < X; x++)
+                    for (uint32_t cp = 0; cp < C; cp++)
+                        r[x * C + cp] = etk_gen_rank_cp(c, t, cp, e + EP * x, pp);
+                group_ids(c, t, 0, e, pp, id);
+                rc = etk_groups_add(g, id[ETK_GEN_GROUP_EDP], r, X * C);
+            }
     free(r);
     if (rc) {
         etk_groups_free(g);
@@ -891,19 +1156,17 @@ static int put_trace(void *u, const etk_node *n, etk_error *err)
 #define ET_VERSION "0.0.4"
 
 /* Groups and peers of a rank (see gen.h for the numbering). */
-static void bind_rank(const etk_gen_config *c, uint32_t r, char *tp_pg, char *dp_pg, char *emb_pg, uint32_t *prev,
+static void bind_rank(const etk_gen_config *c, uint32_t r, char pg[ETK_GEN_N_GROUP_KINDS][16], uint32_t *prev,
                       uint32_t *next)
 {
     uint32_t co[ETK_GEN_N_AXES];
     etk_gen_coords(c, r, co);
     uint32_t s = co[ETK_GEN_PP];
-    snprintf(emb_pg, 16, "%u", 1 + c->dp * c->pp + c->tp * c->pp + co[ETK_GEN_TP] + c->tp * co[ETK_GEN_DP]);
-    snprintf(tp_pg, 16, "%u", 1 + co[ETK_GEN_DP] + c->dp * s);
-    snprintf(dp_pg, 16, "%u", 1 + c->dp * c->pp + co[ETK_GEN_TP] + c->tp * s);
+    group_ids(c, co[ETK_GEN_TP], co[ETK_GEN_CP], co[ETK_GEN_DP], s, pg);
     *prev = *next = UINT32_MAX; /* none */
     if (c->pp > 1) {
-        *prev = etk_gen_rank(c, co[ETK_GEN_TP], co[ETK_GEN_DP], (s + c->pp - 1) % c->pp);
-        *next = etk_gen_rank(c, co[ETK_GEN_TP], co[ETK_GEN_DP], (s + 1) % c->pp);
+        *prev = etk_gen_rank_cp(c, co[ETK_GEN_TP], co[ETK_GEN_CP], co[ETK_GEN_DP], (s + c->pp - 1) % c->pp);
+        *next = etk_gen_rank_cp(c, co[ETK_GEN_TP], co[ETK_GEN_CP], co[ETK_GEN_DP], (s + 1) % c->pp);
     }
 }
 
@@ -928,11 +1191,11 @@ static void *write_ranks(void *arg)
     }
     for (uint32_t r = j->from; r < j->to && !j->rc; r++) {
         uint32_t co[ETK_GEN_N_AXES], prev, next;
-        char tp_pg[16], dp_pg[16], emb_pg[16];
+        char pg[ETK_GEN_N_GROUP_KINDS][16];
         etk_gen_coords(j->cfg, r, co);
-        bind_rank(j->cfg, r, tp_pg, dp_pg, emb_pg, &prev, &next);
+        bind_rank(j->cfg, r, pg, &prev, &next);
         snprintf(path, plen, "%s.%u.et", j->prefix, r);
-        j->rc = etk_gen_class_write(&j->cls[co[ETK_GEN_PP]], path, ET_VERSION, tp_pg, dp_pg, emb_pg, prev, next,
+        j->rc = etk_gen_class_write(&j->cls[co[ETK_GEN_PP]], path, ET_VERSION, (const char(*)[16])pg, prev, next,
                                     &j->bytes, &j->err);
     }
     free(path);
@@ -957,14 +1220,14 @@ int etk_gen_write_stats(const etk_gen_config *cfg, const char *prefix, uint64_t 
     /* one template per stage class, bound to its representative */
     for (uint32_t s = 0; s < G.p && !rc; s++) {
         uint32_t rep = etk_gen_rank(cfg, 0, 0, s), prev, next;
-        char tp_pg[16], dp_pg[16], emb_pg[16];
-        bind_rank(cfg, rep, tp_pg, dp_pg, emb_pg, &prev, &next);
+        char pg[ETK_GEN_N_GROUP_KINDS][16];
+        bind_rank(cfg, rep, pg, &prev, &next);
         if (!(reps[s] = etk_trace_new(ET_VERSION))) {
             rc = etk_err(err, ETK_ENOMEM, "out of memory");
             break;
         }
-        if (!(rc = emit_stage(&G, s, 0, 0, put_trace, reps[s], NULL, err)))
-            rc = etk_gen_class_build(&cls[s], reps[s], tp_pg, dp_pg, emb_pg, prev, next, err);
+        if (!(rc = emit_stage(&G, s, 0, 0, 0, put_trace, reps[s], NULL, err)))
+            rc = etk_gen_class_build(&cls[s], reps[s], (const char(*)[16])pg, prev, next, err);
     }
     /* groups first: their fsync is cheap before the rank files are written */
     if (!rc) {
@@ -1059,7 +1322,8 @@ int etk_gen_workload(const etk_gen_config *cfg, bool fold, etk_workload **out, e
             goto fail;
         }
         w->ranks[r] = t;
-        if ((rc = emit_stage(&G, co[ETK_GEN_PP], co[ETK_GEN_TP], co[ETK_GEN_DP], put_trace, t, NULL, err)))
+        if ((rc = emit_stage(&G, co[ETK_GEN_PP], co[ETK_GEN_TP], co[ETK_GEN_CP], co[ETK_GEN_DP], put_trace, t, NULL,
+                             err)))
             goto fail;
     }
     if ((rc = etk_gen_groups(cfg, &w->groups, err)))

@@ -71,6 +71,8 @@ typedef struct {
     contrib *grad;       /* per tensor */
     int rc;
     int32_t *regather;   /* per tensor: bwd all-gather of a saved sharded tensor */
+    int32_t *cpg[2];     /* per tensor, per pass: its CP all-gather (K, V), NONE */
+    bool (*cpmark)[G_MAX_IN]; /* per op, per input: consumed CP-gathered */
 } ctx;
 
 static const char *shortname(const char *n)
@@ -81,18 +83,55 @@ static const char *shortname(const char *n)
 
 static int64_t tp_of(const ctx *c) { return c->o->tp; }
 
-static int64_t elems_rank(const ctx *c, int t, lay L)
-{
-    int64_t n = etk_graph_elems(c->g, t);
-    return L.split >= 0 ? n / tp_of(c) : n;
-}
-
 static bool has_dim(const gtensor *t, int d)
 {
     for (int k = 0; k < t->nd; k++)
         if (t->dims[k] == d)
             return true;
     return false;
+}
+
+static int emit(ctx *c, const char *name, int type, int phase, int ndeps, const int32_t *deps);
+
+#define EXPERT_DIM ('e' - 'a') /* block files name the expert dimension 'e' */
+
+static int64_t elems_rank(const ctx *c, int t, lay L)
+{
+    int64_t n = etk_graph_elems(c->g, t);
+    if (c->o->ep > 1 && c->g->t[t].weight && has_dim(&c->g->t[t], EXPERT_DIM))
+        n /= c->o->ep; /* this rank's experts */
+    return L.split >= 0 ? n / tp_of(c) : n;
+}
+
+/* Expert parallelism: op j moves tokens into the expert layout (dispatch: output has the expert
+ * dim, no input has) or input i out of it (combine). The tokens of a rank's [e, c, h] buffer go
+ * to the ranks holding their experts: an all-to-all over EP (comm_size = the per-rank buffer). */
+static bool is_dispatch(const ctx *c, const gop *op)
+{
+    if (c->o->ep < 2 || op->kind == G_MATMUL || !has_dim(&c->g->t[op->out], EXPERT_DIM))
+        return false;
+    for (int i = 0; i < op->nin; i++)
+        if (has_dim(&c->g->t[op->in[i]], EXPERT_DIM))
+            return false;
+    return true;
+}
+static bool is_combine_in(const ctx *c, const gop *op, int i)
+{
+    return c->o->ep > 1 && op->kind != G_MATMUL && !c->g->t[op->in[i]].weight &&
+           has_dim(&c->g->t[op->in[i]], EXPERT_DIM) && !has_dim(&c->g->t[op->out], EXPERT_DIM);
+}
+static int32_t ep_a2a(ctx *c, const char *what, int t, int phase, int ndeps, const int32_t *deps)
+{
+    char name[96];
+    snprintf(name, sizeof name, "%s%s.ep_all_to_all", phase == P_RECOMP ? "recompute." : "", what);
+    int i = emit(c, name, ETK_NODE_COLL, phase, ndeps, deps);
+    if (i < 0)
+        return i;
+    ginst *I = &c->p->v[i];
+    I->coll = ETK_COLL_ALL_TO_ALL;
+    I->grp = GRP_EP;
+    I->comm_bytes = etk_graph_elems(c->g, t) * c->o->act_bytes;
+    return i;
 }
 
 static lay weight_lay(const ctx *c, int t)
@@ -244,6 +283,41 @@ static lay resolve_default(const ctx *c, int t)
     return stream ? c->stream : REP;
 }
 
+/* Context parallelism: operand i of op j is an activation whose sequence dimension (the stream's
+ * s, seq / cp per rank) the op's equation reads under another letter (the key sequence t, whole):
+ * attention scores and attention over V read all of K and V. */
+static bool needs_cp(const ctx *c, const gop *op, int i)
+{
+    const etk_graph *g = c->g;
+    const gtensor *T = &g->t[op->in[i]];
+    if (c->o->cp < 2 || op->kind != G_MATMUL || T->weight || op->eqn[i] != T->nd)
+        return false;
+    for (int k = 0; k < T->nd; k++)
+        if (T->dims[k] == g->stream_seq && op->eq[i][k] != g->stream_seq)
+            return true;
+    return false;
+}
+
+/* CP all-gather of tensor t (Llama 3's context parallelism: K and V gathered over the CP group;
+ * comm_size = the per-rank shard). Shared by the consumers of one pass. */
+static int32_t cp_gather(ctx *c, int pass, int t, int32_t d, lay L, int phase)
+{
+    if (c->cpg[pass][t] != NONE)
+        return c->cpg[pass][t];
+    char name[96];
+    snprintf(name, sizeof name, "%s%s.cp_all_gather", phase == P_RECOMP ? "recompute." : "", shortname(c->g->t[t].name));
+    int32_t deps[2] = {d, DEP_GRAD};
+    int i = emit(c, name, ETK_NODE_COLL, phase, phase == P_RECOMP ? 2 : 1, deps);
+    if (i < 0)
+        return i;
+    ginst *I = &c->p->v[i];
+    I->coll = ETK_COLL_ALL_GATHER;
+    I->grp = GRP_CP;
+    I->comm_bytes = elems_rank(c, t, L) * c->o->act_bytes;
+    c->cpg[pass][t] = i;
+    return i;
+}
+
 /* Forward (or recompute) lowering of op j. */
 static int lower_op_fwd(ctx *c, int pass, int j, int phase)
 {
@@ -343,7 +417,9 @@ static int lower_op_fwd(ctx *c, int pass, int j, int phase)
         break;
     }
     }
-    /* conversions and the compute node */
+    /* conversions and the compute node; FP8 GEMMs read 1-byte operands (output in BF16) */
+    bool fp8 = op->kind == G_MATMUL && c->o->gemm_bytes == 1;
+    int in_bytes = fp8 ? 1 : c->o->act_bytes;
     int32_t deps[G_MAX_IN + 1];
     int nd = 0;
     uint64_t bytes = 0;
@@ -359,16 +435,26 @@ static int lower_op_fwd(ctx *c, int pass, int j, int phase)
         int32_t d = convert_fwd(c, pass, t, want[i], phase);
         if (d < 0 && d != NONE && d != DEP_IN && d != DEP_GRAD)
             return d;
+        bool cpg = needs_cp(c, op, i);
+        c->cpmark[j][i] = cpg;
+        if (cpg && (d = cp_gather(c, pass, t, d, want[i], phase)) < 0)
+            return c->rc ? c->rc : ETK_ENOMEM;
+        if (is_combine_in(c, op, i)) {
+            /* expert outputs back to the ranks that own the tokens */
+            int32_t dd[2] = {d, DEP_GRAD};
+            if ((d = ep_a2a(c, shortname(g->t[t].name), t, phase, phase == P_RECOMP ? 2 : 1, dd)) < 0)
+                return c->rc ? c->rc : ETK_ENOMEM;
+        }
         c->used[j][i] = want[i];
         c->uinst[pass][j][i] = d;
         c->via_ag[j][i] = !have.partial && have.split >= 0 && want[i].split < 0;
         deps[nd++] = d;
-        bytes += (uint64_t)elems_rank(c, t, want[i]) * (uint64_t)c->o->act_bytes;
+        bytes += (uint64_t)elems_rank(c, t, want[i]) * (uint64_t)in_bytes * (uint64_t)(cpg ? c->o->cp : 1);
     }
     for (int i = 0; i < op->nin; i++)
         if (g->t[op->in[i]].weight) {
             c->used[j][i] = want[i];
-            bytes += (uint64_t)elems_rank(c, op->in[i], want[i]) * (uint64_t)c->o->act_bytes;
+            bytes += (uint64_t)elems_rank(c, op->in[i], want[i]) * (uint64_t)in_bytes;
         }
     if (phase == P_RECOMP)
         deps[nd++] = DEP_GRAD;
@@ -393,6 +479,9 @@ static int lower_op_fwd(ctx *c, int pass, int j, int phase)
         return i;
     c->p->v[i].flops = flops;
     c->p->v[i].bytes = bytes;
+    c->p->v[i].fp8 = fp8;
+    for (int k = 0; k < op->nin; k++)
+        c->p->v[i].uses_w |= g->t[op->in[k]].weight;
     int32_t last = i;
     /* vocabulary-parallel cross entropy: all-reduces of [b, s] fp32 statistics (max, sum of
      * exponentials, target logit) over the TP group */
@@ -406,6 +495,12 @@ static int lower_op_fwd(ctx *c, int pass, int j, int phase)
             c->p->v[k].comm_bytes = etk_graph_elems(c->g, op->out) * 4;
             last = k;
         }
+    }
+    if (is_dispatch(c, op)) {
+        /* tokens to the ranks holding their experts */
+        int32_t dd[1] = {last};
+        if ((last = ep_a2a(c, shortname(g->t[op->out].name), op->out, phase, 1, dd)) < 0)
+            return c->rc ? c->rc : ETK_ENOMEM;
     }
     ts[op->out].inst = last;
     ts[op->out].L = out;
@@ -524,6 +619,16 @@ static int lower_op_bwd(ctx *c, int j)
         return c->err->code;
     if (ngo == 0)
         return 0;
+    if (is_dispatch(c, op)) {
+        /* gradients of the dispatched tokens back from the expert ranks */
+        char dn[96];
+        snprintf(dn, sizeof dn, "d%s", shortname(g->t[op->out].name));
+        int32_t k = ep_a2a(c, dn, op->out, P_BWD, ngo, go);
+        if (k < 0)
+            return c->rc ? c->rc : ETK_ENOMEM;
+        go[0] = k;
+        ngo = 1;
+    }
     /* forward node of this op (for flops/bytes): find by name in the forward part */
     const ginst *F = NULL;
     for (int k = 0; k < c->p->nfwd; k++)
@@ -557,7 +662,20 @@ static int lower_op_bwd(ctx *c, int j)
                 return k;
             c->p->v[k].flops = mm;
             c->p->v[k].bytes = F ? F->bytes : 0;
+            c->p->v[k].fp8 = F ? F->fp8 : 0;
             lay gl = einsum_lay(goL, c->used[j][other], &g->t[op->in[i]]);
+            if (c->cpmark[j][i]) {
+                /* the gradient of the whole K (V) is summed back to its owners over CP */
+                snprintf(name, sizeof name, "d%s.cp_reduce_scatter", shortname(g->t[op->in[i]].name));
+                int32_t dk = k;
+                int r = emit(c, name, ETK_NODE_COLL, P_BWD, 1, &dk);
+                if (r < 0)
+                    return r;
+                c->p->v[r].coll = ETK_COLL_REDUCE_SCATTER;
+                c->p->v[r].grp = GRP_CP;
+                c->p->v[r].comm_bytes = elems_rank(c, op->in[i], gl) * c->o->act_bytes * c->o->cp;
+                k = r;
+            }
             add_contrib(c, op->in[i], k, gl);
         }
         if (wi >= 0) {
@@ -575,6 +693,7 @@ static int lower_op_bwd(ctx *c, int j)
             ginst *I = &c->p->v[k];
             I->flops = mm + (op->bias >= 0 ? (double)elems_rank(c, op->out, c->outL[j]) : 0);
             I->bytes = F ? F->bytes : 0;
+            I->fp8 = F ? F->fp8 : 0;
             I->w[I->nw++] = op->in[wi];
             if (op->bias >= 0)
                 I->w[I->nw++] = op->bias;
@@ -605,8 +724,17 @@ static int lower_op_bwd(ctx *c, int j)
             I->w[I->nw++] = op->in[i];
     if (op->kind != G_EMBEDDING)
         for (int i = 0; i < op->nin; i++)
-            if (!g->t[op->in[i]].weight)
-                add_contrib(c, op->in[i], k, c->used[j][i]);
+            if (!g->t[op->in[i]].weight) {
+                int32_t gi = k, kk = k;
+                if (is_combine_in(c, op, i)) {
+                    /* gradients of the expert outputs to the expert ranks */
+                    char dn[96];
+                    snprintf(dn, sizeof dn, "d%s", shortname(g->t[op->in[i]].name));
+                    if ((gi = ep_a2a(c, dn, op->in[i], P_BWD, 1, &kk)) < 0)
+                        return c->rc ? c->rc : ETK_ENOMEM;
+                }
+                add_contrib(c, op->in[i], gi, c->used[j][i]);
+            }
     return 0;
 }
 
@@ -633,15 +761,20 @@ int etk_lower_section(const etk_graph *g, int sec, const glower_opts *o, etk_are
     c.outL = etk_arena_alloc(a, sizeof(lay) * (size_t)nops);
     c.grad = etk_arena_alloc(a, sizeof(contrib) * (size_t)nt);
     c.regather = etk_arena_alloc(a, sizeof(int32_t) * (size_t)nt);
+    c.cpg[0] = etk_arena_alloc(a, sizeof(int32_t) * (size_t)nt);
+    c.cpg[1] = etk_arena_alloc(a, sizeof(int32_t) * (size_t)nt);
+    c.cpmark = etk_arena_alloc(a, sizeof(*c.cpmark) * (size_t)nops);
     if (!c.ts[0] || !c.ts[1] || !c.prod_op || !c.used || !c.uinst[0] || !c.uinst[1] || !c.via_ag || !c.outL ||
-        !c.grad || !c.regather)
+        !c.grad || !c.regather || !c.cpg[0] || !c.cpg[1] || !c.cpmark)
         return etk_err(err, ETK_ENOMEM, "out of memory lowering %s", S->name);
     for (int t = 0; t < nt; t++) {
         c.ts[0][t].inst = NONE;
         c.ts[0][t].L = g->t[t].weight ? weight_lay(&c, t) : REP;
         c.prod_op[t] = -1;
         c.regather[t] = NONE;
+        c.cpg[0][t] = c.cpg[1][t] = NONE;
     }
+    memset(c.cpmark, 0, sizeof(*c.cpmark) * (size_t)nops);
     for (int j = 0; j < nops; j++)
         c.prod_op[S->ops[j].out] = j;
     c.ts[0][S->input].inst = DEP_IN;

@@ -9,12 +9,16 @@ enum { P_FWD = 0, P_RECOMP = 1, P_BWD = 2, P_OPT = 3 /* optimizer step: not mode
 #define DEP_IN (-1)   /* the section input (forward) */
 #define DEP_GRAD (-2) /* the gradient of the section output (backward) */
 #define GRP_TP 0
+#define GRP_CP 1
+#define GRP_EP 2
 
 typedef struct ginst {
     const char *name;   /* "fc1", "fc1.dgrad", "xn1.all_gather", ... */
     uint8_t type;       /* ETK_NODE_COMP or ETK_NODE_COLL */
     uint8_t coll;       /* etk_coll_type */
     uint8_t phase;      /* P_* */
+    uint8_t fp8;        /* a GEMM run in FP8 (--precision fp8): the roofline uses the fp8 peak */
+    uint8_t grp;        /* COLL: GRP_TP, GRP_CP or GRP_EP */
     double flops;       /* per rank */
     uint64_t bytes;     /* COMP: bytes read + written per rank (tensor_size) */
     int64_t comm_bytes; /* COLL: buffer (all-gather: the per-rank input shard) */
@@ -22,6 +26,7 @@ typedef struct ginst {
     int32_t *deps;      /* instruction indices, DEP_IN or DEP_GRAD */
     int nw;
     int w[4];           /* weights whose gradient this node produces (tensor indices) */
+    bool uses_w;        /* reads a weight (forward or recompute of an op with weights; dgrad) */
 } ginst;
 
 typedef struct gprog {
@@ -38,9 +43,12 @@ typedef struct gprog {
 
 typedef struct glower_opts {
     int64_t tp;
+    int64_t cp;         /* context parallel degree: the graph's query dim s is already seq / cp */
+    int64_t ep;         /* expert parallel degree: weights with the expert dim 'e' hold 1/ep */
     bool sp;
     int recompute;      /* ETK_RECOMPUTE_* (full applies to transformer layers) */
     int act_bytes;      /* bytes per activation element (2) */
+    int gemm_bytes;     /* bytes per GEMM input element: 1 for FP8 GEMMs (0: act_bytes) */
 } glower_opts;
 
 int etk_lower_section(const etk_graph *g, int sec, const glower_opts *o, etk_arena *a, gprog *out,

@@ -22,8 +22,11 @@ void etk_gen_config_init(etk_gen_config *c)
     c->grad_bytes = 4;
     c->dp_bucket_mb = 25;
     c->rank_order[0] = ETK_GEN_TP;
-    c->rank_order[1] = ETK_GEN_DP;
-    c->rank_order[2] = ETK_GEN_PP;
+    c->rank_order[1] = ETK_GEN_CP;
+    c->rank_order[2] = ETK_GEN_DP;
+    c->rank_order[3] = ETK_GEN_PP;
+    c->cp = 1;
+    c->ep = 1;
     snprintf(c->gpu, sizeof c->gpu, "h100");
 }
 
@@ -32,9 +35,9 @@ static const struct {
     bool value;
 } options[] = {
     {"model", true}, {"model-file", true}, {"layers", true}, {"hidden", true}, {"heads", true},
-    {"kv-heads", true}, {"ffn", true}, {"vocab", true}, {"seq", true}, {"dp", true}, {"tp", true},
-    {"pp", true}, {"sp", false}, {"micro-batch", true}, {"global-batch", true}, {"schedule", true}, {"vpp", true},
-    {"zero", true}, {"recompute", true}, {"precision", true}, {"grad-precision", true},
+    {"kv-heads", true}, {"ffn", true}, {"vocab", true}, {"seq", true}, {"dp", true}, {"tp", true}, {"cp", true}, {"ep", true},
+    {"pp", true}, {"sp", false}, {"micro-batch", true}, {"global-batch", true}, {"schedule", true}, {"vpp", true}, {"first-stage-layers", true}, {"last-stage-layers", true},
+    {"zero", true}, {"fsdp", false}, {"recompute", true}, {"precision", true}, {"grad-precision", true},
     {"dp-bucket-mb", true}, {"rank-order", true}, {"gpu", true},
 };
 
@@ -47,17 +50,26 @@ const char *etk_gen_options_help(void)
            "                       override one dimension of the model\n"
            "plan:\n"
            "  --dp N --tp N --pp N data, tensor and pipeline parallel degrees (default 1)\n"
+           "  --cp N               context parallel degree: sequence split over N ranks, K/V all-gathered\n"
+           "  --ep N               expert parallel degree (MoE models): experts split over N of the DP\n"
+           "                       ranks, tokens exchanged by all-to-all (N divides --dp)\n"
            "  --sp                 Megatron sequence parallelism (with --tp > 1)\n"
            "  --micro-batch N      sequences per micro-batch per DP rank (default 1)\n"
            "  --global-batch N     sequences per step (default micro-batch x dp)\n"
            "  --schedule S         1f1b (default) | gpipe\n"
            "  --vpp V              model chunks per pipeline rank: interleaved 1F1B (Megatron) when > 1\n"
-           "  --zero 0|1           1: optimizer state sharded over DP (reduce-scatter + all-gather)\n"
+           "  --first-stage-layers N, --last-stage-layers N\n"
+           "                       layers of the first / last (virtual) pipeline stage; the others split\n"
+           "                       the rest evenly (Llama 3 405B: 126 layers, 16 stages, 7 on the ends)\n"
+           "  --zero 0|1|2|3       1: optimizer state sharded over DP (reduce-scatter + all-gather);\n"
+           "                       2: gradients sharded too; 3: parameters too, gathered per layer\n"
+           "  --fsdp               same as --zero 3\n"
            "  --recompute R        none (default) | selective | full\n"
-           "  --precision P        bf16 (default) | fp16 parameters and activations\n"
+           "  --precision P        bf16 (default) | fp16 parameters and activations; fp8: FP8 GEMMs\n"
+           "                       (1-byte GEMM inputs, fp8 peak), BF16 elsewhere\n"
            "  --grad-precision P   fp32 (default) | bf16 | fp16 gradient accumulation and reduction\n"
            "  --dp-bucket-mb X     DP gradient bucket in MiB (default 25)\n"
-           "  --rank-order A,B,C   axes fastest first (default tp,dp,pp)\n"
+           "  --rank-order A,B,..  axes fastest first (default tp,cp,dp,pp; cp, if omitted, follows tp)\n"
            "  --gpu NAME           a100 | h100 (default) | h200 | b200 | mi300x: memory capacity\n";
 }
 
@@ -126,6 +138,14 @@ int etk_gen_set(etk_gen_config *c, const char *name, const char *v, etk_error *e
         return parse_u32(name, v, &c->tp, err);
     if (!strcmp(name, "pp"))
         return parse_u32(name, v, &c->pp, err);
+    if (!strcmp(name, "cp"))
+        return parse_u32(name, v, &c->cp, err);
+    if (!strcmp(name, "ep"))
+        return parse_u32(name, v, &c->ep, err);
+    if (!strcmp(name, "first-stage-layers"))
+        return parse_u32(name, v, &c->first_stage_layers, err);
+    if (!strcmp(name, "last-stage-layers"))
+        return parse_u32(name, v, &c->last_stage_layers, err);
     if (!strcmp(name, "sp")) {
         c->sp = true;
         return 0;
@@ -146,9 +166,13 @@ int etk_gen_set(etk_gen_config *c, const char *name, const char *v, etk_error *e
         return 0;
     }
     if (!strcmp(name, "zero")) {
-        if (strcmp(v, "0") && strcmp(v, "1"))
-            return etk_err(err, ETK_EINVAL, "--zero wants 0 or 1, got '%s'", v);
+        if (strlen(v) != 1 || v[0] < '0' || v[0] > '3')
+            return etk_err(err, ETK_EINVAL, "--zero wants 0, 1, 2 or 3, got '%s'", v);
         c->zero = v[0] - '0';
+        return 0;
+    }
+    if (!strcmp(name, "fsdp")) {
+        c->zero = 3;
         return 0;
     }
     if (!strcmp(name, "recompute")) {
@@ -163,8 +187,8 @@ int etk_gen_set(etk_gen_config *c, const char *name, const char *v, etk_error *e
         return 0;
     }
     if (!strcmp(name, "precision")) {
-        if (strcmp(v, "bf16") && strcmp(v, "fp16"))
-            return etk_err(err, ETK_EINVAL, "--precision wants bf16 or fp16, got '%s'", v);
+        if (strcmp(v, "bf16") && strcmp(v, "fp16") && strcmp(v, "fp8"))
+            return etk_err(err, ETK_EINVAL, "--precision wants bf16, fp16 or fp8, got '%s'", v);
         snprintf(c->precision, sizeof c->precision, "%s", v);
         return 0;
     }
@@ -189,9 +213,10 @@ int etk_gen_set(etk_gen_config *c, const char *name, const char *v, etk_error *e
     if (!strcmp(name, "rank-order")) {
         int seen = 0, n = 0;
         const char *p = v;
-        while (*p && n < 3) {
+        while (*p && n < ETK_GEN_N_AXES) {
             int axis = !strncmp(p, "tp", 2) ? ETK_GEN_TP : !strncmp(p, "dp", 2) ? ETK_GEN_DP
                        : !strncmp(p, "pp", 2)                      ? ETK_GEN_PP
+                       : !strncmp(p, "cp", 2)                      ? ETK_GEN_CP
                                                                    : -1;
             if (axis < 0 || (seen & (1 << axis)) || (p[2] && p[2] != ','))
                 break;
@@ -199,10 +224,19 @@ int etk_gen_set(etk_gen_config *c, const char *name, const char *v, etk_error *e
             c->rank_order[n++] = axis;
             p += p[2] ? 3 : 2;
         }
-        if (n != 3 || *p)
+        bool base = (seen & 7) == 7;
+        if (!base || *p || (n == 3 && (seen & (1 << ETK_GEN_CP))))
             return etk_err(err, ETK_EINVAL,
-                           "--rank-order wants the three axes tp, dp, pp in some order, fastest first "
-                           "(e.g. tp,dp,pp), got '%s'", v);
+                           "--rank-order wants the axes tp, dp, pp (and optionally cp) in some order, fastest "
+                           "first (e.g. tp,cp,dp,pp), got '%s'", v);
+        if (n == 3) { /* cp right after tp */
+            int k = 0;
+            while (c->rank_order[k] != ETK_GEN_TP)
+                k++;
+            for (int i = 3; i > k + 1; i--)
+                c->rank_order[i] = c->rank_order[i - 1];
+            c->rank_order[k + 1] = ETK_GEN_CP;
+        }
         return 0;
     }
     if (!strcmp(name, "gpu")) {
@@ -294,6 +328,12 @@ int etk_gen_check(etk_gen_config *c, etk_error *err)
                        m->kv_heads, m->name);
     if (c->tp > 1 && m->ffn % c->tp)
         return etk_err(err, ETK_EINVAL, "--tp %u does not divide --ffn %" PRId64, c->tp, m->ffn);
+    if (c->tp > 1 && m->experts && m->moe_ffn % c->tp)
+        return etk_err(err, ETK_EINVAL, "--tp %u does not divide the expert FFN %" PRId64 " (model %s)", c->tp,
+                       m->moe_ffn, m->name);
+    if (c->tp > 1 && m->shared_experts && (m->shared_experts * m->moe_ffn) % c->tp)
+        return etk_err(err, ETK_EINVAL, "--tp %u does not divide the shared-expert FFN %" PRId64 " (model %s)",
+                       c->tp, m->shared_experts * m->moe_ffn, m->name);
     if (c->tp > 1 && m->vocab % c->tp)
         return etk_err(err, ETK_EINVAL, "--tp %u does not divide --vocab %" PRId64
                        " (the embedding is split over TP by vocabulary)", c->tp, m->vocab);
@@ -301,6 +341,28 @@ int etk_gen_check(etk_gen_config *c, etk_error *err)
         return etk_err(err, ETK_EINVAL, "--sp needs --tp > 1 (sequence parallelism shards along TP)");
     if (c->sp && m->seq % c->tp)
         return etk_err(err, ETK_EINVAL, "--sp: --tp %u does not divide --seq %" PRId64, c->tp, m->seq);
+    if (!c->cp)
+        c->cp = 1;
+    if (c->cp > 1 && m->seq % c->cp)
+        return etk_err(err, ETK_EINVAL, "--cp %u does not divide --seq %" PRId64 " (the sequence is split over CP ranks)",
+                       c->cp, m->seq);
+    if (c->cp > 1 && c->sp && (m->seq / c->cp) % c->tp)
+        return etk_err(err, ETK_EINVAL, "--sp: --tp %u does not divide the --seq %" PRId64 " / --cp %u = %" PRId64
+                       " tokens of a CP rank", c->tp, m->seq, c->cp, m->seq / c->cp);
+    if (!c->ep)
+        c->ep = 1;
+    if (c->ep > 1 && !m->experts)
+        return etk_err(err, ETK_EINVAL, "--ep %u: model %s has no experts (expert parallelism needs a MoE model)", c->ep,
+                       m->name);
+    if (c->ep > 1 && m->experts % c->ep)
+        return etk_err(err, ETK_EINVAL, "--ep %u does not divide the %" PRId64 " experts of model %s", c->ep, m->experts,
+                       m->name);
+    if (c->ep > 1 && c->dp % c->ep)
+        return etk_err(err, ETK_EINVAL, "--ep %u does not divide --dp %u (expert parallel ranks are carved from the "
+                       "data-parallel ones)", c->ep, c->dp);
+    if (c->ep > 1 && c->zero == 3)
+        return etk_err(err, ETK_EINVAL, "--ep %u with --zero 3: sharding expert parameters is not supported (use --zero 1|2)",
+                       c->ep);
     if ((int64_t)c->pp > m->layers)
         return etk_err(err, ETK_EINVAL, "--pp %u: more pipeline stages than --layers %" PRId64, c->pp, m->layers);
     uint64_t per_step = (uint64_t)c->micro_batch * c->dp;
@@ -310,9 +372,10 @@ int etk_gen_check(etk_gen_config *c, etk_error *err)
         return etk_err(err, ETK_EINVAL,
                        "--global-batch %u is not divisible by --micro-batch %u x --dp %u = %" PRIu64, c->global_batch,
                        c->micro_batch, c->dp, per_step);
-    uint64_t ranks = (uint64_t)c->dp * c->tp * c->pp;
+    uint64_t ranks = (uint64_t)c->dp * c->tp * c->pp * c->cp;
     if (ranks > (1u << 24))
-        return etk_err(err, ETK_EINVAL, "--dp x --tp x --pp = %" PRIu64 " ranks: more than 16M is not supported", ranks);
+        return etk_err(err, ETK_EINVAL, "--dp x --tp x --pp x --cp = %" PRIu64 " ranks: more than 16M is not supported",
+                       ranks);
     c->n_ranks = (uint32_t)ranks;
     c->micro_batches = (uint32_t)(c->global_batch / per_step);
     if (c->micro_batches > 1u << 20)
@@ -330,6 +393,18 @@ int etk_gen_check(etk_gen_config *c, etk_error *err)
                            "--vpp %u: the %u micro-batches per step must be a multiple of --pp %u (interleaved 1F1B)",
                            c->vpp, c->micro_batches, c->pp);
     }
+    if (c->first_stage_layers || c->last_stage_layers) {
+        uint64_t V = (uint64_t)c->pp * (c->vpp > 1 ? c->vpp : 1);
+        uint64_t ends = (uint64_t)c->first_stage_layers + c->last_stage_layers;
+        uint64_t inner = V - (c->first_stage_layers ? 1 : 0) - (c->last_stage_layers ? 1 : 0);
+        if (V < 2)
+            return etk_err(err, ETK_EINVAL, "--first-stage-layers/--last-stage-layers need --pp > 1");
+        if (ends > (uint64_t)m->layers || (inner && (uint64_t)m->layers - ends < inner) || (!inner && ends != (uint64_t)m->layers))
+            return etk_err(err, ETK_EINVAL,
+                           "--first-stage-layers %u + --last-stage-layers %u: the other %" PRIu64
+                           " (virtual) stages need at least one of the --layers %" PRId64 " each (and all layers placed)",
+                           c->first_stage_layers, c->last_stage_layers, inner, m->layers);
+    }
     c->gpu_bytes = etk_gen_gpu_bytes(c->gpu);
     c->tokens_per_step = (uint64_t)c->global_batch * (uint64_t)m->seq;
     /* FLOPs per step for MFU/HFU: one emission per stage class (milliseconds even at 32K ranks) */
@@ -344,7 +419,7 @@ int etk_gen_check(etk_gen_config *c, etk_error *err)
 
 static void strides(const etk_gen_config *c, uint32_t st[ETK_GEN_N_AXES])
 {
-    uint32_t deg[ETK_GEN_N_AXES] = {c->tp, c->dp, c->pp};
+    uint32_t deg[ETK_GEN_N_AXES] = {c->tp, c->dp, c->pp, c->cp ? c->cp : 1};
     uint32_t s = 1;
     for (int i = 0; i < ETK_GEN_N_AXES; i++) {
         st[c->rank_order[i]] = s;
@@ -352,16 +427,21 @@ static void strides(const etk_gen_config *c, uint32_t st[ETK_GEN_N_AXES])
     }
 }
 
-uint32_t etk_gen_rank(const etk_gen_config *c, uint32_t tp, uint32_t dp, uint32_t pp)
+uint32_t etk_gen_rank_cp(const etk_gen_config *c, uint32_t tp, uint32_t cp, uint32_t dp, uint32_t pp)
 {
     uint32_t st[ETK_GEN_N_AXES];
     strides(c, st);
-    return tp * st[ETK_GEN_TP] + dp * st[ETK_GEN_DP] + pp * st[ETK_GEN_PP];
+    return tp * st[ETK_GEN_TP] + cp * st[ETK_GEN_CP] + dp * st[ETK_GEN_DP] + pp * st[ETK_GEN_PP];
+}
+
+uint32_t etk_gen_rank(const etk_gen_config *c, uint32_t tp, uint32_t dp, uint32_t pp)
+{
+    return etk_gen_rank_cp(c, tp, 0, dp, pp);
 }
 
 void etk_gen_coords(const etk_gen_config *c, uint32_t rank, uint32_t coord[ETK_GEN_N_AXES])
 {
-    uint32_t st[ETK_GEN_N_AXES], deg[ETK_GEN_N_AXES] = {c->tp, c->dp, c->pp};
+    uint32_t st[ETK_GEN_N_AXES], deg[ETK_GEN_N_AXES] = {c->tp, c->dp, c->pp, c->cp ? c->cp : 1};
     strides(c, st);
     for (int a = 0; a < ETK_GEN_N_AXES; a++)
         coord[a] = (rank / st[a]) % deg[a];

@@ -13,6 +13,7 @@
 
 enum { G_MATMUL, G_ELEMENTWISE, G_NORM, G_SOFTMAX, G_DROPOUT, G_EMBEDDING, G_LOSS };
 enum { G_SEC_EMBED, G_SEC_LAYER, G_SEC_HEAD, G_N_SEC };
+#define G_SEC_DENSE G_N_SEC /* section id of the optional dense_layer section's tensors */
 
 typedef struct gtensor {
     const char *name;      /* "<section>.<name>" */
@@ -60,6 +61,8 @@ struct etk_graph {
     gtensor *t;
     int nt;
     gsection sec[G_N_SEC];
+    gsection dense;           /* optional `dense_layer` section (nops 0: none): the first
+                               * model.dense_layers layers of a MoE model */
     int64_t layers;
 };
 

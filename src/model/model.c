@@ -1,7 +1,10 @@
 /* model.c — model presets and the symbolic block graph. A model (presets/models/<name>.yaml, a
- * user file or a Hugging Face config.json) gives the dimensions; its arch selects a block graph
- * (presets/models/blocks/<arch>.yaml) whose ops over named dimensions are loaded here with every
- * size evaluated. gen/lower.c turns that graph into per-rank work under a parallel plan. */
+ * user file or a Hugging Face config.json of the Llama, Mistral, Qwen2, Mixtral, Qwen2/3-MoE,
+ * DeepSeek-V2/V3, GPT-2 and GPT-NeoX families) gives the dimensions, including mixture-of-experts
+ * and MLA ones; its arch selects a block graph (presets/models/blocks/<arch>.yaml) whose ops over
+ * named dimensions are loaded here with every size evaluated (expert capacity included).
+ * Parameter counts (total and active per token) are sums over the graph's weights. gen/lower.c
+ * turns that graph into per-rank work under a parallel plan. */
 #include <ctype.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -29,42 +32,123 @@ static int get_int(json_t *root, const char *key, const char *fname, int64_t *ou
     return 0;
 }
 
-/* A Hugging Face config.json (JSON is YAML, so it arrives through the same parser): Llama-style
- * keys (hidden_size, num_hidden_layers, num_attention_heads, num_key_value_heads,
- * intermediate_size, vocab_size, max_position_embeddings) or GPT-2 keys (n_embd, n_layer,
- * n_head, n_inner, vocab_size, n_positions). */
+/* One integer key of a Hugging Face config: absent or null leaves *dst unchanged (an error when
+ * required); otherwise it must be an integer >= min. */
+static int hf_int(json_t *root, const char *key, const char *fname, const char *type, bool required, int64_t min,
+                  int64_t *dst, etk_error *err)
+{
+    json_t *v = json_object_get(root, key);
+    if (!v || json_is_null(v)) {
+        if (required)
+            return etk_err(err, ETK_EFORMAT, "%s: missing '%s' (a positive integer, required for model_type %s)",
+                           fname, key, type);
+        return 0;
+    }
+    if (!json_is_integer(v) || json_integer_value(v) < min)
+        return etk_err(err, ETK_EFORMAT, "%s: bad '%s' (%s)", fname, key,
+                       min > 0 ? "a positive integer" : "an integer >= 0");
+    *dst = json_integer_value(v);
+    return 0;
+}
+
+/* A Hugging Face config.json (JSON is YAML, so it arrives through the same parser), by
+ * model_type: llama, mistral (arch llama), qwen2 (qwen2: QKV biases), mixtral, qwen3_moe (moe),
+ * qwen2_moe (moe-shared), deepseek_v2, deepseek_v3 (deepseek: MLA), gpt_neox (neox); GPT-2 keys
+ * (n_embd, n_layer, n_head, n_inner, vocab_size, n_positions) give arch gpt. Unknown keys are
+ * ignored; a missing required key is an error naming it. */
 static int parse_hf(json_t *root, const char *fname, etk_model *out, etk_error *err)
 {
     const char *type = json_string_value(json_object_get(root, "model_type"));
     bool gpt2 = json_object_get(root, "n_embd") != NULL;
-    snprintf(out->arch, sizeof out->arch, "%s", gpt2 ? "gpt" : "llama");
-    if (type && !gpt2 && strcmp(type, "llama") && strcmp(type, "mistral") && strcmp(type, "qwen2"))
-        return etk_err(err, ETK_EUNSUPPORTED,
-                       "%s: model_type '%s' is not supported (llama, mistral, qwen2 or GPT-2 keys)", fname, type);
     const char *slash = strrchr(fname, '/');
     snprintf(out->name, sizeof out->name, "%s", slash ? slash + 1 : fname);
     snprintf(out->source, sizeof out->source, "Hugging Face config %s", fname);
-    static const char *llama_keys[] = {"num_hidden_layers", "hidden_size", "num_attention_heads",
-                                       "num_key_value_heads", "intermediate_size", "vocab_size",
-                                       "max_position_embeddings"};
-    static const char *gpt2_keys[] = {"n_layer", "n_embd", "n_head", "", "n_inner", "vocab_size", "n_positions"};
-    int64_t *dst[7] = {&out->layers, &out->hidden, &out->heads, &out->kv_heads, &out->ffn, &out->vocab, &out->seq};
-    for (int i = 0; i < 7; i++) {
-        const char *k = gpt2 ? gpt2_keys[i] : llama_keys[i];
-        if (!k[0])
-            continue;
-        json_t *v = json_object_get(root, k);
-        bool optional = i == 3 || (gpt2 && i == 4);
-        if ((!v || json_is_null(v)) && optional)
-            continue;
-        if (!json_is_integer(v) || json_integer_value(v) <= 0)
-            return etk_err(err, ETK_EFORMAT, "%s: %s '%s' (a positive integer)", fname, v ? "bad" : "missing", k);
-        *dst[i] = json_integer_value(v);
-    }
-    if (!out->kv_heads)
+    int rc;
+    if (gpt2) {
+        const char *t = type ? type : "gpt2";
+        snprintf(out->arch, sizeof out->arch, "gpt");
+        if ((rc = hf_int(root, "n_layer", fname, t, true, 1, &out->layers, err)) ||
+            (rc = hf_int(root, "n_embd", fname, t, true, 1, &out->hidden, err)) ||
+            (rc = hf_int(root, "n_head", fname, t, true, 1, &out->heads, err)) ||
+            (rc = hf_int(root, "n_inner", fname, t, false, 1, &out->ffn, err)) ||
+            (rc = hf_int(root, "vocab_size", fname, t, true, 1, &out->vocab, err)) ||
+            (rc = hf_int(root, "n_positions", fname, t, true, 1, &out->seq, err)))
+            return rc;
         out->kv_heads = out->heads;
-    if (!out->ffn)
-        out->ffn = 4 * out->hidden; /* GPT-2: n_inner null means 4h */
+        if (!out->ffn)
+            out->ffn = 4 * out->hidden; /* GPT-2: n_inner null means 4h */
+        return etk_model_check(out, err);
+    }
+    static const struct {
+        const char *type, *arch;
+    } types[] = {{"llama", "llama"},    {"mistral", "llama"},      {"qwen2", "qwen2"},
+                 {"mixtral", "moe"},    {"qwen3_moe", "moe"},      {"qwen2_moe", "moe-shared"},
+                 {"deepseek_v2", "deepseek"}, {"deepseek_v3", "deepseek"}, {"gpt_neox", "neox"}};
+    const char *arch = type ? NULL : "llama";
+    for (size_t i = 0; type && i < sizeof types / sizeof types[0]; i++)
+        if (!strcmp(type, types[i].type))
+            arch = types[i].arch;
+    if (!arch)
+        return etk_err(err, ETK_EUNSUPPORTED,
+                       "%s: model_type '%s' is not supported (llama, mistral, qwen2, mixtral, qwen2_moe, qwen3_moe, "
+                       "deepseek_v2, deepseek_v3, gpt_neox, or GPT-2 keys)", fname, type);
+    if (!type)
+        type = "llama";
+    snprintf(out->arch, sizeof out->arch, "%s", arch);
+    bool ds = !strcmp(arch, "deepseek");
+    if ((rc = hf_int(root, "num_hidden_layers", fname, type, true, 1, &out->layers, err)) ||
+        (rc = hf_int(root, "hidden_size", fname, type, true, 1, &out->hidden, err)) ||
+        (rc = hf_int(root, "num_attention_heads", fname, type, true, 1, &out->heads, err)) ||
+        (rc = hf_int(root, "num_key_value_heads", fname, type, false, 1, &out->kv_heads, err)) ||
+        (rc = hf_int(root, "intermediate_size", fname, type, true, 1, &out->ffn, err)) ||
+        (rc = hf_int(root, "vocab_size", fname, type, true, 1, &out->vocab, err)) ||
+        (rc = hf_int(root, "max_position_embeddings", fname, type, true, 1, &out->seq, err)) ||
+        (rc = hf_int(root, "head_dim", fname, type, false, 1, &out->head_dim, err)))
+        return rc;
+    if (!out->kv_heads || ds)
+        out->kv_heads = out->heads; /* MLA: every head has its own keys and values */
+    if (out->head_dim && out->head_dim * out->heads == out->hidden)
+        out->head_dim = 0;
+    if (!strcmp(type, "mixtral")) {
+        if ((rc = hf_int(root, "num_local_experts", fname, type, true, 1, &out->experts, err)) ||
+            (rc = hf_int(root, "num_experts_per_tok", fname, type, true, 1, &out->topk, err)))
+            return rc;
+        out->moe_ffn = out->ffn;
+    } else if (!strcmp(type, "qwen2_moe") || !strcmp(type, "qwen3_moe")) {
+        if ((rc = hf_int(root, "num_experts", fname, type, true, 1, &out->experts, err)) ||
+            (rc = hf_int(root, "num_experts_per_tok", fname, type, true, 1, &out->topk, err)) ||
+            (rc = hf_int(root, "moe_intermediate_size", fname, type, true, 1, &out->moe_ffn, err)))
+            return rc;
+        if (!strcmp(type, "qwen2_moe")) {
+            int64_t shared = 0;
+            if ((rc = hf_int(root, "shared_expert_intermediate_size", fname, type, true, 1, &shared, err)))
+                return rc;
+            if (shared % out->moe_ffn)
+                return etk_err(err, ETK_EUNSUPPORTED,
+                               "%s: 'shared_expert_intermediate_size' %" PRId64 " is not a multiple of "
+                               "'moe_intermediate_size' %" PRId64 " (the shared expert is modelled as that many experts)",
+                               fname, shared, out->moe_ffn);
+            out->shared_experts = shared / out->moe_ffn;
+        }
+    } else if (ds) {
+        json_t *ql = json_object_get(root, "q_lora_rank");
+        if (ql && json_is_null(ql))
+            return etk_err(err, ETK_EUNSUPPORTED,
+                           "%s: 'q_lora_rank' is null (queries without low-rank compression, as in DeepSeek-V2-Lite, "
+                           "are not modelled: the deepseek block compresses queries)", fname);
+        if ((rc = hf_int(root, "n_routed_experts", fname, type, true, 1, &out->experts, err)) ||
+            (rc = hf_int(root, "num_experts_per_tok", fname, type, true, 1, &out->topk, err)) ||
+            (rc = hf_int(root, "moe_intermediate_size", fname, type, true, 1, &out->moe_ffn, err)) ||
+            (rc = hf_int(root, "n_shared_experts", fname, type, true, 1, &out->shared_experts, err)) ||
+            (rc = hf_int(root, "first_k_dense_replace", fname, type, false, 0, &out->dense_layers, err)) ||
+            (rc = hf_int(root, "q_lora_rank", fname, type, true, 1, &out->q_lora, err)) ||
+            (rc = hf_int(root, "kv_lora_rank", fname, type, true, 1, &out->kv_lora, err)) ||
+            (rc = hf_int(root, "qk_nope_head_dim", fname, type, true, 1, &out->qk_nope, err)) ||
+            (rc = hf_int(root, "qk_rope_head_dim", fname, type, true, 1, &out->qk_rope, err)) ||
+            (rc = hf_int(root, "v_head_dim", fname, type, true, 1, &out->v_head, err)))
+            return rc;
+        out->head_dim = 0;
+    }
     return etk_model_check(out, err);
 }
 
@@ -101,6 +185,22 @@ int etk_model_parse(const char *text, size_t len, const char *fname, etk_model *
         json_decref(root);
         return rc;
     }
+    static const char *opt_keys[] = {"head_dim", "experts", "topk", "shared_experts", "moe_ffn", "dense_layers",
+                                     "q_lora", "kv_lora", "qk_nope", "qk_rope", "v_head"};
+    int64_t *opt_dst[] = {&out->head_dim, &out->experts, &out->topk, &out->shared_experts, &out->moe_ffn, &out->dense_layers,
+                          &out->q_lora, &out->kv_lora, &out->qk_nope, &out->qk_rope, &out->v_head};
+    for (size_t i = 0; i < sizeof opt_keys / sizeof opt_keys[0]; i++)
+        if ((rc = get_int(root, opt_keys[i], fname, opt_dst[i], false, err))) {
+            json_decref(root);
+            return rc;
+        }
+    json_t *cf = json_object_get(root, "capacity_factor");
+    if (cf && (!json_is_number(cf) || json_number_value(cf) < 0)) {
+        json_decref(root);
+        return etk_err(err, ETK_EFORMAT, "%s: field 'capacity_factor' must be a number >= 0 (0: no dropping)",
+                       fname);
+    }
+    out->capacity_factor = cf ? json_number_value(cf) : 0;
     if (!out->kv_heads)
         out->kv_heads = out->heads;
     json_decref(root);
@@ -155,16 +255,44 @@ int etk_model_check(const etk_model *m, etk_error *err)
     if (m->layers <= 0 || m->hidden <= 0 || m->heads <= 0 || m->kv_heads <= 0 || m->ffn <= 0 ||
         m->vocab <= 0 || m->seq <= 0)
         return etk_err(err, ETK_EINVAL, "model %s: every dimension must be positive", m->name);
-    if (m->hidden % m->heads)
+    if (!m->head_dim && m->hidden % m->heads)
         return etk_err(err, ETK_EINVAL, "model %s: --heads %" PRId64 " does not divide --hidden %" PRId64,
                        m->name, m->heads, m->hidden);
     if (m->heads % m->kv_heads)
         return etk_err(err, ETK_EINVAL,
                        "model %s: --kv-heads %" PRId64 " does not divide --heads %" PRId64, m->name,
                        m->kv_heads, m->heads);
-    if (strcmp(m->arch, "gpt") && strcmp(m->arch, "llama"))
-        return etk_err(err, ETK_EINVAL, "model %s: unknown arch '%s' (expected gpt or llama)", m->name,
+    static const char *archs[] = {"gpt", "llama", "qwen2", "neox", "moe", "moe-shared", "deepseek"};
+    bool known = false;
+    for (size_t i = 0; i < sizeof archs / sizeof archs[0]; i++)
+        known |= !strcmp(m->arch, archs[i]);
+    if (!known)
+        return etk_err(err, ETK_EINVAL,
+                       "model %s: unknown arch '%s' (expected gpt, llama, qwen2, neox, moe, moe-shared or deepseek)", m->name,
                        m->arch);
+    bool moe = !strcmp(m->arch, "moe") || !strcmp(m->arch, "moe-shared") || !strcmp(m->arch, "deepseek");
+    if (moe) {
+        if (m->experts <= 0 || m->moe_ffn <= 0)
+            return etk_err(err, ETK_EINVAL, "model %s: arch %s needs experts and moe_ffn (positive integers)",
+                           m->name, m->arch);
+        if (m->topk <= 0 || m->topk > m->experts)
+            return etk_err(err, ETK_EINVAL, "model %s: topk %" PRId64 " must be between 1 and experts %" PRId64,
+                           m->name, m->topk, m->experts);
+        if (strcmp(m->arch, "moe") && m->shared_experts <= 0)
+            return etk_err(err, ETK_EINVAL, "model %s: arch %s needs shared_experts (a positive integer)", m->name,
+                           m->arch);
+        if (m->dense_layers < 0 || m->dense_layers >= m->layers)
+            return etk_err(err, ETK_EINVAL, "model %s: dense_layers %" PRId64 " must be below layers %" PRId64,
+                           m->name, m->dense_layers, m->layers);
+    } else if (m->experts > 0) {
+        return etk_err(err, ETK_EINVAL, "model %s: arch %s is dense but experts is %" PRId64
+                       " (use arch moe, moe-shared or deepseek)", m->name, m->arch, m->experts);
+    }
+    if (!strcmp(m->arch, "deepseek") &&
+        (m->q_lora <= 0 || m->kv_lora <= 0 || m->qk_nope <= 0 || m->qk_rope <= 0 || m->v_head <= 0))
+        return etk_err(err, ETK_EINVAL,
+                       "model %s: arch deepseek (multi-head latent attention) needs q_lora, kv_lora, qk_nope, "
+                       "qk_rope and v_head (positive integers)", m->name);
     if (!strcmp(m->arch, "gpt") && m->kv_heads != m->heads)
         return etk_err(err, ETK_EINVAL,
                        "model %s: arch gpt uses multi-head attention: --kv-heads must equal --heads",
@@ -221,14 +349,20 @@ static int64_t e_atom(expr *e)
     while (isalnum((unsigned char)*e->p) || *e->p == '_')
         e->p++;
     size_t n = (size_t)(e->p - b);
-    static const char *names[] = {"batch", "seq", "hidden", "heads", "kv_heads", "ffn", "vocab", "layers"};
-    int64_t vals[] = {e->batch, e->m->seq, e->m->hidden, e->m->heads, e->m->kv_heads, e->m->ffn,
-                      e->m->vocab, e->m->layers};
+    static const char *names[] = {"batch", "seq", "hidden", "heads", "kv_heads", "ffn", "vocab", "layers", "head_dim",
+                                  "experts", "topk", "shared_experts", "moe_ffn", "capacity", "q_lora",
+                                  "kv_lora", "qk_nope", "qk_rope", "v_head"};
+    const etk_model *m = e->m;
+    int64_t vals[] = {e->batch, m->seq, m->hidden, m->heads, m->kv_heads, m->ffn, m->vocab, m->layers,
+                      m->head_dim ? m->head_dim : m->hidden / m->heads,
+                      m->experts, m->topk, m->shared_experts, m->moe_ffn, etk_model_capacity(m, e->batch),
+                      m->q_lora, m->kv_lora, m->qk_nope, m->qk_rope, m->v_head};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (n == strlen(names[i]) && !strncmp(b, names[i], n))
             return vals[i];
     return e_fail(e, "expected a number, a model symbol (batch seq hidden heads kv_heads ffn vocab "
-                     "layers) or '('");
+                     "layers head_dim experts topk shared_experts moe_ffn capacity q_lora kv_lora qk_nope qk_rope "
+                     "v_head) or '('");
 }
 
 static int64_t e_prod(expr *e)
@@ -289,12 +423,14 @@ int64_t etk_graph_elems(const etk_graph *g, int i)
     return n;
 }
 
-static const char *sec_names[G_N_SEC] = {"embed", "layer", "head"};
+static const char *sec_names[G_N_SEC + 1] = {"embed", "layer", "head", "dense_layer"};
 
 typedef struct {
     etk_graph *g;
     const char *file;
     etk_error *err;
+    const etk_model *m;
+    int64_t batch;
 } loader;
 
 static int parse_dims(loader *L, const char *s, const char *where, int *dims, int *nd)
@@ -419,6 +555,14 @@ static int load_op(loader *L, int sec, json_t *jo, size_t idx, gop *op)
     }
     json_t *fl = json_object_get(jo, "flops");
     op->flops = fl ? json_number_value(fl) : (op->kind == G_DROPOUT ? 1 : 0);
+    if (json_is_string(fl)) { /* an expression over the model symbols ("2 * topk") */
+        char w2[200];
+        int64_t v;
+        snprintf(w2, sizeof w2, "%s: %s.flops", L->file, where);
+        if (eval_expr(json_string_value(fl), L->m, L->batch, w2, &v, L->err))
+            return L->err->code;
+        op->flops = (double)v;
+    }
     json_t *bw = json_object_get(jo, "bwd");
     op->bwd = bw ? json_number_value(bw) : (op->kind == G_DROPOUT ? 1 : 2);
     op->region = json_object_get(jo, "region") != NULL;
@@ -477,7 +621,7 @@ static int load_op(loader *L, int sec, json_t *jo, size_t idx, gop *op)
 static int load_section(loader *L, int sec, json_t *js)
 {
     etk_graph *g = L->g;
-    gsection *S = &g->sec[sec];
+    gsection *S = sec == G_SEC_DENSE ? &g->dense : &g->sec[sec];
     S->name = sec_names[sec];
     char where[96];
     snprintf(where, sizeof where, "sections.%s", sec_names[sec]);
@@ -548,7 +692,7 @@ int etk_graph_load(const etk_model *m, int64_t batch, etk_graph **out, etk_error
     g->file = e->name;
     g->layers = m->layers;
     g->t = etk_arena_alloc(g->arena, sizeof(gtensor) * G_MAX_TENSORS);
-    loader L = {g, e->name, err};
+    loader L = {g, e->name, err, m, batch};
     const char *dk;
     json_t *dv;
     json_object_foreach(json_object_get(root, "dims"), dk, dv) {
@@ -586,6 +730,14 @@ int etk_graph_load(const etk_model *m, int64_t batch, etk_graph **out, etk_error
     for (int s = 0; s < G_N_SEC; s++)
         if ((rc = load_section(&L, s, json_object_get(secs, sec_names[s]))))
             goto out;
+    json_t *dense = json_object_get(secs, sec_names[G_SEC_DENSE]);
+    if (dense && (rc = load_section(&L, G_SEC_DENSE, dense)))
+        goto out;
+    if (m->dense_layers > 0 && !dense) {
+        rc = etk_err(err, ETK_EINVAL, "model %s: dense_layers %" PRId64 " but %s has no dense_layer section",
+                     m->name, m->dense_layers, e->name);
+        goto out;
+    }
 out:
     json_decref(root);
     if (rc) {
@@ -604,17 +756,61 @@ void etk_graph_free(etk_graph *g)
     free(g);
 }
 
-int etk_model_params(const etk_model *m, uint64_t *out, etk_error *err)
+/* Sum of the weights; active: expert weights (those over dimension 'e') count topk/experts. */
+static int count_params(const etk_model *m, bool active, uint64_t *out, etk_error *err)
 {
     etk_graph *g;
     int rc = etk_graph_load(m, 1, &g, err);
     if (rc)
         return rc;
-    uint64_t n = 0;
-    for (int i = 0; i < g->nt; i++)
-        if (g->t[i].weight)
-            n += (uint64_t)etk_graph_elems(g, i) * (g->t[i].section == G_SEC_LAYER ? (uint64_t)m->layers : 1);
+    uint64_t n = 0, dense = g->dense.nops ? (uint64_t)m->dense_layers : 0;
+    for (int i = 0; i < g->nt; i++) {
+        const gtensor *t = &g->t[i];
+        if (!t->weight)
+            continue;
+        uint64_t el = (uint64_t)etk_graph_elems(g, i);
+        if (active && m->experts > 0)
+            for (int k = 0; k < t->nd; k++)
+                if (t->dims[k] == 'e' - 'a')
+                    el = el / (uint64_t)m->experts * (uint64_t)m->topk;
+        uint64_t times = t->section == G_SEC_LAYER   ? (uint64_t)m->layers - dense
+                         : t->section == G_SEC_DENSE ? dense
+                                                     : 1;
+        n += el * times;
+    }
     etk_graph_free(g);
     *out = n;
     return 0;
+}
+
+int etk_model_params(const etk_model *m, uint64_t *out, etk_error *err)
+{
+    return count_params(m, false, out, err);
+}
+
+int etk_model_active_params(const etk_model *m, uint64_t *out, etk_error *err)
+{
+    return count_params(m, true, out, err);
+}
+
+uint64_t etk_model_kv_bytes_per_token(const etk_model *m, int bytes)
+{
+    if (!strcmp(m->arch, "deepseek"))
+        return (uint64_t)m->layers * (uint64_t)(m->kv_lora + m->qk_rope) * (uint64_t)bytes;
+    int64_t d = m->head_dim ? m->head_dim : (m->heads ? m->hidden / m->heads : 0);
+    return 2 * (uint64_t)m->layers * (uint64_t)m->kv_heads * (uint64_t)d * (uint64_t)bytes;
+}
+
+int64_t etk_model_capacity(const etk_model *m, int64_t batch)
+{
+    if (m->experts <= 0 || m->topk <= 0)
+        return 0;
+    double cf = m->capacity_factor > 0 ? m->capacity_factor : 1.0;
+    /* exact integer ceiling when cf is 1 (no floating-point rounding of large products) */
+    int64_t routed = batch * m->seq * m->topk;
+    if (cf == 1.0)
+        return (routed + m->experts - 1) / m->experts;
+    double c = cf * (double)routed / (double)m->experts;
+    int64_t ci = (int64_t)c;
+    return (double)ci < c ? ci + 1 : ci;
 }

@@ -659,12 +659,22 @@ static int setup_node(etk_sim *s, uint32_t rank, snode *n, const etk_node *e, et
             else if (!dur)
                 n->dur_ns = 1;
         } else if (!dur && !cpu && (n->flops || n->bytes)) {
+            /* a node marked "precision": "fp8" (FP8 GEMMs of etkit gen --precision fp8) runs at
+             * the fp8 peak: its FLOPs are charged at peak[cluster precision] / peak[fp8], which
+             * makes the compute term exactly flops / peak[fp8] */
+            uint64_t fl = n->flops;
+            const char *prec = etk_node_str(e, "precision");
+            int cp = (int)s->cl.precision;
+            if (prec && !strcmp(prec, "fp8") && cp >= 0 && cp < ETK_PREC_COUNT && cp != ETK_PREC_FP8 &&
+                s->cl.gpu.peak_flops[ETK_PREC_FP8] > 0 && s->cl.gpu.peak_flops[cp] > 0)
+                fl = (uint64_t)((long double)fl * (long double)s->cl.gpu.peak_flops[cp] /
+                                (long double)s->cl.gpu.peak_flops[ETK_PREC_FP8] + 0.5L);
             if (s->o.compute && s->costs.compute_ns == def_comp) { /* compute model */
                 etk_op_desc op;
-                etk_compute_op_from_node(e, n->flops, n->bytes, &op);
+                etk_compute_op_from_node(e, fl, n->bytes, &op);
                 n->dur_ns = etk_compute_op_ns(&s->cl, s->o.compute, &op);
             } else {
-                n->dur_ns = s->costs.compute_ns(s->costs.ctx, &s->cl, n->flops, n->bytes);
+                n->dur_ns = s->costs.compute_ns(s->costs.ctx, &s->cl, fl, n->bytes);
             }
         }
         if (!cpu && rank < s->o.n_rank_speed && s->o.rank_speed[rank] != 1.0 &&
