@@ -52,12 +52,18 @@ for (lab, model, pp, mb, gb, vpp, nodes, t_full, t_sel, mfu_sel, m_wo, m_act0, m
             rc = 1
             continue
         d = json.loads(r.stdout)
-        st = json.loads(g.stdout)["stages"][0]["memory_bytes"]
+        stages = json.loads(g.stdout)["stages"]
+        st = stages[0]["memory_bytes"]
+        # the paper's "parameters + optimizer state" is the transformer layers' state only
+        # (e.g. 530B: 3 layers x 12 h^2 / 8 x 18 B = 31.64 GiB): compare a stage holding neither
+        # the embedding nor the head where there is one (PP > 2); activations: the first stage
+        mid = next((x for x in stages if not x["embedding"] and not x["head"]), stages[0])
+        stw = mid["memory_bytes"]
         pred = d["step_ns"] / 1e9
         meas = t_full if mode == "full" else t_sel
         e = 100.0 * (pred - meas) / meas
         terr.append(abs(e))
-        wo = (st["weights"] + st["gradients"] + st["optimizer"]) / GiB
+        wo = (stw["weights"] + stw["gradients"] + stw["optimizer"]) / GiB
         ewo = 100.0 * (wo - m_wo) / m_wo
         act = st["activations"] / GiB
         mact = m_act_sel if mode == "sp+sel" else m_act0 * full_pct / 100.0
@@ -72,7 +78,7 @@ if terr:
     mean, worst = sum(terr) / len(terr), max(terr)
     print("iteration time |error|: mean %.2f%%, max %.2f%% over %d rows (goal: mean <= 3%%, max <= 6%%)"
           % (mean, worst, len(terr)))
-    print("memory |error| (weights+gradients+optimizer, activations; first stage): mean %.2f%%, max %.2f%%"
+    print("memory |error| (weights+gradients+optimizer of a layers-only stage, activations of the first stage): mean %.2f%%, max %.2f%%"
           " (goal: within 5%%)" % (sum(merr) / len(merr), max(merr)))
     if mean > mean_max or worst > worst_max:
         rc = 1
