@@ -311,6 +311,9 @@ int sim_cli_cluster(const char *cmd, sim_cli *c, uint32_t n_ranks, etk_cluster *
     rc = etk_cluster_check(out, n_ranks, &err);
     if (rc)
         return cli_fail(cmd, &err);
+    if (c->n_link_factor && out->astra_compat)
+        return cli_usage_error(cmd, "--link-factor does not apply in ASTRA-sim compatibility mode "
+                                    "(it reproduces ASTRA-sim's uniform links)");
     for (uint32_t i = 0; i < c->n_link_factor; i++)
         if (etk_link_factor_parse(out, c->link_factor[i], &err))
             return cli_usage_error(cmd, "%s", err.msg);

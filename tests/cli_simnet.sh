@@ -27,6 +27,8 @@ expect "bad --link-factor kind" 2 "unknown link kind 'pci'" \
   "$ETKIT" run $P --cluster dgx-h100 --nodes 2 --link-factor pci:1:0.5
 expect "bad --link-factor value" 2 "factor -1: expected a positive number" \
   "$ETKIT" run $P --cluster dgx-h100 --nodes 2 --link-factor nic:1:-1
+expect "--link-factor refused in ASTRA-compat" 2 "does not apply in ASTRA-sim compatibility mode" \
+  "$ETKIT" run $P --cluster dgx-h100 --nodes 2 --astra-compat --link-factor nic:1:0.5
 
 j() { python3 -c "import json,sys; d=json.load(sys.stdin); print($1)"; }
 # TP 8 inside a node, DP 2 across the two nodes: each TP rank's gradients are all-reduced with

@@ -213,6 +213,59 @@ static void test_engine_concurrent_collectives(void **st)
     assert_int_equal(run_two(true, &folded), 2020000);
 }
 
+/* A pipeline send and a DP all-reduce crossing the same NIC inside the simulator (flow model):
+ * rank 0 all-reduces 47 MB with rank 8 (group A) and, on its second communication stream, sends
+ * 47 MB to rank 8. Alone: all-reduce 1,020,000 ns (as above), send 2,000 + 1,000,000 ns. Together
+ * the send and the all-reduce's 0->8 flow get 25 GB/s each on GPU 0's NIC: the send takes
+ * 2,000 + 2,000,000 ns and the all-reduce 2,020,000 ns; rank 8's receive completes with the
+ * send. */
+static uint64_t run_send(bool ar, bool send, uint64_t *p2p_ns)
+{
+    etk_workload *w = sb_workload(16);
+    uint32_t ab[2] = {0, 8};
+    etk_groups_add(w->groups, "A", ab, 2);
+    for (uint32_t r = 0; r < 16; r++) {
+        etk_trace *t = etk_trace_new(NULL);
+        if (r == 0 || r == 8) {
+            if (ar)
+                sb_coll(t, 1, ETK_COLL_ALL_REDUCE, 47000000, "A", NULL, 0);
+            if (send)
+                sb_p2p(t, 2, r == 0, r == 0 ? 8 : 0, 7, 47000000, NULL, 0);
+        }
+        w->ranks[r] = t;
+    }
+    etk_cluster c;
+    etk_error err = {0};
+    assert_int_equal(etk_cluster_preset("dgx-h100", 2, &c, &err), 0);
+    c.net_model = ETK_NET_FLOW;
+    etk_sim_opts o = {0};
+    o.comm_streams = 2;
+    etk_sim *s = NULL;
+    if (etk_sim_workload(w, &c, &o, &s, &err))
+        fail_msg("%s", err.msg);
+    const etk_sim_result *r = etk_sim_result_get(s);
+    uint64_t step = r->step_ns;
+    *p2p_ns = 0;
+    for (size_t k = 0; k < r->n_coll; k++)
+        if (r->coll[k].type == -1)
+            *p2p_ns = r->coll[k].time_ns;
+    assert_int_equal(r->ranks[8].finish_ns, step);
+    etk_sim_free(s);
+    etk_workload_free(w);
+    return step;
+}
+
+static void test_engine_send_and_allreduce(void **st)
+{
+    (void)st;
+    uint64_t p2p;
+    assert_int_equal(run_send(false, true, &p2p), 1002000);
+    assert_int_equal(p2p, 1002000);
+    assert_int_equal(run_send(true, false, &p2p), 1020000);
+    assert_int_equal(run_send(true, true, &p2p), 2020000);
+    assert_int_equal(p2p, 2002000);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -222,6 +275,7 @@ int main(void)
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_send_and_allreduce_share_nic),
         cmocka_unit_test(test_engine_concurrent_collectives),
+        cmocka_unit_test(test_engine_send_and_allreduce),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1210,10 +1210,18 @@ static int p2p_try(etk_sim *s, uint32_t c, uint64_t t, etk_error *err)
         ch->rq_head = rn->qnext;
         if (ch->rq_head == SIM_NONE)
             ch->rq_tail = SIM_NONE;
-        uint64_t arrive = sn->start_ns + sn->dur_ns;
         rn->bytes = sn->bytes;
         rn->xfer_ns = sn->start_ns > rn->start_ns ? sn->start_ns : rn->start_ns;
         rn->pos = 0;
+        if (sn->dur_ns == UINT64_MAX && s->nf) {
+            /* flow model, send still in flight: the receive completes with it (flow_pump) */
+            acc(R, t);
+            R->n_xfer++;
+            rn->pos = 1;
+            sn->pos = ri + 1;
+            continue;
+        }
+        uint64_t arrive = sn->start_ns + sn->dur_ns;
         if (arrive > t) { /* still in flight: the receiver waits on the transfer */
             acc(R, t);
             R->n_xfer++;
@@ -1253,9 +1261,19 @@ static int start_node(etk_sim *s, uint32_t r, uint32_t i, uint64_t t, etk_error 
         n->xfer_ns = t;
         R->p2p_count++;
         R->p2p_bytes += n->bytes;
-        R->p2p_time += n->dur_ns;
-        if (ev_push(s, t + n->dur_ns, EV_NODE, r, i) != 0)
-            return oom(err);
+        if (s->nf) { /* flow network model: the send completes when its transfer does */
+            uint32_t ends[2] = {c->src, c->dst};
+            n->dur_ns = UINT64_MAX; /* unknown until then (flow_pump) */
+            n->pos = 0;             /* 1 + index of a receive waiting for it */
+            int frc = etk_net_flows_start(s->nf, -1, n->bytes, ends, 2,
+                                          1ull << 63 | (uint64_t)r << 32 | i, err);
+            if (frc)
+                return frc;
+        } else {
+            R->p2p_time += n->dur_ns;
+            if (ev_push(s, t + n->dur_ns, EV_NODE, r, i) != 0)
+                return oom(err);
+        }
         chan_append(R->nodes, &c->sq_head, &c->sq_tail, i);
         return p2p_try(s, n->aux, t, err);
     }
@@ -1399,8 +1417,20 @@ static int flow_pump(etk_sim *s, uint64_t t_end, etk_error *err)
         uint64_t te = (uint64_t)ceil(tc);
         if (te < s->now)
             te = s->now;
-        if (ev_push(s, te, EV_COLL, (uint32_t)(tag >> 32), (uint32_t)tag) != 0)
+        if (tag >> 63) { /* a send: it completes, and the receive matched to it arrives */
+            uint32_t r = (uint32_t)(tag >> 32) & 0x7fffffffu, i = (uint32_t)tag;
+            srank *R = &s->r[r];
+            snode *n = &R->nodes[i];
+            n->dur_ns = te - n->start_ns;
+            R->p2p_time += n->dur_ns;
+            if (ev_push(s, te, EV_NODE, r, i) != 0)
+                return oom(err);
+            if (n->pos && ev_push(s, te, EV_P2P, s->ch[n->aux].dst, n->pos - 1) != 0)
+                return oom(err);
+            n->pos = 0;
+        } else if (ev_push(s, te, EV_COLL, (uint32_t)(tag >> 32), (uint32_t)tag) != 0) {
             return oom(err);
+        }
     }
     return 0;
 }
