@@ -160,7 +160,7 @@ static void test_extreme_values(void **state)
         {.name = "d_nanp", .kind = ETK_ATTR_DOUBLE, .v.d = nan_payload},
         {.name = "f_tenth", .kind = ETK_ATTR_FLOAT, .v.f = 0.1f},
         {.name = "f_max", .kind = ETK_ATTR_FLOAT, .v.f = FLT_MAX},
-        {.name = "bytes", .kind = ETK_ATTR_BYTES, .v.bytes = {all_bytes, 256}},
+        {.name = "bytes", .kind = ETK_ATTR_BYTES, .n = 256, .v.data = all_bytes},
         {.name = "notutf8", .doc = "a\"b\n\x01", .kind = ETK_ATTR_STRING, .v.s = "\xff\xfe"},
         {.name = "unset", .kind = ETK_ATTR_NONE},
         {.name = "u64l", .kind = ETK_ATTR_UINT64_LIST, .n = 3, .v.u64 = u64l},

@@ -34,8 +34,8 @@ static void same_attr(const etk_attr *a, const etk_attr *b)
     } else if (a->kind == ETK_ATTR_STRING) {
         assert_string_equal(a->v.s, b->v.s);
     } else if (a->kind == ETK_ATTR_BYTES) {
-        assert_int_equal(a->v.bytes.len, b->v.bytes.len);
-        assert_memory_equal(a->v.bytes.data, b->v.bytes.data, a->v.bytes.len);
+        assert_int_equal(a->n, b->n);
+        assert_memory_equal(a->v.data, b->v.data, a->n);
     } else if (a->kind == ETK_ATTR_BOOL) {
         assert_int_equal(a->v.b, b->v.b);
     } else if (a->kind == ETK_ATTR_FLOAT) {
@@ -179,7 +179,8 @@ static void test_every_kind(void **state)
     SC(ETK_ATTR_BOOL, b, false);
     SC(ETK_ATTR_STRING, s, "");
     at[k] = (etk_attr){.name = "bytes", .kind = ETK_ATTR_BYTES};
-    at[k].v.bytes = bytes[0];
+    at[k].v.data = bytes[0].data;
+    at[k].n = (uint32_t)bytes[0].len;
     k++;
     LS(ETK_ATTR_DOUBLE_LIST, dl, dl, 4);
     LS(ETK_ATTR_FLOAT_LIST, fl, fl, 2);

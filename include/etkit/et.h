@@ -125,7 +125,8 @@ typedef struct etk_bytes {
 
 /* One attribute. Scalars: signed integer kinds (int32, int64, sint*, sfixed*) in v.i,
  * unsigned ones (uint*, fixed*) in v.u, bool in v.b, double in v.d, float in v.f (its bits
- * kept exactly, signalling NaNs included). Lists: n elements in the typed array matching the kind
+ * kept exactly, signalling NaNs included), string in v.s, bytes in v.data with the length in
+ * n (so an attribute is 32 bytes: traces carry millions of them). Lists: n elements in the typed array matching the kind
  * (int32/sint32/sfixed32 -> i32, int64/sint64/sfixed64 -> i64, uint32/fixed32 -> u32,
  * uint64/fixed64 -> u64, double -> dl, float -> fl, bool -> bl (0/1 bytes), string -> sl,
  * bytes -> bytesl). */
@@ -133,7 +134,7 @@ typedef struct etk_attr {
     const char *name;  /* never NULL ("" if unnamed) */
     const char *doc;   /* doc_string; NULL if empty */
     int32_t kind;      /* etk_attr_kind */
-    uint32_t n;        /* list length */
+    uint32_t n;        /* list length; byte count of a bytes_val */
     union {
         int64_t i;
         uint64_t u;
@@ -141,7 +142,7 @@ typedef struct etk_attr {
         float f;
         bool b;
         const char *s;
-        etk_bytes bytes;
+        const uint8_t *data; /* bytes_val: n bytes */
         const int32_t *i32;
         const int64_t *i64;
         const uint32_t *u32;

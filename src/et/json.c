@@ -345,7 +345,7 @@ static void put_attr_value(FILE *f, const etk_attr *a)
         return;
     case ETK_ATTR_BOOL: fputs(a->v.b ? "true" : "false", f); return;
     case ETK_ATTR_STRING: put_str(f, a->v.s ? a->v.s : ""); return;
-    case ETK_ATTR_BYTES: put_base64(f, a->v.bytes.data, a->v.bytes.len); return;
+    case ETK_ATTR_BYTES: put_base64(f, a->v.data, a->n); return;
     default: break;
     }
     fputc('[', f);
@@ -889,7 +889,15 @@ static int get_attr_scalar(imp *im, etk_arena *ar, int kind, json_t *v, const ch
     }
     case ETK_ATTR_BOOL: return get_bool(im, v, path, &a->v.b);
     case ETK_ATTR_STRING: return get_string(im, ar, v, path, false, &a->v.s);
-    case ETK_ATTR_BYTES: return get_base64(im, ar, v, path, &a->v.bytes);
+    case ETK_ATTR_BYTES: {
+        etk_bytes b = {NULL, 0};
+        int rc = get_base64(im, ar, v, path, &b);
+        if (rc == 0 && b.len > UINT32_MAX)
+            return etk_err(im->err, ETK_EFORMAT, "%s: %s: bytes_val of %zu bytes exceeds the 4 GiB limit", im->file, path, b.len);
+        a->v.data = b.data;
+        a->n = (uint32_t)b.len;
+        return rc;
+    }
     default:
         int_range(kind, &lo, &hi, &umax, &uns);
         if (uns)

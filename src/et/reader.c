@@ -269,9 +269,9 @@ static int conv_attr(etk_trace *t, etk_attr *d, const ChakraProtoMsg__AttributeP
             return ETK_ENOMEM;
         break;
     case CHAKRA_PROTO_MSG__ATTRIBUTE_PROTO__VALUE_BYTES_VAL:
-        d->v.bytes.len = s->bytes_val.len;
-        d->v.bytes.data = etk_arena_memdup(a, s->bytes_val.data, s->bytes_val.len);
-        if (!d->v.bytes.data)
+        d->n = (uint32_t)s->bytes_val.len; /* messages are bounded well below 4 GiB */
+        d->v.data = etk_arena_memdup(a, s->bytes_val.data, s->bytes_val.len ? s->bytes_val.len : 1);
+        if (!d->v.data)
             return ETK_ENOMEM;
         break;
     case CHAKRA_PROTO_MSG__ATTRIBUTE_PROTO__VALUE_STRING_LIST: {

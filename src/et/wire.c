@@ -115,7 +115,7 @@ static size_t value_size(const etk_attr *a)
         size_t l = a->v.s ? strlen(a->v.s) : 0;
         return t + vsize(l) + l;
     }
-    case ETK_ATTR_BYTES: return t + vsize(a->v.bytes.len) + a->v.bytes.len;
+    case ETK_ATTR_BYTES: return t + vsize(a->n) + a->n;
     default: {
         size_t b = list_body(a);
         return t + vsize(b) + b;
@@ -217,10 +217,10 @@ static uint8_t *put_attr(uint8_t *p, const etk_attr *a)
     }
     case ETK_ATTR_BYTES:
         p = put_tag(p, f, 2);
-        p = vput(p, a->v.bytes.len);
-        if (a->v.bytes.len)
-            memcpy(p, a->v.bytes.data, a->v.bytes.len);
-        return p + a->v.bytes.len;
+        p = vput(p, a->n);
+        if (a->n)
+            memcpy(p, a->v.data, a->n);
+        return p + a->n;
     default: {
         p = put_tag(p, f, 2);
         p = vput(p, list_body(a));
@@ -713,8 +713,10 @@ static bool read_attr(etk_trace *t, rd s, etk_attr *at)
                 return false;
             break;
         case ETK_ATTR_BYTES:
-            at->v.bytes.len = (size_t)(v.end - v.p);
-            if (!(at->v.bytes.data = etk_arena_memdup(a, v.p, at->v.bytes.len ? at->v.bytes.len : 1)))
+            if ((size_t)(v.end - v.p) > UINT32_MAX)
+                return false;
+            at->n = (uint32_t)(v.end - v.p);
+            if (!(at->v.data = etk_arena_memdup(a, v.p, at->n ? at->n : 1)))
                 return false;
             break;
         default:

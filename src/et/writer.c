@@ -78,8 +78,8 @@ static int to_pb_attr(etk_arena *a, ChakraProtoMsg__AttributeProto *d, const etk
     case ETK_ATTR_BOOL: d->bool_val = s->v.b; break;
     case ETK_ATTR_STRING: d->string_val = xstr(s->v.s); break;
     case ETK_ATTR_BYTES:
-        d->bytes_val.len = s->v.bytes.len;
-        d->bytes_val.data = (uint8_t *)s->v.bytes.data;
+        d->bytes_val.len = s->n;
+        d->bytes_val.data = (uint8_t *)s->v.data;
         break;
     default: {
         const ProtobufCMessageDescriptor *desc = list_desc(s->kind);

@@ -67,7 +67,7 @@ static inline int fc_attr_diff(const etk_attr *a, const etk_attr *b, char *why, 
         break;
     case ETK_ATTR_BOOL: ok = a->v.b == b->v.b; break;
     case ETK_ATTR_STRING: ok = fc_streq(a->v.s, b->v.s); break;
-    case ETK_ATTR_BYTES: ok = fc_bytes_eq(a->v.bytes, b->v.bytes); break;
+    case ETK_ATTR_BYTES: ok = fc_bytes_eq((etk_bytes){a->v.data, a->n}, (etk_bytes){b->v.data, b->n}); break;
     default:
         if (a->n != b->n) {
             ok = 0;
