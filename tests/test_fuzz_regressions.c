@@ -1,14 +1,17 @@
-/* test_fuzz_regressions.c — replays every file under tests/fuzz/corpus-fuzz_<target>/ through
- * the same entry point as the libFuzzer target (the fuzz sources are included here with their
- * entry renamed), so inputs that once crashed, leaked or broke a round-trip property run in
- * `make check` under ASan+UBSan. A property violation aborts the test process. */
+/* test_fuzz_regressions.c — replays every file under tests/fuzz/corpus-<target>/ through the
+ * same entry point as the libFuzzer target (every fuzz source is included here with its entry
+ * renamed), so inputs that once crashed, leaked or broke a property run in `make check` under
+ * ASan+UBSan. A property violation aborts the test process. */
 #include <dirent.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "testutil.h"
 
+/* Targets that name their entry FUZZ_ENTRY are renamed through it; the others define
+ * LLVMFuzzerTestOneInput directly, which a macro renames the same way. */
 #define FUZZ_ENTRY fuzz_trace_read_entry
 #include "fuzz/fuzz_trace_read.c"
 #undef FUZZ_ENTRY
@@ -18,15 +21,48 @@
 #define FUZZ_ENTRY fuzz_groups_entry
 #include "fuzz/fuzz_groups.c"
 #undef FUZZ_ENTRY
+#define FUZZ_ENTRY fuzz_node_codec_entry
+#include "fuzz/fuzz_node_codec.c"
+#undef FUZZ_ENTRY
+#define FUZZ_ENTRY fuzz_convert_entry
+#include "fuzz/fuzz_convert.c"
+#undef FUZZ_ENTRY
+#define LLVMFuzzerTestOneInput fuzz_validate_entry
+#include "fuzz/fuzz_validate.c"
+#undef LLVMFuzzerTestOneInput
+#define LLVMFuzzerTestOneInput fuzz_cluster_entry
+#include "fuzz/fuzz_cluster.c"
+#undef LLVMFuzzerTestOneInput
+#define LLVMFuzzerTestOneInput fuzz_model_entry
+#include "fuzz/fuzz_model.c"
+#undef LLVMFuzzerTestOneInput
+#define LLVMFuzzerTestOneInput fuzz_sim_entry
+#include "fuzz/fuzz_sim.c"
+#undef LLVMFuzzerTestOneInput
 
-/* Feed every regular file of the corpus folder to fn; returns how many were fed. */
-static int replay(const char *target, int (*fn)(const uint8_t *, size_t))
+typedef int (*fuzz_fn)(const uint8_t *, size_t);
+static const struct {
+    const char *name;
+    fuzz_fn fn;
+    int min_files; /* regression inputs committed with the target (0: folder optional) */
+} targets[] = {
+    {"fuzz_trace_read", fuzz_trace_read_entry, 3}, {"fuzz_json_import", fuzz_json_import_entry, 3},
+    {"fuzz_groups", fuzz_groups_entry, 3},         {"fuzz_node_codec", fuzz_node_codec_entry, 2},
+    {"fuzz_convert", fuzz_convert_entry, 1},       {"fuzz_validate", fuzz_validate_entry, 0},
+    {"fuzz_cluster", fuzz_cluster_entry, 0},       {"fuzz_model", fuzz_model_entry, 0},
+    {"fuzz_sim", fuzz_sim_entry, 0},
+};
+#define N_TARGETS (sizeof targets / sizeof targets[0])
+
+/* Feed every regular file of the corpus folder to fn; returns how many were fed, -1 if the
+ * folder does not exist. */
+static int replay(const char *target, fuzz_fn fn)
 {
     char dir[1024];
     snprintf(dir, sizeof dir, "%s/tests/fuzz/corpus-%s", ETK_SOURCE_DIR, target);
     DIR *d = opendir(dir);
     if (!d)
-        fail_msg("missing regression corpus folder %s", dir);
+        return -1;
     struct dirent *e;
     int n = 0;
     while ((e = readdir(d))) {
@@ -45,32 +81,51 @@ static int replay(const char *target, int (*fn)(const uint8_t *, size_t))
     return n;
 }
 
-/* Each folder holds at least the inputs committed with the target; an empty folder means the
- * corpus was lost, which should fail rather than pass vacuously. */
-static void test_trace_read_corpus(void **state)
+/* Every target's regression folder. Ours hold at least the inputs committed with them; an
+ * empty or missing folder there means the corpus was lost, which fails rather than passing
+ * vacuously. */
+static void test_all_corpora(void **state)
 {
     (void)state;
-    assert_true(replay("fuzz_trace_read", fuzz_trace_read_entry) >= 3);
+    for (size_t i = 0; i < N_TARGETS; i++) {
+        int n = replay(targets[i].name, targets[i].fn);
+        if (n < 0 && targets[i].min_files == 0)
+            continue; /* no regression inputs yet */
+        if (n < targets[i].min_files)
+            fail_msg("tests/fuzz/corpus-%s: %d inputs, expected at least %d", targets[i].name, n,
+                     targets[i].min_files);
+    }
 }
 
-static void test_json_import_corpus(void **state)
+/* Every tests/fuzz/corpus-<target>/ folder belongs to a target replayed above, so a new
+ * target's regression inputs cannot go unreplayed. */
+static void test_no_unknown_corpus(void **state)
 {
     (void)state;
-    assert_true(replay("fuzz_json_import", fuzz_json_import_entry) >= 3);
-}
-
-static void test_groups_corpus(void **state)
-{
-    (void)state;
-    assert_true(replay("fuzz_groups", fuzz_groups_entry) >= 3);
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s/tests/fuzz", ETK_SOURCE_DIR);
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (strncmp(e->d_name, "corpus-", 7))
+            continue;
+        bool known = false;
+        for (size_t i = 0; i < N_TARGETS; i++)
+            known |= !strcmp(e->d_name + 7, targets[i].name);
+        if (!known)
+            fail_msg("tests/fuzz/%s has no entry in tests/test_fuzz_regressions.c: include the target "
+                     "there so its regression inputs run under ASan",
+                     e->d_name);
+    }
+    closedir(d);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_trace_read_corpus),
-        cmocka_unit_test(test_json_import_corpus),
-        cmocka_unit_test(test_groups_corpus),
+        cmocka_unit_test(test_all_corpora),
+        cmocka_unit_test(test_no_unknown_corpus),
     };
     return cmocka_run_group_tests(tests, 0, NULL);
 }

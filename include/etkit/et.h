@@ -124,8 +124,8 @@ typedef struct etk_bytes {
 } etk_bytes;
 
 /* One attribute. Scalars: signed integer kinds (int32, int64, sint*, sfixed*) in v.i,
- * unsigned ones (uint*, fixed*) in v.u, bool in v.b, double/float in v.d (float widened;
- * the writer narrows it back exactly). Lists: n elements in the typed array matching the kind
+ * unsigned ones (uint*, fixed*) in v.u, bool in v.b, double in v.d, float in v.f (its bits
+ * kept exactly, signalling NaNs included). Lists: n elements in the typed array matching the kind
  * (int32/sint32/sfixed32 -> i32, int64/sint64/sfixed64 -> i64, uint32/fixed32 -> u32,
  * uint64/fixed64 -> u64, double -> dl, float -> fl, bool -> bl (0/1 bytes), string -> sl,
  * bytes -> bytesl). */
@@ -138,6 +138,7 @@ typedef struct etk_attr {
         int64_t i;
         uint64_t u;
         double d;
+        float f;
         bool b;
         const char *s;
         etk_bytes bytes;

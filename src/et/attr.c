@@ -72,7 +72,7 @@ bool etk_attr_as_i64(const etk_attr *a, int64_t *out)
         return true;
     }
     if (a->kind == ETK_ATTR_DOUBLE || a->kind == ETK_ATTR_FLOAT) {
-        double d = a->v.d;
+        double d = a->kind == ETK_ATTR_FLOAT ? (double)a->v.f : a->v.d;
         if (!(d >= -9.2e18 && d <= 9.2e18) || floor(d) != d)
             return false;
         *out = (int64_t)d;
@@ -90,7 +90,7 @@ bool etk_attr_as_u64(const etk_attr *a, uint64_t *out)
         return true;
     }
     if (a->kind == ETK_ATTR_DOUBLE || a->kind == ETK_ATTR_FLOAT) {
-        double d = a->v.d;
+        double d = a->kind == ETK_ATTR_FLOAT ? (double)a->v.f : a->v.d;
         if (!(d >= 0 && d <= 1.8e19) || floor(d) != d)
             return false;
         *out = (uint64_t)d;

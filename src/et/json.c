@@ -335,7 +335,7 @@ static void put_attr_value(FILE *f, const etk_attr *a)
     uint32_t n = a->n;
     switch (a->kind) {
     case ETK_ATTR_DOUBLE: put_double(f, a->v.d); return;
-    case ETK_ATTR_FLOAT: put_float(f, (float)a->v.d); return;
+    case ETK_ATTR_FLOAT: put_float(f, a->v.f); return;
     case ETK_ATTR_INT32: case ETK_ATTR_INT64: case ETK_ATTR_SINT32: case ETK_ATTR_SINT64:
     case ETK_ATTR_SFIXED32: case ETK_ATTR_SFIXED64:
         put_i64(f, a->v.i);
@@ -885,10 +885,7 @@ static int get_attr_scalar(imp *im, etk_arena *ar, int kind, json_t *v, const ch
     switch (kind) {
     case ETK_ATTR_DOUBLE: return get_double(im, v, path, &a->v.d);
     case ETK_ATTR_FLOAT: {
-        float x = 0;
-        int rc = get_float(im, v, path, &x);
-        a->v.d = x; /* the model widens floats (a signalling NaN is quieted, as by the reader) */
-        return rc;
+        return get_float(im, v, path, &a->v.f);
     }
     case ETK_ATTR_BOOL: return get_bool(im, v, path, &a->v.b);
     case ETK_ATTR_STRING: return get_string(im, ar, v, path, false, &a->v.s);

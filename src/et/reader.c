@@ -251,7 +251,7 @@ static int conv_attr(etk_trace *t, etk_attr *d, const ChakraProtoMsg__AttributeP
     switch (s->value_case) {
     case CHAKRA_PROTO_MSG__ATTRIBUTE_PROTO__VALUE__NOT_SET: d->kind = ETK_ATTR_NONE; break;
     case CHAKRA_PROTO_MSG__ATTRIBUTE_PROTO__VALUE_DOUBLE_VAL: d->v.d = s->double_val; break;
-    case CHAKRA_PROTO_MSG__ATTRIBUTE_PROTO__VALUE_FLOAT_VAL: d->v.d = s->float_val; break;
+    case CHAKRA_PROTO_MSG__ATTRIBUTE_PROTO__VALUE_FLOAT_VAL: d->v.f = s->float_val; break;
     case CHAKRA_PROTO_MSG__ATTRIBUTE_PROTO__VALUE_INT32_VAL: d->v.i = s->int32_val; break;
     case CHAKRA_PROTO_MSG__ATTRIBUTE_PROTO__VALUE_INT64_VAL: d->v.i = s->int64_val; break;
     case CHAKRA_PROTO_MSG__ATTRIBUTE_PROTO__VALUE_UINT32_VAL: d->v.u = s->uint32_val; break;

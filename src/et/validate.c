@@ -383,8 +383,10 @@ static bool reads_same(const etk_attr *a, int want)
         return etk_attr_as_i64(a, &v) && v == 0;
     }
     /* numeric or bool convention */
-    if (a->kind == ETK_ATTR_DOUBLE || a->kind == ETK_ATTR_FLOAT)
+    if (a->kind == ETK_ATTR_DOUBLE)
         return a->v.d == 0;
+    if (a->kind == ETK_ATTR_FLOAT)
+        return a->v.f == 0;
     int64_t v;
     uint64_t u;
     if (etk_attr_as_i64(a, &v))

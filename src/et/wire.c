@@ -198,7 +198,7 @@ static uint8_t *put_attr(uint8_t *p, const etk_attr *a)
     case ETK_ATTR_NONE: return p;
     case ETK_ATTR_DOUBLE: p = put_tag(p, f, 1); return put_fixed(p, dbits(a->v.d), 8);
     case ETK_ATTR_FIXED64: case ETK_ATTR_SFIXED64: p = put_tag(p, f, 1); return put_fixed(p, a->v.u, 8);
-    case ETK_ATTR_FLOAT: p = put_tag(p, f, 5); return put_fixed(p, fbits((float)a->v.d), 4);
+    case ETK_ATTR_FLOAT: p = put_tag(p, f, 5); return put_fixed(p, fbits(a->v.f), 4);
     case ETK_ATTR_FIXED32: case ETK_ATTR_SFIXED32: p = put_tag(p, f, 5); return put_fixed(p, (uint32_t)a->v.u, 4);
     case ETK_ATTR_INT32: p = put_tag(p, f, 0); return vput(p, (uint64_t)(int64_t)(int32_t)a->v.i);
     case ETK_ATTR_INT64: p = put_tag(p, f, 0); return vput(p, (uint64_t)a->v.i);
@@ -694,9 +694,7 @@ static bool read_attr(etk_trace *t, rd s, etk_attr *at)
         case ETK_ATTR_DOUBLE: memcpy(&at->v.d, &x, 8); break;
         case ETK_ATTR_FLOAT: {
             uint32_t u = (uint32_t)x;
-            float fl;
-            memcpy(&fl, &u, 4);
-            at->v.d = fl;
+            memcpy(&at->v.f, &u, 4); /* bits kept: signalling NaNs stay signalling */
             break;
         }
         case ETK_ATTR_INT32: case ETK_ATTR_SFIXED32: at->v.i = (int32_t)(uint32_t)x; break;

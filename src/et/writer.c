@@ -64,7 +64,7 @@ static int to_pb_attr(etk_arena *a, ChakraProtoMsg__AttributeProto *d, const etk
     switch (s->kind) {
     case ETK_ATTR_NONE: d->value_case = CHAKRA_PROTO_MSG__ATTRIBUTE_PROTO__VALUE__NOT_SET; break;
     case ETK_ATTR_DOUBLE: d->double_val = s->v.d; break;
-    case ETK_ATTR_FLOAT: d->float_val = (float)s->v.d; break;
+    case ETK_ATTR_FLOAT: d->float_val = s->v.f; break;
     case ETK_ATTR_INT32: d->int32_val = (int32_t)s->v.i; break;
     case ETK_ATTR_INT64: d->int64_val = s->v.i; break;
     case ETK_ATTR_UINT32: d->uint32_val = (uint32_t)s->v.u; break;

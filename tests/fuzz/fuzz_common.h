@@ -59,7 +59,7 @@ static inline int fc_attr_diff(const etk_attr *a, const etk_attr *b, char *why, 
     switch (a->kind) {
     case ETK_ATTR_NONE: break;
     case ETK_ATTR_DOUBLE: ok = fc_deq(a->v.d, b->v.d); break;
-    case ETK_ATTR_FLOAT: ok = fc_feq((float)a->v.d, (float)b->v.d); break;
+    case ETK_ATTR_FLOAT: ok = fc_feq(a->v.f, b->v.f); break;
     case ETK_ATTR_INT32: case ETK_ATTR_INT64: case ETK_ATTR_SINT32: case ETK_ATTR_SINT64:
     case ETK_ATTR_SFIXED32: case ETK_ATTR_SFIXED64: ok = a->v.i == b->v.i; break;
     case ETK_ATTR_UINT32: case ETK_ATTR_UINT64: case ETK_ATTR_FIXED32: case ETK_ATTR_FIXED64:

@@ -27,7 +27,11 @@ static int write_file(const char *path, const void *data, size_t len)
     return n == len ? 0 : -1;
 }
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+#ifndef FUZZ_ENTRY
+#define FUZZ_ENTRY LLVMFuzzerTestOneInput
+#endif
+int FUZZ_ENTRY(const uint8_t *data, size_t size);
+int FUZZ_ENTRY(const uint8_t *data, size_t size)
 {
     char a[64], b[64];
     snprintf(a, sizeof a, "/tmp/fuzz_convert_a.%d.json", (int)getpid());

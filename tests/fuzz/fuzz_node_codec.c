@@ -7,9 +7,12 @@
 
 #include "etkit/et.h"
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+#ifndef FUZZ_ENTRY
+#define FUZZ_ENTRY LLVMFuzzerTestOneInput
+#endif
+int FUZZ_ENTRY(const uint8_t *data, size_t size);
+int FUZZ_ENTRY(const uint8_t *data, size_t size)
 {
     if (size > (1u << 20))
         return 0;
