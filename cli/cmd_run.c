@@ -132,7 +132,9 @@ int cmd_run(int argc, char **argv)
     if (rc)
         return rc;
     if (!c.precision) {
-        int p = etk_precision_parse(cfg.precision);
+        /* fp8 plans run their GEMMs in FP8 (nodes marked "precision": "fp8") and the rest in
+         * BF16: the cluster's roofline precision stays bf16 */
+        int p = etk_precision_parse(strcmp(cfg.precision, "fp8") ? cfg.precision : "bf16");
         if (p >= 0)
             cl.precision = (etk_precision)p;
     }

@@ -7,7 +7,11 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "etkit/gen.h"
 #include "etkit/model.h"
+#include "etkit/net.h"
+#include "etkit/sim.h"
+#include "sim_testlib.h"
 #include "gen/lower.h"
 #include "model/graph.h"
 
@@ -52,7 +56,7 @@ static double layer_fwd_flops(const etk_model *m, int64_t batch, const char *con
         fail_msg("%s", err.msg);
     etk_arena *a = etk_arena_new(0);
     gprog p;
-    glower_opts o = {.tp = tp, .cp = 1, .sp = false, .recompute = 0, .act_bytes = 2};
+    glower_opts o = {.tp = tp, .cp = 1, .ep = 1, .sp = false, .recompute = 0, .act_bytes = 2, .gemm_bytes = 0};
     if (etk_lower_section(g, G_SEC_LAYER, &o, a, &p, &err))
         fail_msg("%s", err.msg);
     double f = 0;
@@ -168,6 +172,116 @@ static void test_deepseek_layer_flops(void **state)
     assert_true(layer_fwd_flops(&m, 1, ffn, 8) == 2 * s * h * E + s * (8 * 6 * h * f + 6 * h * f) / 8);
 }
 
+/* --precision fp8: GEMMs read 1-byte operands and are marked fp8; elementwise ops keep BF16.
+ * Llama 3 8B layer, one sequence of s = 8192, TP 1: the `gate` GEMM reads s*h activations and
+ * h*f weights and writes s*f outputs, so tensor_size = s h + h f (1 byte each) + 2 s f in fp8
+ * against 2 (s h + h f + s f) in bf16; its backward GEMMs carry the same marks. */
+static void test_fp8_lowering(void **state)
+{
+    (void)state;
+    etk_model m;
+    assert_int_equal(etk_model_preset("llama3-8b", &m, NULL), 0);
+    etk_graph *g;
+    etk_error err = {0};
+    assert_int_equal(etk_graph_load(&m, 1, &g, &err), 0);
+    uint64_t s = 8192, h = 4096, f = 14336;
+    for (int gb = 0; gb <= 1; gb++) {
+        etk_arena *a = etk_arena_new(0);
+        gprog p;
+        glower_opts o = {.tp = 1, .cp = 1, .ep = 1, .sp = false, .recompute = 0, .act_bytes = 2, .gemm_bytes = gb};
+        assert_int_equal(etk_lower_section(g, G_SEC_LAYER, &o, a, &p, &err), 0);
+        int seen = 0;
+        for (int i = 0; i < p.n; i++) {
+            const ginst *I = &p.v[i];
+            if (I->type != ETK_NODE_COMP)
+                continue;
+            if (!strcmp(I->name, "gate")) {
+                assert_int_equal(I->bytes, gb ? s * h + h * f + 2 * s * f : 2 * (s * h + h * f + s * f));
+                seen++;
+            }
+            if (!strcmp(I->name, "swiglu")) /* elementwise: 2 inputs + 1 output of s*f, BF16 */
+                assert_int_equal(I->bytes, 2 * 3 * s * f);
+            /* the op behind the node: "gate", "gate.dgrad", "recompute.gate" -> "gate" */
+            char op[32];
+            snprintf(op, sizeof op, "%s", I->name);
+            char *dot = strchr(op, '.');
+            if (dot)
+                *dot = 0;
+            static const char *const gemms[] = {"q", "k", "v", "scores", "av", "proj", "gate", "up", "down"};
+            bool gemm = false;
+            for (size_t k = 0; k < sizeof gemms / sizeof gemms[0]; k++)
+                gemm |= !strcmp(op, gemms[k]);
+            if (I->fp8 != (gemm && gb))
+                fail_msg("node %s: fp8 mark %d with gemm_bytes %d", I->name, I->fp8, gb);
+            assert_true(I->phase != P_BWD || !gemm || strchr(I->name, '.')); /* dgrad/wgrad names */
+        }
+        assert_int_equal(seen, 1);
+        etk_arena_free(a);
+    }
+    etk_graph_free(g);
+    /* the plan accepts fp8 and names the choices otherwise */
+    etk_gen_config c;
+    etk_gen_config_init(&c);
+    assert_int_equal(etk_gen_set(&c, "precision", "fp8", &err), 0);
+    assert_true(etk_gen_set(&c, "precision", "int4", &err) < 0);
+    assert_non_null(strstr(err.msg, "--precision wants bf16, fp16 or fp8, got 'int4'"));
+}
+
+/* The simulator times a node marked "precision": "fp8" at the GPU's fp8 peak and an unmarked one
+ * at the cluster's precision (bf16): on an H100 (989 / 1979 dense TFLOP/s, presets/gpus/h100.yaml)
+ * 1.979e12 FLOPs take 1,000,000 ns in FP8 and 2,001,011 ns (floor of 1.979e12 * 1e9 / 989e12)
+ * in BF16, both compute-bound (1 MB of traffic is under a microsecond). */
+static void test_fp8_roofline(void **state)
+{
+    (void)state;
+    etk_cluster c;
+    etk_error err = {0};
+    if (etk_cluster_preset("dgx-h100", 1, &c, &err))
+        fail_msg("%s", err.msg);
+    assert_true(c.gpu.peak_flops[ETK_PREC_FP8] == 1979e12 && c.gpu.peak_flops[ETK_PREC_BF16] == 989e12);
+    c.compute_efficiency = 1;
+    for (int fp8 = 0; fp8 <= 1; fp8++) {
+        etk_sim_opts o = {0};
+        etk_sim *sim = NULL;
+        if (etk_sim_new(&c, 8, NULL, &o, &sim, &err)) /* one node of 8 GPUs; rank 0 computes */
+            fail_msg("%s", err.msg);
+        etk_trace *t = etk_trace_new(NULL);
+        sb_node b;
+        sb_begin(&b, 1, ETK_NODE_COMP, "gemm");
+        sb_attr(&b, etk_attr_i64("num_ops", 1979000000000ll));
+        sb_attr(&b, etk_attr_u64("tensor_size", 1000000));
+        sb_attr(&b, etk_attr_bool("is_cpu_op", false));
+        if (fp8)
+            sb_attr(&b, etk_attr_str("precision", "fp8"));
+        etk_trace_add(t, &b.n);
+        assert_int_equal(etk_sim_add_rank_trace(sim, 0, t, &err), 0);
+        if (etk_sim_finish(sim, &err))
+            fail_msg("%s", err.msg);
+        assert_int_equal(etk_sim_result_get(sim)->step_ns, fp8 ? 1000000ull : 2001011ull);
+        etk_sim_free(sim);
+        etk_trace_free(t);
+    }
+}
+
+/* KV cache per token (inference): Llama 3 8B 2 * 32 layers * 8 KV heads * 128 * 2 bytes =
+ * 131,072; Mixtral the same shape (32 layers, 8 KV heads of 128) = 131,072; DeepSeek-V3 (MLA)
+ * caches the 512-dim latent and the 64-dim rotary key: 61 * (512 + 64) * 2 = 70,272 bytes, where
+ * plain multi-head attention over its 128 heads of 128 + 64 / 128 would need
+ * 61 * 128 * (192 + 128) * 2 = 4,997,120 (71x more; the V2 paper reports 93.3% less KV cache than
+ * its dense 67B predecessor, a different baseline). */
+static void test_kv_cache(void **state)
+{
+    (void)state;
+    etk_model m;
+    assert_int_equal(etk_model_preset("llama3-8b", &m, NULL), 0);
+    assert_int_equal(etk_model_kv_bytes_per_token(&m, 2), 131072);
+    assert_int_equal(etk_model_preset("mixtral-8x7b", &m, NULL), 0);
+    assert_int_equal(etk_model_kv_bytes_per_token(&m, 2), 2 * 32 * 8 * 128 * 2);
+    assert_int_equal(etk_model_preset("deepseek-v3", &m, NULL), 0);
+    assert_int_equal(etk_model_kv_bytes_per_token(&m, 2), 70272);
+    assert_int_equal(etk_model_kv_bytes_per_token(&m, 1), 61 * 576);
+}
+
 static const char *check_error(const char *yaml)
 {
     static etk_error err;
@@ -225,6 +339,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_mixtral_params), cmocka_unit_test(test_moe_layer_flops),
                                        cmocka_unit_test(test_moe_errors), cmocka_unit_test(test_deepseek_v3_params),
-                                       cmocka_unit_test(test_deepseek_layer_flops)};
+                                       cmocka_unit_test(test_deepseek_layer_flops), cmocka_unit_test(test_fp8_lowering),
+                                       cmocka_unit_test(test_fp8_roofline), cmocka_unit_test(test_kv_cache)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -64,6 +64,11 @@ int etk_model_params(const etk_model *m, uint64_t *out, etk_error *err);
 /* Parameters used per token: as etk_model_params, but weights over the expert dimension `e`
  * count topk/experts of their elements (the routed experts a token visits). */
 int etk_model_active_params(const etk_model *m, uint64_t *out, etk_error *err);
+/* KV-cache bytes per token of context over all layers at `bytes` per element (inference):
+ * 2 * layers * kv_heads * head_dim * bytes (keys and values of every KV head), or for MLA
+ * (arch deepseek) layers * (kv_lora + qk_rope) * bytes: the compressed latent and the shared
+ * rotary key, which is all MLA caches (DeepSeek-V2 paper, section 2.1.4). */
+uint64_t etk_model_kv_bytes_per_token(const etk_model *m, int bytes);
 /* Tokens one expert processes per micro-batch of `batch` sequences (the `capacity` symbol):
  * ceil(cf * batch * seq * topk / experts), cf = capacity_factor (1 when 0); 0 for dense models. */
 int64_t etk_model_capacity(const etk_model *m, int64_t batch);

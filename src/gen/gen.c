@@ -66,7 +66,8 @@ static int gen_init(gen *G, const etk_gen_config *cfg, etk_error *err)
     G->g->dim[G->g->stream_seq] /= G->cp;
     if (cfg->model.experts && G->cp > 1) /* expert capacity: tokens of the local sequence */
         G->g->dim['c' - 'a'] = (G->g->dim['c' - 'a'] + G->cp - 1) / G->cp;
-    glower_opts o = {.tp = cfg->tp, .cp = G->cp, .ep = G->ep, .sp = cfg->sp, .recompute = cfg->recompute, .act_bytes = G->act_bytes};
+    glower_opts o = {.tp = cfg->tp, .cp = G->cp, .ep = G->ep, .sp = cfg->sp, .recompute = cfg->recompute, .act_bytes = G->act_bytes,
+                     .gemm_bytes = !strcmp(cfg->precision, "fp8") ? 1 : 0};
     for (int s = 0; s < G_N_SEC; s++)
         if ((rc = etk_lower_section(G->g, s, &o, G->a, &G->prog[s], err))) {
             gen_free(G);
@@ -112,7 +113,7 @@ static int gen_init(gen *G, const etk_gen_config *cfg, etk_error *err)
                        "(not supported; use --pp 1 or --zero 1|2)", cfg->pp, cfg->model.name);
     }
     for (int t = 0; t < G->g->nt; t++)
-        if (G->g->t[t].weight) {
+        if (G->g->t[t].weight && G->g->t[t].section < G_N_SEC) { /* not the dense_layer section's */
             int sec = G->g->t[t].section;
             uint64_t n = (uint64_t)etk_graph_elems(G->g, t);
             if (G->g->t[t].split >= 0 && cfg->tp > 1)
@@ -289,11 +290,14 @@ static int put_node(emitter *E, const char *name, int type, uint64_t *deps, uint
     return 0;
 }
 
-static int put_comp(emitter *E, const char *name, double flops, uint64_t bytes, uint64_t *deps, uint32_t nd)
+static int put_comp(emitter *E, const char *name, double flops, uint64_t bytes, bool fp8, uint64_t *deps,
+                    uint32_t nd)
 {
-    etk_attr a[3] = {etk_attr_bool("is_cpu_op", false), etk_attr_i64("num_ops", (int64_t)(flops + 0.5)),
-                     etk_attr_u64("tensor_size", bytes)};
-    return put_node(E, name, ETK_NODE_COMP, deps, nd, a, 3);
+    /* "precision": "fp8" marks an FP8 GEMM (the simulator's roofline uses the fp8 peak for it);
+     * absent on everything else, so bf16/fp16 traces are unchanged */
+    etk_attr a[4] = {etk_attr_bool("is_cpu_op", false), etk_attr_i64("num_ops", (int64_t)(flops + 0.5)),
+                     etk_attr_u64("tensor_size", bytes), etk_attr_str("precision", "fp8")};
+    return put_node(E, name, ETK_NODE_COMP, deps, nd, a, fp8 ? 4 : 3);
 }
 
 static int put_coll(emitter *E, const char *name, int coll, int64_t bytes, int axis, uint64_t *deps, uint32_t nd)
@@ -387,7 +391,7 @@ static uint64_t emit_fwd(emitter *E, int si, uint32_t j, uint64_t input)
             snprintf(name, sizeof name, "mb%u.%s.%s", j, lab, I->name);
         E->phase = I->phase;
         if (I->type == ETK_NODE_COMP)
-            put_comp(E, name, I->flops, I->bytes, deps, nd);
+            put_comp(E, name, I->flops, I->bytes, I->fp8, deps, nd);
         else
             put_coll(E, name, I->coll, I->comm_bytes, sec_group(I), deps, nd);
     }
@@ -482,7 +486,7 @@ static int emit_bwd(emitter *E, int si, uint32_t j, const uint64_t *gd, int ngd,
         bi[k - P->nfwd] = id;
         E->unit_last = id;
         if (I->type == ETK_NODE_COMP)
-            put_comp(E, name, I->flops, I->bytes, deps, nd);
+            put_comp(E, name, I->flops, I->bytes, I->fp8, deps, nd);
         else
             put_coll(E, name, I->coll, I->comm_bytes, sec_group(I), deps, nd);
         if (G->z3 && I->nw) {
@@ -731,7 +735,8 @@ static void emit_optimizer(emitter *E, uint64_t unit_end)
     E->phase = P_OPT;
     uint64_t opt = E->next_id;
     /* reads and writes fp32 master weights, Adam m and v; reads the gradient, writes the parameter */
-    put_comp(E, "optimizer.adam", (double)n * ADAM_FLOPS_PER_PARAM, n * (2 * 12 + c->grad_bytes + 2), deps, (uint32_t)nd);
+    put_comp(E, "optimizer.adam", (double)n * ADAM_FLOPS_PER_PARAM, n * (2 * 12 + c->grad_bytes + 2), false, deps,
+             (uint32_t)nd);
     free(deps);
     if (c->zero && c->zero < 3) /* ZeRO-3 gathers parameters when a layer runs */
         for (size_t b = 0; b < E->nbuckets && !E->rc; b++) {

@@ -417,7 +417,9 @@ static int lower_op_fwd(ctx *c, int pass, int j, int phase)
         break;
     }
     }
-    /* conversions and the compute node */
+    /* conversions and the compute node; FP8 GEMMs read 1-byte operands (output in BF16) */
+    bool fp8 = op->kind == G_MATMUL && c->o->gemm_bytes == 1;
+    int in_bytes = fp8 ? 1 : c->o->act_bytes;
     int32_t deps[G_MAX_IN + 1];
     int nd = 0;
     uint64_t bytes = 0;
@@ -447,12 +449,12 @@ static int lower_op_fwd(ctx *c, int pass, int j, int phase)
         c->uinst[pass][j][i] = d;
         c->via_ag[j][i] = !have.partial && have.split >= 0 && want[i].split < 0;
         deps[nd++] = d;
-        bytes += (uint64_t)elems_rank(c, t, want[i]) * (uint64_t)c->o->act_bytes * (uint64_t)(cpg ? c->o->cp : 1);
+        bytes += (uint64_t)elems_rank(c, t, want[i]) * (uint64_t)in_bytes * (uint64_t)(cpg ? c->o->cp : 1);
     }
     for (int i = 0; i < op->nin; i++)
         if (g->t[op->in[i]].weight) {
             c->used[j][i] = want[i];
-            bytes += (uint64_t)elems_rank(c, op->in[i], want[i]) * (uint64_t)c->o->act_bytes;
+            bytes += (uint64_t)elems_rank(c, op->in[i], want[i]) * (uint64_t)in_bytes;
         }
     if (phase == P_RECOMP)
         deps[nd++] = DEP_GRAD;
@@ -477,6 +479,7 @@ static int lower_op_fwd(ctx *c, int pass, int j, int phase)
         return i;
     c->p->v[i].flops = flops;
     c->p->v[i].bytes = bytes;
+    c->p->v[i].fp8 = fp8;
     for (int k = 0; k < op->nin; k++)
         c->p->v[i].uses_w |= g->t[op->in[k]].weight;
     int32_t last = i;
@@ -659,6 +662,7 @@ static int lower_op_bwd(ctx *c, int j)
                 return k;
             c->p->v[k].flops = mm;
             c->p->v[k].bytes = F ? F->bytes : 0;
+            c->p->v[k].fp8 = F ? F->fp8 : 0;
             lay gl = einsum_lay(goL, c->used[j][other], &g->t[op->in[i]]);
             if (c->cpmark[j][i]) {
                 /* the gradient of the whole K (V) is summed back to its owners over CP */
@@ -689,6 +693,7 @@ static int lower_op_bwd(ctx *c, int j)
             ginst *I = &c->p->v[k];
             I->flops = mm + (op->bias >= 0 ? (double)elems_rank(c, op->out, c->outL[j]) : 0);
             I->bytes = F ? F->bytes : 0;
+            I->fp8 = F ? F->fp8 : 0;
             I->w[I->nw++] = op->in[wi];
             if (op->bias >= 0)
                 I->w[I->nw++] = op->bias;

@@ -17,6 +17,7 @@ typedef struct ginst {
     uint8_t type;       /* ETK_NODE_COMP or ETK_NODE_COLL */
     uint8_t coll;       /* etk_coll_type */
     uint8_t phase;      /* P_* */
+    uint8_t fp8;        /* a GEMM run in FP8 (--precision fp8): the roofline uses the fp8 peak */
     uint8_t grp;        /* COLL: GRP_TP, GRP_CP or GRP_EP */
     double flops;       /* per rank */
     uint64_t bytes;     /* COMP: bytes read + written per rank (tensor_size) */
@@ -47,6 +48,7 @@ typedef struct glower_opts {
     bool sp;
     int recompute;      /* ETK_RECOMPUTE_* (full applies to transformer layers) */
     int act_bytes;      /* bytes per activation element (2) */
+    int gemm_bytes;     /* bytes per GEMM input element: 1 for FP8 GEMMs (0: act_bytes) */
 } glower_opts;
 
 int etk_lower_section(const etk_graph *g, int sec, const glower_opts *o, etk_arena *a, gprog *out,

@@ -65,7 +65,8 @@ const char *etk_gen_options_help(void)
            "                       2: gradients sharded too; 3: parameters too, gathered per layer\n"
            "  --fsdp               same as --zero 3\n"
            "  --recompute R        none (default) | selective | full\n"
-           "  --precision P        bf16 (default) | fp16 parameters and activations\n"
+           "  --precision P        bf16 (default) | fp16 parameters and activations; fp8: FP8 GEMMs\n"
+           "                       (1-byte GEMM inputs, fp8 peak), BF16 elsewhere\n"
            "  --grad-precision P   fp32 (default) | bf16 | fp16 gradient accumulation and reduction\n"
            "  --dp-bucket-mb X     DP gradient bucket in MiB (default 25)\n"
            "  --rank-order A,B,..  axes fastest first (default tp,cp,dp,pp; cp, if omitted, follows tp)\n"
@@ -188,8 +189,8 @@ int etk_gen_set(etk_gen_config *c, const char *name, const char *v, etk_error *e
         return 0;
     }
     if (!strcmp(name, "precision")) {
-        if (strcmp(v, "bf16") && strcmp(v, "fp16"))
-            return etk_err(err, ETK_EINVAL, "--precision wants bf16 or fp16, got '%s'", v);
+        if (strcmp(v, "bf16") && strcmp(v, "fp16") && strcmp(v, "fp8"))
+            return etk_err(err, ETK_EINVAL, "--precision wants bf16, fp16 or fp8, got '%s'", v);
         snprintf(c->precision, sizeof c->precision, "%s", v);
         return 0;
     }
@@ -329,6 +330,12 @@ int etk_gen_check(etk_gen_config *c, etk_error *err)
                        m->kv_heads, m->name);
     if (c->tp > 1 && m->ffn % c->tp)
         return etk_err(err, ETK_EINVAL, "--tp %u does not divide --ffn %" PRId64, c->tp, m->ffn);
+    if (c->tp > 1 && m->experts && m->moe_ffn % c->tp)
+        return etk_err(err, ETK_EINVAL, "--tp %u does not divide the expert FFN %" PRId64 " (model %s)", c->tp,
+                       m->moe_ffn, m->name);
+    if (c->tp > 1 && m->shared_experts && (m->shared_experts * m->moe_ffn) % c->tp)
+        return etk_err(err, ETK_EINVAL, "--tp %u does not divide the shared-expert FFN %" PRId64 " (model %s)",
+                       c->tp, m->shared_experts * m->moe_ffn, m->name);
     if (c->tp > 1 && m->vocab % c->tp)
         return etk_err(err, ETK_EINVAL, "--tp %u does not divide --vocab %" PRId64
                        " (the embedding is split over TP by vocabulary)", c->tp, m->vocab);

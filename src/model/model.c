@@ -790,6 +790,14 @@ int etk_model_active_params(const etk_model *m, uint64_t *out, etk_error *err)
     return count_params(m, true, out, err);
 }
 
+uint64_t etk_model_kv_bytes_per_token(const etk_model *m, int bytes)
+{
+    if (!strcmp(m->arch, "deepseek"))
+        return (uint64_t)m->layers * (uint64_t)(m->kv_lora + m->qk_rope) * (uint64_t)bytes;
+    int64_t d = m->head_dim ? m->head_dim : (m->heads ? m->hidden / m->heads : 0);
+    return 2 * (uint64_t)m->layers * (uint64_t)m->kv_heads * (uint64_t)d * (uint64_t)bytes;
+}
+
 int64_t etk_model_capacity(const etk_model *m, int64_t batch)
 {
     if (m->experts <= 0 || m->topk <= 0)

@@ -607,7 +607,17 @@ static int setup_node(etk_sim *s, uint32_t rank, snode *n, const etk_node *e, et
             else if (!dur)
                 n->dur_ns = 1;
         } else if (!dur && !cpu && (n->flops || n->bytes)) {
-            n->dur_ns = s->costs.compute_ns(s->costs.ctx, &s->cl, n->flops, n->bytes);
+            /* a node marked "precision": "fp8" (FP8 GEMMs of etkit gen --precision fp8) runs at
+             * the fp8 peak: its FLOPs are charged at peak[cluster precision] / peak[fp8], which
+             * makes the roofline's compute term exactly flops / peak[fp8] */
+            uint64_t fl = n->flops;
+            const char *prec = etk_node_str(e, "precision");
+            int cp = (int)s->cl.precision;
+            if (prec && !strcmp(prec, "fp8") && cp >= 0 && cp < ETK_PREC_COUNT && cp != ETK_PREC_FP8 &&
+                s->cl.gpu.peak_flops[ETK_PREC_FP8] > 0 && s->cl.gpu.peak_flops[cp] > 0)
+                fl = (uint64_t)((long double)fl * (long double)s->cl.gpu.peak_flops[cp] /
+                                (long double)s->cl.gpu.peak_flops[ETK_PREC_FP8] + 0.5L);
+            n->dur_ns = s->costs.compute_ns(s->costs.ctx, &s->cl, fl, n->bytes);
         }
         break;
     }
