@@ -141,7 +141,9 @@ int cmd_run(int argc, char **argv)
     if (write_prefix && etk_gen_write(&cfg, write_prefix, &err) != 0)
         return cli_fail(cmd, &err);
     etk_workload *wl = NULL;
-    if (etk_gen_workload(&cfg, !c.o.no_fold, &wl, &err) != 0)
+    /* the flow network model simulates every rank (docs/network-model.md) */
+    bool flow = cl.net_model == ETK_NET_FLOW && !cl.astra_compat;
+    if (etk_gen_workload(&cfg, !c.o.no_fold && !flow, &wl, &err) != 0)
         return cli_fail(cmd, &err);
     if (c.o.model_flops <= 0)
         c.o.model_flops = cfg.model_flops_per_step;

@@ -17,6 +17,8 @@ const struct option sim_cli_longopts[] = {
     {"astra-system", required_argument, 0, SO_ASTRA_SYS},
     {"astra-compat", no_argument, 0, SO_ASTRA_COMPAT},
     {"efficiency", required_argument, 0, SO_EFF},
+    {"net-model", required_argument, 0, SO_NETMODEL},
+    {"link-factor", required_argument, 0, SO_LINKF},
     {"precision", required_argument, 0, SO_PREC},
     {"cpu-streams", required_argument, 0, SO_CPU},
     {"comp-streams", required_argument, 0, SO_COMP},
@@ -30,6 +32,9 @@ const struct option sim_cli_longopts[] = {
     {"tokens", required_argument, 0, SO_TOKENS},
     {"model-flops", required_argument, 0, SO_MFLOPS},
     {"quiet", no_argument, 0, SO_QUIET},
+    {"compute", required_argument, 0, SO_COMPUTE},
+    {"compute-param", required_argument, 0, SO_CPARAM},
+    {"slow-rank", required_argument, 0, SO_SLOW},
     {"output", required_argument, 0, SO_OUTPUT},
     {"help", no_argument, 0, SO_HELP},
     {0, 0, 0, 0},
@@ -37,15 +42,30 @@ const struct option sim_cli_longopts[] = {
 
 const char sim_cli_help[] =
     "cluster:\n"
-    "  -c, --cluster NAME|FILE  built-in preset (dgx-a100, dgx-h100, hgx-h200, dgx-b200) or an\n"
-    "                           etkit cluster YAML (docs/cluster.md)\n"
+    "  -c, --cluster NAME|FILE  built-in preset (dgx-a100, dgx-h100, hgx-h200, dgx-b200,\n"
+    "                           dgx-h100-superpod, llama3) or an etkit cluster YAML\n"
+    "                           (docs/cluster.md)\n"
     "  -n, --nodes N            nodes of 8 GPUs for a preset (default: ranks / 8)\n"
     "  --astra-network FILE --astra-system FILE\n"
     "                           ASTRA-sim's network YAML and system JSON (their units); implies\n"
     "                           --astra-compat\n"
     "  --astra-compat           reproduce ASTRA-sim's congestion-unaware analytical results\n"
     "  --efficiency F           roofline efficiency in (0, 1] (default: the cluster's, 1)\n"
+    "  --net-model flow|analytical\n"
+    "                           network model (default: the cluster's; docs/network-model.md)\n"
+    "  --link-factor nic:R:F|nvlink:R:F|dim:D:F\n"
+    "                           scale GPU R's NIC or NVLink bandwidth, or dimension D's, by F\n"
+    "                           (repeatable; forces --no-fold), e.g. --link-factor nic:17:0.5\n"
     "  --precision P            bf16 | fp16 | fp8 | fp32 | tf32: which peak the roofline uses\n"
+    "  --compute model|roofline time GPU ops by the compute model (default: GEMM efficiency by\n"
+    "                           shape, memory-bound elementwise ops, launch overhead, overlap\n"
+    "                           interference; docs/compute-model.md) or the plain roofline\n"
+    "                           (implied by --efficiency and --astra-compat)\n"
+    "  --compute-param NAME=V   override a compute-model default (gemm_eff, gemm_half_dim,\n"
+    "                           gemm_min_dim, mem_eff, attn_eff, launch_ns, overlap_slowdown)\n"
+    "  --slow-rank R:F          rank R computes at F times its speed (0.8: 25% longer kernels);\n"
+    "                           repeatable; forces the unfolded simulation (e.g.\n"
+    "                           etkit run --dp 8 --cluster dgx-a100 --nodes 1 --slow-rank 3:0.8)\n"
     "engine:\n"
     "  --cpu-streams N, --comp-streams N, --comm-streams N\n"
     "                           streams per rank (default 1 each, like ASTRA-sim; at most 32)\n"
@@ -106,6 +126,17 @@ int sim_cli_option(const char *cmd, sim_cli *c, int opt, const char *arg)
             return cli_usage_error(cmd, "--efficiency must be in (0, 1], got %s", arg);
         c->eff_set = true;
         return 0;
+    case SO_NETMODEL:
+        if (strcmp(arg, "flow") && strcmp(arg, "analytical"))
+            return cli_usage_error(cmd, "--net-model wants 'flow' or 'analytical', got '%s'", arg);
+        c->net_model = arg;
+        return 0;
+    case SO_LINKF:
+        if (c->n_link_factor >= ETK_MAX_LINK_FACTORS)
+            return cli_usage_error(cmd, "--link-factor: at most %d", ETK_MAX_LINK_FACTORS);
+        c->link_factor[c->n_link_factor++] = arg;
+        c->o.no_fold = true; /* per-link factors break the symmetry folding relies on */
+        return 0;
     case SO_PREC:
         if (etk_precision_parse(arg) < 0)
             return cli_usage_error(cmd, "--precision: unknown precision '%s' (bf16, fp16, fp8, "
@@ -126,6 +157,38 @@ int sim_cli_option(const char *cmd, sim_cli *c, int opt, const char *arg)
         else
             return cli_usage_error(cmd, "--missing-deps wants 'error' or 'ignore', got '%s'", arg);
         return 0;
+    case SO_COMPUTE:
+        if (strcmp(arg, "roofline") == 0)
+            c->roofline = true;
+        else if (strcmp(arg, "model") == 0)
+            c->roofline = false;
+        else
+            return cli_usage_error(cmd, "--compute wants 'model' or 'roofline', got '%s'", arg);
+        return 0;
+    case SO_CPARAM:
+        if (c->n_cparam >= sizeof c->cparam / sizeof c->cparam[0])
+            return cli_usage_error(cmd, "--compute-param: at most 32 are supported");
+        c->cparam[c->n_cparam++] = arg;
+        return 0;
+    case SO_SLOW: {
+        char *end = NULL;
+        unsigned long long r = strtoull(arg, &end, 10);
+        double f = 0;
+        if (end == arg || *end != ':' || r > 0xffffffffULL || arg[0] == '-')
+            return cli_usage_error(cmd, "--slow-rank wants RANK:FACTOR (e.g. 17:0.8), got '%s'",
+                                   arg);
+        const char *fs = end + 1;
+        f = strtod(fs, &end);
+        if (end == fs || *end || !(f > 0 && f <= 1e6))
+            return cli_usage_error(cmd, "--slow-rank %s: the factor must be a number in (0, 1e6] "
+                                        "(e.g. 17:0.8), got '%s'", arg, fs);
+        if (c->n_slow >= sizeof c->slow_rank / sizeof c->slow_rank[0])
+            return cli_usage_error(cmd, "--slow-rank: at most 256 are supported");
+        c->slow_rank[c->n_slow] = (uint32_t)r;
+        c->slow_factor[c->n_slow++] = f;
+        c->o.no_fold = true;
+        return 0;
+    }
     case SO_STAGE:
         c->o.stage_units = true;
         return 0;
@@ -171,7 +234,46 @@ static bool is_file(const char *p)
     return stat(p, &st) == 0 && S_ISREG(st.st_mode);
 }
 
-int sim_cli_cluster(const char *cmd, const sim_cli *c, uint32_t n_ranks, etk_cluster *out)
+/* per-rank speeds of --slow-rank; kept reachable until exit (one simulation per process) */
+static double *speed_buf;
+
+static int compute_setup(const char *cmd, sim_cli *c, uint32_t n_ranks, const etk_cluster *cl)
+{
+    etk_error err = {0};
+    bool roofline = c->roofline || c->eff_set || cl->astra_compat ||
+                    cl->compute_efficiency != 1.0;
+    if (roofline && c->n_cparam)
+        return cli_usage_error(cmd, "--compute-param applies to the compute model, not the "
+                                    "roofline (drop --compute roofline / --efficiency / "
+                                    "--astra-compat, or the cluster's compute_efficiency)");
+    if (!roofline) {
+        etk_compute_defaults(&cl->gpu, &c->comp);
+        for (uint32_t i = 0; i < c->n_cparam; i++)
+            if (etk_compute_set(&c->comp, c->cparam[i], &err) != 0)
+                return cli_usage_error(cmd, "--compute-param: %s", err.msg);
+        c->o.compute = &c->comp;
+    }
+    if (c->n_slow) {
+        free(speed_buf);
+        speed_buf = malloc((size_t)n_ranks * sizeof *speed_buf);
+        if (!speed_buf)
+            return cli_usage_error(cmd, "out of memory");
+        for (uint32_t r = 0; r < n_ranks; r++)
+            speed_buf[r] = 1.0;
+        for (uint32_t i = 0; i < c->n_slow; i++) {
+            if (c->slow_rank[i] >= n_ranks)
+                return cli_usage_error(cmd, "--slow-rank %u:%g: rank %u does not exist (the "
+                                            "workload has ranks 0..%u)", c->slow_rank[i],
+                                       c->slow_factor[i], c->slow_rank[i], n_ranks - 1);
+            speed_buf[c->slow_rank[i]] = c->slow_factor[i];
+        }
+        c->o.rank_speed = speed_buf;
+        c->o.n_rank_speed = n_ranks;
+    }
+    return 0;
+}
+
+int sim_cli_cluster(const char *cmd, sim_cli *c, uint32_t n_ranks, etk_cluster *out)
 {
     etk_error err = {0};
     int rc;
@@ -183,7 +285,7 @@ int sim_cli_cluster(const char *cmd, const sim_cli *c, uint32_t n_ranks, etk_clu
         rc = etk_cluster_load_astra(c->astra_net, c->astra_sys, out, &err);
     } else if (!c->cluster) {
         return cli_usage_error(cmd, "no cluster: give --cluster NAME|FILE (presets: dgx-a100, "
-                                    "dgx-h100, hgx-h200, dgx-b200) or --astra-network and "
+                                    "dgx-h100, hgx-h200, dgx-b200, dgx-h100-superpod, llama3) or --astra-network and "
                                     "--astra-system");
     } else if (is_file(c->cluster) || strstr(c->cluster, ".yaml") || strstr(c->cluster, ".yml")) {
         if (c->nodes_set)
@@ -204,10 +306,20 @@ int sim_cli_cluster(const char *cmd, const sim_cli *c, uint32_t n_ranks, etk_clu
         out->compute_efficiency = c->eff;
     if (c->precision)
         out->precision = (etk_precision)etk_precision_parse(c->precision);
+    if (c->net_model)
+        out->net_model = strcmp(c->net_model, "flow") == 0 ? ETK_NET_FLOW : ETK_NET_ANALYTICAL;
     rc = etk_cluster_check(out, n_ranks, &err);
     if (rc)
         return cli_fail(cmd, &err);
-    return 0;
+    if (c->n_link_factor && out->astra_compat)
+        return cli_usage_error(cmd, "--link-factor does not apply in ASTRA-sim compatibility mode "
+                                    "(it reproduces ASTRA-sim's uniform links)");
+    for (uint32_t i = 0; i < c->n_link_factor; i++)
+        if (etk_link_factor_parse(out, c->link_factor[i], &err))
+            return cli_usage_error(cmd, "%s", err.msg);
+    if (rc)
+        return cli_fail(cmd, &err);
+    return compute_setup(cmd, c, n_ranks, out);
 }
 
 int sim_cli_fail(const char *cmd, const etk_error *err)

@@ -11,7 +11,7 @@ enum {
     SO_CLUSTER = 'c', SO_NODES = 'n', SO_OUTPUT = 'o', SO_HELP = 'h',
     SO_ASTRA_NET = 1000, SO_ASTRA_SYS, SO_ASTRA_COMPAT, SO_EFF, SO_PREC, SO_CPU, SO_COMP, SO_COMM,
     SO_MISSING, SO_STAGE, SO_NOFOLD, SO_JSON, SO_CSV, SO_TIMELINE, SO_TOKENS, SO_MFLOPS, SO_GROUPS,
-    SO_QUIET,
+    SO_QUIET, SO_NETMODEL, SO_LINKF, SO_COMPUTE = 1100, SO_CPARAM, SO_SLOW,
 };
 
 typedef struct sim_cli {
@@ -20,7 +20,18 @@ typedef struct sim_cli {
     bool nodes_set, astra_compat, eff_set;
     double eff;
     int fmt; /* 0 text, 1 json, 2 csv */
+    const char *net_model;              /* --net-model, NULL: the cluster's */
+    const char *link_factor[16];        /* --link-factor specs (ETK_MAX_LINK_FACTORS) */
+    uint32_t n_link_factor;
     etk_sim_opts o;
+    /* compute model and heterogeneity (docs/compute-model.md) */
+    bool roofline;                 /* --compute roofline */
+    const char *cparam[32];        /* --compute-param NAME=VALUE, in order */
+    uint32_t n_cparam;
+    uint32_t slow_rank[256];       /* --slow-rank R:F */
+    double slow_factor[256];
+    uint32_t n_slow;
+    etk_compute_params comp;       /* o.compute points here when the model is on */
 } sim_cli;
 
 /* The getopt_long table entries of the shared options (terminated by a zero entry). */
@@ -30,8 +41,9 @@ extern const char sim_cli_help[];
 /* Handle one getopt result; returns 0 if handled, 1 if not a shared option, 2 on error
  * (message printed). */
 int sim_cli_option(const char *cmd, sim_cli *c, int opt, const char *arg);
-/* Build the cluster for n_ranks ranks; prints the error and returns 2 on failure. */
-int sim_cli_cluster(const char *cmd, const sim_cli *c, uint32_t n_ranks, etk_cluster *out);
+/* Build the cluster for n_ranks ranks, and the compute model and per-rank speeds for it (set in
+ * c->o); prints the error and returns 2 on failure. */
+int sim_cli_cluster(const char *cmd, sim_cli *c, uint32_t n_ranks, etk_cluster *out);
 /* Print the report (and write the timeline); returns the exit status. */
 int sim_cli_report(const char *cmd, const sim_cli *c, etk_sim *s);
 /* Exit status for a failed simulation: 1 for a deadlock (a finding), 2 otherwise. */

@@ -130,7 +130,7 @@ Y
 expect "deadlock reported, exit 1" 1 'on group "1" (node id 2) waits for rank(s) 2' \
   "$ETKIT" sim "$T/dl/w" --groups "$T/dl/bad.json" --cluster "$T/dl/c4.yaml" --quiet --no-fold
 expect "deadlock lists every rank unfolded" 1 "deadlock at t = 49142 ns: 4 rank(s) cannot proceed" \
-  "$ETKIT" sim "$T/dl/w" --groups "$T/dl/bad.json" --cluster "$T/dl/c4.yaml" --quiet --no-fold
+  "$ETKIT" sim "$T/dl/w" --groups "$T/dl/bad.json" --cluster "$T/dl/c4.yaml" --quiet --no-fold --compute roofline
 
 # --write-traces: etkit run also writes the workload it simulated
 expect "run --write-traces" 0 "step time" "$ETKIT" run --model llama2-7b --layers 2 --tp 2 --pp 2 \

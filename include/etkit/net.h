@@ -46,6 +46,43 @@ typedef enum etk_algo {
 
 #define ETK_MAX_DIMS 8
 
+/* Network model used outside ASTRA-sim compatibility (docs/network-model.md). */
+typedef enum etk_net_model {
+    ETK_NET_ANALYTICAL = 0, /* α–β per dimension (docs/cluster.md); the default */
+    ETK_NET_FLOW = 1,       /* NCCL-like algorithm/protocol choice, transfers on the fabric
+                               timed by the max-min fair flow model (flow.h) */
+} etk_net_model;
+
+/* The physical fabric under the dimensions, for the flow model: an NVLink/NVSwitch domain per
+ * node, one NIC per GPU, leaf switches (rail-optimized: NIC i of `leaf_nodes` nodes on rail
+ * switch i; otherwise one top-of-rack switch for all NICs of `leaf_nodes` nodes), a spine
+ * joining the leaves of a pod of `pod_nodes` nodes, and a core joining the pods. Oversubscription
+ * is downlink:uplink bandwidth (1 = full bisection; Llama 3's 1:7 above the pod is 7). */
+typedef struct etk_fabric {
+    bool on;                 /* described (else derived from dims by etk_fabric_of) */
+    bool rail;               /* rail-optimized leaves */
+    uint32_t gpus_per_node;  /* NVSwitch domain */
+    uint32_t nodes;
+    uint32_t leaf_nodes;     /* nodes under one leaf (group) */
+    uint32_t pod_nodes;      /* nodes per pod; 0 = one pod */
+    double nvlink_Bps;       /* per GPU per direction */
+    double nic_Bps;          /* per NIC per direction */
+    double leaf_oversub;     /* leaf downlinks : uplinks (>= 1) */
+    double pod_oversub;      /* pod : core (>= 1) */
+    double nvlink_lat_ns;    /* GPU -> NVSwitch -> GPU */
+    double nic_lat_ns;       /* endpoint cost of a NIC message (both ends) */
+    double switch_lat_ns;    /* per switch traversed between nodes */
+} etk_fabric;
+
+/* Bandwidth factors (--link-factor): the NVLink or NIC links of one GPU, or a whole dimension. */
+typedef enum etk_link_kind { ETK_LINK_NIC = 0, ETK_LINK_NVLINK = 1, ETK_LINK_DIM = 2 } etk_link_kind;
+#define ETK_MAX_LINK_FACTORS 16
+typedef struct etk_link_factor {
+    int32_t kind;   /* etk_link_kind */
+    uint32_t index; /* GPU rank (NIC, NVLINK) or dimension (DIM) */
+    double factor;  /* multiplies the bandwidth, in (0, 1] usually */
+} etk_link_factor;
+
 typedef struct etk_net_dim {
     uint32_t size;       /* NPUs along this dimension */
     int32_t topo;        /* etk_topo */
@@ -75,6 +112,11 @@ typedef struct etk_cluster {
     bool astra_roofline;            /* roofline-enabled: time COMP nodes by the roofline */
     char warnings[512];             /* loader notes for the user (e.g. ignored ASTRA-sim keys),
                                        "" if none; the library never prints */
+    /* Added by the flow model (zero = analytical model, no fabric, no factors): */
+    int32_t net_model;              /* etk_net_model */
+    etk_fabric fabric;
+    uint32_t n_link_factors;
+    etk_link_factor link_factors[ETK_MAX_LINK_FACTORS];
 } etk_cluster;
 
 /* Defaults for everything but gpu and dims: efficiency 1, bf16, ASTRA-sim defaults
@@ -156,6 +198,72 @@ uint64_t etk_net_coll_ns(const etk_cluster *c, etk_coll_type type, uint64_t byte
                          const uint32_t *ranks, uint32_t n_ranks);
 /* Time of one point-to-point message. */
 uint64_t etk_net_p2p_ns(const etk_cluster *c, uint32_t src, uint32_t dst, uint64_t bytes);
+/* ---- fabric and flow model (topo.c, nccl.c; docs/network-model.md) ---- */
+
+/* The fabric of a cluster: c->fabric if described, else one derived from the dimensions
+ * (dims[0] = NVSwitch node, the product of the others = nodes on one full-bisection switch). */
+void etk_fabric_of(const etk_cluster *c, etk_fabric *out);
+/* Number of directed links of the fabric and their capacities (bytes/ns) after link factors;
+ * caps may be NULL to get the count only. */
+uint32_t etk_fabric_links(const etk_cluster *c, const etk_fabric *f, double *caps);
+/* Route of a message src -> dst: the links it crosses (at most 8), its latency, and the number
+ * of switches between nodes (0 inside a node, 1 same leaf, 3 same pod, 5 across pods). A message
+ * between rails first moves over NVLink to the GPU on the destination's rail (NCCL's PXN). */
+typedef struct etk_route {
+    uint32_t n;
+    uint32_t link[8];
+    double latency_ns;
+    uint32_t switch_hops;
+    bool crosses_nic;
+} etk_route;
+void etk_fabric_route(const etk_fabric *f, uint32_t src, uint32_t dst, etk_route *out);
+
+/* NCCL-like algorithm and protocol choice (nccl.c). */
+typedef enum etk_nccl_algo { ETK_NCCL_RING = 0, ETK_NCCL_TREE = 1, ETK_NCCL_NVLS = 2 } etk_nccl_algo;
+typedef enum etk_nccl_proto { ETK_NCCL_LL = 0, ETK_NCCL_LL128 = 1, ETK_NCCL_SIMPLE = 2 } etk_nccl_proto;
+typedef struct etk_nccl_choice {
+    int32_t algo, proto;
+    double time_ns;     /* predicted, no congestion */
+    double busbw_GBps;  /* nccl-tests bus bandwidth of that time */
+    double eff;         /* fraction of link bandwidth the algorithm and protocol reach */
+    double lat_ns;      /* latency part of time_ns */
+} etk_nccl_choice;
+/* Choice for one collective of `bytes` (Chakra convention) over n_ranks GPUs spread over
+ * n_nodes nodes of the fabric (n_ranks / n_nodes per node). */
+void etk_nccl_choose(const etk_cluster *c, const etk_fabric *f, etk_coll_type type, uint64_t bytes,
+                     uint32_t n_ranks, uint32_t n_nodes, etk_nccl_choice *out);
+/* Simple-protocol efficiency of a point-to-point path (NIC or NVLink). */
+double etk_nccl_link_eff(bool crosses_nic);
+const char *etk_nccl_algo_name(int a);
+const char *etk_nccl_proto_name(int p);
+/* nccl-tests bus bandwidth factor of a collective on n ranks (all-reduce 2(n-1)/n, ...). */
+double etk_busbw_factor(etk_coll_type type, uint32_t n);
+
+/* Concurrent operations on the flow model: each op a collective over `ranks` or a send
+ * (type < 0, ranks = {src, dst}), started at start_ns; finish_ns gets when it completes. */
+typedef struct etk_flow_op {
+    int32_t type;            /* etk_coll_type, or -1 for a point-to-point send */
+    uint64_t bytes;
+    const uint32_t *ranks;
+    uint32_t n_ranks;
+    uint64_t start_ns;
+    double finish_ns;        /* out */
+    etk_nccl_choice choice;  /* out: the algorithm used (collectives) */
+} etk_flow_op;
+int etk_net_flow_run(const etk_cluster *c, etk_flow_op *ops, uint32_t n_ops, etk_error *err);
+/* The same as a session the simulator drives event by event (sim/engine.c): operations start at
+ * the session's clock; etk_net_flows_next advances to the next completed operation (returns 1
+ * with its tag and time) or to t_limit (returns 0; the clock then stands at t_limit). */
+typedef struct etk_net_flows etk_net_flows;
+int etk_net_flows_new(const etk_cluster *c, etk_net_flows **out, etk_error *err);
+int etk_net_flows_start(etk_net_flows *s, int32_t type, uint64_t bytes, const uint32_t *ranks,
+                        uint32_t n_ranks, uint64_t tag, etk_error *err);
+int etk_net_flows_next(etk_net_flows *s, double t_limit, uint64_t *tag, double *t_ns);
+bool etk_net_flows_busy(const etk_net_flows *s);
+void etk_net_flows_free(etk_net_flows *s);
+/* Parse a --link-factor spec: "nic:RANK:F", "nvlink:RANK:F" or "dim:D:F" (appended to c). */
+int etk_link_factor_parse(etk_cluster *c, const char *spec, etk_error *err);
+
 /* Roofline time of a compute node: max(flops / (peak * eff), bytes / (hbm_bw * eff)). */
 uint64_t etk_hw_compute_ns(const etk_cluster *c, uint64_t flops, uint64_t bytes);
 

@@ -18,6 +18,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "etkit/compute.h"
 #include "etkit/et.h"
 #include "etkit/net.h"
 
@@ -49,6 +50,15 @@ typedef struct etk_sim_opts {
     double model_flops;         /* FLOPs of one step over all ranks; 0: sum of num_ops */
     double tokens_per_step;     /* tokens processed per step; 0: unknown */
     const etk_sim_costs *costs; /* NULL: etk_net_coll_ns, etk_net_p2p_ns, etk_hw_compute_ns */
+    /* Compute model and heterogeneity (compute.h, docs/compute-model.md); zero: off */
+    const etk_compute_params *compute; /* GPU nodes without a duration timed by the compute
+                                          model instead of the roofline (unless costs->compute_ns
+                                          is set); its overlap_slowdown stretches compute that
+                                          starts while a transfer of its rank is in flight */
+    const double *rank_speed;   /* [n_rank_speed]: compute speed of each rank (1 nominal, 0.8 =
+                                   every GPU node takes 1/0.8 as long); ranks beyond are 1.
+                                   etk_sim_workload does not fold when a factor differs from 1 */
+    uint32_t n_rank_speed;
 } etk_sim_opts;
 
 /* Where one rank's time goes. compute + exposed_comm + cpu + idle = step time (the slowest
@@ -64,6 +74,11 @@ typedef struct etk_sim_rank_stats {
     uint64_t flops;              /* num_ops executed on the GPU */
     uint64_t comm_bytes;         /* collective + send bytes issued */
     uint64_t n_nodes;            /* nodes executed */
+    /* memory over time, from nodes with mem_alloc_bytes (allocated when the node starts) and
+     * mem_free_bytes (released when it ends) attributes; all 0 when the trace has none */
+    uint64_t mem_peak_bytes;     /* highest allocated total */
+    uint64_t mem_peak_ns;        /* first moment it is reached */
+    uint64_t mem_peak_node;      /* id of the node whose allocation reached it */
 } etk_sim_rank_stats;
 
 /* One row per collective type and group; groups with identical figures are merged (n_groups).
@@ -103,6 +118,13 @@ typedef struct etk_sim_result {
     const char *workload;
     const char *warnings;      /* "" or "; "-separated notes (lenient reads); never printed by
                                   the library */
+    /* memory over time (see etk_sim_rank_stats.mem_*): */
+    bool mem_tracked;          /* some node carries mem_alloc_bytes / mem_free_bytes */
+    uint64_t mem_peak_bytes;   /* highest per-rank peak */
+    uint32_t mem_peak_rank;    /* the rank where it happens (lowest such rank) */
+    const char *mem_peak_op;   /* name of the node that reached it there ("" if none) */
+    uint64_t mem_capacity_bytes; /* the GPU's HBM (0: unknown) */
+    uint32_t mem_oom_ranks;    /* ranks whose peak exceeds the capacity: predicted OOM */
 } etk_sim_result;
 
 typedef struct etk_sim etk_sim;

@@ -409,6 +409,15 @@ static int decode_pbc(etk_trace *t, src *s, ProtobufCAllocator *alloc, const uin
     return 0;
 }
 
+static const char *where_str(char *buf, size_t n, size_t msg_index)
+{
+    if (msg_index)
+        snprintf(buf, n, "node index %zu", msg_index - 1);
+    else
+        snprintf(buf, n, "GlobalMetadata");
+    return buf;
+}
+
 static int read_stream(src *s, const etk_read_opts *opts, etk_trace *t, etk_error *err)
 {
     uint64_t max_msg = (opts && opts->max_message_bytes) ? opts->max_message_bytes : DEFAULT_MAX_MSG;
@@ -438,22 +447,19 @@ static int read_stream(src *s, const etk_read_opts *opts, etk_trace *t, etk_erro
             break;
         }
         uint64_t hdr = o - s->pos;
-        char where[64];
-        if (msg_index)
-            snprintf(where, sizeof where, "node index %zu", msg_index - 1);
-        else
-            snprintf(where, sizeof where, "GlobalMetadata");
+        char where[64]; /* filled by WHERE() only when an error needs it */
+#define WHERE() where_str(where, sizeof where, msg_index)
         if (L > max_msg) {
             rc = etk_err(err, ETK_EFORMAT,
                          "%s: byte offset %llu: %s: length prefix %llu exceeds the limit of %llu bytes per message (corrupt or not a Chakra trace)",
-                         s->name, (unsigned long long)at, where, (unsigned long long)L,
+                         s->name, (unsigned long long)at, WHERE(), (unsigned long long)L,
                          (unsigned long long)max_msg);
             break;
         }
         if (s->file_size && at + hdr + L > s->file_size) {
             rc = etk_err(err, ETK_EFORMAT,
                          "%s: byte offset %llu: %s: length prefix %llu exceeds the %llu bytes left in the file (truncated or not a Chakra trace)",
-                         s->name, (unsigned long long)at, where, (unsigned long long)L,
+                         s->name, (unsigned long long)at, WHERE(), (unsigned long long)L,
                          (unsigned long long)(s->file_size - at - hdr));
             break;
         }
@@ -462,7 +468,7 @@ static int read_stream(src *s, const etk_read_opts *opts, etk_trace *t, etk_erro
         if (s->len - s->pos < hdr + L) {
             rc = etk_err(err, ETK_EFORMAT,
                          "%s: byte offset %llu: %s is truncated: %llu bytes announced, %zu present",
-                         s->name, (unsigned long long)at, where, (unsigned long long)L,
+                         s->name, (unsigned long long)at, WHERE(), (unsigned long long)L,
                          (size_t)(s->len - s->pos - hdr));
             break;
         }
@@ -552,8 +558,8 @@ int etk_trace_read(const char *path, const etk_read_opts *opts, etk_trace **out,
     gzFile gz = gzopen(path, "rb");
     if (!gz)
         return etk_err(err, ETK_EIO, "%s: cannot open: %s", path, strerror(errno));
-    gzbuffer(gz, 256u << 10);
-    src s = {.name = path, .gz = gz, .cap = 1u << 20};
+    gzbuffer(gz, 128u << 10);
+    src s = {.name = path, .gz = gz, .cap = 256u << 10};
     s.buf = malloc(s.cap);
     if (!s.buf) {
         gzclose(gz);

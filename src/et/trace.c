@@ -111,6 +111,15 @@ etk_trace *etk__trace_new_hint(uint64_t bytes)
         etk_arena_free(t->arena);
         t->arena = a;
     }
+    /* the node array is written once, front to back: reserve it in huge pages for one node
+     * per 40 bytes of trace (pages never touched cost nothing); realloc grows it if needed */
+    size_t cap = (size_t)(bytes / 40);
+    etk_node *n = bytes >= (32u << 20) ? etk__big_alloc(cap * sizeof *n) : NULL; /* small traces:
+                                   a 2 MiB huge page would outweigh the nodes themselves */
+    if (n) {
+        t->nodes = n;
+        t->cap_nodes = cap;
+    }
     return t;
 }
 

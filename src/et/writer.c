@@ -336,40 +336,45 @@ int etk_trace_write(const etk_trace *t, const char *path, etk_error *err)
 
 int etk_trace_encode(const etk_trace *t, uint8_t **buf, size_t *len, etk_error *err)
 {
-    /* encode through an in-memory stream */
-    char *mem = NULL;
-    size_t memlen = 0;
-    FILE *f = open_memstream(&mem, &memlen);
-    if (!f)
-        return etk_err(err, ETK_ENOMEM, "out of memory");
-    etk_writer *w = calloc(1, sizeof *w);
-    if (!w || !(w->path = strdup("<memory>")) || !(w->scratch = etk_arena_new(64u << 10))) {
-        if (w)
-            writer_free(w);
-        fclose(f);
-        free(mem);
-        return etk_err(err, ETK_ENOMEM, "out of memory");
-    }
-    w->f = f;
+    /* metadata through protobuf-c (it may carry attributes), nodes through the direct encoder,
+     * into one buffer of the exact size */
     ChakraProtoMsg__GlobalMetadata m;
     chakra_proto_msg__global_metadata__init(&m);
     m.version = xstr(t->version);
-    int rc = to_pb_attrs(w->scratch, t->meta_attr, t->n_meta_attr, &m.attr);
+    etk_arena *a = etk_arena_new(0);
+    if (!a)
+        return etk_err(err, ETK_ENOMEM, "out of memory");
+    int rc = to_pb_attrs(a, t->meta_attr, t->n_meta_attr, &m.attr);
     m.n_attr = t->n_meta_attr;
-    if (rc)
-        rc = etk_err(err, rc, "GlobalMetadata: an attribute has an invalid kind");
-    else
-        rc = emit(w, &m.base, err);
-    etk_arena_reset(w->scratch);
-    for (size_t i = 0; rc == 0 && i < t->n_nodes; i++)
-        rc = etk_writer_put(w, &t->nodes[i], err);
-    writer_free(w);
-    fclose(f);
     if (rc) {
-        free(mem);
-        return rc;
+        etk_arena_free(a);
+        return etk_err(err, rc, "GlobalMetadata: an attribute has an invalid kind");
     }
-    *buf = (uint8_t *)mem;
-    *len = memlen;
+    size_t msz = protobuf_c_message_get_packed_size(&m.base);
+    size_t total = 10 + msz;
+    for (size_t i = 0; i < t->n_nodes; i++) {
+        const etk_node *n = &t->nodes[i];
+        for (uint32_t k = 0; k < n->n_attr; k++)
+            if (!etk__attr_kind_valid(n->attr[k].kind)) {
+                etk_arena_free(a);
+                return etk_err(err, ETK_EINVAL, "node index %zu (id %llu): attribute '%s' has invalid kind %d",
+                               i, (unsigned long long)n->id, n->attr[k].name ? n->attr[k].name : "",
+                               (int)n->attr[k].kind);
+            }
+        total += etk_node_frame_size(n);
+    }
+    uint8_t *out = malloc(total);
+    if (!out) {
+        etk_arena_free(a);
+        return etk_err(err, ETK_ENOMEM, "out of memory (%zu bytes)", total);
+    }
+    size_t p = put_varint(out, msz);
+    protobuf_c_message_pack(&m.base, out + p);
+    p += msz;
+    etk_arena_free(a);
+    for (size_t i = 0; i < t->n_nodes; i++)
+        p += etk_node_frame_encode(&t->nodes[i], out + p);
+    *buf = out;
+    *len = p;
     return 0;
 }

@@ -180,6 +180,10 @@ typedef struct emitter {
     etk_error *err;
     uint64_t next_id;
     uint64_t pending_ctrl;
+    /* memory over time (docs/compute-model.md): attributes mem_alloc_bytes / mem_free_bytes for
+     * the next node put (static state on the first node, saved activations from a section's
+     * forward to the end of its backward) */
+    uint64_t mem_alloc_pending, mem_free_pending;
     int nsi;
     int *si_sec;
     uint32_t *si_layer;
@@ -257,6 +261,16 @@ static int put_node(emitter *E, const char *name, int type, uint64_t *deps, uint
         n.n_ctrl_deps = nc;
     }
     E->pending_ctrl = E->pending_ctrl2 = E->pending_ctrl3 = 0;
+    etk_attr ma[16];
+    if ((E->mem_alloc_pending || E->mem_free_pending) && nattr + 2 <= 16) {
+        memcpy(ma, attr, nattr * sizeof *attr);
+        if (E->mem_alloc_pending)
+            ma[nattr++] = etk_attr_u64("mem_alloc_bytes", E->mem_alloc_pending);
+        if (E->mem_free_pending)
+            ma[nattr++] = etk_attr_u64("mem_free_bytes", E->mem_free_pending);
+        E->mem_alloc_pending = E->mem_free_pending = 0;
+        attr = ma;
+    }
     n.attr = attr;
     n.n_attr = nattr;
     if (E->st) {
@@ -375,6 +389,7 @@ static uint64_t emit_fwd(emitter *E, int si, uint32_t j, uint64_t input)
     char lab[32], name[160] = "";
     si_label(E, si, lab, sizeof lab);
     uint64_t deps[64];
+    E->mem_alloc_pending += P->saved_bytes; /* kept for the backward pass */
     for (int k = 0; k < P->nfwd && !E->rc; k++) {
         const ginst *I = &P->v[k];
         uint32_t nd = 0;
@@ -454,6 +469,10 @@ static int emit_bwd(emitter *E, int si, uint32_t j, const uint64_t *gd, int ngd,
     char lab[32], name[160] = "";
     si_label(E, si, lab, sizeof lab);
     uint64_t deps[96];
+    int last_w = -1;
+    for (int k = P->nfwd; k < P->n; k++)
+        if (is_w(&P->v[k]))
+            last_w = k;
     for (int k = P->nfwd; k < P->n && !E->rc; k++) {
         const ginst *I = &P->v[k];
         if ((mode == BW_B && is_w(I)) || (mode == BW_W && !is_w(I)))
@@ -485,6 +504,10 @@ static int emit_bwd(emitter *E, int si, uint32_t j, const uint64_t *gd, int ngd,
         uint64_t id = E->next_id;
         bi[k - P->nfwd] = id;
         E->unit_last = id;
+        /* the forward's saved activations are freed with the last backward node (zb-h1: with
+         * the last W node, which still reads them) */
+        if (mode == BW_ALL || (mode == BW_B && last_w < 0) ? k == P->n - 1 : mode == BW_W && k == last_w)
+            E->mem_free_pending += P->saved_bytes;
         if (I->type == ETK_NODE_COMP)
             put_comp(E, name, I->flops, I->bytes, I->fp8, deps, nd);
         else
@@ -787,6 +810,8 @@ static void group_ids(const etk_gen_config *c, uint32_t tp, uint32_t cp, uint32_
     snprintf(pg[ETK_GEN_GROUP_EDP], 16, "%u", B + c->tp * C * X * c->pp + tp + c->tp * (e + EP * pp));
 }
 
+static void stage_memory(gen *G, uint32_t s, etk_gen_stage *st);
+
 /* Emit every node of stage `stage` for the rank at (tp_i, cp_i, dp_i). */
 static int emit_stage(gen *G, uint32_t stage, uint32_t tp_i, uint32_t cp_i, uint32_t dp_i, put_fn put, void *u,
                       etk_gen_stage *st, etk_error *err)
@@ -855,6 +880,13 @@ static int emit_stage(gen *G, uint32_t stage, uint32_t tp_i, uint32_t cp_i, uint
     bool zb = c->schedule == ETK_SCHED_ZBH1;
     uint64_t unit_end = 0;
     int64_t msg = (int64_t)G->prog[G_SEC_LAYER].out_bytes;
+    {   /* static memory, allocated by the stage's first node */
+        etk_gen_stage ms;
+        memset(&ms, 0, sizeof ms);
+        stage_memory(G, stage, &ms);
+        E.mem_alloc_pending = ms.weight_bytes + ms.grad_bytes + ms.optimizer_bytes +
+                              ms.comm_buffer_bytes;
+    }
     char name[96];
     for (uint32_t u2 = 0; u2 < 2 * total && !E.rc; u2++) {
         bool fwd;

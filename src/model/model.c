@@ -1,7 +1,10 @@
 /* model.c — model presets and the symbolic block graph. A model (presets/models/<name>.yaml, a
- * user file or a Hugging Face config.json) gives the dimensions; its arch selects a block graph
- * (presets/models/blocks/<arch>.yaml) whose ops over named dimensions are loaded here with every
- * size evaluated. gen/lower.c turns that graph into per-rank work under a parallel plan. */
+ * user file or a Hugging Face config.json of the Llama, Mistral, Qwen2, Mixtral, Qwen2/3-MoE,
+ * DeepSeek-V2/V3, GPT-2 and GPT-NeoX families) gives the dimensions, including mixture-of-experts
+ * and MLA ones; its arch selects a block graph (presets/models/blocks/<arch>.yaml) whose ops over
+ * named dimensions are loaded here with every size evaluated (expert capacity included).
+ * Parameter counts (total and active per token) are sums over the graph's weights. gen/lower.c
+ * turns that graph into per-rank work under a parallel plan. */
 #include <ctype.h>
 #include <inttypes.h>
 #include <stdio.h>

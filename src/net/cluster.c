@@ -20,6 +20,7 @@
 #include "net/net_internal.h"
 
 static const char *const cluster_presets[] = {"dgx-a100", "dgx-h100", "hgx-h200", "dgx-b200",
+                                              "dgx-h100-superpod", "llama3",
                                               NULL};
 static const char *const gpu_presets[] = {"a100", "h100", "h200", "b200", "mi300x", NULL};
 
@@ -384,6 +385,60 @@ static int parse_dim(ydoc *y, const yaml_node_t *map, uint32_t idx, etk_net_dim 
     return 0;
 }
 
+/* fabric: {rail, leaf_nodes, pod_nodes, leaf_oversubscription, pod_oversubscription,
+ * nic_latency, switch_latency} (docs/network-model.md); the bandwidths and the NVLink latency come
+ * from network[0] and the last dimension when the cluster is finished */
+static int parse_fabric(ydoc *y, const yaml_node_t *map, etk_fabric *f)
+{
+    int rc = yexpect(y, map, YAML_MAPPING_NODE, "fabric");
+    if (rc)
+        return rc;
+    f->on = true;
+    f->leaf_oversub = f->pod_oversub = 1;
+    YFOR_PAIRS(y, map, pr) {
+        yaml_node_t *k = YNODE(y, pr->key), *v = YNODE(y, pr->value);
+        const char *key = yscalar(k) ? yscalar(k) : "";
+        if (strcmp(key, "rail") == 0) {
+            const char *s = yscalar(v);
+            if (!s || (strcmp(s, "true") && strcmp(s, "false")))
+                return etk_err(y->err, ETK_EINVAL, "%s:%d: fabric.rail: expected true or false, "
+                               "got %s", y->file, yline(v), s ? s : ykind(v));
+            f->rail = strcmp(s, "true") == 0;
+        } else if (strcmp(key, "leaf_nodes") == 0) {
+            if ((rc = ycount(y, v, "fabric.leaf_nodes", &f->leaf_nodes)))
+                return rc;
+        } else if (strcmp(key, "pod_nodes") == 0) {
+            if ((rc = ycount(y, v, "fabric.pod_nodes", &f->pod_nodes)))
+                return rc;
+        } else if (strcmp(key, "leaf_oversubscription") == 0 ||
+                   strcmp(key, "pod_oversubscription") == 0) {
+            double *dst = key[0] == 'l' ? &f->leaf_oversub : &f->pod_oversub;
+            if ((rc = ypositive(y, v, key, "a ratio >= 1 (7 for 1:7)", dst)))
+                return rc;
+            if (*dst < 1)
+                return etk_err(y->err, ETK_EINVAL, "%s:%d: fabric.%s: expected a ratio >= 1 "
+                               "(downlink:uplink, 7 for 1:7), got %s", y->file, yline(v), key,
+                               yscalar(v));
+        } else if (strcmp(key, "nic_latency") == 0) {
+            if ((rc = ynumber(y, v, "fabric.nic_latency", "ns", &f->nic_lat_ns)))
+                return rc;
+        } else if (strcmp(key, "switch_latency") == 0) {
+            if ((rc = ynumber(y, v, "fabric.switch_latency", "ns", &f->switch_lat_ns)))
+                return rc;
+        } else {
+            return yunknown(y, k, "fabric", "rail, leaf_nodes, pod_nodes, leaf_oversubscription, "
+                            "pod_oversubscription, nic_latency, switch_latency");
+        }
+    }
+    if (!f->leaf_nodes)
+        return etk_err(y->err, ETK_EINVAL, "%s:%d: fabric: missing leaf_nodes (nodes under one "
+                       "leaf switch)", y->file, yline(map));
+    if (f->nic_lat_ns < 0 || f->switch_lat_ns < 0)
+        return etk_err(y->err, ETK_EINVAL, "%s:%d: fabric: latencies must be >= 0 ns", y->file,
+                       yline(map));
+    return 0;
+}
+
 static int parse_cluster(ydoc *y, const yaml_node_t *root, etk_cluster *c)
 {
     int rc = yexpect(y, root, YAML_MAPPING_NODE, "top level");
@@ -461,9 +516,22 @@ static int parse_cluster(ydoc *y, const yaml_node_t *root, etk_cluster *c)
                                "%s:%d: precision: expected bf16, fp16, fp8, fp32 or tf32, got %s",
                                y->file, yline(v), yscalar(v) ? yscalar(v) : ykind(v));
             c->precision = (etk_precision)p;
+        } else if (strcmp(key, "fabric") == 0) {
+            if ((rc = parse_fabric(y, v, &c->fabric)))
+                return rc;
+        } else if (strcmp(key, "network_model") == 0) {
+            const char *s = yscalar(v);
+            if (s && strcmp(s, "flow") == 0)
+                c->net_model = ETK_NET_FLOW;
+            else if (s && strcmp(s, "analytical") == 0)
+                c->net_model = ETK_NET_ANALYTICAL;
+            else
+                return etk_err(y->err, ETK_EINVAL, "%s:%d: network_model: expected flow or "
+                               "analytical, got %s", y->file, yline(v), s ? s : ykind(v));
         } else {
             return yunknown(y, k, "the cluster",
-                            "name, preset, nodes, gpu, network, compute_efficiency, precision");
+                            "name, preset, nodes, gpu, network, compute_efficiency, precision, "
+                            "fabric, network_model");
         }
     }
     if (!have_gpu)
@@ -489,6 +557,19 @@ void net_cluster_finish(etk_cluster *c)
     for (uint32_t i = 0; i < c->n_dims; i++)
         n *= c->dims[i].size;
     c->n_npus = n > UINT32_MAX ? UINT32_MAX : (uint32_t)n;
+    if (c->fabric.on && c->n_dims >= 1) {
+        /* a described fabric takes its sizes and bandwidths from the dimensions:
+         * network[0] is the NVSwitch node, the product of the others the nodes, the last one
+         * the NIC */
+        etk_fabric *f = &c->fabric;
+        f->gpus_per_node = c->dims[0].size ? c->dims[0].size : 1;
+        f->nodes = c->n_npus / f->gpus_per_node ? c->n_npus / f->gpus_per_node : 1;
+        f->nvlink_Bps = c->dims[0].bw_Bps;
+        f->nvlink_lat_ns = c->dims[0].latency_ns;
+        f->nic_Bps = c->n_dims > 1 ? c->dims[c->n_dims - 1].bw_Bps : c->dims[0].bw_Bps;
+        if (!f->leaf_nodes)
+            f->leaf_nodes = 1;
+    }
 }
 
 static int cluster_from_text(const char *file, const char *text, size_t len, etk_cluster *out,
@@ -563,7 +644,7 @@ int etk_cluster_preset(const char *name, uint32_t nodes, etk_cluster *out, etk_e
     if (!e)
         return etk_err(err, ETK_ENOTFOUND,
                        "unknown cluster preset '%s' (known: dgx-a100, dgx-h100, hgx-h200, "
-                       "dgx-b200)",
+                       "dgx-b200, dgx-h100-superpod, llama3)",
                        name);
     if (nodes < 1 || nodes > (1u << 24))
         return etk_err(err, ETK_EINVAL,

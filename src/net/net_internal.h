@@ -22,4 +22,11 @@ uint64_t net_astra_p2p_ns(const etk_cluster *c, uint32_t src, uint32_t dst, uint
  * simulate. */
 uint64_t net_phys_coll_ns(const etk_cluster *c, const etk_net_place *p, etk_coll_type type,
                           uint64_t bytes);
+/* Flow network model (topo.c): one operation alone on the fabric, UINT64_MAX on failure. */
+uint64_t net_flow_coll_ns(const etk_cluster *c, etk_coll_type type, uint64_t bytes,
+                          const uint32_t *ranks, uint32_t n_ranks);
+uint64_t net_flow_p2p_ns(const etk_cluster *c, uint32_t src, uint32_t dst, uint64_t bytes);
+/* The cluster with --link-factor factors applied to the dimensions, as the analytical model
+ * sees them for an operation over `ranks` (NULL = 0..n-1). */
+void net_factored(const etk_cluster *c, const uint32_t *ranks, uint32_t n, etk_cluster *out);
 #endif

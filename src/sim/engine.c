@@ -10,6 +10,7 @@
  * result does not depend on the order of simultaneous events (this is what makes folded and
  * unfolded runs identical). */
 #include <inttypes.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -349,12 +350,54 @@ int etk_sim_new(const etk_cluster *c, uint32_t n_ranks, const etk_groups *groups
         s->costs.ctx = s->o.costs->ctx;
     }
     s->o.costs = NULL;
+    /* flow network model: collectives run as transfers on one shared fabric (net/topo.c), so
+     * concurrent collectives on the same links slow each other; only with the model's own
+     * costs and every rank simulated (etk_sim_set_classes drops it when folding) */
+    if (s->cl.net_model == ETK_NET_FLOW && !s->cl.astra_compat && s->costs.coll_ns == def_coll) {
+        int frc = etk_net_flows_new(&s->cl, &s->nf, err);
+        if (frc) {
+            etk_sim_free(s);
+            return frc;
+        }
+    }
+    if (s->o.compute) { /* compute model: keep copies, the caller's may go away */
+        int crc2 = etk_compute_check(s->o.compute, err);
+        if (crc2) {
+            free(s);
+            return crc2;
+        }
+        s->comp = *s->o.compute;
+        s->o.compute = &s->comp;
+    }
+    if (s->o.rank_speed && s->o.n_rank_speed) {
+        uint32_t m = s->o.n_rank_speed < n_ranks ? s->o.n_rank_speed : n_ranks;
+        for (uint32_t r = 0; r < m; r++)
+            if (!(s->o.rank_speed[r] > 0 && s->o.rank_speed[r] <= 1e6)) {
+                double v = s->o.rank_speed[r];
+                free(s);
+                return etk_err(err, ETK_EINVAL,
+                               "simulator: speed factor of rank %u: expected a number in "
+                               "(0, 1e6], got %g", r, v);
+            }
+        s->speed = malloc(m * sizeof *s->speed);
+        if (!s->speed) {
+            free(s);
+            return oom(err);
+        }
+        memcpy(s->speed, s->o.rank_speed, m * sizeof *s->speed);
+        s->o.rank_speed = s->speed;
+        s->o.n_rank_speed = m;
+    } else {
+        s->o.rank_speed = NULL;
+        s->o.n_rank_speed = 0;
+    }
     uint32_t ns[3] = {s->o.cpu_streams, s->o.comp_streams, s->o.comm_streams};
     const char *nsname[3] = {"CPU", "compute", "communication"};
     for (int k = 0; k < 3; k++) {
         if (ns[k] == 0)
             ns[k] = 1;
         if (ns[k] > 32) {
+            free(s->speed);
             free(s);
             return etk_err(err, ETK_EINVAL,
                            "simulator: %u %s streams per rank requested; at most 32 are supported",
@@ -427,6 +470,10 @@ int etk_sim_set_classes(etk_sim *s, const uint32_t *class_of, const uint32_t *cl
     for (uint32_t r = 0; r < s->n_ranks; r++)
         if (s->r[r].n)
             return etk_err(err, ETK_EINVAL, "simulator: classes must be set before traces are added");
+    if (n_classes < s->n_ranks && s->nf) { /* folded: isolated costs per collective */
+        etk_net_flows_free(s->nf);
+        s->nf = NULL;
+    }
     if (n_classes == 0 || n_classes > s->n_ranks)
         return etk_err(err, ETK_EINVAL, "simulator: %u classes for %u ranks", n_classes,
                        s->n_ranks);
@@ -585,6 +632,11 @@ static int setup_node(etk_sim *s, uint32_t rank, snode *n, const etk_node *e, et
     uint64_t dur = e->duration_micros * 1000;
     n->type = (uint8_t)(e->type >= 0 && e->type < ETK_NODE_TYPE_COUNT ? e->type : 0);
     n->dur_ns = dur;
+    n->mem_alloc = n->mem_free = 0; /* memory over time (memory.c) */
+    bool has_alloc = etk_node_u64(e, "mem_alloc_bytes", &n->mem_alloc);
+    bool has_free = etk_node_u64(e, "mem_free_bytes", &n->mem_free);
+    if (has_alloc || has_free)
+        s->mem_tracked = true;
     bool o = false;
     switch (e->type) {
     case ETK_NODE_COMP: {
@@ -609,7 +661,7 @@ static int setup_node(etk_sim *s, uint32_t rank, snode *n, const etk_node *e, et
         } else if (!dur && !cpu && (n->flops || n->bytes)) {
             /* a node marked "precision": "fp8" (FP8 GEMMs of etkit gen --precision fp8) runs at
              * the fp8 peak: its FLOPs are charged at peak[cluster precision] / peak[fp8], which
-             * makes the roofline's compute term exactly flops / peak[fp8] */
+             * makes the compute term exactly flops / peak[fp8] */
             uint64_t fl = n->flops;
             const char *prec = etk_node_str(e, "precision");
             int cp = (int)s->cl.precision;
@@ -617,7 +669,18 @@ static int setup_node(etk_sim *s, uint32_t rank, snode *n, const etk_node *e, et
                 s->cl.gpu.peak_flops[ETK_PREC_FP8] > 0 && s->cl.gpu.peak_flops[cp] > 0)
                 fl = (uint64_t)((long double)fl * (long double)s->cl.gpu.peak_flops[cp] /
                                 (long double)s->cl.gpu.peak_flops[ETK_PREC_FP8] + 0.5L);
-            n->dur_ns = s->costs.compute_ns(s->costs.ctx, &s->cl, fl, n->bytes);
+            if (s->o.compute && s->costs.compute_ns == def_comp) { /* compute model */
+                etk_op_desc op;
+                etk_compute_op_from_node(e, fl, n->bytes, &op);
+                n->dur_ns = etk_compute_op_ns(&s->cl, s->o.compute, &op);
+            } else {
+                n->dur_ns = s->costs.compute_ns(s->costs.ctx, &s->cl, fl, n->bytes);
+            }
+        }
+        if (!cpu && rank < s->o.n_rank_speed && s->o.rank_speed[rank] != 1.0 &&
+            s->o.rank_speed[rank] > 0) { /* heterogeneity: a slow (or fast) GPU */
+            long double d = (long double)n->dur_ns / s->o.rank_speed[rank];
+            n->dur_ns = d >= 1.8e19L ? UINT64_MAX : (uint64_t)llroundl(d);
         }
         break;
     }
@@ -1017,6 +1080,8 @@ static void complete(etk_sim *s, uint32_t r, uint32_t i, uint64_t t)
     snode *n = &R->nodes[i];
     n->state = ST_DONE;
     n->end_ns = t;
+    if (n->mem_free)
+        sim_mem_free(R, n);
     R->n_done++;
     R->st.finish_ns = t;
     R->st.flops += n->flops;
@@ -1118,6 +1183,11 @@ static int coll_arrive(etk_sim *s, uint32_t r, uint32_t i, uint64_t t, etk_error
     scollstat *st = &g->stat[in->ctype];
     st->count++;
     st->bytes += in->bytes;
+    if (s->nf) { /* completion comes from the flow model (flow_pump) */
+        in->xfer_t0 = t;
+        return etk_net_flows_start(s->nf, in->ctype, in->bytes, g->ranks, g->n,
+                                   (uint64_t)n->aux << 32 | k, err);
+    }
     st->time += in->dur;
     if (ev_push(s, t + in->dur, EV_COLL, n->aux, k) != 0)
         return oom(err);
@@ -1140,10 +1210,18 @@ static int p2p_try(etk_sim *s, uint32_t c, uint64_t t, etk_error *err)
         ch->rq_head = rn->qnext;
         if (ch->rq_head == SIM_NONE)
             ch->rq_tail = SIM_NONE;
-        uint64_t arrive = sn->start_ns + sn->dur_ns;
         rn->bytes = sn->bytes;
         rn->xfer_ns = sn->start_ns > rn->start_ns ? sn->start_ns : rn->start_ns;
         rn->pos = 0;
+        if (sn->dur_ns == UINT64_MAX && s->nf) {
+            /* flow model, send still in flight: the receive completes with it (flow_pump) */
+            acc(R, t);
+            R->n_xfer++;
+            rn->pos = 1;
+            sn->pos = ri + 1;
+            continue;
+        }
+        uint64_t arrive = sn->start_ns + sn->dur_ns;
         if (arrive > t) { /* still in flight: the receiver waits on the transfer */
             acc(R, t);
             R->n_xfer++;
@@ -1171,6 +1249,8 @@ static int start_node(etk_sim *s, uint32_t r, uint32_t i, uint64_t t, etk_error 
     snode *n = &R->nodes[i];
     n->state = ST_ISSUED;
     n->start_ns = t;
+    if (n->mem_alloc)
+        sim_mem_alloc(s, R, n, t);
     switch (n->type) {
     case ETK_NODE_COLL:
         return coll_arrive(s, r, i, t, err);
@@ -1181,9 +1261,19 @@ static int start_node(etk_sim *s, uint32_t r, uint32_t i, uint64_t t, etk_error 
         n->xfer_ns = t;
         R->p2p_count++;
         R->p2p_bytes += n->bytes;
-        R->p2p_time += n->dur_ns;
-        if (ev_push(s, t + n->dur_ns, EV_NODE, r, i) != 0)
-            return oom(err);
+        if (s->nf) { /* flow network model: the send completes when its transfer does */
+            uint32_t ends[2] = {c->src, c->dst};
+            n->dur_ns = UINT64_MAX; /* unknown until then (flow_pump) */
+            n->pos = 0;             /* 1 + index of a receive waiting for it */
+            int frc = etk_net_flows_start(s->nf, -1, n->bytes, ends, 2,
+                                          1ull << 63 | (uint64_t)r << 32 | i, err);
+            if (frc)
+                return frc;
+        } else {
+            R->p2p_time += n->dur_ns;
+            if (ev_push(s, t + n->dur_ns, EV_NODE, r, i) != 0)
+                return oom(err);
+        }
         chan_append(R->nodes, &c->sq_head, &c->sq_tail, i);
         return p2p_try(s, n->aux, t, err);
     }
@@ -1195,6 +1285,11 @@ static int start_node(etk_sim *s, uint32_t r, uint32_t i, uint64_t t, etk_error 
     default:
         if (n->kind == K_COMP || n->kind == K_CPU) {
             acc(R, t);
+            if (n->kind == K_COMP && R->n_xfer && s->o.compute &&
+                s->o.compute->overlap_slowdown > 0 && n->dur_ns < UINT64_MAX / 128)
+                /* overlap interference: communication kernels take SMs and HBM bandwidth */
+                n->dur_ns = (uint64_t)llround((double)n->dur_ns *
+                                              (1.0 + s->o.compute->overlap_slowdown));
             if (n->kind == K_COMP)
                 R->n_comp++;
             else
@@ -1258,6 +1353,8 @@ static int handle(etk_sim *s, const sevent *e, etk_error *err)
         sgroup *g = &s->g[e->a];
         uint32_t k = e->b;
         sinst *in = g->inst[g->inst_head + (k - g->base)];
+        if (s->nf)
+            g->stat[in->ctype].time += t - in->xfer_t0;
         for (uint32_t p = 0; p < g->n_sim; p++) {
             uint32_t r = g->simrank[p];
             srank *R = &s->r[r];
@@ -1304,12 +1401,56 @@ static int flush_dirty(etk_sim *s, uint64_t t, etk_error *err)
     return s->broken ? oom(err) : 0;
 }
 
+/* Flow network model: advance the flows to the next engine event (or t_end); a collective whose
+ * last transfer completes first becomes an EV_COLL event at that time (rounded up to the ns). */
+static int flow_pump(etk_sim *s, uint64_t t_end, etk_error *err)
+{
+    uint64_t lim = s->n_ev && s->ev[0].t < t_end ? s->ev[0].t : t_end;
+    if (!etk_net_flows_busy(s->nf) && lim == UINT64_MAX)
+        return 0;
+    uint64_t tag;
+    double tc;
+    int got = etk_net_flows_next(s->nf, lim == UINT64_MAX ? INFINITY : (double)lim, &tag, &tc);
+    if (got < 0)
+        return oom(err);
+    if (got) {
+        uint64_t te = (uint64_t)ceil(tc);
+        if (te < s->now)
+            te = s->now;
+        if (tag >> 63) { /* a send: it completes, and the receive matched to it arrives */
+            uint32_t r = (uint32_t)(tag >> 32) & 0x7fffffffu, i = (uint32_t)tag;
+            srank *R = &s->r[r];
+            snode *n = &R->nodes[i];
+            n->dur_ns = te - n->start_ns;
+            R->p2p_time += n->dur_ns;
+            if (ev_push(s, te, EV_NODE, r, i) != 0)
+                return oom(err);
+            if (n->pos && ev_push(s, te, EV_P2P, s->ch[n->aux].dst, n->pos - 1) != 0)
+                return oom(err);
+            n->pos = 0;
+        } else if (ev_push(s, te, EV_COLL, (uint32_t)(tag >> 32), (uint32_t)tag) != 0) {
+            return oom(err);
+        }
+    }
+    return 0;
+}
+
 int etk_sim_run_until(etk_sim *s, uint64_t t_end, etk_error *err)
 {
     if (s->broken)
         return etk_err(err, ETK_EINVAL, "simulator: unusable after an earlier error");
     int rc = flush_dirty(s, s->now, err);
-    while (!rc && s->n_ev && s->ev[0].t <= t_end) {
+    while (!rc && s->nf && (rc = flow_pump(s, t_end, err)) == 0 && s->n_ev && s->ev[0].t <= t_end) {
+        uint64_t t = s->ev[0].t;
+        s->now = t;
+        while (!rc && s->n_ev && s->ev[0].t == t) {
+            sevent e = ev_pop(s);
+            rc = handle(s, &e, err);
+        }
+        if (!rc)
+            rc = flush_dirty(s, t, err);
+    }
+    while (!rc && !s->nf && s->n_ev && s->ev[0].t <= t_end) {
         uint64_t t = s->ev[0].t;
         s->now = t;
         while (!rc && s->n_ev && s->ev[0].t == t) {
@@ -1490,10 +1631,12 @@ void etk_sim_free(etk_sim *s)
     }
     free(s->g);
     free(s->r);
+    free(s->speed);
     free(s->cls);
     free(s->rep);
     free(s->csize);
     free(s->all_ranks);
+    etk_net_flows_free(s->nf);
     kmap_free(&s->gnames);
     kmap_free(&s->costcache);
     kmap_free(&s->chmap);

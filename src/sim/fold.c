@@ -672,7 +672,14 @@ int etk_sim_workload(const etk_workload *wl, const etk_cluster *c, const etk_sim
     uint32_t *cls = NULL, *rep = NULL;
     const char *why = NULL;
     int ncls = (int)wl->n_ranks;
-    if (!(opts && opts->no_fold)) {
+    bool hetero = false; /* per-rank speed factors break the symmetry folding relies on */
+    for (uint32_t r = 0; opts && opts->rank_speed && r < opts->n_rank_speed; r++)
+        if (opts->rank_speed[r] != 1.0)
+            hetero = true;
+    /* flow network model: transfers of every rank share the fabric, so every rank is simulated
+     * (a folded run would leave the other classes' traffic off the links) */
+    bool flow = c->net_model == ETK_NET_FLOW && !c->astra_compat;
+    if (!(opts && opts->no_fold) && !hetero && !flow) {
         ncls = etk_sim_classes(wl, c, opts, &cls, &rep, &why, err);
         if (ncls < 0)
             return ncls;
@@ -684,7 +691,9 @@ int etk_sim_workload(const etk_workload *wl, const etk_cluster *c, const etk_sim
                        "workload %s holds only class representatives but %s; generate it "
                        "unfolded to simulate every rank",
                        wl->prefix ? wl->prefix : "(in memory)",
-                       opts && opts->no_fold ? "--no-fold was given"
+                       hetero ? "per-rank speed factors (--slow-rank) are given"
+                       : flow ? "the flow network model simulates every rank"
+                       : opts && opts->no_fold ? "--no-fold was given"
                                              : why ? why : "it cannot be folded");
     }
     etk_sim *s = NULL;

@@ -24,6 +24,7 @@ typedef struct snode {
     uint64_t xfer_ns;  /* COLL/SEND/RECV: when the transfer started */
     uint64_t bytes;    /* comm bytes (COLL/SEND/RECV), tensor bytes otherwise */
     uint64_t flops;
+    uint64_t mem_alloc, mem_free; /* mem_alloc_bytes / mem_free_bytes attributes (memory.c) */
     const etk_node *src;
     uint32_t succ_begin, n_succ; /* CSR into srank.succ */
     uint32_t extra;              /* overflow successor list head (srank.xe), SIM_NONE if none */
@@ -76,12 +77,14 @@ typedef struct srank {
     uint64_t p2p_count, p2p_bytes, p2p_time;
     uint64_t missing;
     uint64_t ctrl_dropped;
+    uint64_t mem_cur;  /* bytes allocated now (memory.c) */
     bool dirty, simulated;
 } srank;
 
 typedef struct sinst {
     int32_t ctype;
     uint64_t bytes, dur, issue_first;
+    uint64_t xfer_t0; /* flow network model: when the transfer started */
     uint32_t arrived;
     uint32_t first_rank, first_node;
     uint32_t *node; /* [n_sim] node index per simulated member, SIM_NONE if not arrived */
@@ -148,6 +151,8 @@ struct etk_sim {
     uint32_t n_ev, cap_ev;
     uint64_t seq;
     uint64_t now;
+    struct etk_net_flows *nf; /* flow network model: concurrent transfers share links (NULL:
+                                 each collective costs its isolated time) */
     uint32_t *dirty;
     uint32_t n_dirty, cap_dirty;
     bool finished, broken;
@@ -158,6 +163,9 @@ struct etk_sim {
     uint32_t notes_dropped;
     char *pool;       /* see sim_reserve */
     size_t pool_used, pool_cap;
+    etk_compute_params comp; /* copy of *o.compute (o.compute points here) */
+    double *speed;           /* copy of o.rank_speed (o.rank_speed points here) */
+    bool mem_tracked;        /* some node has mem_alloc_bytes / mem_free_bytes */
 };
 
 /* fold.c / report.c helpers */
@@ -168,5 +176,12 @@ int sim_reserve(etk_sim *s, size_t bytes);
 int sim_build_result(etk_sim *s, etk_error *err);
 /* busbw factor of nccl-tests for a collective of type t on n ranks (report.c) */
 double sim_busbw_factor(int t, uint32_t n);
+
+/* memory.c: memory over time from mem_alloc_bytes / mem_free_bytes node attributes */
+void sim_mem_alloc(etk_sim *s, srank *R, const snode *n, uint64_t t);
+void sim_mem_free(srank *R, const snode *n);
+void sim_mem_result(etk_sim *s);
+/* Perfetto counter events ("ph": "C") of rank r's allocated bytes; returns 0 or ETK_ENOMEM */
+int sim_mem_timeline(const etk_sim *s, uint32_t r, FILE *f);
 
 #endif

@@ -94,6 +94,7 @@ int sim_build_result(etk_sim *s, etk_error *err)
     }
     for (uint32_t r = 0; r < s->n_ranks; r++)
         res->ranks[r] = s->r[s->rep[s->cls[r]]].st;
+    sim_mem_result(s);
     res->model_flops_given = s->o.model_flops > 0;
     res->flops_per_step = res->model_flops_given ? s->o.model_flops : flops;
     double secs = step * 1e-9;
@@ -201,6 +202,18 @@ void etk_sim_print_text(const etk_sim_result *r, FILE *f)
     if (r->tokens_per_s > 0)
         fprintf(f, "tokens/s       %.0f (%.0f tokens per step)\n", r->tokens_per_s,
                 r->tokens_per_step);
+    if (r->mem_tracked) { /* memory over time (memory.c) */
+        const etk_sim_rank_stats *m = &r->ranks[r->mem_peak_rank];
+        fprintf(f, "memory peak    %.2f GiB (%s bytes) on rank %u at %.3f ms, op '%s'",
+                m->mem_peak_bytes / 1073741824.0, commas(m->mem_peak_bytes, b1),
+                r->mem_peak_rank, m->mem_peak_ns / 1e6, r->mem_peak_op ? r->mem_peak_op : "");
+        if (r->mem_capacity_bytes)
+            fprintf(f, "; HBM %.2f GiB: %s", r->mem_capacity_bytes / 1073741824.0,
+                    r->mem_oom_ranks ? "OUT OF MEMORY" : "fits");
+        if (r->mem_oom_ranks)
+            fprintf(f, " on %u rank(s)", r->mem_oom_ranks);
+        fprintf(f, "\n");
+    }
 
     /* per rank: print distinct rows only (ranks with identical figures are merged) */
     fprintf(f, "\nper rank (ns; compute + exposed comm + cpu + idle = step time)\n");
@@ -268,6 +281,18 @@ int etk_sim_print_json(const etk_sim_result *r, FILE *f)
     json_object_set_new(o, "mfu", json_real(r->mfu));
     json_object_set_new(o, "tokens_per_step", json_real(r->tokens_per_step));
     json_object_set_new(o, "tokens_per_s", json_real(r->tokens_per_s));
+    if (r->mem_tracked) {
+        const etk_sim_rank_stats *m = &r->ranks[r->mem_peak_rank];
+        json_t *x = json_object();
+        json_object_set_new(x, "peak_bytes", json_integer((json_int_t)m->mem_peak_bytes));
+        json_object_set_new(x, "peak_rank", json_integer(r->mem_peak_rank));
+        json_object_set_new(x, "peak_ns", json_integer((json_int_t)m->mem_peak_ns));
+        json_object_set_new(x, "peak_node", json_integer((json_int_t)m->mem_peak_node));
+        json_object_set_new(x, "peak_op", json_string(r->mem_peak_op ? r->mem_peak_op : ""));
+        json_object_set_new(x, "capacity_bytes", json_integer((json_int_t)r->mem_capacity_bytes));
+        json_object_set_new(x, "oom_ranks", json_integer(r->mem_oom_ranks));
+        json_object_set_new(o, "memory", x);
+    }
     json_t *ranks = json_array();
     for (uint32_t i = 0; i < r->n_ranks; i++) {
         const etk_sim_rank_stats *a = &r->ranks[i];
@@ -283,6 +308,8 @@ int etk_sim_print_json(const etk_sim_result *r, FILE *f)
         json_object_set_new(x, "flops", json_integer((json_int_t)a->flops));
         json_object_set_new(x, "comm_bytes", json_integer((json_int_t)a->comm_bytes));
         json_object_set_new(x, "nodes", json_integer((json_int_t)a->n_nodes));
+        if (r->mem_tracked)
+            json_object_set_new(x, "mem_peak_bytes", json_integer((json_int_t)a->mem_peak_bytes));
         json_array_append_new(ranks, x);
     }
     json_object_set_new(o, "ranks", ranks);

@@ -132,6 +132,13 @@ int etk_sim_write_timeline(const etk_sim *s, const char *path, etk_error *err)
             }
             fprintf(f, "}}");
         }
+        if (sim_mem_timeline(s, r, f) != 0) { /* memory counter track (memory.c) */
+            if (special)
+                fclose(f);
+            else
+                etk_file_abort(f, tmp);
+            return etk_err(err, ETK_ENOMEM, "%s: out of memory writing the memory track", path);
+        }
     }
     fprintf(f, "\n]}\n");
     if (special)

@@ -29,7 +29,7 @@ struct etk_arena {
  * trace), and huge pages cut the page faults 512-fold. */
 void *etk__big_alloc(size_t bytes)
 {
-    if (bytes < HUGE_BYTES)
+    if (bytes < 4 * HUGE_BYTES) /* below 8 MiB the last, partly used huge page costs too much */
         return malloc(bytes);
     void *p = NULL;
     if (posix_memalign(&p, HUGE_BYTES, bytes) != 0)
@@ -45,7 +45,7 @@ static block *new_block(etk_arena *a, size_t min)
     size_t size = a->block_bytes;
     if (size < min)
         size = min;
-    if (HDR + size >= HUGE_BYTES)
+    if (HDR + size >= 4 * HUGE_BYTES)
         size = ((HDR + size + HUGE_BYTES - 1) & ~(HUGE_BYTES - 1)) - HDR;
     block *b = etk__big_alloc(HDR + size);
     if (!b)
@@ -55,7 +55,9 @@ static block *new_block(etk_arena *a, size_t min)
     b->next = a->head;
     a->head = b;
     a->total += HDR + size;
-    if (a->block_bytes < (64u << 20))
+    /* grow geometrically from small defaults; an arena sized by its owner (>= 1 MiB, e.g. from
+     * the file size) keeps that size, so at most one block is partly used */
+    if (a->block_bytes < (1u << 20))
         a->block_bytes *= 2;
     return b;
 }

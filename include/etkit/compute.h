@@ -1,0 +1,79 @@
+/* etkit/compute.h — the compute model: the time of one GPU kernel (a COMP node) from what the
+ * op is, on a cluster's GPU. It replaces the plain roofline (etk_hw_compute_ns) in the simulator
+ * when etk_sim_opts.compute is set (the commands set it unless --efficiency, --astra-compat or
+ * --compute roofline is given). docs/compute-model.md gives the formulas and where every default
+ * comes from.
+ *
+ *   GEMM (M, N, K):  t = max(FLOPs / (peak * gemm_eff * h / (h + gemm_half_dim)),
+ *                            bytes / (HBM * mem_eff)) + launch
+ *                    with the shape measure h = 1 / (1/M + 1/N + 1/K) (small or skinny GEMMs
+ *                    have a small h and do not reach peak)
+ *   elementwise / normalization (memory-bound):  t = bytes / (HBM * mem_eff) + launch
+ *   attention (FlashAttention-style fused kernel):  t = max(FLOPs / (peak * attn_eff),
+ *                    bytes / (HBM * mem_eff)) + launch, FLOPs = 4 b s^2 heads d (forward,
+ *                    halved when causal; backward 2.5x the forward)
+ *
+ * What an op is comes from node attributes when present (op_kind, gemm_m/n/k, attn_*); without
+ * them (real traces, the generator's nodes) the op is classified from num_ops and tensor_size:
+ * with 2-byte elements a GEMM's FLOPs per byte are exactly h, so h = num_ops / tensor_size, and
+ * an op with h below gemm_min_dim is memory-bound. */
+#ifndef ETKIT_COMPUTE_H
+#define ETKIT_COMPUTE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "etkit/et.h"
+#include "etkit/net.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum etk_op_kind {
+    ETK_OP_AUTO = 0,        /* classify from FLOPs and bytes */
+    ETK_OP_GEMM = 1,
+    ETK_OP_ELEMENTWISE = 2, /* elementwise, normalization, softmax, dropout: memory-bound */
+    ETK_OP_ATTENTION = 3,   /* fused FlashAttention-style attention */
+} etk_op_kind;
+
+typedef struct etk_op_desc {
+    int kind;               /* etk_op_kind */
+    uint64_t flops;         /* num_ops */
+    uint64_t bytes;         /* tensor_size: bytes read + written */
+    int64_t m, n, k;        /* GEMM shape (0: unknown; then h = flops / bytes) */
+    int64_t attn_b, attn_s, attn_heads, attn_d; /* attention shape (0: use flops) */
+    bool attn_causal;
+    bool attn_bwd;          /* backward pass (2.5x the forward FLOPs) */
+} etk_op_desc;
+
+typedef struct etk_compute_params {
+    double gemm_eff;         /* fraction of the dense peak a large GEMM reaches, (0, 1] */
+    double gemm_half_dim;    /* shape measure h at which a GEMM reaches half of gemm_eff */
+    double gemm_min_dim;     /* ops with h below this are memory-bound (AUTO classification) */
+    double mem_eff;          /* fraction of the HBM bandwidth memory-bound kernels reach, (0, 1] */
+    double attn_eff;         /* fraction of the dense peak a fused attention kernel reaches */
+    double launch_ns;        /* per-kernel overhead (launch latency and ramp) */
+    double overlap_slowdown; /* compute that starts while a transfer of its rank is in flight
+                                takes (1 + overlap_slowdown) times longer (>= 0) */
+} etk_compute_params;
+
+/* The documented defaults for a GPU (by its preset name; unknown GPUs get the A100 figures). */
+void etk_compute_defaults(const etk_gpu *gpu, etk_compute_params *out);
+/* Check every field; the message names the field and the expected range. */
+int etk_compute_check(const etk_compute_params *p, etk_error *err);
+/* Set one parameter by name ("gemm_eff", ...) from text; for --compute-param NAME=VALUE. */
+int etk_compute_set(etk_compute_params *p, const char *name_eq_value, etk_error *err);
+/* Describe a trace node as an op: attributes op_kind ("gemm" | "elementwise" | "attention"),
+ * gemm_m/gemm_n/gemm_k, attn_b/attn_s/attn_heads/attn_d, attn_causal, attn_bwd; flops and bytes
+ * as given (already scaled by the caller). */
+void etk_compute_op_from_node(const etk_node *e, uint64_t flops, uint64_t bytes, etk_op_desc *op);
+/* Kernel time in ns on c's GPU at c's precision (UINT64_MAX if it overflows). */
+uint64_t etk_compute_op_ns(const etk_cluster *c, const etk_compute_params *p, const etk_op_desc *op);
+/* The resolved kind of an op (AUTO classified), for reports and tests. */
+int etk_compute_op_kind(const etk_compute_params *p, const etk_op_desc *op);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,196 @@
+/* compute.c — the compute model (etkit/compute.h): kernel time of a COMP node from what the op
+ * is (GEMM with its shape, memory-bound elementwise/normalization, fused attention) plus a
+ * per-kernel overhead. sim/engine.c calls etk_compute_op_ns for GPU nodes without a duration
+ * when etk_sim_opts.compute is set; otherwise the plain roofline (roofline.c) is used.
+ * The defaults and where each comes from are in docs/compute-model.md. */
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "etkit/compute.h"
+
+void etk_compute_defaults(const etk_gpu *gpu, etk_compute_params *p)
+{
+    /* A100 figures; gemm_eff and mem_eff are fitted to spec/calibration.md (bench/RESULTS.md,
+     * "## Fidelity"); the others are fixed from the literature (docs/compute-model.md). */
+    p->gemm_eff = 0.76;
+    p->gemm_half_dim = 64;
+    p->gemm_min_dim = 16;
+    p->mem_eff = 0.50;
+    p->attn_eff = 0.55;
+    p->launch_ns = 2000;
+    p->overlap_slowdown = 0.10;
+    if (!gpu)
+        return;
+    const char *n = gpu->name;
+    if (strstr(n, "H100") || strstr(n, "H200") || strstr(n, "h100") || strstr(n, "h200")) {
+        p->attn_eff = 0.60;     /* FlashAttention-3 reaches ~600-740 of 989 TFLOP/s bf16 */
+        p->launch_ns = 2000;
+    } else if (strstr(n, "B200") || strstr(n, "b200")) {
+        p->attn_eff = 0.60;
+    } else if (strstr(n, "MI300") || strstr(n, "mi300")) {
+        p->attn_eff = 0.40;
+    }
+}
+
+typedef struct field {
+    const char *name;
+    size_t off;
+    double lo, hi;
+    bool lo_open;
+    const char *expect;
+} field;
+
+#define F(x) offsetof(etk_compute_params, x)
+static const field fields[] = {
+    {"gemm_eff", F(gemm_eff), 0, 1, true, "a fraction in (0, 1]"},
+    {"gemm_half_dim", F(gemm_half_dim), 0, 1e9, false, "a dimension in [0, 1e9]"},
+    {"gemm_min_dim", F(gemm_min_dim), 0, 1e9, false, "a dimension in [0, 1e9]"},
+    {"mem_eff", F(mem_eff), 0, 1, true, "a fraction in (0, 1]"},
+    {"attn_eff", F(attn_eff), 0, 1, true, "a fraction in (0, 1]"},
+    {"launch_ns", F(launch_ns), 0, 1e9, false, "nanoseconds in [0, 1e9]"},
+    {"overlap_slowdown", F(overlap_slowdown), 0, 100, false, "a factor in [0, 100]"},
+};
+#undef F
+#define N_FIELDS (sizeof fields / sizeof fields[0])
+
+static double *fld(etk_compute_params *p, size_t i)
+{
+    return (double *)((char *)p + fields[i].off);
+}
+
+int etk_compute_check(const etk_compute_params *p, etk_error *err)
+{
+    for (size_t i = 0; i < N_FIELDS; i++) {
+        double v = *fld((etk_compute_params *)p, i);
+        bool ok = isfinite(v) && v <= fields[i].hi &&
+                  (fields[i].lo_open ? v > fields[i].lo : v >= fields[i].lo);
+        if (!ok)
+            return etk_err(err, ETK_EINVAL, "compute model: %s: expected %s, got %g",
+                           fields[i].name, fields[i].expect, v);
+    }
+    return 0;
+}
+
+int etk_compute_set(etk_compute_params *p, const char *s, etk_error *err)
+{
+    const char *eq = strchr(s, '=');
+    if (!eq || eq == s)
+        return etk_err(err, ETK_EINVAL,
+                       "compute parameter '%s': expected NAME=VALUE (e.g. gemm_eff=0.8)", s);
+    size_t len = (size_t)(eq - s);
+    for (size_t i = 0; i < N_FIELDS; i++) {
+        if (strlen(fields[i].name) != len || strncmp(fields[i].name, s, len) != 0)
+            continue;
+        char *end = NULL;
+        double v = strtod(eq + 1, &end);
+        if (end == eq + 1 || *end)
+            return etk_err(err, ETK_EINVAL, "compute parameter %s: expected %s, got '%s'",
+                           fields[i].name, fields[i].expect, eq + 1);
+        etk_compute_params t = *p;
+        *fld(&t, i) = v;
+        int rc = etk_compute_check(&t, err);
+        if (rc)
+            return rc;
+        *p = t;
+        return 0;
+    }
+    return etk_err(err, ETK_EINVAL,
+                   "compute parameter '%.*s' is unknown; expected one of gemm_eff, gemm_half_dim, "
+                   "gemm_min_dim, mem_eff, attn_eff, launch_ns, overlap_slowdown",
+                   (int)len, s);
+}
+
+void etk_compute_op_from_node(const etk_node *e, uint64_t flops, uint64_t bytes, etk_op_desc *op)
+{
+    memset(op, 0, sizeof *op);
+    op->flops = flops;
+    op->bytes = bytes;
+    const char *k = etk_node_str(e, "op_kind");
+    if (k) {
+        if (!strcmp(k, "gemm"))
+            op->kind = ETK_OP_GEMM;
+        else if (!strcmp(k, "elementwise") || !strcmp(k, "norm"))
+            op->kind = ETK_OP_ELEMENTWISE;
+        else if (!strcmp(k, "attention"))
+            op->kind = ETK_OP_ATTENTION;
+    }
+    etk_node_i64(e, "gemm_m", &op->m);
+    etk_node_i64(e, "gemm_n", &op->n);
+    etk_node_i64(e, "gemm_k", &op->k);
+    etk_node_i64(e, "attn_b", &op->attn_b);
+    etk_node_i64(e, "attn_s", &op->attn_s);
+    etk_node_i64(e, "attn_heads", &op->attn_heads);
+    etk_node_i64(e, "attn_d", &op->attn_d);
+    etk_node_bool(e, "attn_causal", &op->attn_causal);
+    etk_node_bool(e, "attn_bwd", &op->attn_bwd);
+}
+
+/* the shape measure h = 1/(1/M + 1/N + 1/K); from FLOPs per byte without a shape */
+static double shape_dim(const etk_op_desc *op)
+{
+    if (op->m > 0 && op->n > 0 && op->k > 0)
+        return 1.0 / (1.0 / (double)op->m + 1.0 / (double)op->n + 1.0 / (double)op->k);
+    if (op->bytes == 0)
+        return op->flops ? INFINITY : 0;
+    return (double)op->flops / (double)op->bytes;
+}
+
+int etk_compute_op_kind(const etk_compute_params *p, const etk_op_desc *op)
+{
+    if (op->kind == ETK_OP_GEMM || op->kind == ETK_OP_ELEMENTWISE || op->kind == ETK_OP_ATTENTION)
+        return op->kind;
+    if (op->m > 0 && op->n > 0 && op->k > 0)
+        return ETK_OP_GEMM;
+    return shape_dim(op) >= p->gemm_min_dim ? ETK_OP_GEMM : ETK_OP_ELEMENTWISE;
+}
+
+uint64_t etk_compute_op_ns(const etk_cluster *c, const etk_compute_params *p, const etk_op_desc *op)
+{
+    int pr = (int)c->precision;
+    if (pr < 0 || pr >= ETK_PREC_COUNT)
+        pr = ETK_PREC_BF16;
+    double peak = c->gpu.peak_flops[pr];
+    double bw = c->gpu.hbm_bw_Bps * p->mem_eff;
+    double flops = (double)op->flops, bytes = (double)op->bytes;
+    double t = 0; /* seconds */
+    switch (etk_compute_op_kind(p, op)) {
+    case ETK_OP_GEMM: {
+        if (op->m > 0 && op->n > 0 && op->k > 0 && flops == 0)
+            flops = 2.0 * (double)op->m * (double)op->n * (double)op->k;
+        double h = shape_dim(op);
+        double eff = p->gemm_eff * (isinf(h) ? 1.0 : h / (h + p->gemm_half_dim));
+        if (flops > 0 && peak > 0 && eff > 0)
+            t = flops / (peak * eff);
+        break;
+    }
+    case ETK_OP_ATTENTION: {
+        if (op->attn_b > 0 && op->attn_s > 0 && op->attn_heads > 0 && op->attn_d > 0) {
+            double s = (double)op->attn_s;
+            flops = 4.0 * (double)op->attn_b * s * s * (double)op->attn_heads * (double)op->attn_d;
+            if (op->attn_causal)
+                flops /= 2;
+            if (op->attn_bwd)
+                flops *= 2.5;
+            if (bytes == 0) /* Q, K, V, O in 2-byte elements (dQ, dK, dV, dO too backward) */
+                bytes = (op->attn_bwd ? 8.0 : 4.0) * 2.0 * (double)op->attn_b * s *
+                        (double)op->attn_heads * (double)op->attn_d;
+        }
+        if (flops > 0 && peak > 0)
+            t = flops / (peak * p->attn_eff);
+        break;
+    }
+    default:
+        break;
+    }
+    if (bytes > 0 && bw > 0 && bytes / bw > t)
+        t = bytes / bw;
+    if (t == 0 && flops == 0 && bytes == 0)
+        return 0; /* nothing to do: no kernel */
+    double ns = t * 1e9 + p->launch_ns;
+    if (!(ns < 1.8e19))
+        return UINT64_MAX;
+    return (uint64_t)llround(ns);
+}

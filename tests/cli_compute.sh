@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# cli_compute.sh — the compute model, heterogeneity and memory over time through `etkit run` and
+# `etkit sim`: flag errors (exit 2, the message names the flag), --slow-rank forcing the unfolded
+# simulation and slowing the step, --compute roofline vs the model, the memory line and the
+# Perfetto counter track.
+# usage: bash tests/cli_compute.sh <etkit> <shared-dir>
+set -u
+ETKIT=$1
+T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
+fail=0
+check() { # name, condition result
+  if [ "$2" = 0 ]; then echo "ok   $1"; else echo "FAIL $1"; fail=1; fi
+}
+expect() { # name, want-exit, want-text, command...
+  local name=$1 want=$2 text=$3; shift 3
+  "$@" >"$T/out" 2>&1; local rc=$?
+  if [ "$rc" != "$want" ] || ! grep -qF -- "$text" "$T/out"; then
+    echo "FAIL $name: exit $rc (want $want), output:"; sed 's/^/    /' "$T/out" | head -20; fail=1
+  else echo "ok   $name"; fi
+}
+M="--model llama2-7b --layers 2 --seq 1024 --dp 8 --micro-batch 1 --global-batch 16 --cluster dgx-a100 --nodes 1"
+expect "help lists --slow-rank" 0 "--slow-rank R:F" "$ETKIT" run --help
+expect "bad --slow-rank" 2 "--slow-rank wants RANK:FACTOR (e.g. 17:0.8), got '17'" "$ETKIT" run $M --slow-rank 17
+expect "bad --slow-rank factor" 2 "the factor must be a number in (0, 1e6]" "$ETKIT" run $M --slow-rank 3:0
+expect "--slow-rank rank out of range" 2 "rank 17 does not exist (the workload has ranks 0..7)" \
+  "$ETKIT" run $M --slow-rank 17:0.8
+expect "bad --compute" 2 "--compute wants 'model' or 'roofline', got 'fast'" "$ETKIT" run $M --compute fast
+expect "unknown --compute-param" 2 "compute parameter 'speed' is unknown" "$ETKIT" run $M --compute-param speed=2
+expect "bad --compute-param value" 2 "gemm_eff: expected a fraction in (0, 1], got 2" \
+  "$ETKIT" run $M --compute-param gemm_eff=2
+expect "--compute-param with roofline" 2 "--compute-param applies to the compute model" \
+  "$ETKIT" run $M --compute roofline --compute-param gemm_eff=0.5
+
+step_of() { grep -o '"step_ns": [0-9]*' | grep -o '[0-9]*$'; }
+base=$("$ETKIT" run $M --json | step_of)
+slow=$("$ETKIT" run $M --slow-rank 3:0.5 --json | step_of)
+roof=$("$ETKIT" run $M --compute roofline --json | step_of)
+# rank 3 at half speed: its compute doubles, and data parallelism waits for it at the gradient
+# all-reduce, so the step grows by at least 1.6x (the all-reduce tail does not scale)
+check "--slow-rank 3:0.5 slows the whole step ($base -> $slow ns)" \
+  "$(awk "BEGIN{exit !($slow > 1.6 * $base && $slow < 2.0 * $base)}"; echo $?)"
+check "the compute model is slower than the peak roofline ($roof -> $base ns)" \
+  "$(awk "BEGIN{exit !($base > $roof)}"; echo $?)"
+expect "--slow-rank runs unfolded" 0 "8 (8 simulated, not folded)" "$ETKIT" run $M --slow-rank 3:0.9
+expect "memory line" 0 "; HBM 74.51 GiB: fits" "$ETKIT" run $M
+"$ETKIT" run $M --timeline "$T/tl.json" >/dev/null 2>&1
+check "timeline has a memory counter track" "$(grep -q '"ph":"C","pid":0,"name":"memory"' "$T/tl.json"; echo $?)"
+expect "OOM predicted" 0 "OUT OF MEMORY on 8 rank(s)" "$ETKIT" run --model llama2-13b --dp 8 \
+  --micro-batch 1 --global-batch 8 --seq 1024 --cluster dgx-a100 --nodes 1
+exit $fail

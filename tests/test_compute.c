@@ -1,0 +1,180 @@
+/* test_compute.c — the compute model (src/hw/compute.c): kernel times checked against
+ * hand-computed values of the documented formulas (docs/compute-model.md) on the A100 and H100
+ * presets (spec/hardware.md peaks), classification of ops without shapes, parameter errors. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "etkit/compute.h"
+#include "etkit/net.h"
+#include "testutil.h"
+
+/* fixed parameters so the expected values do not move when the fitted defaults do */
+static etk_compute_params P(void)
+{
+    etk_compute_params p = {.gemm_eff = 0.8, .gemm_half_dim = 64, .gemm_min_dim = 16,
+                            .mem_eff = 0.8, .attn_eff = 0.6, .launch_ns = 2000,
+                            .overlap_slowdown = 0.1};
+    return p;
+}
+
+static etk_cluster preset(const char *name, etk_precision prec)
+{
+    etk_cluster c;
+    etk_error err = {0};
+    if (etk_cluster_preset(name, 1, &c, &err) != 0)
+        fail_msg("%s", err.msg);
+    c.precision = prec;
+    return c;
+}
+
+static void gemm_large_square(void **st)
+{
+    (void)st;
+    /* 8192^3 fp16 GEMM on an A100 (312 TFLOP/s): h = 8192/3 = 2730.67, efficiency
+     * 0.8 * 2730.67 / (2730.67 + 64) = 0.78168; 2 * 8192^3 = 1.0995e12 FLOPs take
+     * 1.0995e12 / (312e12 * 0.78168) = 4,508,339 ns, + 2,000 ns launch = 4,510,339 ns.
+     * (A100 cuBLAS measurements of such GEMMs give 250-270 TFLOP/s: 80-87% of peak.) */
+    etk_cluster c = preset("dgx-a100", ETK_PREC_FP16);
+    etk_compute_params p = P();
+    etk_op_desc op = {.kind = ETK_OP_GEMM, .m = 8192, .n = 8192, .k = 8192};
+    op.bytes = 2ull * 3 * 8192 * 8192;
+    uint64_t ns = etk_compute_op_ns(&c, &p, &op);
+    assert_int_equal(ns, 4510339);
+    /* achieved 244 TFLOP/s: 78% of peak */
+    double tf = 2.0 * 8192 * 8192 * 8192 / (double)ns / 1e3;
+    assert_true(tf > 243 && tf < 245);
+}
+
+static void gemm_skinny_is_memory_bound(void **st)
+{
+    (void)st;
+    /* M = 16 (a decode-like skinny GEMM) x 8192 x 8192: h = 15.94, efficiency 0.1595, the
+     * compute bound is 43.2 us but the weights (134,742,016 bytes with inputs and outputs) take
+     * 134742016 / (2040e9 * 0.8) = 82.56 us at HBM speed: 82,563 + 2,000 = 84,563 ns (rounded). */
+    etk_cluster c = preset("dgx-a100", ETK_PREC_FP16);
+    etk_compute_params p = P();
+    etk_op_desc op = {.kind = ETK_OP_GEMM, .m = 16, .n = 8192, .k = 8192};
+    op.bytes = 2ull * (16 * 8192 + 8192 * 8192 + 16 * 8192);
+    op.flops = 2ull * 16 * 8192 * 8192;
+    assert_int_equal(op.bytes, 134742016);
+    uint64_t ns = etk_compute_op_ns(&c, &p, &op);
+    assert_true(ns >= 84562 && ns <= 84563);
+    /* far below peak: 2.15e9 FLOPs in 84.6 us = 25 TFLOP/s, 8% of 312 */
+    assert_true((double)op.flops / (double)ns / 1e3 < 0.1 * 312);
+}
+
+static void elementwise_by_bandwidth(void **st)
+{
+    (void)st;
+    /* 1 GiB read + written by an elementwise op: 2^30 / (2040e9 * 0.8) = 657,930 ns + 2,000 */
+    etk_cluster c = preset("dgx-a100", ETK_PREC_FP16);
+    etk_compute_params p = P();
+    etk_op_desc op = {.kind = ETK_OP_AUTO, .flops = 1u << 28, .bytes = 1u << 30};
+    assert_int_equal(etk_compute_op_kind(&p, &op), ETK_OP_ELEMENTWISE); /* 0.25 FLOP/byte */
+    assert_int_equal(etk_compute_op_ns(&c, &p, &op), 659930);
+}
+
+static void attention_flash(void **st)
+{
+    (void)st;
+    /* causal FlashAttention forward, b 1, s 8192, 32 heads, d 128 on an H100 (989 TFLOP/s):
+     * 4 * 8192^2 * 32 * 128 / 2 = 5.4976e11 FLOPs / (989e12 * 0.6) = 926,451 ns + 2,000;
+     * backward 2.5x the FLOPs: 2,316,126 + 2,000 ns. */
+    etk_cluster c = preset("dgx-h100", ETK_PREC_BF16);
+    etk_compute_params p = P();
+    etk_op_desc op = {.kind = ETK_OP_ATTENTION, .attn_b = 1, .attn_s = 8192, .attn_heads = 32,
+                      .attn_d = 128, .attn_causal = true};
+    uint64_t f = etk_compute_op_ns(&c, &p, &op);
+    assert_true(f >= 928450 && f <= 928451);
+    op.attn_bwd = true;
+    uint64_t b = etk_compute_op_ns(&c, &p, &op);
+    assert_true(b >= 2318126 && b <= 2318127);
+}
+
+static void shape_from_flops_per_byte(void **st)
+{
+    (void)st;
+    /* without gemm_m/n/k the shape measure is num_ops / tensor_size: for a fp16 GEMM that is
+     * exactly 1/(1/M + 1/N + 1/K), so the same GEMM with and without its shape gets the same time */
+    etk_cluster c = preset("dgx-a100", ETK_PREC_FP16);
+    etk_compute_params p = P();
+    int64_t M = 8192, N = 3072, K = 6144;
+    etk_op_desc shaped = {.kind = ETK_OP_GEMM, .m = M, .n = N, .k = K};
+    shaped.flops = (uint64_t)(2 * M * N * K);
+    shaped.bytes = (uint64_t)(2 * (M * K + K * N + M * N));
+    etk_op_desc bare = {.kind = ETK_OP_AUTO, .flops = shaped.flops, .bytes = shaped.bytes};
+    assert_int_equal(etk_compute_op_kind(&p, &bare), ETK_OP_GEMM);
+    uint64_t a = etk_compute_op_ns(&c, &p, &shaped), b = etk_compute_op_ns(&c, &p, &bare);
+    assert_true(a > b ? a - b <= 1 : b - a <= 1);
+    /* smaller GEMMs reach less: the 768-wide TP shard of the same layer is slower per FLOP */
+    etk_op_desc small = {.kind = ETK_OP_GEMM, .m = 2048, .n = 768, .k = 768};
+    small.flops = 2ull * 2048 * 768 * 768;
+    small.bytes = 2ull * (2048 * 768 + 768 * 768 + 2048 * 768);
+    double tf_big = (double)shaped.flops / (double)a, tf_small = (double)small.flops /
+                    (double)etk_compute_op_ns(&c, &p, &small);
+    assert_true(tf_small < 0.8 * tf_big);
+}
+
+static void launch_overhead_dominates_tiny_kernels(void **st)
+{
+    (void)st;
+    /* 4 KiB elementwise: 4096 / 1.632e12 = 2.5 ns of transfer, the 2 us overhead dominates */
+    etk_cluster c = preset("dgx-a100", ETK_PREC_FP16);
+    etk_compute_params p = P();
+    etk_op_desc op = {.kind = ETK_OP_ELEMENTWISE, .bytes = 4096};
+    assert_int_equal(etk_compute_op_ns(&c, &p, &op), 2003);
+    etk_op_desc none = {0};
+    assert_int_equal(etk_compute_op_ns(&c, &p, &none), 0); /* nothing: no kernel */
+}
+
+static void defaults_are_valid(void **st)
+{
+    (void)st;
+    const char *const *g = etk_gpu_preset_names();
+    for (; *g; g++) {
+        etk_gpu gpu;
+        etk_error err = {0};
+        assert_int_equal(etk_gpu_preset(*g, &gpu, &err), 0);
+        etk_compute_params p;
+        etk_compute_defaults(&gpu, &p);
+        assert_int_equal(etk_compute_check(&p, &err), 0);
+        assert_true(p.gemm_eff > 0.5 && p.gemm_eff <= 1);
+    }
+}
+
+static void param_errors(void **st)
+{
+    (void)st;
+    etk_compute_params p = P();
+    etk_error err = {0};
+    assert_int_equal(etk_compute_set(&p, "gemm_eff=0.7", &err), 0);
+    assert_true(fabs(p.gemm_eff - 0.7) < 1e-12);
+    assert_int_equal(etk_compute_set(&p, "gemm_eff=1.5", &err), ETK_EINVAL);
+    assert_non_null(strstr(err.msg, "gemm_eff: expected a fraction in (0, 1], got 1.5"));
+    assert_true(fabs(p.gemm_eff - 0.7) < 1e-12); /* unchanged on error */
+    assert_int_equal(etk_compute_set(&p, "gemm_speed=1", &err), ETK_EINVAL);
+    assert_non_null(strstr(err.msg, "'gemm_speed' is unknown"));
+    assert_int_equal(etk_compute_set(&p, "launch_ns=abc", &err), ETK_EINVAL);
+    assert_non_null(strstr(err.msg, "launch_ns: expected nanoseconds"));
+    assert_int_equal(etk_compute_set(&p, "mem_eff", &err), ETK_EINVAL);
+    assert_non_null(strstr(err.msg, "expected NAME=VALUE"));
+    p.overlap_slowdown = -1;
+    assert_int_equal(etk_compute_check(&p, &err), ETK_EINVAL);
+    assert_non_null(strstr(err.msg, "overlap_slowdown"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(gemm_large_square),
+        cmocka_unit_test(gemm_skinny_is_memory_bound),
+        cmocka_unit_test(elementwise_by_bandwidth),
+        cmocka_unit_test(attention_flash),
+        cmocka_unit_test(shape_from_flops_per_byte),
+        cmocka_unit_test(launch_overhead_dominates_tiny_kernels),
+        cmocka_unit_test(defaults_are_valid),
+        cmocka_unit_test(param_errors),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
