@@ -67,7 +67,7 @@ static void print_text(const etk_gen_config *c, const etk_gen_summary *s)
     printf("plan: %u ranks = tp %u x cp %u x dp %u x pp %u (rank order %s), sp %s, micro-batch %u, global batch %u -> %u "
            "micro-batches per DP rank, %s%s, zero %d, recompute %s, %s (gradients %s)\n",
            s->n_ranks, c->tp, c->cp, c->dp, c->pp, ord, c->sp ? "on" : "off", c->micro_batch, c->global_batch,
-           s->micro_batches, c->schedule == ETK_SCHED_GPIPE ? "gpipe" : "1f1b", c->vpp > 1 ? " interleaved" : "", c->zero,
+           s->micro_batches, c->schedule == ETK_SCHED_GPIPE ? "gpipe" : c->schedule == ETK_SCHED_ZBH1 ? "zb-h1" : "1f1b", c->vpp > 1 ? " interleaved" : "", c->zero,
            recompute_name(c->recompute),
            c->precision, c->grad_bytes == 4 ? "fp32" : "16-bit");
     printf("layers: %s\n", s->layer_split);
@@ -151,7 +151,7 @@ static json_t *summary_json(const etk_gen_config *c, const etk_gen_summary *s)
         "plan", "ranks", (json_int_t)s->n_ranks, "tp", (json_int_t)c->tp, "cp", (json_int_t)c->cp, "ep", (json_int_t)c->ep, "dp", (json_int_t)c->dp, "pp",
         (json_int_t)c->pp, "rank_order", ord, "sp", c->sp, "micro_batch", (json_int_t)c->micro_batch, "global_batch",
         (json_int_t)c->global_batch, "micro_batches", (json_int_t)s->micro_batches, "schedule",
-        c->schedule == ETK_SCHED_GPIPE ? "gpipe" : "1f1b", "vpp", (json_int_t)(c->vpp ? c->vpp : 1), "zero", c->zero, "recompute", recompute_name(c->recompute),
+        c->schedule == ETK_SCHED_GPIPE ? "gpipe" : c->schedule == ETK_SCHED_ZBH1 ? "zb-h1" : "1f1b", "vpp", (json_int_t)(c->vpp ? c->vpp : 1), "zero", c->zero, "recompute", recompute_name(c->recompute),
         "precision", c->precision, "grad_bytes", (json_int_t)c->grad_bytes, "dp_bucket_mib", c->dp_bucket_mb,
         "layer_split", s->layer_split, "step_flops", s->step_flops, "model_flops", s->model_flops, "tokens_per_step",
         (json_int_t)s->tokens_per_step, "stages", stages, "memory", "peak_bytes", (json_int_t)s->peak_bytes,

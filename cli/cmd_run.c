@@ -165,7 +165,7 @@ int cmd_run(int argc, char **argv)
     char label[256];
     snprintf(label, sizeof label, "%s: tp %u x pp %u x dp %u%s, global batch %u, micro-batch %u, %s",
              cfg.model.name, cfg.tp, cfg.pp, cfg.dp, cfg.sp ? " (sp)" : "", cfg.global_batch,
-             cfg.micro_batch, cfg.schedule == ETK_SCHED_GPIPE ? "gpipe" : "1f1b");
+             cfg.micro_batch, cfg.schedule == ETK_SCHED_GPIPE ? "gpipe" : cfg.schedule == ETK_SCHED_ZBH1 ? "zb-h1" : "1f1b");
     ((etk_sim_result *)etk_sim_result_get(s))->workload = label;
     rc = sim_cli_report(cmd, &c, s);
     etk_sim_free(s);

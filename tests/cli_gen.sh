@@ -81,6 +81,11 @@ expect 0 "step time" run --model mixtral-8x7b --layers 4 --hidden 512 --heads 8 
   --tp 2 --pp 2 --dp 4 --ep 2 --global-batch 8 --zero 1
 expect 0 "EP group all_to_all" gen --model mixtral-8x7b --tp 2 --ep 8 --dp 8 --pp 4 --global-batch 64 --summary
 expect 2 "--ep 3 does not divide the 8 experts" gen --model mixtral-8x7b --dp 3 --ep 3 --summary
+# zero-bubble schedule: deferred weight-gradient units
+expect 0 "step time" run --model llama2-7b --layers 8 --hidden 1024 --heads 16 --kv-heads 4 --ffn 2048 --seq 512 \
+  --tp 2 --pp 4 --dp 2 --global-batch 16 --schedule zb-h1 --sp
+expect 2 "interleaving is a 1f1b schedule, not zb-h1" gen --model llama2-7b --pp 2 --vpp 2 --global-batch 2 \
+  --schedule zb-h1 --summary
 # an unwritable prefix is an error naming the file
 expect 2 "nonexistent-dir" gen --model llama2-7b --layers 2 -o "$T/nonexistent-dir/x"
 

@@ -479,7 +479,7 @@ static void test_bad_plans(void **state)
     e = plan_error("--model llama2-7b --rank-order tp,tp,pp");
     assert_non_null(strstr(e, "--rank-order"));
     e = plan_error("--model llama2-7b --schedule interleaved");
-    assert_non_null(strstr(e, "--schedule wants gpipe or 1f1b"));
+    assert_non_null(strstr(e, "--schedule wants gpipe, 1f1b or zb-h1"));
     e = plan_error("--model llama2-7b --vpp 2");
     assert_non_null(strstr(e, "--vpp 2 needs --pp > 1"));
     e = plan_error("--model llama2-7b --pp 2 --vpp 2 --schedule gpipe --global-batch 4");

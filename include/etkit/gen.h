@@ -45,7 +45,8 @@
 extern "C" {
 #endif
 
-enum { ETK_SCHED_1F1B = 0, ETK_SCHED_GPIPE = 1 };
+/* zb-h1: zero-bubble H1 (Qi et al. 2023): 1F1B with the weight-gradient GEMMs deferred */
+enum { ETK_SCHED_1F1B = 0, ETK_SCHED_GPIPE = 1, ETK_SCHED_ZBH1 = 2 };
 enum { ETK_RECOMPUTE_NONE = 0, ETK_RECOMPUTE_SELECTIVE = 1, ETK_RECOMPUTE_FULL = 2 };
 enum { ETK_GEN_TP = 0, ETK_GEN_DP = 1, ETK_GEN_PP = 2, ETK_GEN_CP = 3, ETK_GEN_N_AXES = 4 };
 /* collective group kinds in the summary: TP, DP, and the embedding group (first and last stage

@@ -188,7 +188,8 @@ typedef struct emitter {
     int *si_sec;
     uint32_t *si_layer;
     uint64_t *fbase, *fin;
-    uint64_t *prev_bbase; /* per section instance: backward base id of the previous backward unit */
+    uint64_t **bid;       /* per (section instance, micro-batch): backward ids (bid_get) */
+    uint64_t unit_last;   /* the latest node of a backward or W unit */
     etk_gen_stage *st;
     int phase;
     int axis;
@@ -419,26 +420,70 @@ static void bucket_append(emitter *E, uint64_t elems, uint64_t id);
 
 /* Backward of section instance si for micro-batch j. gd: ids of the output gradient.
  * Returns the ids of the input gradient in out (count). */
-static int emit_bwd(emitter *E, int si, uint32_t j, const uint64_t *gd, int ngd, uint64_t *out, bool last)
+/* zb-h1: the weight-gradient GEMMs ("W"), deferred out of the backward unit ("B") */
+static bool is_w(const ginst *I)
+{
+    return I->type == ETK_NODE_COMP && I->nw > 0 && strstr(I->name, ".wgrad");
+}
+
+/* Ids of the backward instructions of section instance si, micro-batch j (0: not emitted yet),
+ * after a header of 17 slots holding the output-gradient ids (count, then up to 16). Kept from
+ * the backward unit to its deferred W unit, and as the previous micro-batch's for accumulation. */
+static uint64_t *bid_get(emitter *E, int si, uint32_t j)
+{
+    size_t k = (size_t)si * E->G->m + j;
+    if (!E->bid[k]) {
+        const gprog *P = &E->G->prog[E->si_sec[si]];
+        E->bid[k] = calloc((size_t)(P->n - P->nfwd) + 17, sizeof(uint64_t));
+        if (!E->bid[k] && !E->rc)
+            E->rc = etk_err(E->err, ETK_ENOMEM, "out of memory");
+    }
+    return E->bid[k];
+}
+
+/* Backward of section instance si for micro-batch j. gd: ids of the output gradient.
+ * mode: BW_ALL every instruction; BW_B all but the weight-gradient GEMMs (zb-h1 backward unit);
+ * BW_W only those (zb-h1 W unit; gd comes from the B unit). Returns the ids of the input
+ * gradient in out (count). */
+enum { BW_ALL = 0, BW_B = 1, BW_W = 2 };
+static int emit_bwd(emitter *E, int si, uint32_t j, const uint64_t *gd, int ngd, uint64_t *out, bool last, int mode)
 {
     gen *G = E->G;
     const gprog *P = &G->prog[E->si_sec[si]];
     size_t k0 = (size_t)si * G->m + j;
-    uint64_t ag = emit_gather(E, si, j, "param_all_gather_bwd");
-    uint64_t fb = E->fbase[k0], fin = E->fin[k0], bb = E->next_id, pb = E->prev_bbase[si];
-    E->prev_sec_base = bb;
-    E->prev_bbase[si] = bb;
+    uint64_t *bid = bid_get(E, si, j), *pbid = j ? E->bid[k0 - 1] : NULL;
+    if (!bid)
+        return 0;
+    if (mode == BW_W) {
+        ngd = (int)bid[0];
+        gd = bid + 1;
+    } else {
+        bid[0] = (uint64_t)ngd;
+        memcpy(bid + 1, gd, sizeof(uint64_t) * (size_t)(ngd < 16 ? ngd : 16));
+    }
+    uint64_t *bi = bid + 17, *pbi = pbid ? pbid + 17 : NULL;
+    uint64_t ag = mode == BW_W ? 0 : emit_gather(E, si, j, "param_all_gather_bwd");
+    uint64_t fb = E->fbase[k0], fin = E->fin[k0], bb = E->next_id;
+    if (mode != BW_W)
+        E->prev_sec_base = bb;
     char lab[32], name[160] = "";
     si_label(E, si, lab, sizeof lab);
     uint64_t deps[96];
+    int last_w = -1;
+    for (int k = P->nfwd; k < P->n; k++)
+        if (is_w(&P->v[k]))
+            last_w = k;
     for (int k = P->nfwd; k < P->n && !E->rc; k++) {
         const ginst *I = &P->v[k];
+        if ((mode == BW_B && is_w(I)) || (mode == BW_W && !is_w(I)))
+            continue;
         uint32_t nd = 0;
         for (int d = 0; d < I->ndeps && nd < 80; d++) {
             int32_t x = I->deps[d];
-            if (x >= P->nfwd)
-                deps[nd++] = bb + (uint64_t)(x - P->nfwd);
-            else if (x >= 0)
+            if (x >= P->nfwd) {
+                if (bi[x - P->nfwd])
+                    deps[nd++] = bi[x - P->nfwd];
+            } else if (x >= 0)
                 deps[nd++] = fb + (uint64_t)x;
             else if (x == DEP_IN && fin)
                 deps[nd++] = fin;
@@ -449,16 +494,20 @@ static int emit_bwd(emitter *E, int si, uint32_t j, const uint64_t *gd, int ngd,
         /* gradient accumulation: a weight-gradient node adds into the buffer the same node of
          * the previous micro-batch wrote, so it follows it (and the DP buckets, which depend on
          * the last micro-batch's, transitively follow every micro-batch) */
-        if (I->nw && pb)
-            deps[nd++] = pb + (uint64_t)(k - P->nfwd);
+        if (I->nw && pbi && pbi[k - P->nfwd])
+            deps[nd++] = pbi[k - P->nfwd];
         if (ag && inst_uses_weight(I))
             deps[nd++] = ag;
         if (E->put)
             snprintf(name, sizeof name, "mb%u.%s.%s", j, lab, I->name);
         E->phase = I->phase;
         uint64_t id = E->next_id;
-        if (k == P->n - 1)
-            E->mem_free_pending += P->saved_bytes; /* the forward's saved activations */
+        bi[k - P->nfwd] = id;
+        E->unit_last = id;
+        /* the forward's saved activations are freed with the last backward node (zb-h1: with
+         * the last W node, which still reads them) */
+        if (mode == BW_ALL || (mode == BW_B && last_w < 0) ? k == P->n - 1 : mode == BW_W && k == last_w)
+            E->mem_free_pending += P->saved_bytes;
         if (I->type == ETK_NODE_COMP)
             put_comp(E, name, I->flops, I->bytes, I->fp8, deps, nd);
         else
@@ -556,11 +605,17 @@ static int emit_bwd(emitter *E, int si, uint32_t j, const uint64_t *gd, int ngd,
         }
         bucket_flush(E, false);
     }
+    (void)bb;
+    /* the previous micro-batch's ids are no longer needed once this one's are all emitted */
+    if (mode != BW_B && pbid) {
+        free(pbid);
+        E->bid[k0 - 1] = NULL;
+    }
     int n = 0;
-    for (int k = 0; k < P->nbwd_out; k++) {
+    for (int k = 0; k < P->nbwd_out && mode != BW_W; k++) {
         int32_t x = P->bwd_out[k];
         if (x >= P->nfwd)
-            out[n++] = bb + (uint64_t)(x - P->nfwd);
+            out[n++] = bi[x - P->nfwd];
         else if (x >= 0)
             out[n++] = fb + (uint64_t)x;
         else if (x == DEP_GRAD)
@@ -728,6 +783,18 @@ static void p2p_name(char *buf, size_t n, uint32_t j, int chunk, const char *wha
         snprintf(buf, n, "mb%u.%s", j, what);
 }
 
+/* zb-h1: the weight-gradient GEMMs of micro-batch j (sections in backward order), after the
+ * unit ending with `prev`. Returns the unit's last node (or prev when it has none). */
+static uint64_t emit_w_unit(emitter *E, const int *cbeg, uint32_t j, uint64_t prev)
+{
+    E->pending_ctrl = prev;
+    E->unit_last = 0;
+    for (int si = cbeg[1] - 1; si >= cbeg[0] && !E->rc; si--)
+        emit_bwd(E, si, j, NULL, 0, NULL, j == E->G->m - 1, BW_W);
+    E->pending_ctrl = 0;
+    return E->unit_last ? E->unit_last : prev;
+}
+
 /* Communicator group ids of the rank at (tp, cp, dp, pp): the numbering of gen.h. */
 static void group_ids(const etk_gen_config *c, uint32_t tp, uint32_t cp, uint32_t dp, uint32_t pp,
                       char pg[ETK_GEN_N_GROUP_KINDS][16])
@@ -771,9 +838,9 @@ static int emit_stage(gen *G, uint32_t stage, uint32_t tp_i, uint32_t cp_i, uint
     E.si_layer = calloc((size_t)E.nsi, sizeof(uint32_t));
     E.fbase = calloc((size_t)E.nsi * m, sizeof(uint64_t));
     E.fin = calloc((size_t)E.nsi * m, sizeof(uint64_t));
-    E.prev_bbase = calloc((size_t)E.nsi, sizeof(uint64_t));
+    E.bid = calloc((size_t)E.nsi * m, sizeof(uint64_t *));
     int *cbeg = calloc(v + 1, sizeof(int));
-    if (!E.si_sec || !E.si_layer || !E.fbase || !E.fin || !E.prev_bbase || !cbeg) {
+    if (!E.si_sec || !E.si_layer || !E.fbase || !E.fin || !E.bid || !cbeg) {
         E.rc = etk_err(err, ETK_ENOMEM, "out of memory (%u micro-batches x %d sections)", m, E.nsi);
         free(cbeg);
         goto out;
@@ -809,7 +876,8 @@ static int emit_stage(gen *G, uint32_t stage, uint32_t tp_i, uint32_t cp_i, uint
         warm = p - stage - 1 < m ? p - stage - 1 : m;
     else
         warm = (p - stage - 1) * 2 + (v - 1) * p < total ? (p - stage - 1) * 2 + (v - 1) * p : total;
-    uint32_t nf = 0, nb = 0;
+    uint32_t nf = 0, nb = 0, nw = 0;
+    bool zb = c->schedule == ETK_SCHED_ZBH1;
     uint64_t unit_end = 0;
     int64_t msg = (int64_t)G->prog[G_SEC_LAYER].out_bytes;
     {   /* static memory, allocated by the stage's first node */
@@ -871,7 +939,7 @@ static int emit_stage(gen *G, uint32_t stage, uint32_t tp_i, uint32_t cp_i, uint
             }
             for (int si = cbeg[ch + 1] - 1; si >= cbeg[ch] && !E.rc; si--) {
                 uint64_t o[16];
-                int n = emit_bwd(&E, si, j, gd, ngd, o, last);
+                int n = emit_bwd(&E, si, j, gd, ngd, o, last, zb ? BW_B : BW_ALL);
                 if (n > 0) {
                     memcpy(gd, o, sizeof(uint64_t) * (size_t)n);
                     ngd = n;
@@ -883,8 +951,14 @@ static int emit_stage(gen *G, uint32_t stage, uint32_t tp_i, uint32_t cp_i, uint
                 E.phase = P_BWD;
                 put_p2p(&E, name, true, E.prev_rank, msg, (int32_t)(2 * ((q - 1) * m + j) + 1), gd, (uint32_t)ngd);
             }
+            /* zb-h1: the W unit of micro-batch j - stage (stage s defers its weight gradients by
+             * s micro-batches: activations held stay within 1F1B's peak of p micro-batches) */
+            while (zb && nw < nb && nb - nw > stage && !E.rc)
+                unit_end = emit_w_unit(&E, cbeg, nw++, unit_end);
         }
     }
+    while (zb && nw < nb && !E.rc) /* the deferred W units fill the drain */
+        unit_end = emit_w_unit(&E, cbeg, nw++, unit_end);
     free(cbeg);
     E.pending_ctrl = 0;
     if (!E.rc)
@@ -893,7 +967,9 @@ out:
     free(E.si_sec);
     free(E.si_layer);
     free(E.fbase);
-    free(E.prev_bbase);
+    for (size_t i = 0; E.bid && i < (size_t)E.nsi * m; i++)
+        free(E.bid[i]);
+    free(E.bid);
     free(E.fin);
     free(E.cur.deps);
     free(E.xcur.deps);
@@ -960,6 +1036,8 @@ static void stage_memory(gen *G, uint32_t s, etk_gen_stage *st)
     uint32_t total = G->m * G->v, warm;
     if (c->schedule == ETK_SCHED_GPIPE)
         warm = total - 1;
+    else if (c->schedule == ETK_SCHED_ZBH1)
+        warm = G->p - 1; /* stage s: p - s - 1 warm-up, s micro-batches awaiting their W */
     else if (G->v == 1)
         warm = G->p - s - 1;
     else

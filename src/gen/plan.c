@@ -56,7 +56,7 @@ const char *etk_gen_options_help(void)
            "  --sp                 Megatron sequence parallelism (with --tp > 1)\n"
            "  --micro-batch N      sequences per micro-batch per DP rank (default 1)\n"
            "  --global-batch N     sequences per step (default micro-batch x dp)\n"
-           "  --schedule S         1f1b (default) | gpipe\n"
+           "  --schedule S         1f1b (default) | gpipe | zb-h1 (zero bubble: weight gradients deferred)\n"
            "  --vpp V              model chunks per pipeline rank: interleaved 1F1B (Megatron) when > 1\n"
            "  --first-stage-layers N, --last-stage-layers N\n"
            "                       layers of the first / last (virtual) pipeline stage; the others split\n"
@@ -161,8 +161,10 @@ int etk_gen_set(etk_gen_config *c, const char *name, const char *v, etk_error *e
             c->schedule = ETK_SCHED_1F1B;
         else if (!strcasecmp(v, "gpipe"))
             c->schedule = ETK_SCHED_GPIPE;
+        else if (!strcasecmp(v, "zb-h1"))
+            c->schedule = ETK_SCHED_ZBH1;
         else
-            return etk_err(err, ETK_EINVAL, "--schedule wants gpipe or 1f1b, got '%s'", v);
+            return etk_err(err, ETK_EINVAL, "--schedule wants gpipe, 1f1b or zb-h1, got '%s'", v);
         return 0;
     }
     if (!strcmp(name, "zero")) {
@@ -360,6 +362,8 @@ int etk_gen_check(etk_gen_config *c, etk_error *err)
     if (c->ep > 1 && c->dp % c->ep)
         return etk_err(err, ETK_EINVAL, "--ep %u does not divide --dp %u (expert parallel ranks are carved from the "
                        "data-parallel ones)", c->ep, c->dp);
+    if (c->schedule == ETK_SCHED_ZBH1 && c->zero == 3)
+        return etk_err(err, ETK_EINVAL, "--schedule zb-h1 with --zero 3 is not supported (use --zero 1|2)");
     if (c->ep > 1 && c->zero == 3)
         return etk_err(err, ETK_EINVAL, "--ep %u with --zero 3: sharding expert parameters is not supported (use --zero 1|2)",
                        c->ep);
@@ -384,7 +388,8 @@ int etk_gen_check(etk_gen_config *c, etk_error *err)
         if (c->pp < 2)
             return etk_err(err, ETK_EINVAL, "--vpp %u needs --pp > 1 (interleaving splits each pipeline rank's layers)", c->vpp);
         if (c->schedule != ETK_SCHED_1F1B)
-            return etk_err(err, ETK_EINVAL, "--vpp %u: interleaving is a 1f1b schedule, not gpipe", c->vpp);
+            return etk_err(err, ETK_EINVAL, "--vpp %u: interleaving is a 1f1b schedule, not %s", c->vpp,
+                           c->schedule == ETK_SCHED_GPIPE ? "gpipe" : "zb-h1");
         if ((int64_t)c->pp * c->vpp > m->layers)
             return etk_err(err, ETK_EINVAL, "--pp %u x --vpp %u = %u virtual stages: more than --layers %" PRId64, c->pp,
                            c->vpp, c->pp * c->vpp, m->layers);
