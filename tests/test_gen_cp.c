@@ -14,29 +14,8 @@
 #include <string.h>
 
 #include "etkit/gen.h"
+#include "gen_testlib.h"
 #include "etkit/validate.h"
-
-static int parse(const char *line, etk_gen_config *c, etk_error *err)
-{
-    static char buf[1024];
-    char *argv[64], *rest[64];
-    int argc = 0, nrest = 0;
-    snprintf(buf, sizeof buf, "%s", line);
-    for (char *t = strtok(buf, " "); t && argc < 64; t = strtok(NULL, " "))
-        argv[argc++] = t;
-    etk_gen_config_init(c);
-    int rc = etk_gen_parse_args(argc, argv, c, &nrest, rest, err);
-    if (!rc && nrest)
-        rc = etk_err(err, ETK_EINVAL, "unparsed '%s'", rest[0]);
-    return rc ? rc : etk_gen_check(c, err);
-}
-
-static void summarize(const char *line, etk_gen_config *c, etk_gen_summary *s)
-{
-    etk_error err = {0};
-    if (parse(line, c, &err) || etk_gen_summarize(c, s, &err))
-        fail_msg("plan '%s': %s", line, err.msg);
-}
 
 static const char *plan_error(const char *line)
 {

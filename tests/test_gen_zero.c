@@ -13,23 +13,9 @@
 #include <string.h>
 
 #include "etkit/gen.h"
+#include "gen_testlib.h"
 #include "etkit/model.h"
 #include "etkit/validate.h"
-
-static int parse(const char *line, etk_gen_config *c, etk_error *err)
-{
-    static char buf[1024];
-    char *argv[64], *rest[64];
-    int argc = 0, nrest = 0;
-    snprintf(buf, sizeof buf, "%s", line);
-    for (char *t = strtok(buf, " "); t && argc < 64; t = strtok(NULL, " "))
-        argv[argc++] = t;
-    etk_gen_config_init(c);
-    int rc = etk_gen_parse_args(argc, argv, c, &nrest, rest, err);
-    if (!rc && nrest)
-        rc = etk_err(err, ETK_EINVAL, "unparsed '%s'", rest[0]);
-    return rc ? rc : etk_gen_check(c, err);
-}
 
 static void cfg_from(etk_gen_config *c, const char *line)
 {
