@@ -95,6 +95,10 @@ static void print_text(const etk_gen_config *c, const etk_gen_summary *s)
             printf("  pipeline send %" PRIu64 " x %" PRIu64 " bytes, recv %" PRIu64 " x %" PRIu64 " bytes\n",
                    st->send_count, st->send_count ? st->send_bytes / st->send_count : 0, st->recv_count,
                    st->recv_count ? st->recv_bytes / st->recv_count : 0);
+        if (st->cp_send_count || st->cp_recv_count)
+            printf("  CP ring send %" PRIu64 " x, %" PRIu64 " bytes; recv %" PRIu64 " x, %" PRIu64
+                   " bytes per rank per step\n",
+                   st->cp_send_count, st->cp_send_bytes, st->cp_recv_count, st->cp_recv_bytes);
         char inflight[96];
         if (c->vpp > 1)
             snprintf(inflight, sizeof inflight, "%u micro-batch chunks of 1/%u in flight", st->in_flight, c->vpp);
@@ -126,9 +130,7 @@ static json_t *summary_json(const etk_gen_config *c, const etk_gen_summary *s)
                     json_array_append_new(colls, json_pack("{s:s,s:s,s:I,s:I}", "group", gname[g], "type",
                                                            coll_lower(t), "count", (json_int_t)st->coll_count[g][t],
                                                            "bytes", (json_int_t)st->coll_bytes[g][t]));
-        json_array_append_new(
-            stages,
-            json_pack("{s:I,s:I,s:I,s:b,s:b,s:I,s:I,s:f,s:f,s:o,s:{s:I,s:I,s:I,s:I},s:{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}}",
+        json_t *sj = json_pack("{s:I,s:I,s:I,s:b,s:b,s:I,s:I,s:f,s:f,s:o,s:{s:I,s:I,s:I,s:I},s:{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}}",
                       "stage", (json_int_t)st->stage, "first_layer", (json_int_t)st->first_layer, "layers",
                       (json_int_t)st->layers, "embedding", st->has_embed, "head", st->has_head, "ranks",
                       (json_int_t)(c->tp * c->dp), "nodes_per_rank", (json_int_t)st->nodes, "flops_per_rank",
@@ -139,16 +141,22 @@ static json_t *summary_json(const etk_gen_config *c, const etk_gen_summary *s)
                       "gradients", (json_int_t)st->grad_bytes, "optimizer", (json_int_t)st->optimizer_bytes,
                       "activations", (json_int_t)st->act_bytes, "activations_per_micro_batch",
                       (json_int_t)st->act_per_mb_bytes, "in_flight", (json_int_t)st->in_flight, "comm_buffers",
-                      (json_int_t)st->comm_buffer_bytes, "total", (json_int_t)st->total_bytes));
+                      (json_int_t)st->comm_buffer_bytes, "total", (json_int_t)st->total_bytes);
+        if (sj && (st->cp_send_count || st->cp_recv_count))
+            json_object_set_new(sj, "cp_ring", json_pack("{s:I,s:I,s:I,s:I}", "send_count", (json_int_t)st->cp_send_count,
+                                                         "send_bytes", (json_int_t)st->cp_send_bytes, "recv_count",
+                                                         (json_int_t)st->cp_recv_count, "recv_bytes",
+                                                         (json_int_t)st->cp_recv_bytes));
+        json_array_append_new(stages, sj);
     }
     return json_pack(
         "{s:{s:s,s:s,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I},"
-        "s:{s:I,s:I,s:I,s:I,s:I,s:I,s:s,s:b,s:I,s:I,s:I,s:s,s:I,s:i,s:s,s:s,s:I,s:f},"
+        "s:{s:I,s:I,s:I,s:s,s:I,s:I,s:I,s:s,s:b,s:I,s:I,s:I,s:s,s:I,s:i,s:s,s:s,s:I,s:f},"
         "s:s,s:f,s:f,s:I,s:o,s:{s:I,s:I,s:s,s:I,s:b}}",
         "model", "name", m->name, "arch", m->arch, "layers", (json_int_t)m->layers, "hidden", (json_int_t)m->hidden,
         "heads", (json_int_t)m->heads, "kv_heads", (json_int_t)m->kv_heads, "ffn", (json_int_t)m->ffn, "vocab",
         (json_int_t)m->vocab, "seq", (json_int_t)m->seq, "params", (json_int_t)s->params_total,
-        "plan", "ranks", (json_int_t)s->n_ranks, "tp", (json_int_t)c->tp, "cp", (json_int_t)c->cp, "ep", (json_int_t)c->ep, "dp", (json_int_t)c->dp, "pp",
+        "plan", "ranks", (json_int_t)s->n_ranks, "tp", (json_int_t)c->tp, "cp", (json_int_t)c->cp, "cp_comm", c->cp_comm == ETK_CP_RING ? "ring" : "allgather", "ep", (json_int_t)c->ep, "dp", (json_int_t)c->dp, "pp",
         (json_int_t)c->pp, "rank_order", ord, "sp", c->sp, "micro_batch", (json_int_t)c->micro_batch, "global_batch",
         (json_int_t)c->global_batch, "micro_batches", (json_int_t)s->micro_batches, "schedule",
         c->schedule == ETK_SCHED_GPIPE ? "gpipe" : c->schedule == ETK_SCHED_ZBH1 ? "zb-h1" : "1f1b", "vpp", (json_int_t)(c->vpp ? c->vpp : 1), "zero", c->zero, "recompute", recompute_name(c->recompute),
@@ -162,7 +170,7 @@ int cmd_gen(int argc, char **argv)
 {
     enum { O_OUT = 1000, O_SUMMARY, O_JSON, O_HELP, O_GEN };
     static const char *gen_opts[] = {"model", "model-file", "layers", "hidden", "heads", "kv-heads", "ffn", "vocab",
-                                     "seq", "dp", "tp", "pp", "cp", "ep", "sp", "micro-batch", "global-batch", "schedule", "vpp", "first-stage-layers", "last-stage-layers", "zero", "fsdp",
+                                     "seq", "dp", "tp", "pp", "cp", "cp-comm", "ep", "sp", "micro-batch", "global-batch", "schedule", "vpp", "first-stage-layers", "last-stage-layers", "zero", "fsdp",
                                      "recompute", "precision", "grad-precision", "dp-bucket-mb", "rank-order", "gpu"};
     enum { NG = sizeof gen_opts / sizeof gen_opts[0] };
     struct option opts[NG + 5];

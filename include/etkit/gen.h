@@ -48,6 +48,14 @@ extern "C" {
 /* zb-h1: zero-bubble H1 (Qi et al. 2023): 1F1B with the weight-gradient GEMMs deferred */
 enum { ETK_SCHED_1F1B = 0, ETK_SCHED_GPIPE = 1, ETK_SCHED_ZBH1 = 2 };
 enum { ETK_RECOMPUTE_NONE = 0, ETK_RECOMPUTE_SELECTIVE = 1, ETK_RECOMPUTE_FULL = 2 };
+/* context parallelism: K/V all-gathered over the CP group (Llama 3), or passed around the CP
+ * ring by send/recv overlapped with blockwise attention (Ring Attention, Megatron CP) */
+enum { ETK_CP_ALLGATHER = 0, ETK_CP_RING = 1 };
+/* Tags of the CP ring's send/recv: ETK_GEN_CP_TAG_BASE + 16*r + 4*kind + k, r the ring step
+ * (1..cp-1) whose send carries the message, kind 0 forward K/V block, 1 recomputed forward
+ * block, 2 backward block, 3 backward gradient accumulator, k the index of the circulated
+ * tensor in the layer (0 K, 1 V). Pipeline tags stay below it (checked by etk_gen_check). */
+#define ETK_GEN_CP_TAG_BASE (1 << 30)
 enum { ETK_GEN_TP = 0, ETK_GEN_DP = 1, ETK_GEN_PP = 2, ETK_GEN_CP = 3, ETK_GEN_N_AXES = 4 };
 /* collective group kinds in the summary: TP, DP, and the embedding group (first and last stage
  * ranks of the same (tp, dp), which all-reduce the gradient of a tied output layer) */
@@ -72,7 +80,8 @@ typedef struct etk_gen_config {
     /* --layers --hidden --heads --kv-heads --ffn --vocab --seq (0: keep the model's) */
     int64_t dims_override[ETK_GEN_N_DIMS];
     uint32_t dp, tp, pp;
-    uint32_t cp;             /* context parallelism: sequence split over cp ranks (K/V all-gather) */
+    uint32_t cp;             /* context parallelism: sequence split over cp ranks */
+    int cp_comm;             /* ETK_CP_ALLGATHER (default) | ETK_CP_RING */
     uint32_t ep;             /* expert parallelism: experts split over ep ranks carved from DP (ep | dp) */
     bool sp;                 /* Megatron sequence parallelism (needs tp > 1) */
     uint32_t micro_batch;    /* sequences per micro-batch per DP rank */
@@ -129,6 +138,7 @@ typedef struct etk_gen_stage {
     uint64_t coll_count[ETK_GEN_N_GROUP_KINDS][ETK_COLL_TYPE_COUNT];
     uint64_t coll_bytes[ETK_GEN_N_GROUP_KINDS][ETK_COLL_TYPE_COUNT];
     uint64_t send_count, send_bytes, recv_count, recv_bytes; /* pipeline */
+    uint64_t cp_send_count, cp_send_bytes, cp_recv_count, cp_recv_bytes; /* CP ring (--cp-comm ring) */
     /* memory per rank, bytes */
     uint64_t params;             /* parameters held (TP shard of the stage's weights) */
     uint64_t weight_bytes, grad_bytes, optimizer_bytes;

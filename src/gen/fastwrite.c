@@ -18,7 +18,7 @@
 #include "gen/fastwrite.h"
 
 /* ---------- class templates ---------- */
-int etk_gen_class_build(etk_gen_class *k, const etk_trace *t, const char (*pg)[16], uint32_t prev, uint32_t next,
+int etk_gen_class_build(etk_gen_class *k, const etk_trace *t, const char (*pg)[16], const uint32_t *peers,
                         etk_error *err)
 {
     memset(k, 0, sizeof *k);
@@ -47,8 +47,15 @@ int etk_gen_class_build(etk_gen_class *k, const etk_trace *t, const char (*pg)[1
                     if (!strcmp(name, pg[g]))
                         s->role = 1 + g;
             }
-            else if (etk_node_i64(n, n->type == ETK_NODE_SEND ? "comm_dst" : "comm_src", &peer))
-                s->role = (uint32_t)peer == next ? SEG_NEXT : (uint32_t)peer == prev ? SEG_PREV : 0;
+            else if (etk_node_i64(n, n->type == ETK_NODE_SEND ? "comm_dst" : "comm_src", &peer)) {
+                /* the CP ring's messages carry tags from ETK_GEN_CP_TAG_BASE on, the pipeline's below */
+                int64_t tag = 0;
+                etk_node_i64(n, "comm_tag", &tag);
+                int p0 = tag >= ETK_GEN_CP_TAG_BASE ? PEER_CPPREV : PEER_PREV;
+                for (int p = p0 + 1; p >= p0 && !s->role; p--) /* next first */
+                    if ((uint32_t)peer == peers[p])
+                        s->role = SEG_PEER + p;
+            }
             if (!s->role)
                 return etk_err(err, ETK_EINVAL, "node %" PRIu64 " %s: cannot tell which group or peer to bind",
                                n->id, n->name);
@@ -81,7 +88,7 @@ void etk_gen_class_free(etk_gen_class *k)
 }
 
 int etk_gen_class_write(const etk_gen_class *k, const char *path, const char *version, const char (*pg)[16],
-                        uint32_t prev, uint32_t next, uint64_t *bytes, etk_error *err)
+                        const uint32_t *peers, uint64_t *bytes, etk_error *err)
 {
     /* the whole file is assembled in memory and written with one call */
     size_t cap = etk_meta_frame_size(version) + k->len;
@@ -111,7 +118,7 @@ int etk_gen_class_write(const etk_gen_class *k, const char *path, const char *ve
             if (!strcmp(a[j].name, "pg_name"))
                 a[j].v.s = pg[s->role - 1];
             else if (!strcmp(a[j].name, "comm_dst") || !strcmp(a[j].name, "comm_src"))
-                a[j].v.i = s->role == SEG_NEXT ? next : prev;
+                a[j].v.i = peers[s->role - SEG_PEER];
         }
         n.attr = a;
         n.n_attr = na;

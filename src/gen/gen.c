@@ -66,7 +66,7 @@ static int gen_init(gen *G, const etk_gen_config *cfg, etk_error *err)
     G->g->dim[G->g->stream_seq] /= G->cp;
     if (cfg->model.experts && G->cp > 1) /* expert capacity: tokens of the local sequence */
         G->g->dim['c' - 'a'] = (G->g->dim['c' - 'a'] + G->cp - 1) / G->cp;
-    glower_opts o = {.tp = cfg->tp, .cp = G->cp, .ep = G->ep, .sp = cfg->sp, .recompute = cfg->recompute, .act_bytes = G->act_bytes,
+    glower_opts o = {.tp = cfg->tp, .cp = G->cp, .cp_ring = cfg->cp_comm == ETK_CP_RING && G->cp > 1, .ep = G->ep, .sp = cfg->sp, .recompute = cfg->recompute, .act_bytes = G->act_bytes,
                      .gemm_bytes = !strcmp(cfg->precision, "fp8") ? 1 : 0};
     for (int s = 0; s < G_N_SEC; s++)
         if ((rc = etk_lower_section(G->g, s, &o, G->a, &G->prog[s], err))) {
@@ -174,6 +174,8 @@ typedef struct emitter {
     gen *G;
     uint32_t stage, tp_i, dp_i;
     uint32_t prev_rank, next_rank;
+    uint32_t cp_prev, cp_next; /* CP ring neighbours (--cp-comm ring) */
+    bool p2p_cp;               /* the send/recv being put is the CP ring's (summary counters) */
     char pg[ETK_GEN_N_GROUP_KINDS][16]; /* communicator group ids by ETK_GEN_GROUP_* */
     put_fn put;
     void *u;
@@ -287,6 +289,16 @@ static int put_node(emitter *E, const char *name, int type, uint64_t *deps, uint
             etk_node_i64(&n, "comm_size", &sz);
             s->coll_count[E->axis][ct]++;
             s->coll_bytes[E->axis][ct] += (uint64_t)sz;
+        } else if ((type == ETK_NODE_SEND || type == ETK_NODE_RECV) && E->p2p_cp) {
+            int64_t sz = 0;
+            etk_node_i64(&n, "comm_size", &sz);
+            if (type == ETK_NODE_SEND) {
+                s->cp_send_count++;
+                s->cp_send_bytes += (uint64_t)sz;
+            } else {
+                s->cp_recv_count++;
+                s->cp_recv_bytes += (uint64_t)sz;
+            }
         } else if (type == ETK_NODE_SEND || type == ETK_NODE_RECV) {
             int64_t sz = 0;
             etk_node_i64(&n, "comm_size", &sz);
@@ -330,6 +342,25 @@ static int put_p2p(emitter *E, const char *name, bool send, uint32_t peer, int64
                      etk_attr_i64("comm_size", bytes), etk_attr_i32("comm_tag", tag)};
     E->last_p2p = E->next_id;
     return put_node(E, name, send ? ETK_NODE_SEND : ETK_NODE_RECV, deps, nd, a, 4);
+}
+
+static int sec_group(const ginst *I);
+
+/* A node of a lowered section: compute, collective, or a send/recv of the CP ring. */
+static void put_inst(emitter *E, const ginst *I, const char *name, uint64_t *deps, uint32_t nd)
+{
+    if (I->type == ETK_NODE_COMP) {
+        put_comp(E, name, I->flops, I->bytes, I->fp8, deps, nd);
+    } else if (I->type == ETK_NODE_COLL) {
+        put_coll(E, name, I->coll, I->comm_bytes, sec_group(I), deps, nd);
+    } else {
+        uint64_t keep = E->last_p2p; /* the pipeline's latest transfer stays the pipeline's */
+        E->p2p_cp = true;
+        put_p2p(E, name, I->type == ETK_NODE_SEND, I->peer == PEER_CP_NEXT ? E->cp_next : E->cp_prev, I->comm_bytes,
+                I->tag, deps, nd);
+        E->p2p_cp = false;
+        E->last_p2p = keep;
+    }
 }
 
 static void si_label(const emitter *E, int si, char *buf, size_t n)
@@ -405,10 +436,7 @@ static uint64_t emit_fwd(emitter *E, int si, uint32_t j, uint64_t input)
         if (E->put) /* names only for traces that are kept */
             snprintf(name, sizeof name, "mb%u.%s.%s", j, lab, I->name);
         E->phase = I->phase;
-        if (I->type == ETK_NODE_COMP)
-            put_comp(E, name, I->flops, I->bytes, I->fp8, deps, nd);
-        else
-            put_coll(E, name, I->coll, I->comm_bytes, sec_group(I), deps, nd);
+        put_inst(E, I, name, deps, nd);
     }
     if (P->fwd_out == DEP_IN)
         return input;
@@ -508,10 +536,7 @@ static int emit_bwd(emitter *E, int si, uint32_t j, const uint64_t *gd, int ngd,
          * the last W node, which still reads them) */
         if (mode == BW_ALL || (mode == BW_B && last_w < 0) ? k == P->n - 1 : mode == BW_W && k == last_w)
             E->mem_free_pending += P->saved_bytes;
-        if (I->type == ETK_NODE_COMP)
-            put_comp(E, name, I->flops, I->bytes, I->fp8, deps, nd);
-        else
-            put_coll(E, name, I->coll, I->comm_bytes, sec_group(I), deps, nd);
+        put_inst(E, I, name, deps, nd);
         if (G->z3 && I->nw) {
             /* ZeRO-3: this section instance's gradients are reduce-scattered after its backward,
              * every micro-batch; a tied table's gradient from the head joins the embedding's */
@@ -864,6 +889,10 @@ static int emit_stage(gen *G, uint32_t stage, uint32_t tp_i, uint32_t cp_i, uint
         /* with interleaving the first stage also receives from the last one (chunk wrap) */
         E.prev_rank = etk_gen_rank_cp(c, tp_i, cp_i, dp_i, (stage + p - 1) % p);
         E.next_rank = etk_gen_rank_cp(c, tp_i, cp_i, dp_i, (stage + 1) % p);
+    }
+    if (G->cp > 1) {
+        E.cp_prev = etk_gen_rank_cp(c, tp_i, (cp_i + G->cp - 1) % G->cp, dp_i, stage);
+        E.cp_next = etk_gen_rank_cp(c, tp_i, (cp_i + 1) % G->cp, dp_i, stage);
     }
     /* schedule: units (forward or backward of chunk c, micro-batch j). 1F1B: warm-up forwards,
      * then one forward / one backward, then the remaining backwards; GPipe: all forwards first.
@@ -1233,18 +1262,22 @@ static int put_trace(void *u, const etk_node *n, etk_error *err)
 
 #define ET_VERSION "0.0.4"
 
-/* Groups and peers of a rank (see gen.h for the numbering). */
-static void bind_rank(const etk_gen_config *c, uint32_t r, char pg[ETK_GEN_N_GROUP_KINDS][16], uint32_t *prev,
-                      uint32_t *next)
+/* Groups and peers (fastwrite.h's PEER_*) of a rank (see gen.h for the numbering). */
+static void bind_rank(const etk_gen_config *c, uint32_t r, char pg[ETK_GEN_N_GROUP_KINDS][16], uint32_t peers[N_PEERS])
 {
-    uint32_t co[ETK_GEN_N_AXES];
+    uint32_t co[ETK_GEN_N_AXES], C = c->cp ? c->cp : 1;
     etk_gen_coords(c, r, co);
-    uint32_t s = co[ETK_GEN_PP];
-    group_ids(c, co[ETK_GEN_TP], co[ETK_GEN_CP], co[ETK_GEN_DP], s, pg);
-    *prev = *next = UINT32_MAX; /* none */
+    uint32_t s = co[ETK_GEN_PP], t = co[ETK_GEN_TP], x = co[ETK_GEN_CP], d = co[ETK_GEN_DP];
+    group_ids(c, t, x, d, s, pg);
+    for (int i = 0; i < N_PEERS; i++)
+        peers[i] = UINT32_MAX; /* none */
     if (c->pp > 1) {
-        *prev = etk_gen_rank_cp(c, co[ETK_GEN_TP], co[ETK_GEN_CP], co[ETK_GEN_DP], (s + c->pp - 1) % c->pp);
-        *next = etk_gen_rank_cp(c, co[ETK_GEN_TP], co[ETK_GEN_CP], co[ETK_GEN_DP], (s + 1) % c->pp);
+        peers[PEER_PREV] = etk_gen_rank_cp(c, t, x, d, (s + c->pp - 1) % c->pp);
+        peers[PEER_NEXT] = etk_gen_rank_cp(c, t, x, d, (s + 1) % c->pp);
+    }
+    if (C > 1) {
+        peers[PEER_CPPREV] = etk_gen_rank_cp(c, t, (x + C - 1) % C, d, s);
+        peers[PEER_CPNEXT] = etk_gen_rank_cp(c, t, (x + 1) % C, d, s);
     }
 }
 
@@ -1268,12 +1301,12 @@ static void *write_ranks(void *arg)
         return NULL;
     }
     for (uint32_t r = j->from; r < j->to && !j->rc; r++) {
-        uint32_t co[ETK_GEN_N_AXES], prev, next;
+        uint32_t co[ETK_GEN_N_AXES], peers[N_PEERS];
         char pg[ETK_GEN_N_GROUP_KINDS][16];
         etk_gen_coords(j->cfg, r, co);
-        bind_rank(j->cfg, r, pg, &prev, &next);
+        bind_rank(j->cfg, r, pg, peers);
         snprintf(path, plen, "%s.%u.et", j->prefix, r);
-        j->rc = etk_gen_class_write(&j->cls[co[ETK_GEN_PP]], path, ET_VERSION, (const char(*)[16])pg, prev, next,
+        j->rc = etk_gen_class_write(&j->cls[co[ETK_GEN_PP]], path, ET_VERSION, (const char(*)[16])pg, peers,
                                     &j->bytes, &j->err);
     }
     free(path);
@@ -1297,15 +1330,15 @@ int etk_gen_write_stats(const etk_gen_config *cfg, const char *prefix, uint64_t 
     }
     /* one template per stage class, bound to its representative */
     for (uint32_t s = 0; s < G.p && !rc; s++) {
-        uint32_t rep = etk_gen_rank(cfg, 0, 0, s), prev, next;
+        uint32_t rep = etk_gen_rank(cfg, 0, 0, s), peers[N_PEERS];
         char pg[ETK_GEN_N_GROUP_KINDS][16];
-        bind_rank(cfg, rep, pg, &prev, &next);
+        bind_rank(cfg, rep, pg, peers);
         if (!(reps[s] = etk_trace_new(ET_VERSION))) {
             rc = etk_err(err, ETK_ENOMEM, "out of memory");
             break;
         }
         if (!(rc = emit_stage(&G, s, 0, 0, 0, put_trace, reps[s], NULL, err)))
-            rc = etk_gen_class_build(&cls[s], reps[s], (const char(*)[16])pg, prev, next, err);
+            rc = etk_gen_class_build(&cls[s], reps[s], (const char(*)[16])pg, peers, err);
     }
     /* groups first: their fsync is cheap before the rank files are written */
     if (!rc) {
@@ -1370,12 +1403,15 @@ int etk_gen_workload(const etk_gen_config *cfg, bool fold, etk_workload **out, e
     if (rc)
         return rc;
     etk_workload *w = calloc(1, sizeof *w);
+    uint32_t ncp = cfg->cp_comm == ETK_CP_RING ? G.cp : 1;
     if (w) {
         w->n_ranks = cfg->n_ranks;
         w->ranks = calloc(cfg->n_ranks, sizeof(etk_trace *));
-        w->n_classes = G.p;
+        /* with the CP ring a rank's ring neighbours must be class representatives too (folding
+         * matches sends among representatives): one class per (stage, cp) */
+        w->n_classes = G.p * ncp;
         w->class_of = calloc(cfg->n_ranks, sizeof(uint32_t));
-        w->class_rep = calloc(G.p, sizeof(uint32_t));
+        w->class_rep = calloc(w->n_classes, sizeof(uint32_t));
         w->prefix = strdup("gen");
     }
     if (!w || !w->ranks || !w->class_of || !w->class_rep) {
@@ -1385,14 +1421,15 @@ int etk_gen_workload(const etk_gen_config *cfg, bool fold, etk_workload **out, e
     for (uint32_t r = 0; r < cfg->n_ranks; r++) {
         uint32_t co[ETK_GEN_N_AXES];
         etk_gen_coords(cfg, r, co);
-        w->class_of[r] = co[ETK_GEN_PP];
+        w->class_of[r] = co[ETK_GEN_PP] * ncp + (ncp > 1 ? co[ETK_GEN_CP] : 0);
     }
     for (uint32_t s = 0; s < G.p; s++)
-        w->class_rep[s] = etk_gen_rank(cfg, 0, 0, s);
+        for (uint32_t x = 0; x < ncp; x++)
+            w->class_rep[s * ncp + x] = etk_gen_rank_cp(cfg, 0, x, 0, s);
     for (uint32_t r = 0; r < cfg->n_ranks; r++) {
         uint32_t co[ETK_GEN_N_AXES];
         etk_gen_coords(cfg, r, co);
-        if (fold && r != w->class_rep[co[ETK_GEN_PP]])
+        if (fold && r != w->class_rep[w->class_of[r]])
             continue;
         etk_trace *t = etk_trace_new(ET_VERSION);
         if (!t) {

@@ -73,6 +73,10 @@ typedef struct {
     int32_t *regather;   /* per tensor: bwd all-gather of a saved sharded tensor */
     int32_t *cpg[2];     /* per tensor, per pass: its CP all-gather (K, V), NONE */
     bool (*cpmark)[G_MAX_IN]; /* per op, per input: consumed CP-gathered */
+    int32_t **ring[3];   /* --cp-comm ring, per pass (forward, recompute, backward), per tensor: the
+                          * instructions holding K/V block r = 0..cp-1 ([0] the rank's own), NULL */
+    int8_t *ringk;       /* per tensor: its index among the circulated tensors (tags), -1 */
+    int nring;
 } ctx;
 
 static const char *shortname(const char *n)
@@ -318,6 +322,68 @@ static int32_t cp_gather(ctx *c, int pass, int t, int32_t d, lay L, int phase)
     return i;
 }
 
+/* ---------- CP ring (--cp-comm ring) ---------- */
+/* One send (to the next CP rank) or receive (from the previous one) of the ring. */
+static int32_t ring_p2p(ctx *c, const char *name, bool send, int64_t bytes, int32_t tag, int phase, int ndeps,
+                        const int32_t *deps)
+{
+    int i = emit(c, name, send ? ETK_NODE_SEND : ETK_NODE_RECV, phase, ndeps, deps);
+    if (i < 0)
+        return i;
+    ginst *I = &c->p->v[i];
+    I->peer = send ? PEER_CP_NEXT : PEER_CP_PREV;
+    I->tag = tag;
+    I->comm_bytes = bytes;
+    return i;
+}
+
+/* gen.h's tag scheme: ETK_GEN_CP_TAG_BASE + 16 r + 4 kind + the tensor's index in the layer */
+static int32_t ring_tag(ctx *c, int t, int64_t r, int kind)
+{
+    if (c->ringk[t] < 0)
+        c->ringk[t] = (int8_t)(c->nring++ & 3);
+    return (int32_t)(ETK_GEN_CP_TAG_BASE + 16 * r + 4 * kind + c->ringk[t]);
+}
+
+/* The blocks of tensor t (K or V) passed around the CP ring: cp - 1 steps; at step r every rank
+ * sends the block it holds (its own at step 1) to the next CP rank and receives block r from the
+ * previous one. The send and the receive of a step are posted together (both wait for the block
+ * of step r - 1 only), so rendezvous sends cannot deadlock the ring. Shared by the consumers of
+ * one pass. kind: 0 forward, 1 recompute, 2 backward; `first`: more dependencies of step 1 (the
+ * output gradient in recompute and backward). Returns the cp instructions holding the blocks. */
+static int32_t *cp_ring(ctx *c, int pass, int t, int32_t local, lay L, int phase, int kind, int nfirst,
+                        const int32_t *first)
+{
+    if (c->ring[pass][t])
+        return c->ring[pass][t];
+    int64_t C = c->o->cp;
+    int32_t *blk = etk_arena_alloc(c->a, sizeof(int32_t) * (size_t)C);
+    if (!blk) {
+        c->rc = etk_err(c->err, ETK_ENOMEM, "out of memory lowering %s", c->S->name);
+        return NULL;
+    }
+    blk[0] = local;
+    int64_t bytes = elems_rank(c, t, L) * c->o->act_bytes;
+    const char *pre = phase == P_RECOMP ? "recompute." : "", *what = kind == 2 ? "cp_ring_bwd" : "cp_ring";
+    for (int64_t r = 1; r < C; r++) {
+        int32_t deps[MAX_CONTRIB * 2 + 1];
+        int nd = 0;
+        deps[nd++] = blk[r - 1];
+        for (int f = 0; r == 1 && f < nfirst && nd < MAX_CONTRIB * 2 + 1; f++)
+            deps[nd++] = first[f];
+        char name[96];
+        int32_t tag = ring_tag(c, t, r, kind);
+        snprintf(name, sizeof name, "%s%s.%s_send%lld", pre, shortname(c->g->t[t].name), what, (long long)r);
+        if (ring_p2p(c, name, true, bytes, tag, phase, nd, deps) < 0)
+            return NULL;
+        snprintf(name, sizeof name, "%s%s.%s_recv%lld", pre, shortname(c->g->t[t].name), what, (long long)r);
+        if ((blk[r] = ring_p2p(c, name, false, bytes, tag, phase, nd, deps)) < 0)
+            return NULL;
+    }
+    c->ring[pass][t] = blk;
+    return blk;
+}
+
 /* Forward (or recompute) lowering of op j. */
 static int lower_op_fwd(ctx *c, int pass, int j, int phase)
 {
@@ -420,9 +486,10 @@ static int lower_op_fwd(ctx *c, int pass, int j, int phase)
     /* conversions and the compute node; FP8 GEMMs read 1-byte operands (output in BF16) */
     bool fp8 = op->kind == G_MATMUL && c->o->gemm_bytes == 1;
     int in_bytes = fp8 ? 1 : c->o->act_bytes;
-    int32_t deps[G_MAX_IN + 1];
+    int32_t deps[G_MAX_IN + 3];
     int nd = 0;
     uint64_t bytes = 0;
+    int32_t *rblk = NULL; /* --cp-comm ring: the K/V blocks this op works through */
     for (int k = 0; k < nact; k++) {
         int i = act[k], t = op->in[i];
         lay have = ts[t].L;
@@ -437,8 +504,13 @@ static int lower_op_fwd(ctx *c, int pass, int j, int phase)
             return d;
         bool cpg = needs_cp(c, op, i);
         c->cpmark[j][i] = cpg;
-        if (cpg && (d = cp_gather(c, pass, t, d, want[i], phase)) < 0)
+        if (cpg && c->o->cp_ring) {
+            int32_t first = DEP_GRAD;
+            if (!(rblk = cp_ring(c, pass, t, d, want[i], phase, phase == P_RECOMP ? 1 : 0, phase == P_RECOMP, &first)))
+                return c->rc ? c->rc : ETK_ENOMEM;
+        } else if (cpg && (d = cp_gather(c, pass, t, d, want[i], phase)) < 0) {
             return c->rc ? c->rc : ETK_ENOMEM;
+        }
         if (is_combine_in(c, op, i)) {
             /* expert outputs back to the ranks that own the tokens */
             int32_t dd[2] = {d, DEP_GRAD};
@@ -473,15 +545,27 @@ static int lower_op_fwd(ctx *c, int pass, int j, int phase)
         flops = op->flops * (double)oel;
     }
     char name[96];
-    snprintf(name, sizeof name, "%s%s", phase == P_RECOMP ? "recompute." : "", op->name);
-    int i = emit(c, name, ETK_NODE_COMP, phase, nd, deps);
-    if (i < 0)
-        return i;
-    c->p->v[i].flops = flops;
-    c->p->v[i].bytes = bytes;
-    c->p->v[i].fp8 = fp8;
-    for (int k = 0; k < op->nin; k++)
-        c->p->v[i].uses_w |= g->t[op->in[k]].weight;
+    /* with the CP ring, one partial product per K/V block as it arrives (blockwise attention:
+     * the online softmax accumulates them in order); the FLOPs and bytes split evenly */
+    int64_t nchunk = rblk ? c->o->cp : 1;
+    int32_t i = NONE;
+    for (int64_t r = 0; r < nchunk; r++) {
+        if (rblk) {
+            deps[nd] = rblk[r];
+            deps[nd + 1] = i;
+            snprintf(name, sizeof name, "%s%s.cp%lld", phase == P_RECOMP ? "recompute." : "", op->name, (long long)r);
+        } else {
+            snprintf(name, sizeof name, "%s%s", phase == P_RECOMP ? "recompute." : "", op->name);
+        }
+        i = emit(c, name, ETK_NODE_COMP, phase, nd + (rblk ? 2 : 0), deps);
+        if (i < 0)
+            return i;
+        c->p->v[i].flops = flops / (double)nchunk;
+        c->p->v[i].bytes = bytes / (uint64_t)nchunk;
+        c->p->v[i].fp8 = fp8;
+        for (int k = 0; k < op->nin; k++)
+            c->p->v[i].uses_w |= g->t[op->in[k]].weight;
+    }
     int32_t last = i;
     /* vocabulary-parallel cross entropy: all-reduces of [b, s] fp32 statistics (max, sum of
      * exponentials, target logit) over the TP group */
@@ -608,6 +692,73 @@ static int32_t avail(ctx *c, int j, int i)
     return c->uinst[pass][j][i];
 }
 
+/* --cp-comm ring, backward of activation x activation matmul j for its input i (the operand
+ * `other` or i itself is a whole K/V read block by block): one gradient GEMM per block, of 1/cp
+ * of the FLOPs. When `other` is circulated (dQ = dS K, dP = dO V^T) the blocks go around the ring
+ * again and the partial products accumulate in order. When i is (dK = dS^T Q, dV = P^T dO) the
+ * gradient of block r is a partial sum over the CP ranks: the accumulator of each block follows
+ * it around the ring (received from the previous rank, this rank's share added, sent to the
+ * next) and arrives back at the block's owner after cp - 1 steps, where the owner's own share
+ * is added. */
+static int ring_dgrad(ctx *c, int j, int i, const char *name, const int32_t *go, int ngo, lay goL, int32_t av,
+                      double mm, uint64_t fbytes, uint8_t fp8)
+{
+    const gop *op = &c->S->ops[j];
+    const etk_graph *g = c->g;
+    int other = 1 - i, ti = op->in[i];
+    int64_t C = c->o->cp;
+    int32_t *ob = NULL;
+    if (c->cpmark[j][other] &&
+        !(ob = cp_ring(c, 2, op->in[other], av, c->used[j][other], P_BWD, 2, ngo, go)))
+        return c->rc ? c->rc : ETK_ENOMEM;
+    bool acc = c->cpmark[j][i];
+    lay gl = einsum_lay(goL, c->used[j][other], &g->t[ti]);
+    int64_t gbytes = elems_rank(c, ti, gl) * c->o->act_bytes;
+    int32_t prev = NONE, own = NONE, accr = NONE;
+    char cn[160];
+    for (int64_t r = 0; r < C; r++) {
+        int32_t deps[MAX_CONTRIB * 2 + 4];
+        int nd = 0;
+        for (int k = 0; k < ngo; k++)
+            deps[nd++] = go[k];
+        deps[nd++] = av;
+        deps[nd++] = ob ? ob[r] : NONE;
+        deps[nd++] = acc ? (r >= 2 ? accr : NONE) : prev;
+        snprintf(cn, sizeof cn, "%s.cp%lld", name, (long long)r);
+        int32_t k = emit(c, cn, ETK_NODE_COMP, P_BWD, nd, deps);
+        if (k < 0)
+            return c->rc ? c->rc : ETK_ENOMEM;
+        c->p->v[k].flops = mm / (double)C;
+        c->p->v[k].bytes = fbytes / (uint64_t)C;
+        c->p->v[k].fp8 = fp8;
+        if (!acc) {
+            prev = k;
+            continue;
+        }
+        if (r == 0) {
+            own = k;
+            continue;
+        }
+        /* the accumulator of block r (owner: r ranks back) to the next rank; the one of the next
+         * block (or, after the last step, this rank's own) from the previous rank */
+        int32_t tag = ring_tag(c, ti, r, 3);
+        snprintf(cn, sizeof cn, "d%s.cp_ring_send%lld", shortname(g->t[ti].name), (long long)r);
+        if (ring_p2p(c, cn, true, gbytes, tag, P_BWD, 1, &k) < 0)
+            return c->rc ? c->rc : ETK_ENOMEM;
+        snprintf(cn, sizeof cn, "d%s.cp_ring_recv%lld", shortname(g->t[ti].name), (long long)r + 1);
+        if ((accr = accr == NONE ? ring_p2p(c, cn, false, gbytes, tag, P_BWD, ngo, go)
+                                 : ring_p2p(c, cn, false, gbytes, tag, P_BWD, 1, &accr)) < 0)
+            return c->rc ? c->rc : ETK_ENOMEM;
+    }
+    if (acc) {
+        add_contrib(c, ti, own, gl);
+        add_contrib(c, ti, accr, gl);
+    } else {
+        add_contrib(c, ti, prev, gl);
+    }
+    return 0;
+}
+
 static int lower_op_bwd(ctx *c, int j)
 {
     const gop *op = &c->S->ops[j];
@@ -631,9 +782,17 @@ static int lower_op_bwd(ctx *c, int j)
     }
     /* forward node of this op (for flops/bytes): find by name in the forward part */
     const ginst *F = NULL;
+    uint64_t fbytes = 0; /* the forward op's bytes (all its CP-ring chunks) */
+    char cp0[104];
+    snprintf(cp0, sizeof cp0, "%s.cp0", op->name);
     for (int k = 0; k < c->p->nfwd; k++)
-        if (c->p->v[k].type == ETK_NODE_COMP && !strcmp(c->p->v[k].name, op->name))
+        if (c->p->v[k].type == ETK_NODE_COMP && !strcmp(c->p->v[k].name, op->name)) {
             F = &c->p->v[k];
+            fbytes = F->bytes;
+        } else if (c->p->v[k].type == ETK_NODE_COMP && !strcmp(c->p->v[k].name, cp0)) {
+            F = &c->p->v[k];
+            fbytes = F->bytes * (uint64_t)c->o->cp;
+        }
     int32_t deps[MAX_CONTRIB * 2 + G_MAX_IN + 2];
     char name[96];
     if (op->kind == G_MATMUL) {
@@ -657,11 +816,17 @@ static int lower_op_bwd(ctx *c, int j)
                 snprintf(name, sizeof name, "%s.dgrad", op->name);
             else
                 snprintf(name, sizeof name, "%s.dgrad_%s", op->name, shortname(g->t[op->in[i]].name));
+            if (c->o->cp_ring && (c->cpmark[j][i] || c->cpmark[j][other])) {
+                int rc = ring_dgrad(c, j, i, name, go, ngo, goL, av, mm, fbytes, F ? F->fp8 : 0);
+                if (rc)
+                    return rc;
+                continue;
+            }
             int k = emit(c, name, ETK_NODE_COMP, P_BWD, nd, deps);
             if (k < 0)
                 return k;
             c->p->v[k].flops = mm;
-            c->p->v[k].bytes = F ? F->bytes : 0;
+            c->p->v[k].bytes = fbytes;
             c->p->v[k].fp8 = F ? F->fp8 : 0;
             lay gl = einsum_lay(goL, c->used[j][other], &g->t[op->in[i]]);
             if (c->cpmark[j][i]) {
@@ -764,8 +929,12 @@ int etk_lower_section(const etk_graph *g, int sec, const glower_opts *o, etk_are
     c.cpg[0] = etk_arena_alloc(a, sizeof(int32_t) * (size_t)nt);
     c.cpg[1] = etk_arena_alloc(a, sizeof(int32_t) * (size_t)nt);
     c.cpmark = etk_arena_alloc(a, sizeof(*c.cpmark) * (size_t)nops);
+    for (int k = 0; k < 3; k++)
+        c.ring[k] = etk_arena_alloc(a, sizeof(int32_t *) * (size_t)nt);
+    c.ringk = etk_arena_alloc(a, (size_t)nt);
     if (!c.ts[0] || !c.ts[1] || !c.prod_op || !c.used || !c.uinst[0] || !c.uinst[1] || !c.via_ag || !c.outL ||
-        !c.grad || !c.regather || !c.cpg[0] || !c.cpg[1] || !c.cpmark)
+        !c.grad || !c.regather || !c.cpg[0] || !c.cpg[1] || !c.cpmark || !c.ring[0] || !c.ring[1] || !c.ring[2] ||
+        !c.ringk)
         return etk_err(err, ETK_ENOMEM, "out of memory lowering %s", S->name);
     for (int t = 0; t < nt; t++) {
         c.ts[0][t].inst = NONE;
@@ -773,6 +942,8 @@ int etk_lower_section(const etk_graph *g, int sec, const glower_opts *o, etk_are
         c.prod_op[t] = -1;
         c.regather[t] = NONE;
         c.cpg[0][t] = c.cpg[1][t] = NONE;
+        c.ring[0][t] = c.ring[1][t] = c.ring[2][t] = NULL;
+        c.ringk[t] = -1;
     }
     memset(c.cpmark, 0, sizeof(*c.cpmark) * (size_t)nops);
     for (int j = 0; j < nops; j++)

@@ -11,17 +11,22 @@ enum { P_FWD = 0, P_RECOMP = 1, P_BWD = 2, P_OPT = 3 /* optimizer step: not mode
 #define GRP_TP 0
 #define GRP_CP 1
 #define GRP_EP 2
+/* SEND/RECV peers of the CP ring (ginst.peer) */
+#define PEER_CP_NEXT 1
+#define PEER_CP_PREV 2
 
 typedef struct ginst {
     const char *name;   /* "fc1", "fc1.dgrad", "xn1.all_gather", ... */
-    uint8_t type;       /* ETK_NODE_COMP or ETK_NODE_COLL */
+    uint8_t type;       /* ETK_NODE_COMP, ETK_NODE_COLL, or ETK_NODE_SEND/RECV (CP ring) */
     uint8_t coll;       /* etk_coll_type */
     uint8_t phase;      /* P_* */
     uint8_t fp8;        /* a GEMM run in FP8 (--precision fp8): the roofline uses the fp8 peak */
     uint8_t grp;        /* COLL: GRP_TP, GRP_CP or GRP_EP */
+    uint8_t peer;       /* SEND/RECV: PEER_CP_NEXT or PEER_CP_PREV */
+    int32_t tag;        /* SEND/RECV: comm_tag (ETK_GEN_CP_TAG_BASE + ..., gen.h) */
     double flops;       /* per rank */
     uint64_t bytes;     /* COMP: bytes read + written per rank (tensor_size) */
-    int64_t comm_bytes; /* COLL: buffer (all-gather: the per-rank input shard) */
+    int64_t comm_bytes; /* COLL: buffer (all-gather: the per-rank input shard); SEND/RECV: message */
     int ndeps;
     int32_t *deps;      /* instruction indices, DEP_IN or DEP_GRAD */
     int nw;
@@ -44,6 +49,7 @@ typedef struct gprog {
 typedef struct glower_opts {
     int64_t tp;
     int64_t cp;         /* context parallel degree: the graph's query dim s is already seq / cp */
+    bool cp_ring;       /* CP by send/recv around the ring (blockwise attention) instead of all-gathers */
     int64_t ep;         /* expert parallel degree: weights with the expert dim 'e' hold 1/ep */
     bool sp;
     int recompute;      /* ETK_RECOMPUTE_* (full applies to transformer layers) */

@@ -35,7 +35,7 @@ static const struct {
     bool value;
 } options[] = {
     {"model", true}, {"model-file", true}, {"layers", true}, {"hidden", true}, {"heads", true},
-    {"kv-heads", true}, {"ffn", true}, {"vocab", true}, {"seq", true}, {"dp", true}, {"tp", true}, {"cp", true}, {"ep", true},
+    {"kv-heads", true}, {"ffn", true}, {"vocab", true}, {"seq", true}, {"dp", true}, {"tp", true}, {"cp", true}, {"cp-comm", true}, {"ep", true},
     {"pp", true}, {"sp", false}, {"micro-batch", true}, {"global-batch", true}, {"schedule", true}, {"vpp", true}, {"first-stage-layers", true}, {"last-stage-layers", true},
     {"zero", true}, {"fsdp", false}, {"recompute", true}, {"precision", true}, {"grad-precision", true},
     {"dp-bucket-mb", true}, {"rank-order", true}, {"gpu", true},
@@ -50,7 +50,9 @@ const char *etk_gen_options_help(void)
            "                       override one dimension of the model\n"
            "plan:\n"
            "  --dp N --tp N --pp N data, tensor and pipeline parallel degrees (default 1)\n"
-           "  --cp N               context parallel degree: sequence split over N ranks, K/V all-gathered\n"
+           "  --cp N               context parallel degree: sequence split over N ranks\n"
+           "  --cp-comm C          allgather (default: K/V all-gathered, Llama 3) | ring (K/V blocks\n"
+           "                       passed around the CP ring by send/recv, overlapped with blockwise attention)\n"
            "  --ep N               expert parallel degree (MoE models): experts split over N of the DP\n"
            "                       ranks, tokens exchanged by all-to-all (N divides --dp)\n"
            "  --sp                 Megatron sequence parallelism (with --tp > 1)\n"
@@ -142,6 +144,15 @@ int etk_gen_set(etk_gen_config *c, const char *name, const char *v, etk_error *e
         return parse_u32(name, v, &c->cp, err);
     if (!strcmp(name, "ep"))
         return parse_u32(name, v, &c->ep, err);
+    if (!strcmp(name, "cp-comm")) {
+        if (!strcmp(v, "allgather"))
+            c->cp_comm = ETK_CP_ALLGATHER;
+        else if (!strcmp(v, "ring"))
+            c->cp_comm = ETK_CP_RING;
+        else
+            return etk_err(err, ETK_EINVAL, "--cp-comm wants allgather or ring, got '%s'", v);
+        return 0;
+    }
     if (!strcmp(name, "first-stage-layers"))
         return parse_u32(name, v, &c->first_stage_layers, err);
     if (!strcmp(name, "last-stage-layers"))
@@ -351,6 +362,8 @@ int etk_gen_check(etk_gen_config *c, etk_error *err)
     if (c->cp > 1 && c->sp && (m->seq / c->cp) % c->tp)
         return etk_err(err, ETK_EINVAL, "--sp: --tp %u does not divide the --seq %" PRId64 " / --cp %u = %" PRId64
                        " tokens of a CP rank", c->tp, m->seq, c->cp, m->seq / c->cp);
+    if (c->cp_comm == ETK_CP_RING && c->cp < 2)
+        return etk_err(err, ETK_EINVAL, "--cp-comm ring needs --cp > 1 (the ring passes K/V blocks between CP ranks)");
     if (!c->ep)
         c->ep = 1;
     if (c->ep > 1 && !m->experts)
@@ -398,6 +411,11 @@ int etk_gen_check(etk_gen_config *c, etk_error *err)
                            "--vpp %u: the %u micro-batches per step must be a multiple of --pp %u (interleaved 1F1B)",
                            c->vpp, c->micro_batches, c->pp);
     }
+    /* pipeline tags 2 (boundary M + j) + 1 must stay below the CP ring's (gen.h) */
+    if (c->cp_comm == ETK_CP_RING &&
+        2 * (uint64_t)c->pp * (c->vpp > 1 ? c->vpp : 1) * c->micro_batches + 2 > (uint64_t)ETK_GEN_CP_TAG_BASE)
+        return etk_err(err, ETK_EINVAL, "--cp-comm ring: %u micro-batches x %u pipeline stages: pipeline tags would reach "
+                       "the CP ring's tag range", c->micro_batches, c->pp * (c->vpp > 1 ? c->vpp : 1));
     if (c->first_stage_layers || c->last_stage_layers) {
         uint64_t V = (uint64_t)c->pp * (c->vpp > 1 ? c->vpp : 1);
         uint64_t ends = (uint64_t)c->first_stage_layers + c->last_stage_layers;
