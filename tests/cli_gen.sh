@@ -76,6 +76,21 @@ expect 0 "step time" run --model llama2-7b --layers 8 --hidden 1024 --heads 16 -
   --tp 2 --cp 2 --pp 2 --dp 2 --global-batch 8 --sp
 expect 0 "CP group all_gather" gen --model llama3-8b --layers 4 --tp 2 --cp 4 --summary
 expect 2 "--cp 3 does not divide --seq" gen --model llama2-7b --cp 3 --summary
+# the ring variant: K/V blocks by send/recv around the CP ring; written, validated (deadlock
+# check included), simulated folded and unfolded
+# llama3-8b, 4 layers, tp 2, cp 4: 4 x 2 x 3 x 3 = 72 sends of b (s/c) (k/t) d_h x 2 = 2,097,152 bytes
+expect 0 "CP ring send 72 x, 150994944 bytes; recv 72 x, 150994944 bytes" \
+  gen --model llama3-8b --layers 4 --tp 2 --cp 4 --cp-comm ring --summary
+expect 0 '"cp_comm": "ring"' gen --model llama3-8b --layers 4 --tp 2 --cp 4 --cp-comm ring --summary --json
+expect 0 "wrote 16 rank files" gen --model llama2-7b --layers 4 --hidden 256 --heads 4 --kv-heads 2 --ffn 512 \
+  --vocab 1000 --seq 64 --tp 2 --cp 2 --pp 2 --dp 2 --global-batch 8 --cp-comm ring -o "$T/ring"
+expect 0 "0 errors, 0 warnings" validate "$T/ring"
+expect 0 "step time" run --model llama2-7b --layers 8 --hidden 1024 --heads 16 --kv-heads 4 --ffn 2048 --seq 2048 \
+  --tp 2 --cp 2 --pp 2 --dp 2 --global-batch 8 --sp --cp-comm ring
+expect 0 "16 simulated, not folded" run --model llama2-7b --layers 4 --hidden 1024 --heads 16 --kv-heads 4 \
+  --ffn 2048 --seq 2048 --tp 2 --cp 4 --pp 2 --global-batch 4 --cp-comm ring --no-fold
+expect 2 "--cp-comm ring needs --cp > 1" gen --model llama2-7b --cp-comm ring --summary
+expect 2 "--cp-comm wants allgather or ring" gen --model llama2-7b --cp 2 --cp-comm p2p --summary
 # expert parallelism: token all-to-alls over EP, expert gradients over the expert-DP group
 expect 0 "step time" run --model mixtral-8x7b --layers 4 --hidden 512 --heads 8 --kv-heads 2 --ffn 1024 --seq 512 \
   --tp 2 --pp 2 --dp 4 --ep 2 --global-batch 8 --zero 1

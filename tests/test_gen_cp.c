@@ -15,6 +15,8 @@
 
 #include "etkit/gen.h"
 #include "gen_testlib.h"
+#include "etkit/net.h"
+#include "etkit/sim.h"
 #include "etkit/validate.h"
 
 static const char *plan_error(const char *line)
@@ -199,6 +201,223 @@ static void test_cp_errors(void **state)
     assert_non_null(strstr(e, "got 'tp,cp,pp'"));
 }
 
+/* ---------- --cp-comm ring ---------- */
+
+/* Per layer, per micro-batch, per rank, with blk = b (s/c) (k/t) d_h x 2 bytes (one rank's K, or
+ * V, block): forward, K and V each go c - 1 steps around the ring (a send and a receive of blk
+ * per step): 2 (c - 1) sends; backward, the blocks go around again (2 (c - 1)) and the dK, dV
+ * accumulators follow them back to their owners (2 (c - 1)); a recompute of the attention core
+ * (selective or full) circulates the blocks once more (2 (c - 1)). Receives equal sends. No CP
+ * collective is left; the pipeline messages are those of the all-gather form. */
+static void test_cp_ring_bytes(void **state)
+{
+    (void)state;
+    struct {
+        const char *line;
+        uint64_t t, c, kv, m, l, recompute;
+    } cases[] = {
+        {"--model llama2-7b --layers 2 --tp 2 --cp 2 --dp 2 --global-batch 4", 2, 2, 32, 2, 2, 0},
+        {"--model llama3-8b --layers 3 --tp 4 --cp 4 --global-batch 3", 4, 4, 8, 3, 3, 0},
+        {"--model llama3-8b --layers 2 --cp 8 --sp --tp 2 --global-batch 1 --recompute selective", 2, 8, 8, 1, 2, 1},
+        {"--model llama3-8b --layers 4 --cp 4 --pp 2 --global-batch 4 --recompute full", 1, 4, 8, 4, 2, 1},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        etk_gen_config c, ca;
+        etk_gen_summary s, sa;
+        char line[512];
+        snprintf(line, sizeof line, "%s --cp-comm ring", cases[i].line);
+        summarize(line, &c, &s);
+        summarize(cases[i].line, &ca, &sa);
+        const uint64_t b = 1, sq = (uint64_t)c.model.seq, d = 128, cp = cases[i].c;
+        uint64_t blk = b * (sq / cp) * (cases[i].kv / cases[i].t) * d * 2;
+        uint64_t per_layer = 2 * (cp - 1) * (1 + 2 + cases[i].recompute);
+        uint64_t n = per_layer * cases[i].l * cases[i].m;
+        const etk_gen_stage *st = &s.stages[0];
+        assert_int_equal(st->cp_send_count, n);
+        assert_int_equal(st->cp_recv_count, n);
+        assert_int_equal(st->cp_send_bytes, n * blk);
+        assert_int_equal(st->cp_recv_bytes, n * blk);
+        /* forward alone: (c - 1) 2 b (s/c) (k/t) d_h x 2 bytes per layer per micro-batch */
+        assert_int_equal(2 * (cp - 1) * blk, (cp - 1) * 2 * b * (sq / cp) * (cases[i].kv / cases[i].t) * d * 2);
+        for (int t = 0; t < ETK_COLL_TYPE_COUNT; t++)
+            assert_int_equal(st->coll_count[ETK_GEN_GROUP_CP][t], 0);
+        assert_int_equal(st->send_bytes, sa.stages[0].send_bytes);
+        assert_int_equal(st->recv_bytes, sa.stages[0].recv_bytes);
+        /* the all-gather form moves the same K/V in the forward: (c - 1)/c of each gathered buffer */
+        assert_int_equal(sa.stages[0].coll_bytes[ETK_GEN_GROUP_CP][ETK_COLL_ALL_GATHER] * (cp - 1),
+                         2 * (1 + cases[i].recompute) * cases[i].l * cases[i].m * (cp - 1) * blk);
+        etk_gen_summary_free(&s);
+        etk_gen_summary_free(&sa);
+    }
+}
+
+/* The ring splits the attention GEMMs into c blockwise products of 1/c each: the FLOPs per rank
+ * and per step, with and without recompute, equal the all-gather form's (up to the rounding of
+ * num_ops per node, < 1e-9 relative); so do the parameters, activations and other collectives. */
+static void test_cp_ring_flops(void **state)
+{
+    (void)state;
+    const char *lines[] = {
+        "--model llama3-8b --layers 4 --tp 2 --pp 2 --dp 2 --cp 4 --global-batch 8",
+        "--model llama3-8b --layers 4 --tp 2 --cp 2 --global-batch 2 --recompute full",
+        "--model gpt3-175b --layers 2 --hidden 1024 --heads 16 --ffn 4096 --seq 2048 --cp 8 --recompute selective",
+    };
+    for (size_t i = 0; i < sizeof lines / sizeof lines[0]; i++) {
+        etk_gen_config c1, c2;
+        etk_gen_summary s1, s2;
+        char line[512];
+        snprintf(line, sizeof line, "%s --cp-comm ring", lines[i]);
+        summarize(lines[i], &c1, &s1);
+        summarize(line, &c2, &s2);
+        assert_true(fabs(s2.model_flops / s1.model_flops - 1) < 1e-9);
+        assert_true(fabs(s2.step_flops / s1.step_flops - 1) < 1e-9);
+        for (uint32_t k = 0; k < s1.n_stages; k++) {
+            assert_true(fabs(s2.stages[k].flops / s1.stages[k].flops - 1) < 1e-9);
+            assert_int_equal(s2.stages[k].params, s1.stages[k].params);
+            assert_int_equal(s2.stages[k].total_bytes, s1.stages[k].total_bytes);
+            for (int g = 0; g < ETK_GEN_N_GROUP_KINDS; g++)
+                for (int t = 0; t < ETK_COLL_TYPE_COUNT && g != ETK_GEN_GROUP_CP; t++)
+                    assert_int_equal(s2.stages[k].coll_bytes[g][t], s1.stages[k].coll_bytes[g][t]);
+        }
+        etk_gen_summary_free(&s1);
+        etk_gen_summary_free(&s2);
+    }
+}
+
+static double simulate(const etk_gen_config *c, bool fold)
+{
+    etk_workload *w;
+    etk_error err = {0};
+    if (etk_gen_workload(c, fold, &w, &err))
+        fail_msg("%s", err.msg);
+    etk_cluster cl;
+    memset(&cl, 0, sizeof cl);
+    snprintf(cl.name, sizeof cl.name, "test");
+    cl.n_dims = 1;
+    cl.dims[0].size = c->n_ranks;
+    cl.dims[0].topo = ETK_TOPO_SWITCH;
+    cl.dims[0].bw_Bps = 100e9;
+    cl.n_npus = c->n_ranks;
+    cl.gpu.peak_flops[ETK_PREC_BF16] = 1000e12;
+    cl.gpu.hbm_bw_Bps = 2000e9;
+    cl.compute_efficiency = 1;
+    etk_sim_opts o;
+    memset(&o, 0, sizeof o);
+    o.no_fold = !fold;
+    etk_sim *s = NULL;
+    if (etk_sim_workload(w, &cl, &o, &s, &err))
+        fail_msg("simulation (%s): %s", fold ? "folded" : "every rank", err.msg);
+    double t = (double)etk_sim_result_get(s)->step_ns;
+    etk_sim_free(s);
+    etk_workload_free(w);
+    return t;
+}
+
+/* The ring's sends go to the next CP rank of the same (tp, dp, pp) and its receives come from
+ * the previous one, with tags from ETK_GEN_CP_TAG_BASE on (the pipeline's stay below). The
+ * workloads (every schedule, recompute, ZeRO-3, rank order) pass the validator with its
+ * cross-rank deadlock check; the files as written match the in-memory ranks (peers rebound per
+ * rank); the simulator runs the step to the end, folded (one class per (stage, cp)) as unfolded. */
+static void test_cp_ring_structure(void **state)
+{
+    (void)state;
+    const char *small = "--model llama2-7b --layers 4 --hidden 256 --heads 4 --kv-heads 2 --ffn 512 --vocab 1000 --seq 64 "
+                        "--cp-comm ring ";
+    const char *plans[] = {
+        "--tp 2 --cp 4 --pp 2 --dp 2 --global-batch 8",
+        "--tp 2 --cp 3 --seq 96 --global-batch 2 --sp --recompute selective --zero 3 --dp 2",
+        "--cp 2 --pp 2 --vpp 2 --global-batch 4 --recompute full --rank-order pp,cp,tp,dp",
+        "--cp 4 --pp 2 --global-batch 4 --schedule zb-h1 --dp 2",
+        "--cp 2 --pp 4 --global-batch 8 --schedule gpipe --rank-order cp,tp,dp,pp",
+    };
+    for (size_t i = 0; i < sizeof plans / sizeof plans[0]; i++) {
+        char line[512];
+        snprintf(line, sizeof line, "%s%s", small, plans[i]);
+        etk_gen_config c;
+        etk_error err = {0};
+        if (parse(line, &c, &err))
+            fail_msg("%s: %s", line, err.msg);
+        etk_workload *w;
+        if (etk_gen_workload(&c, false, &w, &err))
+            fail_msg("%s: %s", line, err.msg);
+        uint64_t sends = 0;
+        for (uint32_t r = 0; r < c.n_ranks; r++) {
+            uint32_t co[ETK_GEN_N_AXES];
+            etk_gen_coords(&c, r, co);
+            uint32_t C = c.cp, t = co[ETK_GEN_TP], x = co[ETK_GEN_CP], d = co[ETK_GEN_DP], p = co[ETK_GEN_PP];
+            uint32_t next = etk_gen_rank_cp(&c, t, (x + 1) % C, d, p), prev = etk_gen_rank_cp(&c, t, (x + C - 1) % C, d, p);
+            const etk_trace *tr = w->ranks[r];
+            for (size_t k = 0; k < tr->n_nodes; k++) {
+                const etk_node *n = &tr->nodes[k];
+                if (n->type != ETK_NODE_SEND && n->type != ETK_NODE_RECV)
+                    continue;
+                int64_t tag = 0, peer = -1;
+                etk_node_i64(n, "comm_tag", &tag);
+                etk_node_i64(n, n->type == ETK_NODE_SEND ? "comm_dst" : "comm_src", &peer);
+                if (!strstr(n->name, "cp_ring")) {
+                    assert_true(tag < ETK_GEN_CP_TAG_BASE);
+                    continue;
+                }
+                assert_true(tag >= ETK_GEN_CP_TAG_BASE && tag < ETK_GEN_CP_TAG_BASE + 16 * (int64_t)C);
+                assert_int_equal(peer, n->type == ETK_NODE_SEND ? next : prev);
+                sends += n->type == ETK_NODE_SEND;
+            }
+        }
+        assert_true(sends > 0);
+        etk_findings *f = etk_findings_new();
+        if (etk_validate_workload(w, NULL, f, &err))
+            fail_msg("%s: %s", line, err.msg);
+        if (f->n_errors || f->n_warnings) {
+            char buf[1024];
+            for (size_t k = 0; k < f->n && k < 5; k++) {
+                etk_finding_format(&f->items[k], buf, sizeof buf);
+                fprintf(stderr, "%s\n", buf);
+            }
+            fail_msg("%s: %zu errors, %zu warnings", line, f->n_errors, f->n_warnings);
+        }
+        etk_findings_free(f);
+        if (i == 0) {
+            /* written files: every rank's ring peers rebound */
+            char prefix[512];
+            snprintf(prefix, sizeof prefix, "%s/ring", tu_tmpdir());
+            if (etk_gen_write(&c, prefix, &err))
+                fail_msg("%s", err.msg);
+            etk_workload *fw;
+            etk_read_opts ro = {.quiet = true};
+            if (etk_workload_open(prefix, NULL, &ro, &fw, &err))
+                fail_msg("%s", err.msg);
+            for (uint32_t r = 0; r < c.n_ranks; r++) {
+                assert_int_equal(fw->ranks[r]->n_nodes, w->ranks[r]->n_nodes);
+                for (size_t k = 0; k < w->ranks[r]->n_nodes; k++) {
+                    const etk_node *a = &fw->ranks[r]->nodes[k], *b = &w->ranks[r]->nodes[k];
+                    assert_string_equal(a->name, b->name);
+                    int64_t pa = -1, pb = -2;
+                    const char *key = a->type == ETK_NODE_SEND ? "comm_dst" : "comm_src";
+                    if (a->type == ETK_NODE_SEND || a->type == ETK_NODE_RECV) {
+                        etk_node_i64(a, key, &pa);
+                        etk_node_i64(b, key, &pb);
+                        assert_int_equal(pa, pb);
+                    }
+                }
+            }
+            etk_workload_free(fw);
+        }
+        etk_workload_free(w);
+        double folded = simulate(&c, true), all = simulate(&c, false);
+        assert_true(folded > 0);
+        assert_true(fabs(folded / all - 1) < 1e-9);
+    }
+}
+
+static void test_cp_ring_errors(void **state)
+{
+    (void)state;
+    const char *e = plan_error("--model llama2-7b --cp-comm ring");
+    assert_non_null(strstr(e, "--cp-comm ring needs --cp > 1"));
+    e = plan_error("--model llama2-7b --cp 2 --cp-comm ringg");
+    assert_non_null(strstr(e, "--cp-comm wants allgather or ring, got 'ringg'"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -207,6 +426,10 @@ int main(void)
         cmocka_unit_test(test_cp_ranks_groups),
         cmocka_unit_test(test_cp_validate),
         cmocka_unit_test(test_cp_errors),
+        cmocka_unit_test(test_cp_ring_bytes),
+        cmocka_unit_test(test_cp_ring_flops),
+        cmocka_unit_test(test_cp_ring_structure),
+        cmocka_unit_test(test_cp_ring_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

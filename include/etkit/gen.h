@@ -21,7 +21,9 @@
  * (the CP x DP/E ranks with the same experts) = B + TP*CP*(DP/E)*PP + tp + TP*(e + E*pp). Groups
  * of one rank are not emitted. Pipeline messages: send/recv between the same (tp, dp) on
  * adjacent stages (with --vpp the last stage's chunk c feeds the first stage's chunk c + 1), tag =
- * 2*(virtual boundary*M + micro_batch) + (0 forward activation | 1 gradient).
+ * 2*(virtual boundary*M + micro_batch) + (0 forward activation | 1 gradient). With --cp-comm ring,
+ * K/V blocks and dK/dV accumulators go by send/recv to the next CP rank (cp + 1 mod CP, same
+ * tp, dp, pp) with tags from ETK_GEN_CP_TAG_BASE (docs/gen.md).
  *
  * Use from another command (e.g. `etkit run`):
  *     etk_gen_config cfg; etk_gen_config_init(&cfg);
