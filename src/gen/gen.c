@@ -21,7 +21,7 @@ typedef struct gen {
     const etk_gen_config *cfg;
     etk_graph *g;
     etk_arena *a;
-    gprog prog[G_N_SEC];
+    gprog prog[G_N_SEC + 1]; /* [G_SEC_DENSE]: the dense_layer section, when dense > 0 */
     uint32_t p, m, v;     /* stages, micro-batches, model chunks per stage (interleaving) */
     uint32_t *first, *nl; /* per virtual stage q = chunk * p + stage: first layer, layer count */
     uint64_t bucket_bytes;
@@ -34,8 +34,9 @@ typedef struct gen {
     uint32_t edp;   /* ranks holding the same experts: dp x cp / ep */
     bool z3;        /* ZeRO-3 with dp > 1: parameters gathered per section instance, gradients
                      * reduce-scattered per section instance per micro-batch */
-    uint64_t sec_elems[G_N_SEC]; /* weights a section instance uses, per TP rank (ZeRO-3 gather) */
-    uint64_t sec_own[G_N_SEC];   /* weights owned by the section (its gradients), per TP rank */
+    uint32_t dense;       /* the first `dense` layers are the dense_layer section's (DeepSeek) */
+    uint64_t sec_elems[G_N_SEC + 1]; /* weights a section instance uses, per TP rank (ZeRO-3 gather) */
+    uint64_t sec_own[G_N_SEC + 1];   /* weights owned by the section (its gradients), per TP rank */
 } gen;
 
 static void gen_free(gen *G)
@@ -68,7 +69,9 @@ static int gen_init(gen *G, const etk_gen_config *cfg, etk_error *err)
         G->g->dim['c' - 'a'] = (G->g->dim['c' - 'a'] + G->cp - 1) / G->cp;
     glower_opts o = {.tp = cfg->tp, .cp = G->cp, .cp_ring = cfg->cp_comm == ETK_CP_RING && G->cp > 1, .ep = G->ep, .sp = cfg->sp, .recompute = cfg->recompute, .act_bytes = G->act_bytes,
                      .gemm_bytes = !strcmp(cfg->precision, "fp8") ? 1 : 0};
-    for (int s = 0; s < G_N_SEC; s++)
+    /* DeepSeek's first_k_dense_replace: the first dense_layers layers from the dense_layer section */
+    G->dense = G->g->dense.nops && cfg->model.dense_layers > 0 ? (uint32_t)cfg->model.dense_layers : 0;
+    for (int s = 0; s < G_N_SEC + (G->dense ? 1 : 0); s++)
         if ((rc = etk_lower_section(G->g, s, &o, G->a, &G->prog[s], err))) {
             gen_free(G);
             return rc;
@@ -113,7 +116,7 @@ static int gen_init(gen *G, const etk_gen_config *cfg, etk_error *err)
                        "(not supported; use --pp 1 or --zero 1|2)", cfg->pp, cfg->model.name);
     }
     for (int t = 0; t < G->g->nt; t++)
-        if (G->g->t[t].weight && G->g->t[t].section < G_N_SEC) { /* not the dense_layer section's */
+        if (G->g->t[t].weight && (G->g->t[t].section < G_N_SEC || G->dense)) {
             int sec = G->g->t[t].section;
             uint64_t n = (uint64_t)etk_graph_elems(G->g, t);
             if (G->g->t[t].split >= 0 && cfg->tp > 1)
@@ -139,6 +142,18 @@ static uint32_t stage_layers(const gen *G, uint32_t s)
     uint32_t n = 0;
     for (uint32_t c = 0; c < G->v; c++)
         n += G->nl[c * G->p + s];
+    return n;
+}
+
+/* layers of stage s from the dense_layer section (global index below G->dense) */
+static uint32_t stage_dense(const gen *G, uint32_t s)
+{
+    uint32_t n = 0;
+    for (uint32_t c = 0; c < G->v; c++) {
+        uint32_t q = c * G->p + s, a = G->first[q], b = a + G->nl[q];
+        if (a < G->dense)
+            n += (b < G->dense ? b : G->dense) - a;
+    }
     return n;
 }
 
@@ -365,7 +380,7 @@ static void put_inst(emitter *E, const ginst *I, const char *name, uint64_t *dep
 
 static void si_label(const emitter *E, int si, char *buf, size_t n)
 {
-    if (E->si_sec[si] == G_SEC_LAYER)
+    if (E->si_sec[si] == G_SEC_LAYER || E->si_sec[si] == G_SEC_DENSE)
         snprintf(buf, n, "L%u", E->si_layer[si]);
     else
         snprintf(buf, n, "%s", E->G->g->sec[E->si_sec[si]].name);
@@ -878,8 +893,8 @@ static int emit_stage(gen *G, uint32_t stage, uint32_t tp_i, uint32_t cp_i, uint
         if (q == 0)
             E.si_sec[k++] = G_SEC_EMBED;
         for (uint32_t l = 0; l < G->nl[q]; l++) {
-            E.si_sec[k] = G_SEC_LAYER;
-            E.si_layer[k++] = G->first[q] + l;
+            E.si_layer[k] = G->first[q] + l;
+            E.si_sec[k++] = G->first[q] + l < G->dense ? G_SEC_DENSE : G_SEC_LAYER;
         }
         if (q == V - 1)
             E.si_sec[k++] = G_SEC_HEAD;
@@ -1020,14 +1035,17 @@ static void stage_memory(gen *G, uint32_t s, etk_gen_stage *st)
     const etk_gen_config *c = G->cfg;
     const etk_graph *g = G->g;
     uint64_t params = 0, xparams = 0; /* all, and expert weights among them */
+    uint32_t nd = stage_dense(G, s), nmoe = stage_layers(G, s) - nd;
     for (int t = 0; t < g->nt; t++) {
         if (!g->t[t].weight)
             continue;
         int sec = g->t[t].section;
         if (sec == G_SEC_LAYER && is_expert(G, t))
-            xparams += weight_elems_rank(G, t) * stage_layers(G, s);
+            xparams += weight_elems_rank(G, t) * nmoe;
         if (sec == G_SEC_LAYER)
-            params += weight_elems_rank(G, t) * stage_layers(G, s);
+            params += weight_elems_rank(G, t) * nmoe;
+        else if (sec == G_SEC_DENSE)
+            params += weight_elems_rank(G, t) * nd;
         else if (sec == G_SEC_EMBED && s == 0)
             params += weight_elems_rank(G, t);
         else if (sec == G_SEC_HEAD && s == G->p - 1)
@@ -1054,7 +1072,7 @@ static void stage_memory(gen *G, uint32_t s, etk_gen_stage *st)
     /* fp32 master weights + Adam m and v (12 bytes), plus an fp32 copy of 16-bit gradients */
     uint64_t opb = 12 + (c->grad_bytes == 2 ? 4 : 0);
     st->optimizer_bytes = c->zero ? ((dense * opb + d - 1) / d + (xparams * opb + xd - 1) / xd) : params * opb;
-    uint64_t act = G->prog[G_SEC_LAYER].saved_bytes * stage_layers(G, s);
+    uint64_t act = G->prog[G_SEC_LAYER].saved_bytes * nmoe + (nd ? G->prog[G_SEC_DENSE].saved_bytes * nd : 0);
     if (s == 0)
         act += G->prog[G_SEC_EMBED].saved_bytes;
     if (s == G->p - 1)
@@ -1076,7 +1094,8 @@ static void stage_memory(gen *G, uint32_t s, etk_gen_stage *st)
     uint64_t msg = G->prog[G_SEC_LAYER].out_bytes;
     st->comm_buffer_bytes = (s > 0 ? msg : 0) + (s + 1 < G->p ? msg : 0);
     if (G->z3) /* gathered parameters: the layer computing and the one prefetched */
-        st->comm_buffer_bytes += 2 * 2 * G->sec_elems[G_SEC_LAYER];
+        st->comm_buffer_bytes += 2 * 2 * (nd && G->sec_elems[G_SEC_DENSE] > G->sec_elems[G_SEC_LAYER]
+                                               ? G->sec_elems[G_SEC_DENSE] : G->sec_elems[G_SEC_LAYER]);
     st->total_bytes = st->weight_bytes + st->grad_bytes + st->optimizer_bytes + st->act_bytes + st->comm_buffer_bytes;
 }
 
@@ -1109,7 +1128,7 @@ int etk_gen_summarize(const etk_gen_config *cfg, etk_gen_summary *out, etk_error
         st->has_head = s == G.p - 1;
         /* middle stages with the same layers per chunk have the same nodes (only their order in
          * the schedule differs): count one, copy the totals */
-        bool same = s > 1 && s + 1 < G.p;
+        bool same = s > 1 && s + 1 < G.p && stage_dense(&G, s) == stage_dense(&G, s - 1);
         for (uint32_t c = 0; same && c < G.v; c++)
             same = G.nl[c * G.p + s] == G.nl[c * G.p + s - 1];
         if (same) {

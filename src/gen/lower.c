@@ -908,10 +908,10 @@ int etk_lower_section(const etk_graph *g, int sec, const glower_opts *o, etk_are
 {
     memset(p, 0, sizeof *p);
     p->sec = sec;
-    const gsection *S = &g->sec[sec];
+    const gsection *S = sec == G_SEC_DENSE ? &g->dense : &g->sec[sec]; /* dense_layer: a layer too */
     int nops = S->nops, nt = g->nt;
     ctx c = {.g = g, .S = S, .o = o, .a = a, .p = p, .err = err};
-    c.full = o->recompute == ETK_RECOMPUTE_FULL && sec == G_SEC_LAYER;
+    c.full = o->recompute == ETK_RECOMPUTE_FULL && (sec == G_SEC_LAYER || sec == G_SEC_DENSE);
     c.selective = o->recompute == ETK_RECOMPUTE_SELECTIVE;
     c.stream = REP;
     if (o->sp && o->tp > 1)

@@ -57,6 +57,7 @@ typedef struct glower_opts {
     int gemm_bytes;     /* bytes per GEMM input element: 1 for FP8 GEMMs (0: act_bytes) */
 } glower_opts;
 
+/* sec: G_SEC_* or G_SEC_DENSE (the dense_layer section, lowered like a layer) */
 int etk_lower_section(const etk_graph *g, int sec, const glower_opts *o, etk_arena *a, gprog *out,
                       etk_error *err);
 #endif
