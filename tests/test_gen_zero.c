@@ -134,6 +134,72 @@ static void test_zero_volumes(void **state)
  * gathers carry no data dependency and control dependencies only on the previous gather and the
  * previous section instance's first node (prefetch one section ahead); the reduce-scatter of a
  * section follows its weight-gradient nodes; no dp.param_bucket all-gather with ZeRO-3. */
+/* Bytes one rank puts on the wire per step for the collectives of group kind g (ring algorithms
+ * over d ranks, as dp_wire_x_d), times d. */
+static uint64_t group_wire_x_d(const etk_gen_stage *st, int g, uint64_t d)
+{
+    const uint64_t *b = st->coll_bytes[g];
+    return 2 * (d - 1) * b[ETK_COLL_ALL_REDUCE] + (d - 1) * b[ETK_COLL_REDUCE_SCATTER] +
+           d * (d - 1) * b[ETK_COLL_ALL_GATHER];
+}
+
+/* ZeRO-3 with expert parallelism: the expert weights (E / ep experts per rank) are sharded,
+ * gathered and their gradients reduce-scattered over the expert-data-parallel group (d_x = dp /
+ * ep ranks holding the same experts), the other weights over DP (d ranks). Mixtral 8x7B with 2
+ * layers, dp 8, ep 4 (d = 8, d_x = 2), 16-bit gradients, Psi = 2 bytes x parameters:
+ *   expert parameters per rank  P_x = 2 layers x (8 / 4) x 3 h f
+ *   the others                  P_d = V h (embedding) + 2 (2 h^2 + 2 h (8 x 128) + 2 h + h E) + h + V h
+ * each group moves 3 Psi (d - 1) / d per GPU per micro-batch (two gathers, one reduce-scatter);
+ * memory 20 bytes per parameter of the shard held: 20 (P_d / d + P_x / d_x). */
+static void test_zero3_ep(void **state)
+{
+    (void)state;
+    const uint64_t h = 4096, f = 14336, E = 8, V = 32000, kv = 8 * 128, d = 8, dx = 2;
+    const uint64_t Px = 2 * (E / 4) * 3 * h * f;
+    const uint64_t Pd = V * h + 2 * (2 * h * h + 2 * h * kv + 2 * h + h * E) + h + V * h;
+    for (uint64_t m = 1; m <= 2; m++) {
+        etk_gen_config c;
+        etk_gen_summary s;
+        char line[256];
+        snprintf(line, sizeof line, "--model mixtral-8x7b --layers 2 --dp 8 --ep 4 --zero 3 --grad-precision bf16 "
+                 "--global-batch %" PRIu64, 8 * m);
+        summarize(line, &c, &s);
+        assert_int_equal(s.micro_batches, m);
+        const etk_gen_stage *st = &s.stages[0];
+        assert_int_equal(st->params, Pd + Px);
+        assert_int_equal(group_wire_x_d(st, ETK_GEN_GROUP_DP, d), m * 3 * (2 * Pd) * (d - 1));
+        assert_int_equal(group_wire_x_d(st, ETK_GEN_GROUP_EDP, dx), m * 3 * (2 * Px) * (dx - 1));
+        /* per micro-batch: 2 gathers x 4 sections over DP, 2 gathers x 2 MoE layers over EDP; a
+         * reduce-scatter per section over DP, per MoE layer over EDP */
+        assert_int_equal(st->coll_count[ETK_GEN_GROUP_DP][ETK_COLL_ALL_GATHER], m * 2 * 4);
+        assert_int_equal(st->coll_count[ETK_GEN_GROUP_EDP][ETK_COLL_ALL_GATHER], m * 2 * 2);
+        assert_int_equal(st->coll_count[ETK_GEN_GROUP_DP][ETK_COLL_REDUCE_SCATTER], m * 4);
+        assert_int_equal(st->coll_count[ETK_GEN_GROUP_EDP][ETK_COLL_REDUCE_SCATTER], m * 2);
+        assert_int_equal(st->coll_count[ETK_GEN_GROUP_DP][ETK_COLL_ALL_REDUCE] +
+                             st->coll_count[ETK_GEN_GROUP_EDP][ETK_COLL_ALL_REDUCE],
+                         0);
+        assert_true(Pd % d == 0 && Px % dx == 0);
+        assert_int_equal(st->weight_bytes, 2 * (Pd / d + Px / dx));
+        assert_int_equal(st->grad_bytes, 2 * (Pd / d + Px / dx));
+        assert_int_equal(st->optimizer_bytes, 16 * (Pd / d + Px / dx));
+        /* the Adam step runs on the shard */
+        assert_true(st->flops - st->model_flops == (double)(10 * (Pd / d + Px / dx)));
+        etk_gen_summary_free(&s);
+    }
+    /* ep = dp: one rank per expert set, expert weights not sharded (no EDP collective); the
+     * others still over DP */
+    etk_gen_config c;
+    etk_gen_summary s;
+    summarize("--model mixtral-8x7b --layers 2 --dp 4 --ep 4 --zero 3 --grad-precision bf16 --global-batch 4", &c, &s);
+    const etk_gen_stage *st = &s.stages[0];
+    for (int t = 0; t < ETK_COLL_TYPE_COUNT; t++)
+        assert_int_equal(st->coll_count[ETK_GEN_GROUP_EDP][t], 0);
+    const uint64_t Px4 = 2 * (E / 4) * 3 * h * f;
+    assert_int_equal(group_wire_x_d(st, ETK_GEN_GROUP_DP, 4), 3 * (2 * Pd) * 3);
+    assert_int_equal(st->weight_bytes, 2 * (Pd / 4 + Px4));
+    etk_gen_summary_free(&s);
+}
+
 static void test_zero3_structure(void **state)
 {
     (void)state;
@@ -213,6 +279,11 @@ static void test_zero_validate(void **state)
          * the embedding's reduce-scatter */
         "--model gpt3-175b --layers 2 --hidden 256 --heads 4 --ffn 1024 --vocab 1000 --seq 64 --dp 2 "
         "--global-batch 4 --zero 3",
+        /* expert parameters over EDP, the others over DP; ep = dp (EDP of one rank) too */
+        "--model mixtral-8x7b --layers 4 --hidden 256 --heads 4 --kv-heads 2 --ffn 512 --vocab 1000 --seq 64 "
+        "--tp 2 --pp 2 --dp 4 --ep 2 --global-batch 8 --zero 3 --sp",
+        "--model mixtral-8x7b --layers 2 --hidden 256 --heads 4 --kv-heads 2 --ffn 512 --vocab 1000 --seq 64 "
+        "--dp 2 --ep 2 --cp 2 --global-batch 4 --zero 3 --recompute full",
     };
     for (size_t i = 0; i < sizeof plans / sizeof plans[0]; i++) {
         etk_gen_config c;
@@ -222,6 +293,62 @@ static void test_zero_validate(void **state)
         if (etk_gen_workload(&c, false, &w, &err))
             fail_msg("%s: %s", plans[i], err.msg);
         expect_clean(w, plans[i]);
+        etk_workload_free(w);
+    }
+}
+
+/* --schedule zb-h1 with ZeRO-3: a section's gradients are reduce-scattered after its deferred
+ * weight-gradient unit (W), which completes them; the same collectives, bytes and FLOPs as
+ * 1F1B's (the schedule only moves nodes), validator-clean (deadlock check included). */
+static void test_zero3_zbh1(void **state)
+{
+    (void)state;
+    const char *plans[] = {
+        "--model llama2-7b --layers 4 --hidden 256 --heads 4 --ffn 512 --vocab 1000 --seq 64 --pp 2 --dp 2 "
+        "--global-batch 8 --zero 3 --tp 2 --sp",
+        "--model gpt3-175b --layers 2 --hidden 256 --heads 4 --ffn 1024 --vocab 1000 --seq 64 --dp 2 "
+        "--global-batch 4 --zero 3",
+        "--model mixtral-8x7b --layers 4 --hidden 256 --heads 4 --kv-heads 2 --ffn 512 --vocab 1000 --seq 64 "
+        "--pp 2 --dp 4 --ep 2 --global-batch 16 --zero 3",
+    };
+    for (size_t i = 0; i < sizeof plans / sizeof plans[0]; i++) {
+        char line[512];
+        snprintf(line, sizeof line, "%s --schedule zb-h1", plans[i]);
+        etk_gen_config c1, c2;
+        etk_gen_summary s1, s2;
+        summarize(plans[i], &c1, &s1);
+        summarize(line, &c2, &s2);
+        for (uint32_t k = 0; k < s1.n_stages; k++) {
+            assert_int_equal(s2.stages[k].nodes, s1.stages[k].nodes);
+            assert_true(s2.stages[k].flops == s1.stages[k].flops);
+            assert_memory_equal(s2.stages[k].coll_count, s1.stages[k].coll_count, sizeof s1.stages[k].coll_count);
+            assert_memory_equal(s2.stages[k].coll_bytes, s1.stages[k].coll_bytes, sizeof s1.stages[k].coll_bytes);
+        }
+        etk_gen_summary_free(&s1);
+        etk_gen_summary_free(&s2);
+        etk_workload *w;
+        etk_error err = {0};
+        if (etk_gen_workload(&c2, false, &w, &err))
+            fail_msg("%s: %s", line, err.msg);
+        /* every section's gradient reduce-scatter comes after all the W nodes (.wgrad) of its
+         * micro-batch and section ("mb<j>.<section>."), which zb-h1 defers */
+        const etk_trace *tr = w->ranks[0];
+        uint64_t rs = 0;
+        for (size_t k = 0; k < tr->n_nodes; k++) {
+            const char *g = strstr(tr->nodes[k].name, "grad_reduce_scatter");
+            if (!g)
+                continue;
+            rs++;
+            assert_true(tr->nodes[k].n_data_deps > 0);
+            size_t plen = (size_t)(g - tr->nodes[k].name);
+            if (plen > 7 && !strncmp(g - 7, "expert_", 7))
+                plen -= 7;
+            for (size_t x = k + 1; x < tr->n_nodes; x++)
+                if (!strncmp(tr->nodes[x].name, tr->nodes[k].name, plen) && strstr(tr->nodes[x].name, ".wgrad"))
+                    fail_msg("%s: %s after %s", line, tr->nodes[x].name, tr->nodes[k].name);
+        }
+        assert_true(rs > 0);
+        expect_clean(w, line);
         etk_workload_free(w);
     }
 }
@@ -246,8 +373,10 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_zero_volumes),
+        cmocka_unit_test(test_zero3_ep),
         cmocka_unit_test(test_zero3_structure),
         cmocka_unit_test(test_zero_validate),
+        cmocka_unit_test(test_zero3_zbh1),
         cmocka_unit_test(test_zero_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -37,7 +37,12 @@ typedef struct gen {
     uint32_t dense;       /* the first `dense` layers are the dense_layer section's (DeepSeek) */
     uint64_t sec_elems[G_N_SEC + 1]; /* weights a section instance uses, per TP rank (ZeRO-3 gather) */
     uint64_t sec_own[G_N_SEC + 1];   /* weights owned by the section (its gradients), per TP rank */
+    uint64_t sec_x[G_N_SEC + 1];     /* --ep: the expert weights among them (this rank's experts),
+                                      * sharded over EDP instead of DP */
 } gen;
+
+static bool is_expert(const gen *G, int t);
+static uint64_t weight_elems_rank(const gen *G, int t);
 
 static void gen_free(gen *G)
 {
@@ -118,11 +123,11 @@ static int gen_init(gen *G, const etk_gen_config *cfg, etk_error *err)
     for (int t = 0; t < G->g->nt; t++)
         if (G->g->t[t].weight && (G->g->t[t].section < G_N_SEC || G->dense)) {
             int sec = G->g->t[t].section;
-            uint64_t n = (uint64_t)etk_graph_elems(G->g, t);
-            if (G->g->t[t].split >= 0 && cfg->tp > 1)
-                n /= cfg->tp;
+            uint64_t n = weight_elems_rank(G, t);
             G->sec_own[sec] += n;
             G->sec_elems[sec] += n;
+            if (G->ep > 1 && is_expert(G, t))
+                G->sec_x[sec] += n;
             /* a tied output layer gathers the table again for the head */
             bool used_by_head = false;
             for (int j = 0; j < H->nops; j++)
@@ -233,6 +238,8 @@ typedef struct emitter {
     uint64_t prev_sec_base; /* ZeRO-3: first node of the latest section instance emitted */
     uint64_t *z3deps;       /* ZeRO-3: weight-gradient nodes of the current section instance */
     size_t nz3, capz3;
+    uint64_t *z3xdeps;      /* ZeRO-3 with --ep: those of its expert weights (reduced over EDP) */
+    size_t nz3x, capz3x;
     uint64_t *z3tied;       /* ZeRO-3: head gradient nodes of a tied table (reduced with the embedding) */
     size_t nz3tied, capz3tied;
     int rc;
@@ -406,20 +413,26 @@ static bool inst_uses_weight(const ginst *I)
 static uint64_t emit_gather(emitter *E, int si, uint32_t j, const char *what)
 {
     gen *G = E->G;
-    uint64_t elems = G->sec_elems[E->si_sec[si]];
-    if (!G->z3 || !elems)
+    uint64_t x = G->sec_x[E->si_sec[si]], elems = G->sec_elems[E->si_sec[si]] - x;
+    if (!G->z3)
         return 0;
-    uint32_t d = G->dpw;
-    char lab[32], name[160] = "";
-    si_label(E, si, lab, sizeof lab);
-    if (E->put)
-        snprintf(name, sizeof name, "mb%u.%s.%s", j, lab, what);
-    E->pending_ctrl2 = E->last_gather;
-    E->pending_ctrl3 = E->prev_sec_base;
-    uint64_t id = E->next_id;
-    put_coll(E, name, ETK_COLL_ALL_GATHER, (int64_t)((elems + d - 1) / d * 2), ETK_GEN_GROUP_DP, NULL, 0);
-    E->last_gather = id;
-    return id;
+    /* with --ep, a section's expert weights are sharded over EDP: a second gather, after the
+     * first (so a node waiting for it has both) */
+    for (int k = 0; k < 2; k++) {
+        uint64_t n = k ? x : elems, d = k ? G->edp : G->dpw;
+        if (!n || d < 2)
+            continue;
+        char lab[32], name[160] = "";
+        si_label(E, si, lab, sizeof lab);
+        if (E->put)
+            snprintf(name, sizeof name, "mb%u.%s.%s%s", j, lab, k ? "expert_" : "", what);
+        E->pending_ctrl2 = E->last_gather;
+        E->pending_ctrl3 = E->prev_sec_base;
+        E->last_gather = E->next_id;
+        put_coll(E, name, ETK_COLL_ALL_GATHER, (int64_t)((n + d - 1) / d * 2), k ? ETK_GEN_GROUP_EDP : ETK_GEN_GROUP_DP,
+                 NULL, 0);
+    }
+    return (elems && G->dpw > 1) || (x && G->edp > 1) ? E->last_gather : 0;
 }
 
 /* Forward of section instance si for micro-batch j; input: the instruction id feeding it (0 none). */
@@ -467,6 +480,21 @@ static void bucket_append(emitter *E, uint64_t elems, uint64_t id);
 static bool is_w(const ginst *I)
 {
     return I->type == ETK_NODE_COMP && I->nw > 0 && strstr(I->name, ".wgrad");
+}
+
+/* ZeRO-3: node `id` (instruction I of section instance si) produces weight gradients: they are
+ * reduce-scattered after the section's backward (expert weights over EDP; a tied table's
+ * gradient from the head joins the embedding's). */
+static void z3_note(emitter *E, int si, const ginst *I, uint64_t id, bool last)
+{
+    gen *G = E->G;
+    bool tied = false, xw = G->ep > 1 && is_expert(G, I->w[0]); /* all experts or none */
+    for (int w = 0; w < I->nw; w++)
+        tied |= G->g->t[I->w[w]].section != E->si_sec[si];
+    if (tied ? push(&E->z3tied, &E->nz3tied, &E->capz3tied, id)
+        : xw ? push(&E->z3xdeps, &E->nz3x, &E->capz3x, id) || (last && G->edp < 2 && push(&E->alldeps, &E->nall, &E->capall, id))
+             : push(&E->z3deps, &E->nz3, &E->capz3, id))
+        E->rc = etk_err(E->err, ETK_ENOMEM, "out of memory");
 }
 
 /* Ids of the backward instructions of section instance si, micro-batch j (0: not emitted yet),
@@ -558,8 +586,8 @@ static int emit_bwd(emitter *E, int si, uint32_t j, const uint64_t *gd, int ngd,
             bool tied = false;
             for (int w = 0; w < I->nw; w++)
                 tied |= G->g->t[I->w[w]].section != E->si_sec[si];
-            if (tied ? push(&E->z3tied, &E->nz3tied, &E->capz3tied, id) : push(&E->z3deps, &E->nz3, &E->capz3, id))
-                E->rc = etk_err(E->err, ETK_ENOMEM, "out of memory");
+            if (mode != BW_B) /* zb-h1: with the W unit, which ends the section's gradients */
+                z3_note(E, si, I, id, last);
             for (int w = 0; w < I->nw && last; w++) {
                 int t = I->w[w];
                 if (G->cfg->sp && G->cfg->tp > 1 && G->g->t[t].split < 0 && !tied) {
@@ -619,6 +647,9 @@ static int emit_bwd(emitter *E, int si, uint32_t j, const uint64_t *gd, int ngd,
             }
         }
     }
+    for (int k = P->nfwd; G->z3 && mode == BW_W && k < P->n; k++)
+        if (P->v[k].nw && !is_w(&P->v[k]) && bi[k - P->nfwd]) /* the B unit's weight gradients (norms) */
+            z3_note(E, si, &P->v[k], bi[k - P->nfwd], last);
     if (G->z3 && !E->rc && (E->nz3 || (E->si_sec[si] == G_SEC_EMBED && E->nz3tied))) {
         if (E->si_sec[si] == G_SEC_EMBED) {
             for (size_t i = 0; i < E->nz3tied && !E->rc; i++)
@@ -626,7 +657,7 @@ static int emit_bwd(emitter *E, int si, uint32_t j, const uint64_t *gd, int ngd,
                     E->rc = etk_err(E->err, ETK_ENOMEM, "out of memory");
             E->nz3tied = 0;
         }
-        uint64_t elems = G->sec_own[E->si_sec[si]], d = G->dpw, id = E->next_id;
+        uint64_t elems = G->sec_own[E->si_sec[si]] - G->sec_x[E->si_sec[si]], d = G->dpw, id = E->next_id;
         if (E->put)
             snprintf(name, sizeof name, "mb%u.%s.grad_reduce_scatter", j, lab);
         E->phase = P_BWD;
@@ -635,6 +666,24 @@ static int emit_bwd(emitter *E, int si, uint32_t j, const uint64_t *gd, int ngd,
         E->nz3 = 0;
         if (last)
             bucket_append(E, elems, id);
+    }
+    if (G->z3 && !E->rc && E->nz3x) {
+        /* --ep: the expert gradients over the expert-data-parallel group (none when it is one rank) */
+        uint64_t x = G->sec_x[E->si_sec[si]], d = G->edp, id = 0;
+        if (d > 1) {
+            id = E->next_id;
+            if (E->put)
+                snprintf(name, sizeof name, "mb%u.%s.expert_grad_reduce_scatter", j, lab);
+            E->phase = P_BWD;
+            put_coll(E, name, ETK_COLL_REDUCE_SCATTER, (int64_t)((x + d - 1) / d * d * G->cfg->grad_bytes),
+                     ETK_GEN_GROUP_EDP, E->z3xdeps, (uint32_t)E->nz3x);
+        }
+        E->nz3x = 0;
+        if (last) {
+            bucket_append(E, x, id);
+            if (!E->rc)
+                E->bucket_x[E->nbuckets - 1] = 1;
+        }
     }
     if (last && !E->rc && !G->z3) {
         if (E->si_sec[si] == G_SEC_EMBED && E->nwdeps) {
@@ -1025,6 +1074,7 @@ out:
     free(E.repl);
     free(E.embdeps);
     free(E.z3deps);
+    free(E.z3xdeps);
     free(E.z3tied);
     return E.rc;
 }
@@ -1064,10 +1114,10 @@ static void stage_memory(gen *G, uint32_t s, etk_gen_stage *st)
     st->params = params;
     uint64_t d = G->dpw;
     /* ZeRO-2 shards the gradients, ZeRO-3 the parameters too (over DP, equal padded shards) */
-    st->weight_bytes = c->zero == 3 ? (params + d - 1) / d * 2 : params * 2;
     /* expert weights are sharded over their EDP group (dp x cp / ep ranks), the rest over DP x CP */
     uint64_t xd = G->edp, dense = params - xparams;
     uint64_t held = (dense + d - 1) / d + (xparams + xd - 1) / xd;
+    st->weight_bytes = c->zero == 3 ? held * 2 : params * 2;
     st->grad_bytes = c->zero >= 2 ? held * c->grad_bytes : params * c->grad_bytes;
     /* fp32 master weights + Adam m and v (12 bytes), plus an fp32 copy of 16-bit gradients */
     uint64_t opb = 12 + (c->grad_bytes == 2 ? 4 : 0);

@@ -375,11 +375,6 @@ int etk_gen_check(etk_gen_config *c, etk_error *err)
     if (c->ep > 1 && c->dp % c->ep)
         return etk_err(err, ETK_EINVAL, "--ep %u does not divide --dp %u (expert parallel ranks are carved from the "
                        "data-parallel ones)", c->ep, c->dp);
-    if (c->schedule == ETK_SCHED_ZBH1 && c->zero == 3)
-        return etk_err(err, ETK_EINVAL, "--schedule zb-h1 with --zero 3 is not supported (use --zero 1|2)");
-    if (c->ep > 1 && c->zero == 3)
-        return etk_err(err, ETK_EINVAL, "--ep %u with --zero 3: sharding expert parameters is not supported (use --zero 1|2)",
-                       c->ep);
     if ((int64_t)c->pp > m->layers)
         return etk_err(err, ETK_EINVAL, "--pp %u: more pipeline stages than --layers %" PRId64, c->pp, m->layers);
     uint64_t per_step = (uint64_t)c->micro_batch * c->dp;
