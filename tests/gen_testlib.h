@@ -1,5 +1,6 @@
-/* gen_testlib.h — helpers shared by the generator's plan tests (test_gen_cp/ep/zero): parse a
- * command-line-style plan string into an etk_gen_config and summarize it. Header-only, like
+/* gen_testlib.h — helpers shared by the generator's plan tests (test_gen_cp/ep/zero/dense/sched):
+ * parse a command-line-style plan string into an etk_gen_config and summarize it, validate a
+ * workload, a test cluster. Header-only, like
  * sim_testlib.h; include after testutil.h. */
 #ifndef ETK_GEN_TESTLIB_H
 #define ETK_GEN_TESTLIB_H
@@ -8,6 +9,8 @@
 #include <string.h>
 
 #include "etkit/gen.h"
+#include "etkit/net.h"
+#include "etkit/validate.h"
 
 /* Parse "--model llama2-7b --tp 2 ..." and check the plan; 0 or the library's error. */
 static inline int parse(const char *line, etk_gen_config *c, etk_error *err)
@@ -31,5 +34,37 @@ static inline void summarize(const char *line, etk_gen_config *c, etk_gen_summar
     etk_error err = {0};
     if (parse(line, c, &err) || etk_gen_summarize(c, s, &err))
         fail_msg("plan '%s': %s", line, err.msg);
+}
+/* The validator (cross-rank and deadlock checks included) finds nothing on workload w. */
+static inline void gen_expect_clean(etk_workload *w, const char *what)
+{
+    etk_findings *f = etk_findings_new();
+    etk_error err = {0};
+    if (etk_validate_workload(w, NULL, f, &err))
+        fail_msg("%s: %s", what, err.msg);
+    if (f->n_errors || f->n_warnings) {
+        char buf[1024];
+        for (size_t i = 0; i < f->n && i < 5; i++) {
+            etk_finding_format(&f->items[i], buf, sizeof buf);
+            fprintf(stderr, "%s: %s\n", what, buf);
+        }
+        fail_msg("%s: %zu errors, %zu warnings", what, f->n_errors, f->n_warnings);
+    }
+    etk_findings_free(f);
+}
+
+/* A one-switch cluster of n GPUs: 100 GB/s links, 1,000 TFLOP/s bf16, 2 TB/s HBM, efficiency 1. */
+static inline void gen_test_cluster(etk_cluster *cl, uint32_t n)
+{
+    memset(cl, 0, sizeof *cl);
+    snprintf(cl->name, sizeof cl->name, "test");
+    cl->n_dims = 1;
+    cl->dims[0].size = n;
+    cl->dims[0].topo = ETK_TOPO_SWITCH;
+    cl->dims[0].bw_Bps = 100e9;
+    cl->n_npus = n;
+    cl->gpu.peak_flops[ETK_PREC_BF16] = 1000e12;
+    cl->gpu.hbm_bw_Bps = 2000e9;
+    cl->compute_efficiency = 1;
 }
 #endif

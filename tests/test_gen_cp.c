@@ -170,18 +170,7 @@ static void test_cp_validate(void **state)
         etk_workload *w;
         if (etk_gen_workload(&c, false, &w, &err))
             fail_msg("%s: %s", plans[i], err.msg);
-        etk_findings *f = etk_findings_new();
-        if (etk_validate_workload(w, NULL, f, &err))
-            fail_msg("%s: %s", plans[i], err.msg);
-        if (f->n_errors || f->n_warnings) {
-            char buf[1024];
-            for (size_t k = 0; k < f->n && k < 5; k++) {
-                etk_finding_format(&f->items[k], buf, sizeof buf);
-                fprintf(stderr, "%s\n", buf);
-            }
-            fail_msg("%s: %zu errors, %zu warnings", plans[i], f->n_errors, f->n_warnings);
-        }
-        etk_findings_free(f);
+        gen_expect_clean(w, plans[i]);
         etk_workload_free(w);
     }
 }
@@ -291,16 +280,7 @@ static double simulate(const etk_gen_config *c, bool fold)
     if (etk_gen_workload(c, fold, &w, &err))
         fail_msg("%s", err.msg);
     etk_cluster cl;
-    memset(&cl, 0, sizeof cl);
-    snprintf(cl.name, sizeof cl.name, "test");
-    cl.n_dims = 1;
-    cl.dims[0].size = c->n_ranks;
-    cl.dims[0].topo = ETK_TOPO_SWITCH;
-    cl.dims[0].bw_Bps = 100e9;
-    cl.n_npus = c->n_ranks;
-    cl.gpu.peak_flops[ETK_PREC_BF16] = 1000e12;
-    cl.gpu.hbm_bw_Bps = 2000e9;
-    cl.compute_efficiency = 1;
+    gen_test_cluster(&cl, c->n_ranks);
     etk_sim_opts o;
     memset(&o, 0, sizeof o);
     o.no_fold = !fold;
@@ -364,18 +344,7 @@ static void test_cp_ring_structure(void **state)
             }
         }
         assert_true(sends > 0);
-        etk_findings *f = etk_findings_new();
-        if (etk_validate_workload(w, NULL, f, &err))
-            fail_msg("%s: %s", line, err.msg);
-        if (f->n_errors || f->n_warnings) {
-            char buf[1024];
-            for (size_t k = 0; k < f->n && k < 5; k++) {
-                etk_finding_format(&f->items[k], buf, sizeof buf);
-                fprintf(stderr, "%s\n", buf);
-            }
-            fail_msg("%s: %zu errors, %zu warnings", line, f->n_errors, f->n_warnings);
-        }
-        etk_findings_free(f);
+        gen_expect_clean(w, line);
         if (i == 0) {
             /* written files: every rank's ring peers rebound */
             char prefix[512];

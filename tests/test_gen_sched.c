@@ -15,6 +15,7 @@
 #include "etkit/net.h"
 #include "etkit/sim.h"
 #include "etkit/validate.h"
+#include "gen_testlib.h"
 
 static uint64_t t_coll(void *ctx, const etk_cluster *c, etk_coll_type type, uint64_t bytes, const uint32_t *ranks,
                        uint32_t n)
@@ -59,16 +60,7 @@ static double simulated_bubble(const char *line, double *imbalance)
     if (etk_gen_workload(&c, true, &w, &err))
         fail_msg("%s: %s", line, err.msg);
     etk_cluster cl;
-    memset(&cl, 0, sizeof cl);
-    snprintf(cl.name, sizeof cl.name, "test");
-    cl.n_dims = 1;
-    cl.dims[0].size = c.n_ranks;
-    cl.dims[0].topo = ETK_TOPO_SWITCH;
-    cl.dims[0].bw_Bps = 100e9;
-    cl.n_npus = c.n_ranks;
-    cl.gpu.peak_flops[ETK_PREC_BF16] = 1000e12;
-    cl.gpu.hbm_bw_Bps = 2000e9;
-    cl.compute_efficiency = 1;
+    gen_test_cluster(&cl, c.n_ranks);
     etk_sim_opts o = {.costs = &costs};
     etk_sim *s = NULL;
     if (etk_sim_workload(w, &cl, &o, &s, &err))

@@ -10,6 +10,7 @@
 
 #include "etkit/gen.h"
 #include "etkit/validate.h"
+#include "gen_testlib.h"
 
 static void cfg_from(etk_gen_config *c, const char *line)
 {
@@ -22,23 +23,6 @@ static void cfg_from(etk_gen_config *c, const char *line)
     etk_error err = {0};
     if (etk_gen_parse_args(argc, argv, c, &nrest, rest, &err) || etk_gen_check(c, &err))
         fail_msg("plan '%s': %s", line, err.msg);
-}
-
-static void expect_clean(etk_workload *w, const char *what)
-{
-    etk_findings *f = etk_findings_new();
-    etk_error err = {0};
-    if (etk_validate_workload(w, NULL, f, &err))
-        fail_msg("%s: %s", what, err.msg);
-    if (f->n_errors || f->n_warnings) {
-        char buf[1024];
-        for (size_t i = 0; i < f->n && i < 5; i++) {
-            etk_finding_format(&f->items[i], buf, sizeof buf);
-            fprintf(stderr, "%s: %s\n", what, buf);
-        }
-        fail_msg("%s: %zu errors, %zu warnings", what, f->n_errors, f->n_warnings);
-    }
-    etk_findings_free(f);
 }
 
 static void test_validate_generated(void **state)
@@ -66,7 +50,7 @@ static void test_validate_generated(void **state)
             etk_error err = {0};
             if (etk_gen_workload(&c, false, &w, &err))
                 fail_msg("%s: %s", line, err.msg);
-            expect_clean(w, line);
+            gen_expect_clean(w, line);
             etk_workload_free(w);
         }
     /* the files as written, read back */
@@ -82,7 +66,7 @@ static void test_validate_generated(void **state)
     etk_read_opts ro = {.quiet = true};
     if (etk_workload_open(prefix, NULL, &ro, &w, &err))
         fail_msg("%s", err.msg);
-    expect_clean(w, "written files");
+    gen_expect_clean(w, "written files");
     etk_workload_free(w);
 
     /* 64 ranks and more are written by 4 threads: same files as the in-memory workload */
@@ -95,7 +79,7 @@ static void test_validate_generated(void **state)
     if (etk_workload_open(prefix, NULL, &ro, &w, &err))
         fail_msg("%s", err.msg);
     assert_int_equal(w->n_ranks, 64);
-    expect_clean(w, "64 written files");
+    gen_expect_clean(w, "64 written files");
     etk_workload *mem;
     if (etk_gen_workload(&c, false, &mem, &err))
         fail_msg("%s", err.msg);

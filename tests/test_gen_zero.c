@@ -248,23 +248,6 @@ static void test_zero3_structure(void **state)
     etk_workload_free(w);
 }
 
-static void expect_clean(etk_workload *w, const char *what)
-{
-    etk_findings *f = etk_findings_new();
-    etk_error err = {0};
-    if (etk_validate_workload(w, NULL, f, &err))
-        fail_msg("%s: %s", what, err.msg);
-    if (f->n_errors || f->n_warnings) {
-        char buf[1024];
-        for (size_t i = 0; i < f->n && i < 5; i++) {
-            etk_finding_format(&f->items[i], buf, sizeof buf);
-            fprintf(stderr, "%s: %s\n", what, buf);
-        }
-        fail_msg("%s: %zu errors, %zu warnings", what, f->n_errors, f->n_warnings);
-    }
-    etk_findings_free(f);
-}
-
 static void test_zero_validate(void **state)
 {
     (void)state;
@@ -292,7 +275,7 @@ static void test_zero_validate(void **state)
         etk_error err = {0};
         if (etk_gen_workload(&c, false, &w, &err))
             fail_msg("%s: %s", plans[i], err.msg);
-        expect_clean(w, plans[i]);
+        gen_expect_clean(w, plans[i]);
         etk_workload_free(w);
     }
 }
@@ -348,7 +331,7 @@ static void test_zero3_zbh1(void **state)
                     fail_msg("%s: %s after %s", line, tr->nodes[x].name, tr->nodes[k].name);
         }
         assert_true(rs > 0);
-        expect_clean(w, line);
+        gen_expect_clean(w, line);
         etk_workload_free(w);
     }
 }

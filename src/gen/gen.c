@@ -311,26 +311,15 @@ static int put_node(emitter *E, const char *name, int type, uint64_t *deps, uint
             etk_node_i64(&n, "comm_size", &sz);
             s->coll_count[E->axis][ct]++;
             s->coll_bytes[E->axis][ct] += (uint64_t)sz;
-        } else if ((type == ETK_NODE_SEND || type == ETK_NODE_RECV) && E->p2p_cp) {
-            int64_t sz = 0;
-            etk_node_i64(&n, "comm_size", &sz);
-            if (type == ETK_NODE_SEND) {
-                s->cp_send_count++;
-                s->cp_send_bytes += (uint64_t)sz;
-            } else {
-                s->cp_recv_count++;
-                s->cp_recv_bytes += (uint64_t)sz;
-            }
         } else if (type == ETK_NODE_SEND || type == ETK_NODE_RECV) {
+            /* the pipeline's, or the CP ring's */
             int64_t sz = 0;
             etk_node_i64(&n, "comm_size", &sz);
-            if (type == ETK_NODE_SEND) {
-                s->send_count++;
-                s->send_bytes += (uint64_t)sz;
-            } else {
-                s->recv_count++;
-                s->recv_bytes += (uint64_t)sz;
-            }
+            bool snd = type == ETK_NODE_SEND;
+            uint64_t *cnt = E->p2p_cp ? (snd ? &s->cp_send_count : &s->cp_recv_count) : snd ? &s->send_count : &s->recv_count;
+            uint64_t *byt = E->p2p_cp ? (snd ? &s->cp_send_bytes : &s->cp_recv_bytes) : snd ? &s->send_bytes : &s->recv_bytes;
+            (*cnt)++;
+            *byt += (uint64_t)sz;
         }
     }
     if (E->put && (E->rc = E->put(E->u, &n, E->err)))
@@ -497,6 +486,33 @@ static void z3_note(emitter *E, int si, const ginst *I, uint64_t id, bool last)
         E->rc = etk_err(E->err, ETK_ENOMEM, "out of memory");
 }
 
+/* ZeRO-3: reduce-scatter of section instance si's gradients noted by z3_note (expert weights
+ * over EDP, the others over DP; no collective when the group is one rank), recorded as a bucket
+ * for the optimizer after the last micro-batch. */
+static void z3_reduce(emitter *E, int si, uint32_t j, bool expert, bool last)
+{
+    gen *G = E->G;
+    uint64_t x = G->sec_x[E->si_sec[si]], n = expert ? x : G->sec_own[E->si_sec[si]] - x;
+    uint64_t d = expert ? G->edp : G->dpw, id = 0;
+    if (d > 1) {
+        char lab[32], name[160] = "";
+        si_label(E, si, lab, sizeof lab);
+        if (E->put)
+            snprintf(name, sizeof name, "mb%u.%s.%sgrad_reduce_scatter", j, lab, expert ? "expert_" : "");
+        E->phase = P_BWD;
+        id = E->next_id;
+        put_coll(E, name, ETK_COLL_REDUCE_SCATTER, (int64_t)((n + d - 1) / d * d * G->cfg->grad_bytes),
+                 expert ? ETK_GEN_GROUP_EDP : ETK_GEN_GROUP_DP, expert ? E->z3xdeps : E->z3deps,
+                 (uint32_t)(expert ? E->nz3x : E->nz3));
+    }
+    *(expert ? &E->nz3x : &E->nz3) = 0;
+    if (last) {
+        bucket_append(E, n, id);
+        if (!E->rc)
+            E->bucket_x[E->nbuckets - 1] = expert;
+    }
+}
+
 /* Ids of the backward instructions of section instance si, micro-batch j (0: not emitted yet),
  * after a header of 17 slots holding the output-gradient ids (count, then up to 16). Kept from
  * the backward unit to its deferred W unit, and as the previous micro-batch's for accumulation. */
@@ -657,34 +673,10 @@ static int emit_bwd(emitter *E, int si, uint32_t j, const uint64_t *gd, int ngd,
                     E->rc = etk_err(E->err, ETK_ENOMEM, "out of memory");
             E->nz3tied = 0;
         }
-        uint64_t elems = G->sec_own[E->si_sec[si]] - G->sec_x[E->si_sec[si]], d = G->dpw, id = E->next_id;
-        if (E->put)
-            snprintf(name, sizeof name, "mb%u.%s.grad_reduce_scatter", j, lab);
-        E->phase = P_BWD;
-        put_coll(E, name, ETK_COLL_REDUCE_SCATTER, (int64_t)((elems + d - 1) / d * d * G->cfg->grad_bytes),
-                 ETK_GEN_GROUP_DP, E->z3deps, (uint32_t)E->nz3);
-        E->nz3 = 0;
-        if (last)
-            bucket_append(E, elems, id);
+        z3_reduce(E, si, j, false, last);
     }
-    if (G->z3 && !E->rc && E->nz3x) {
-        /* --ep: the expert gradients over the expert-data-parallel group (none when it is one rank) */
-        uint64_t x = G->sec_x[E->si_sec[si]], d = G->edp, id = 0;
-        if (d > 1) {
-            id = E->next_id;
-            if (E->put)
-                snprintf(name, sizeof name, "mb%u.%s.expert_grad_reduce_scatter", j, lab);
-            E->phase = P_BWD;
-            put_coll(E, name, ETK_COLL_REDUCE_SCATTER, (int64_t)((x + d - 1) / d * d * G->cfg->grad_bytes),
-                     ETK_GEN_GROUP_EDP, E->z3xdeps, (uint32_t)E->nz3x);
-        }
-        E->nz3x = 0;
-        if (last) {
-            bucket_append(E, x, id);
-            if (!E->rc)
-                E->bucket_x[E->nbuckets - 1] = 1;
-        }
-    }
+    if (G->z3 && !E->rc && E->nz3x) /* --ep: the expert gradients over EDP */
+        z3_reduce(E, si, j, true, last);
     if (last && !E->rc && !G->z3) {
         if (E->si_sec[si] == G_SEC_EMBED && E->nwdeps) {
             for (size_t i = 0; i < E->nwdeps; i++)
