@@ -64,9 +64,9 @@ static void print_text(const etk_gen_config *c, const etk_gen_summary *s)
     printf("model %s (%s): %" PRId64 " layers, hidden %" PRId64 ", %" PRId64 " heads (%" PRId64
            " KV), FFN %" PRId64 ", vocab %" PRId64 ", seq %" PRId64 "; %" PRIu64 " parameters\n",
            m->name, m->arch, m->layers, m->hidden, m->heads, m->kv_heads, m->ffn, m->vocab, m->seq, s->params_total);
-    printf("plan: %u ranks = tp %u x cp %u x dp %u x pp %u (rank order %s), sp %s, micro-batch %u, global batch %u -> %u "
+    printf("plan: %u ranks = tp %u x cp %u%s x dp %u x pp %u (rank order %s), sp %s, micro-batch %u, global batch %u -> %u "
            "micro-batches per DP rank, %s%s, zero %d, recompute %s, %s (gradients %s)\n",
-           s->n_ranks, c->tp, c->cp, c->dp, c->pp, ord, c->sp ? "on" : "off", c->micro_batch, c->global_batch,
+           s->n_ranks, c->tp, c->cp, c->cp_comm == ETK_CP_RING ? " (ring)" : "", c->dp, c->pp, ord, c->sp ? "on" : "off", c->micro_batch, c->global_batch,
            s->micro_batches, c->schedule == ETK_SCHED_GPIPE ? "gpipe" : c->schedule == ETK_SCHED_ZBH1 ? "zb-h1" : "1f1b", c->vpp > 1 ? " interleaved" : "", c->zero,
            recompute_name(c->recompute),
            c->precision, c->grad_bytes == 4 ? "fp32" : "16-bit");
