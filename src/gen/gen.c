@@ -1044,6 +1044,7 @@ static void stage_memory(gen *G, uint32_t s, etk_gen_stage *st)
         warm = (G->p - s - 1) * 2 + (G->v - 1) * G->p;
     st->in_flight = warm + 1 < total ? warm + 1 : total;
     st->act_bytes = act * st->in_flight / G->v;
+    st->act_layers_bytes = G->prog[G_SEC_LAYER].saved_bytes * stage_layers(G, s) * st->in_flight / G->v;
     uint64_t msg = G->prog[G_SEC_LAYER].out_bytes;
     st->comm_buffer_bytes = (s > 0 ? msg : 0) + (s + 1 < G->p ? msg : 0);
     if (G->z3) /* gathered parameters: the layer computing and the one prefetched */

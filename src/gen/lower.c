@@ -460,6 +460,8 @@ static int lower_op_fwd(ctx *c, int pass, int j, int phase)
         deps[nd++] = DEP_GRAD;
     int64_t oel = elems_rank(c, op->out, out);
     bytes += (uint64_t)oel * (uint64_t)c->o->act_bytes;
+    if (op->kind == G_DROPOUT)
+        bytes += (uint64_t)oel; /* writes its 1-byte mask (read back by the backward node) */
     double flops;
     if (op->kind == G_MATMUL) {
         flops = matmul_flops(c, op, want[0], want[1]);
