@@ -18,7 +18,7 @@ void etk_compute_defaults(const etk_gpu *gpu, etk_compute_params *p)
     p->gemm_eff = 0.76;
     p->gemm_half_dim = 64;
     p->gemm_min_dim = 16;
-    p->mem_eff = 0.50;
+    p->mem_eff = 0.485;
     p->attn_eff = 0.55;
     p->launch_ns = 2000;
     p->overlap_slowdown = 0.10;
