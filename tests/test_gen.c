@@ -494,13 +494,19 @@ static void test_calibration_memory(void **state)
 }
 
 /* ---------- bytes of the memory-bound kernels (Megatron-LM 2022) ---------- */
-static uint64_t node_bytes(const etk_workload *w, const char *name)
+static uint64_t node_bytes(const etk_workload *w, const char *name, bool scores)
 {
     for (size_t i = 0; i < w->ranks[0]->n_nodes; i++) {
         const etk_node *n = &w->ranks[0]->nodes[i];
         uint64_t v = 0;
-        if (!strcmp(n->name, name) && etk_node_u64(n, "tensor_size", &v))
+        if (!strcmp(n->name, name) && etk_node_u64(n, "tensor_size", &v)) {
+            /* ops over the attention scores are marked for the compute model's score_mem_eff */
+            bool flag = false;
+            etk_node_bool(n, "attn_scores", &flag);
+            if (flag != scores)
+                fail_msg("%s: attn_scores %d, want %d", name, flag, scores);
             return v;
+        }
     }
     fail_msg("no node %s with tensor_size", name);
     return 0;
@@ -525,11 +531,15 @@ static void test_kernel_bytes(void **state)
         if (etk_gen_workload(&c, false, &w, &err))
             fail_msg("%s", err.msg);
         uint64_t s = 2048, b = 2, h = 6144, a = 64, t = 8, sbh = s * b * h / (sp ? t : 1);
-        assert_int_equal(node_bytes(w, "mb0.L0.attn_bda"), 7 * sbh + 2 * h);
-        assert_int_equal(node_bytes(w, "mb0.L1.ffn_bda"), 7 * sbh + 2 * h);
-        assert_int_equal(node_bytes(w, "mb0.L0.attn_bda.bwd"), 7 * sbh + 2 * h);
-        assert_int_equal(node_bytes(w, "mb0.L0.attn_drop"), 5 * b * (a / t) * s * s);
-        assert_int_equal(node_bytes(w, "mb0.L0.attn_drop.bwd"), 5 * b * (a / t) * s * s);
+        assert_int_equal(node_bytes(w, "mb0.L0.attn_bda", false), 7 * sbh + 2 * h);
+        assert_int_equal(node_bytes(w, "mb0.L1.ffn_bda", false), 7 * sbh + 2 * h);
+        assert_int_equal(node_bytes(w, "mb0.L0.attn_bda.bwd", false), 7 * sbh + 2 * h);
+        assert_int_equal(node_bytes(w, "mb0.L0.attn_drop", true), 5 * b * (a / t) * s * s);
+        assert_int_equal(node_bytes(w, "mb0.L0.attn_drop.bwd", true), 5 * b * (a / t) * s * s);
+        /* the fused scale-mask-softmax reads and writes the 2-byte scores */
+        assert_int_equal(node_bytes(w, "mb0.L0.softmax", true), 4 * b * (a / t) * s * s);
+        assert_int_equal(node_bytes(w, "mb0.L0.softmax.bwd", true), 4 * b * (a / t) * s * s);
+        node_bytes(w, "mb0.L0.scores", false); /* GEMMs are not marked */
         /* the fused kernel replaces the separate dropout and residual-add nodes */
         for (size_t i = 0; i < w->ranks[0]->n_nodes; i++) {
             const char *n = w->ranks[0]->nodes[i].name;

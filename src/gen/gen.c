@@ -304,14 +304,19 @@ static int put_node(emitter *E, const char *name, int type, uint64_t *deps, uint
     return 0;
 }
 
-static int put_comp(emitter *E, const char *name, double flops, uint64_t bytes, bool fp8, uint64_t *deps,
-                    uint32_t nd)
+static int put_comp(emitter *E, const char *name, const ginst *I, uint64_t *deps, uint32_t nd)
 {
     /* "precision": "fp8" marks an FP8 GEMM (the simulator's roofline uses the fp8 peak for it);
-     * absent on everything else, so bf16/fp16 traces are unchanged */
-    etk_attr a[4] = {etk_attr_bool("is_cpu_op", false), etk_attr_i64("num_ops", (int64_t)(flops + 0.5)),
-                     etk_attr_u64("tensor_size", bytes), etk_attr_str("precision", "fp8")};
-    return put_node(E, name, ETK_NODE_COMP, deps, nd, a, fp8 ? 4 : 3);
+     * "attn_scores": true a memory-bound op over the attention scores (the compute model's
+     * score_mem_eff); both absent on everything else */
+    etk_attr a[5] = {etk_attr_bool("is_cpu_op", false), etk_attr_i64("num_ops", (int64_t)(I->flops + 0.5)),
+                     etk_attr_u64("tensor_size", I->bytes)};
+    uint32_t n = 3;
+    if (I->fp8)
+        a[n++] = etk_attr_str("precision", "fp8");
+    if (I->scores)
+        a[n++] = etk_attr_bool("attn_scores", true);
+    return put_node(E, name, ETK_NODE_COMP, deps, nd, a, n);
 }
 
 static int put_coll(emitter *E, const char *name, int coll, int64_t bytes, int axis, uint64_t *deps, uint32_t nd)
@@ -406,7 +411,7 @@ static uint64_t emit_fwd(emitter *E, int si, uint32_t j, uint64_t input)
             snprintf(name, sizeof name, "mb%u.%s.%s", j, lab, I->name);
         E->phase = I->phase;
         if (I->type == ETK_NODE_COMP)
-            put_comp(E, name, I->flops, I->bytes, I->fp8, deps, nd);
+            put_comp(E, name, I, deps, nd);
         else
             put_coll(E, name, I->coll, I->comm_bytes, sec_group(I), deps, nd);
     }
@@ -509,7 +514,7 @@ static int emit_bwd(emitter *E, int si, uint32_t j, const uint64_t *gd, int ngd,
         if (mode == BW_ALL || (mode == BW_B && last_w < 0) ? k == P->n - 1 : mode == BW_W && k == last_w)
             E->mem_free_pending += P->saved_bytes;
         if (I->type == ETK_NODE_COMP)
-            put_comp(E, name, I->flops, I->bytes, I->fp8, deps, nd);
+            put_comp(E, name, I, deps, nd);
         else
             put_coll(E, name, I->coll, I->comm_bytes, sec_group(I), deps, nd);
         if (G->z3 && I->nw) {
@@ -758,8 +763,8 @@ static void emit_optimizer(emitter *E, uint64_t unit_end)
     E->phase = P_OPT;
     uint64_t opt = E->next_id;
     /* reads and writes fp32 master weights, Adam m and v; reads the gradient, writes the parameter */
-    put_comp(E, "optimizer.adam", (double)n * ADAM_FLOPS_PER_PARAM, n * (2 * 12 + c->grad_bytes + 2), false, deps,
-             (uint32_t)nd);
+    ginst adam = {.flops = (double)n * ADAM_FLOPS_PER_PARAM, .bytes = n * (2 * 12 + c->grad_bytes + 2)};
+    put_comp(E, "optimizer.adam", &adam, deps, (uint32_t)nd);
     free(deps);
     if (c->zero && c->zero < 3) /* ZeRO-3 gathers parameters when a layer runs */
         for (size_t b = 0; b < E->nbuckets && !E->rc; b++) {

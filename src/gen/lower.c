@@ -482,6 +482,8 @@ static int lower_op_fwd(ctx *c, int pass, int j, int phase)
     c->p->v[i].flops = flops;
     c->p->v[i].bytes = bytes;
     c->p->v[i].fp8 = fp8;
+    /* the attention core's non-GEMM ops (softmax, dropout) work on the b heads s^2 scores */
+    c->p->v[i].scores = op->region && op->kind != G_MATMUL;
     for (int k = 0; k < op->nin; k++)
         c->p->v[i].uses_w |= g->t[op->in[k]].weight;
     int32_t last = i;
@@ -717,6 +719,7 @@ static int lower_op_bwd(ctx *c, int j)
         return k;
     ginst *I = &c->p->v[k];
     I->bytes = F ? F->bytes : 0;
+    I->scores = F ? F->scores : 0;
     if (op->kind == G_EMBEDDING)
         I->flops = (double)elems_rank(c, op->out, c->outL[j]); /* scatter-add of the gradient */
     else

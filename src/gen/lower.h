@@ -18,6 +18,7 @@ typedef struct ginst {
     uint8_t coll;       /* etk_coll_type */
     uint8_t phase;      /* P_* */
     uint8_t fp8;        /* a GEMM run in FP8 (--precision fp8): the roofline uses the fp8 peak */
+    uint8_t scores;     /* COMP: memory-bound op over the attention scores (attn_scores) */
     uint8_t grp;        /* COLL: GRP_TP, GRP_CP or GRP_EP */
     double flops;       /* per rank */
     uint64_t bytes;     /* COMP: bytes read + written per rank (tensor_size) */
