@@ -6,15 +6,17 @@
 # MFU and memory per row with the errors, and the mean and maximum |error|.
 # usage: bash bench/fidelity.sh <build-dir> <shared-dir> [extra etkit run flags...]
 # Extra flags (e.g. --compute-param gemm_eff=0.8) are how the defaults were fitted (RESULTS.md).
-# Exit status 1 if a run fails or the iteration-time errors exceed the limits the tests assert
-# (FID_MEAN_MAX / FID_WORST_MAX percent, default 6 / 12).
+# Exit status 1 if a run fails, the iteration-time errors exceed the issue's goals
+# (FID_MEAN_MAX / FID_WORST_MAX percent, default 3 / 6) or a memory error exceeds FID_MEM_MAX
+# percent (default 5).
 set -u
 BUILD=$1
 shift 2 || true
 ETKIT="$BUILD/etkit"
-exec python3 - "$ETKIT" "${FID_MEAN_MAX:-6}" "${FID_WORST_MAX:-12}" "$@" <<'PY'
+exec python3 - "$ETKIT" "${FID_MEAN_MAX:-3}" "${FID_WORST_MAX:-6}" "${FID_MEM_MAX:-5}" "$@" <<'PY'
 import json, subprocess, sys, time
-etkit, mean_max, worst_max, extra = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), sys.argv[4:]
+etkit, mean_max, worst_max, mem_max = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4])
+extra = sys.argv[5:]
 GiB = 2.0 ** 30
 # model preset, PP, micro-batch, global batch, vpp, nodes; measured (calibration.md):
 # time full, time SP+sel, MFU SP+sel, params+optimizer GiB, activations no-recompute GiB,
@@ -28,9 +30,9 @@ rows = [
 modes = [("full", ["--recompute", "full"]), ("sp+sel", ["--sp", "--recompute", "selective"])]
 print("fidelity: etkit run vs Korthikanti et al. 2022 (Selene, DGX A100 80GB), extra flags: %s"
       % (" ".join(extra) or "(none)"))
-print("%-5s %-7s %9s %9s %7s %6s %6s %9s %9s %7s %9s %9s %7s %6s" % (
+print("%-5s %-7s %9s %9s %7s %6s %6s %9s %9s %7s %9s %9s %7s %8s %6s" % (
     "model", "mode", "pred_s", "meas_s", "err%", "MFU%", "meas%", "w+o_GiB", "meas_GiB", "err%",
-    "act_GiB", "meas_GiB", "err%", "wall_s"))
+    "act_GiB", "meas_GiB", "err%", "+emb_GiB", "wall_s"))
 terr, merr, rc = [], [], 0
 for (lab, model, pp, mb, gb, vpp, nodes, t_full, t_sel, mfu_sel, m_wo, m_act0, m_act_sel,
      full_pct) in rows:
@@ -65,22 +67,27 @@ for (lab, model, pp, mb, gb, vpp, nodes, t_full, t_sel, mfu_sel, m_wo, m_act0, m
         terr.append(abs(e))
         wo = (stw["weights"] + stw["gradients"] + stw["optimizer"]) / GiB
         ewo = 100.0 * (wo - m_wo) / m_wo
-        act = st["activations"] / GiB
+        # the paper's activation figures are its per-layer formula (Korthikanti et al. eq. 1-6)
+        # times the layers held in flight: transformer layers only. The embedding's saved
+        # tensors (its dropout mask, s*b*h bytes per micro-batch, /t with SP) are outside that
+        # formula, like the output layer; shown separately (+emb_GiB), not compared
+        act = st["activations_layers"] / GiB
+        emb = (st["activations"] - st["activations_layers"]) / GiB
         mact = m_act_sel if mode == "sp+sel" else m_act0 * full_pct / 100.0
         eact = 100.0 * (act - mact) / mact
         merr += [abs(ewo), abs(eact)]
         mfu = 100.0 * d["mfu"]
-        print("%-5s %-7s %9.3f %9.2f %+7.2f %6.1f %6s %9.2f %9.2f %+7.2f %9.2f %9.2f %+7.2f %6.1f" % (
+        print("%-5s %-7s %9.3f %9.2f %+7.2f %6.1f %6s %9.2f %9.2f %+7.2f %9.2f %9.2f %+7.2f %8.2f %6.1f" % (
             lab, mode, pred, meas, e, mfu, ("%.1f" % mfu_sel) if mode == "sp+sel" else "-", wo,
-            m_wo, ewo, act, mact, eact, wall))
+            m_wo, ewo, act, mact, eact, emb, wall))
         sys.stdout.flush()
 if terr:
     mean, worst = sum(terr) / len(terr), max(terr)
     print("iteration time |error|: mean %.2f%%, max %.2f%% over %d rows (goal: mean <= 3%%, max <= 6%%)"
           % (mean, worst, len(terr)))
-    print("memory |error| (weights+gradients+optimizer of a layers-only stage, activations of the first stage): mean %.2f%%, max %.2f%%"
+    print("memory |error| (weights+gradients+optimizer of a layers-only stage, transformer-layer activations of the first stage): mean %.2f%%, max %.2f%%"
           " (goal: within 5%%)" % (sum(merr) / len(merr), max(merr)))
-    if mean > mean_max or worst > worst_max:
+    if mean > mean_max or worst > worst_max or max(merr) > mem_max:
         rc = 1
 sys.exit(rc)
 PY

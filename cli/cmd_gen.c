@@ -130,7 +130,7 @@ static json_t *summary_json(const etk_gen_config *c, const etk_gen_summary *s)
                     json_array_append_new(colls, json_pack("{s:s,s:s,s:I,s:I}", "group", gname[g], "type",
                                                            coll_lower(t), "count", (json_int_t)st->coll_count[g][t],
                                                            "bytes", (json_int_t)st->coll_bytes[g][t]));
-        json_t *sj = json_pack("{s:I,s:I,s:I,s:b,s:b,s:I,s:I,s:f,s:f,s:o,s:{s:I,s:I,s:I,s:I},s:{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}}",
+        json_t *sj = json_pack("{s:I,s:I,s:I,s:b,s:b,s:I,s:I,s:f,s:f,s:o,s:{s:I,s:I,s:I,s:I},s:{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}}",
                       "stage", (json_int_t)st->stage, "first_layer", (json_int_t)st->first_layer, "layers",
                       (json_int_t)st->layers, "embedding", st->has_embed, "head", st->has_head, "ranks",
                       (json_int_t)(c->tp * c->dp), "nodes_per_rank", (json_int_t)st->nodes, "flops_per_rank",
@@ -139,7 +139,8 @@ static json_t *summary_json(const etk_gen_config *c, const etk_gen_summary *s)
                       "recv_count", (json_int_t)st->recv_count, "recv_bytes", (json_int_t)st->recv_bytes,
                       "memory_bytes", "params", (json_int_t)st->params, "weights", (json_int_t)st->weight_bytes,
                       "gradients", (json_int_t)st->grad_bytes, "optimizer", (json_int_t)st->optimizer_bytes,
-                      "activations", (json_int_t)st->act_bytes, "activations_per_micro_batch",
+                      "activations", (json_int_t)st->act_bytes, "activations_layers",
+                      (json_int_t)st->act_layers_bytes, "activations_per_micro_batch",
                       (json_int_t)st->act_per_mb_bytes, "in_flight", (json_int_t)st->in_flight, "comm_buffers",
                       (json_int_t)st->comm_buffer_bytes, "total", (json_int_t)st->total_bytes);
         if (sj && (st->cp_send_count || st->cp_recv_count))

@@ -13,7 +13,7 @@
 static etk_compute_params P(void)
 {
     etk_compute_params p = {.gemm_eff = 0.8, .gemm_half_dim = 64, .gemm_min_dim = 16,
-                            .mem_eff = 0.8, .attn_eff = 0.6, .launch_ns = 2000,
+                            .mem_eff = 0.8, .score_mem_eff = 0.8, .attn_eff = 0.6, .launch_ns = 2000,
                             .overlap_slowdown = 0.1};
     return p;
 }
@@ -73,6 +73,15 @@ static void elementwise_by_bandwidth(void **st)
     etk_op_desc op = {.kind = ETK_OP_AUTO, .flops = 1u << 28, .bytes = 1u << 30};
     assert_int_equal(etk_compute_op_kind(&p, &op), ETK_OP_ELEMENTWISE); /* 0.25 FLOP/byte */
     assert_int_equal(etk_compute_op_ns(&c, &p, &op), 659930);
+    /* the same op over attention scores runs at score_mem_eff: 2^30 / (2040e9 * 0.4) =
+     * 1,315,860 ns + 2,000; a GEMM is not affected by the flag */
+    p.score_mem_eff = 0.4;
+    op.attn_scores = true;
+    assert_int_equal(etk_compute_op_ns(&c, &p, &op), 1317860);
+    etk_op_desc g = {.kind = ETK_OP_GEMM, .m = 8192, .n = 8192, .k = 8192, .bytes = 2ull * 3 * 8192 * 8192};
+    uint64_t plain = etk_compute_op_ns(&c, &p, &g);
+    g.attn_scores = true;
+    assert_int_equal(etk_compute_op_ns(&c, &p, &g), plain);
 }
 
 static void attention_flash(void **st)
@@ -157,6 +166,8 @@ static void param_errors(void **st)
     assert_non_null(strstr(err.msg, "'gemm_speed' is unknown"));
     assert_int_equal(etk_compute_set(&p, "launch_ns=abc", &err), ETK_EINVAL);
     assert_non_null(strstr(err.msg, "launch_ns: expected nanoseconds"));
+    assert_int_equal(etk_compute_set(&p, "score_mem_eff=0", &err), ETK_EINVAL);
+    assert_non_null(strstr(err.msg, "score_mem_eff: expected a fraction in (0, 1], got 0"));
     assert_int_equal(etk_compute_set(&p, "mem_eff", &err), ETK_EINVAL);
     assert_non_null(strstr(err.msg, "expected NAME=VALUE"));
     p.overlap_slowdown = -1;

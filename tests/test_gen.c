@@ -428,6 +428,43 @@ static void test_calibration_memory(void **state)
             }
         }
     }
+    /* Full recompute, first stage: the transformer layers keep only their input, 2 s b h bytes
+     * per layer per micro-batch in flight (Korthikanti et al. 2022, sec. 5: the layers held are
+     * l for 1F1B and l (1 + (p - 1)/(p v)) interleaved), which is what the paper's full-recompute
+     * percentage counts; the embedding keeps its dropout mask outside the layers, s b h bytes
+     * (1 byte per element, replicated over TP without SP) per micro-batch in flight. 530B:
+     * 2 x 2048 x 20480 x 139 = 11.66e9 bytes (10.86 GiB vs 114.02 x 9.42% = 10.74 GiB measured);
+     * 1T: 2 x 2048 x 25600 x 128 (12.50 GiB vs 12.36), its embedding mask 64 x 2048 x 25600. */
+    {
+        struct {
+            const char *model;
+            int pp, vpp, gb;
+            uint64_t h, layers_held, in_flight;
+            double meas_gib;
+        } fr[] = {
+            {"megatron-22b", 1, 1, 4, 6144, 48, 1, 59.25 * 0.0764},
+            {"megatron-530b", 35, 3, 280, 20480, 105 + 34, 139, 114.02 * 0.0942},
+            {"megatron-1t", 64, 1, 512, 25600, 128, 64, 131.25 * 0.0942},
+        };
+        for (size_t i = 0; i < sizeof fr / sizeof fr[0]; i++) {
+            char line[256];
+            etk_gen_config c1;
+            etk_gen_summary s1;
+            uint64_t b = fr[i].pp == 1 ? 4 : 1, sbh = 2048 * b * fr[i].h;
+            snprintf(line, sizeof line,
+                     "--model %s --tp 8 --pp %d --vpp %d --global-batch %d --micro-batch %d --precision fp16 "
+                     "--recompute full",
+                     fr[i].model, fr[i].pp, fr[i].vpp, fr[i].gb, (int)b);
+            summarize(line, &c1, &s1);
+            const etk_gen_stage *st = &s1.stages[0];
+            assert_int_equal(st->in_flight, fr[i].in_flight);
+            assert_int_equal(st->act_layers_bytes, 2 * sbh * fr[i].layers_held);
+            assert_near((double)st->act_layers_bytes / GIB, fr[i].meas_gib, 0.02, line);
+            if (fr[i].vpp == 1 && fr[i].pp > 2) /* a first stage without the head: the mask */
+                assert_int_equal(st->act_bytes - st->act_layers_bytes, fr[i].in_flight * sbh);
+            etk_gen_summary_free(&s1);
+        }
+    }
     /* GPipe keeps every micro-batch's activations until its backward; 1F1B at most p - s */
     {
         etk_gen_config c1;
@@ -454,6 +491,63 @@ static void test_calibration_memory(void **state)
     summarize("--model megatron-22b --tp 8 --global-batch 4 --micro-batch 4 --gpu a100 --sp --recompute selective", &c, &s);
     assert_true(s.fits);
     etk_gen_summary_free(&s);
+}
+
+/* ---------- bytes of the memory-bound kernels (Megatron-LM 2022) ---------- */
+static uint64_t node_bytes(const etk_workload *w, const char *name, bool scores)
+{
+    for (size_t i = 0; i < w->ranks[0]->n_nodes; i++) {
+        const etk_node *n = &w->ranks[0]->nodes[i];
+        uint64_t v = 0;
+        if (!strcmp(n->name, name) && etk_node_u64(n, "tensor_size", &v)) {
+            /* ops over the attention scores are marked for the compute model's score_mem_eff */
+            bool flag = false;
+            etk_node_bool(n, "attn_scores", &flag);
+            if (flag != scores)
+                fail_msg("%s: attn_scores %d, want %d", name, flag, scores);
+            return v;
+        }
+    }
+    fail_msg("no node %s with tensor_size", name);
+    return 0;
+}
+
+static void test_kernel_bytes(void **state)
+{
+    (void)state;
+    /* GPT (22B dims, 2 layers), TP 8, micro-batch 2. Megatron-LM runs bias + dropout + residual
+     * add as one kernel (bias_dropout_add_fused_train): it reads the GEMM output and the residual
+     * (2 bytes each), writes the sum (2) and the dropout mask (1 byte), and reads the bias (2h):
+     * 7 s b h + 2 h bytes; its backward reads the gradient and the mask and writes the gradient of
+     * the GEMM output (the residual's gradient passes through), costed at the same bytes. The
+     * attention dropout over the scores (b a/t s^2 elements) reads 2, writes 2 + a 1-byte mask.
+     * With SP the fused kernel works on the sequence shard, s b h / t. */
+    for (int sp = 0; sp < 2; sp++) {
+        etk_gen_config c;
+        cfg_from(&c, sp ? "--model megatron-22b --layers 2 --tp 8 --sp --micro-batch 2 --global-batch 2 --precision fp16"
+                        : "--model megatron-22b --layers 2 --tp 8 --micro-batch 2 --global-batch 2 --precision fp16");
+        etk_workload *w = NULL;
+        etk_error err = {0};
+        if (etk_gen_workload(&c, false, &w, &err))
+            fail_msg("%s", err.msg);
+        uint64_t s = 2048, b = 2, h = 6144, a = 64, t = 8, sbh = s * b * h / (sp ? t : 1);
+        assert_int_equal(node_bytes(w, "mb0.L0.attn_bda", false), 7 * sbh + 2 * h);
+        assert_int_equal(node_bytes(w, "mb0.L1.ffn_bda", false), 7 * sbh + 2 * h);
+        assert_int_equal(node_bytes(w, "mb0.L0.attn_bda.bwd", false), 7 * sbh + 2 * h);
+        assert_int_equal(node_bytes(w, "mb0.L0.attn_drop", true), 5 * b * (a / t) * s * s);
+        assert_int_equal(node_bytes(w, "mb0.L0.attn_drop.bwd", true), 5 * b * (a / t) * s * s);
+        /* the fused scale-mask-softmax reads and writes the 2-byte scores */
+        assert_int_equal(node_bytes(w, "mb0.L0.softmax", true), 4 * b * (a / t) * s * s);
+        assert_int_equal(node_bytes(w, "mb0.L0.softmax.bwd", true), 4 * b * (a / t) * s * s);
+        node_bytes(w, "mb0.L0.scores", false); /* GEMMs are not marked */
+        /* the fused kernel replaces the separate dropout and residual-add nodes */
+        for (size_t i = 0; i < w->ranks[0]->n_nodes; i++) {
+            const char *n = w->ranks[0]->nodes[i].name;
+            assert_null(strstr(n, "proj_drop"));
+            assert_null(strstr(n, "attn_res"));
+        }
+        etk_workload_free(w);
+    }
 }
 
 /* ---------- plans ---------- */
@@ -523,7 +617,8 @@ int main(void)
         cmocka_unit_test(test_params_exact),   cmocka_unit_test(test_flops_gpt),
         cmocka_unit_test(test_flops_llama),    cmocka_unit_test(test_comm_tp),
         cmocka_unit_test(test_comm_dp_pp),     cmocka_unit_test(test_activation_memory),
-        cmocka_unit_test(test_calibration_memory), cmocka_unit_test(test_bad_plans),
+        cmocka_unit_test(test_calibration_memory), cmocka_unit_test(test_kernel_bytes),
+        cmocka_unit_test(test_bad_plans),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

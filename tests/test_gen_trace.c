@@ -197,7 +197,11 @@ static void check_structure(etk_workload *w)
             assert_false(a->v.b);
             for (uint32_t k = 0; k < n->n_attr; k++) {
                 int want = etk_attr_expected_kind(n->attr[k].name);
-                if (want == ETK_ATTR_NONE) { /* etkit's memory-over-time attributes */
+                if (want == ETK_ATTR_NONE && !strcmp(n->attr[k].name, "attn_scores")) {
+                    /* etkit's compute-model attribute: an op over the attention scores */
+                    assert_int_equal(n->type, ETK_NODE_COMP);
+                    want = ETK_ATTR_BOOL;
+                } else if (want == ETK_ATTR_NONE) { /* etkit's memory-over-time attributes */
                     assert_true(!strcmp(n->attr[k].name, "mem_alloc_bytes") ||
                                 !strcmp(n->attr[k].name, "mem_free_bytes"));
                     want = ETK_ATTR_UINT64;

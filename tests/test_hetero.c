@@ -40,7 +40,7 @@ static etk_cluster cl(uint32_t n)
 static etk_compute_params P(void)
 {
     etk_compute_params p = {.gemm_eff = 0.8, .gemm_half_dim = 64, .gemm_min_dim = 16,
-                            .mem_eff = 0.8, .attn_eff = 0.5, .launch_ns = 2000,
+                            .mem_eff = 0.8, .score_mem_eff = 0.8, .attn_eff = 0.5, .launch_ns = 2000,
                             .overlap_slowdown = 0.1};
     return p;
 }

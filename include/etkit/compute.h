@@ -9,6 +9,7 @@
  *                    with the shape measure h = 1 / (1/M + 1/N + 1/K) (small or skinny GEMMs
  *                    have a small h and do not reach peak)
  *   elementwise / normalization (memory-bound):  t = bytes / (HBM * mem_eff) + launch
+ *                    (over attention scores, attn_scores: HBM * score_mem_eff)
  *   attention (FlashAttention-style fused kernel):  t = max(FLOPs / (peak * attn_eff),
  *                    bytes / (HBM * mem_eff)) + launch, FLOPs = 4 b s^2 heads d (forward,
  *                    halved when causal; backward 2.5x the forward)
@@ -45,6 +46,8 @@ typedef struct etk_op_desc {
     int64_t attn_b, attn_s, attn_heads, attn_d; /* attention shape (0: use flops) */
     bool attn_causal;
     bool attn_bwd;          /* backward pass (2.5x the forward FLOPs) */
+    bool attn_scores;       /* memory-bound op over attention scores (unfused softmax, dropout
+                               over b x heads x s^2 elements): timed at score_mem_eff */
 } etk_op_desc;
 
 typedef struct etk_compute_params {
@@ -52,6 +55,7 @@ typedef struct etk_compute_params {
     double gemm_half_dim;    /* shape measure h at which a GEMM reaches half of gemm_eff */
     double gemm_min_dim;     /* ops with h below this are memory-bound (AUTO classification) */
     double mem_eff;          /* fraction of the HBM bandwidth memory-bound kernels reach, (0, 1] */
+    double score_mem_eff;    /* the same for memory-bound ops over attention scores, (0, 1] */
     double attn_eff;         /* fraction of the dense peak a fused attention kernel reaches */
     double launch_ns;        /* per-kernel overhead (launch latency and ramp) */
     double overlap_slowdown; /* compute that starts while a transfer of its rank is in flight
@@ -65,7 +69,7 @@ int etk_compute_check(const etk_compute_params *p, etk_error *err);
 /* Set one parameter by name ("gemm_eff", ...) from text; for --compute-param NAME=VALUE. */
 int etk_compute_set(etk_compute_params *p, const char *name_eq_value, etk_error *err);
 /* Describe a trace node as an op: attributes op_kind ("gemm" | "elementwise" | "attention"),
- * gemm_m/gemm_n/gemm_k, attn_b/attn_s/attn_heads/attn_d, attn_causal, attn_bwd; flops and bytes
+ * gemm_m/gemm_n/gemm_k, attn_b/attn_s/attn_heads/attn_d, attn_causal, attn_bwd, attn_scores; flops and bytes
  * as given (already scaled by the caller). */
 void etk_compute_op_from_node(const etk_node *e, uint64_t flops, uint64_t bytes, etk_op_desc *op);
 /* Kernel time in ns on c's GPU at c's precision (UINT64_MAX if it overflows). */

@@ -147,6 +147,8 @@ typedef struct etk_gen_stage {
     uint64_t act_per_mb_bytes;   /* activations kept by one micro-batch of the stage */
     uint32_t in_flight;          /* micro-batches (chunks with --vpp) whose activations are held at the peak */
     uint64_t act_bytes;          /* act_per_mb_bytes * in_flight / vpp */
+    uint64_t act_layers_bytes;   /* the transformer layers' share of act_bytes (without the
+                                  * embedding's and the head's saved tensors) */
     uint64_t comm_buffer_bytes;  /* pipeline send/recv buffers + one DP bucket */
     uint64_t total_bytes;
 } etk_gen_stage;

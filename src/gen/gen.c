@@ -327,14 +327,19 @@ static int put_node(emitter *E, const char *name, int type, uint64_t *deps, uint
     return 0;
 }
 
-static int put_comp(emitter *E, const char *name, double flops, uint64_t bytes, bool fp8, uint64_t *deps,
-                    uint32_t nd)
+static int put_comp(emitter *E, const char *name, const ginst *I, uint64_t *deps, uint32_t nd)
 {
     /* "precision": "fp8" marks an FP8 GEMM (the simulator's roofline uses the fp8 peak for it);
-     * absent on everything else, so bf16/fp16 traces are unchanged */
-    etk_attr a[4] = {etk_attr_bool("is_cpu_op", false), etk_attr_i64("num_ops", (int64_t)(flops + 0.5)),
-                     etk_attr_u64("tensor_size", bytes), etk_attr_str("precision", "fp8")};
-    return put_node(E, name, ETK_NODE_COMP, deps, nd, a, fp8 ? 4 : 3);
+     * "attn_scores": true a memory-bound op over the attention scores (the compute model's
+     * score_mem_eff); both absent on everything else */
+    etk_attr a[5] = {etk_attr_bool("is_cpu_op", false), etk_attr_i64("num_ops", (int64_t)(I->flops + 0.5)),
+                     etk_attr_u64("tensor_size", I->bytes)};
+    uint32_t n = 3;
+    if (I->fp8)
+        a[n++] = etk_attr_str("precision", "fp8");
+    if (I->scores)
+        a[n++] = etk_attr_bool("attn_scores", true);
+    return put_node(E, name, ETK_NODE_COMP, deps, nd, a, n);
 }
 
 static int put_coll(emitter *E, const char *name, int coll, int64_t bytes, int axis, uint64_t *deps, uint32_t nd)
@@ -361,7 +366,7 @@ static int sec_group(const ginst *I);
 static void put_inst(emitter *E, const ginst *I, const char *name, uint64_t *deps, uint32_t nd)
 {
     if (I->type == ETK_NODE_COMP) {
-        put_comp(E, name, I->flops, I->bytes, I->fp8, deps, nd);
+        put_comp(E, name, I, deps, nd);
     } else if (I->type == ETK_NODE_COLL) {
         put_coll(E, name, I->coll, I->comm_bytes, sec_group(I), deps, nd);
     } else {
@@ -839,8 +844,8 @@ static void emit_optimizer(emitter *E, uint64_t unit_end)
     E->phase = P_OPT;
     uint64_t opt = E->next_id;
     /* reads and writes fp32 master weights, Adam m and v; reads the gradient, writes the parameter */
-    put_comp(E, "optimizer.adam", (double)n * ADAM_FLOPS_PER_PARAM, n * (2 * 12 + c->grad_bytes + 2), false, deps,
-             (uint32_t)nd);
+    ginst adam = {.flops = (double)n * ADAM_FLOPS_PER_PARAM, .bytes = n * (2 * 12 + c->grad_bytes + 2)};
+    put_comp(E, "optimizer.adam", &adam, deps, (uint32_t)nd);
     free(deps);
     if (c->zero && c->zero < 3) /* ZeRO-3 gathers parameters when a layer runs */
         for (size_t b = 0; b < E->nbuckets && !E->rc; b++) {
@@ -1114,7 +1119,8 @@ static void stage_memory(gen *G, uint32_t s, etk_gen_stage *st)
     /* fp32 master weights + Adam m and v (12 bytes), plus an fp32 copy of 16-bit gradients */
     uint64_t opb = 12 + (c->grad_bytes == 2 ? 4 : 0);
     st->optimizer_bytes = c->zero ? ((dense * opb + d - 1) / d + (xparams * opb + xd - 1) / xd) : params * opb;
-    uint64_t act = G->prog[G_SEC_LAYER].saved_bytes * nmoe + (nd ? G->prog[G_SEC_DENSE].saved_bytes * nd : 0);
+    uint64_t act_layers = G->prog[G_SEC_LAYER].saved_bytes * nmoe + (nd ? G->prog[G_SEC_DENSE].saved_bytes * nd : 0);
+    uint64_t act = act_layers;
     if (s == 0)
         act += G->prog[G_SEC_EMBED].saved_bytes;
     if (s == G->p - 1)
@@ -1133,6 +1139,7 @@ static void stage_memory(gen *G, uint32_t s, etk_gen_stage *st)
         warm = (G->p - s - 1) * 2 + (G->v - 1) * G->p;
     st->in_flight = warm + 1 < total ? warm + 1 : total;
     st->act_bytes = act * st->in_flight / G->v;
+    st->act_layers_bytes = act_layers * st->in_flight / G->v;
     uint64_t msg = G->prog[G_SEC_LAYER].out_bytes;
     st->comm_buffer_bytes = (s > 0 ? msg : 0) + (s + 1 < G->p ? msg : 0);
     if (G->z3) /* gathered parameters: the layer computing and the one prefetched */

@@ -532,6 +532,8 @@ static int lower_op_fwd(ctx *c, int pass, int j, int phase)
         deps[nd++] = DEP_GRAD;
     int64_t oel = elems_rank(c, op->out, out);
     bytes += (uint64_t)oel * (uint64_t)c->o->act_bytes;
+    if (op->kind == G_DROPOUT)
+        bytes += (uint64_t)oel; /* writes its 1-byte mask (read back by the backward node) */
     double flops;
     if (op->kind == G_MATMUL) {
         flops = matmul_flops(c, op, want[0], want[1]);
@@ -563,6 +565,8 @@ static int lower_op_fwd(ctx *c, int pass, int j, int phase)
         c->p->v[i].flops = flops / (double)nchunk;
         c->p->v[i].bytes = bytes / (uint64_t)nchunk;
         c->p->v[i].fp8 = fp8;
+        /* the attention core's non-GEMM ops (softmax, dropout) work on the b heads s^2 scores */
+        c->p->v[i].scores = op->region && op->kind != G_MATMUL;
         for (int k = 0; k < op->nin; k++)
             c->p->v[i].uses_w |= g->t[op->in[k]].weight;
     }
@@ -880,6 +884,7 @@ static int lower_op_bwd(ctx *c, int j)
         return k;
     ginst *I = &c->p->v[k];
     I->bytes = F ? F->bytes : 0;
+    I->scores = F ? F->scores : 0;
     if (op->kind == G_EMBEDDING)
         I->flops = (double)elems_rank(c, op->out, c->outL[j]); /* scatter-add of the gradient */
     else

@@ -21,6 +21,7 @@ typedef struct ginst {
     uint8_t coll;       /* etk_coll_type */
     uint8_t phase;      /* P_* */
     uint8_t fp8;        /* a GEMM run in FP8 (--precision fp8): the roofline uses the fp8 peak */
+    uint8_t scores;     /* COMP: memory-bound op over the attention scores (attn_scores) */
     uint8_t grp;        /* COLL: GRP_TP, GRP_CP or GRP_EP */
     uint8_t peer;       /* SEND/RECV: PEER_CP_NEXT or PEER_CP_PREV */
     int32_t tag;        /* SEND/RECV: comm_tag (ETK_GEN_CP_TAG_BASE + ..., gen.h) */

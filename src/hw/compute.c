@@ -13,12 +13,14 @@
 
 void etk_compute_defaults(const etk_gpu *gpu, etk_compute_params *p)
 {
-    /* A100 figures; gemm_eff and mem_eff are fitted to spec/calibration.md (bench/RESULTS.md,
-     * "## Fidelity"); the others are fixed from the literature (docs/compute-model.md). */
-    p->gemm_eff = 0.76;
+    /* A100 figures; gemm_eff and score_mem_eff are fitted to spec/calibration.md
+     * (bench/RESULTS.md, "## Fidelity"); the others, mem_eff included, are fixed from the
+     * literature (docs/compute-model.md). */
+    p->gemm_eff = 0.78;
     p->gemm_half_dim = 64;
     p->gemm_min_dim = 16;
-    p->mem_eff = 0.50;
+    p->mem_eff = 0.85;
+    p->score_mem_eff = 0.28;
     p->attn_eff = 0.55;
     p->launch_ns = 2000;
     p->overlap_slowdown = 0.10;
@@ -49,6 +51,7 @@ static const field fields[] = {
     {"gemm_half_dim", F(gemm_half_dim), 0, 1e9, false, "a dimension in [0, 1e9]"},
     {"gemm_min_dim", F(gemm_min_dim), 0, 1e9, false, "a dimension in [0, 1e9]"},
     {"mem_eff", F(mem_eff), 0, 1, true, "a fraction in (0, 1]"},
+    {"score_mem_eff", F(score_mem_eff), 0, 1, true, "a fraction in (0, 1]"},
     {"attn_eff", F(attn_eff), 0, 1, true, "a fraction in (0, 1]"},
     {"launch_ns", F(launch_ns), 0, 1e9, false, "nanoseconds in [0, 1e9]"},
     {"overlap_slowdown", F(overlap_slowdown), 0, 100, false, "a factor in [0, 100]"},
@@ -99,7 +102,7 @@ int etk_compute_set(etk_compute_params *p, const char *s, etk_error *err)
     }
     return etk_err(err, ETK_EINVAL,
                    "compute parameter '%.*s' is unknown; expected one of gemm_eff, gemm_half_dim, "
-                   "gemm_min_dim, mem_eff, attn_eff, launch_ns, overlap_slowdown",
+                   "gemm_min_dim, mem_eff, score_mem_eff, attn_eff, launch_ns, overlap_slowdown",
                    (int)len, s);
 }
 
@@ -126,6 +129,7 @@ void etk_compute_op_from_node(const etk_node *e, uint64_t flops, uint64_t bytes,
     etk_node_i64(e, "attn_d", &op->attn_d);
     etk_node_bool(e, "attn_causal", &op->attn_causal);
     etk_node_bool(e, "attn_bwd", &op->attn_bwd);
+    etk_node_bool(e, "attn_scores", &op->attn_scores);
 }
 
 /* the shape measure h = 1/(1/M + 1/N + 1/K); from FLOPs per byte without a shape */
@@ -156,7 +160,10 @@ uint64_t etk_compute_op_ns(const etk_cluster *c, const etk_compute_params *p, co
     double bw = c->gpu.hbm_bw_Bps * p->mem_eff;
     double flops = (double)op->flops, bytes = (double)op->bytes;
     double t = 0; /* seconds */
-    switch (etk_compute_op_kind(p, op)) {
+    int kind = etk_compute_op_kind(p, op);
+    if (kind == ETK_OP_ELEMENTWISE && op->attn_scores)
+        bw = c->gpu.hbm_bw_Bps * p->score_mem_eff;
+    switch (kind) {
     case ETK_OP_GEMM: {
         if (op->m > 0 && op->n > 0 && op->k > 0 && flops == 0)
             flops = 2.0 * (double)op->m * (double)op->n * (double)op->k;
