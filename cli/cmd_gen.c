@@ -56,6 +56,97 @@ static void order_str(const etk_gen_config *c, char *buf, size_t n)
 
 #define GIB (1024.0 * 1024.0 * 1024.0)
 
+/* --mode inference: prefill + decode summary (docs/gen.md "Inference") */
+static void print_infer_text(const etk_gen_config *c, const etk_gen_summary *s)
+{
+    const etk_model *m = &c->model;
+    static const char *gname[] = {"TP", "DP", "EMB", "CP", "EP", "EDP"};
+    printf("model %s (%s): %" PRId64 " layers, hidden %" PRId64 ", %" PRId64 " heads (%" PRId64
+           " KV), vocab %" PRId64 "; %" PRIu64 " parameters\n",
+           m->name, m->arch, m->layers, m->hidden, m->heads, m->kv_heads, m->vocab, s->params_total);
+    printf("inference: %u ranks = tp %u x ep %u of dp %u (independent replicas) x pp %u; batch %u sequences per "
+           "replica in %u micro-batch(es), prompt %u tokens, %u decode steps, weights %s, KV cache %s\n",
+           s->n_ranks, c->tp, c->ep, c->dp, c->pp, c->batch, s->micro_batches, c->prompt_len, c->decode_steps,
+           strcmp(c->precision, "fp8") ? "16-bit" : "fp8", c->kv_bytes == 1 ? "fp8" : "16-bit");
+    printf("layers: %s\n", s->layer_split);
+    printf("tokens: %" PRIu64 " prompt, %" PRIu64 " generated (batch x (decode steps + 1) x dp)\n", s->prompt_tokens,
+           s->tokens_per_step);
+    printf("FLOPs (all ranks): prefill %.6g, decode step 1 %.6g, decode step %u %.6g, whole request %.6g\n",
+           s->prefill_flops, s->decode_first_flops, c->decode_steps, s->decode_last_flops, s->model_flops);
+    printf("KV cache: %" PRIu64 " bytes per token (all layers; %s)\n", s->kv_bytes_per_token,
+           strcmp(m->arch, "deepseek") ? "K and V of every KV head" : "MLA latent + rotary key, held whole by every TP rank");
+    for (uint32_t i = 0; i < s->n_stages; i++) {
+        const etk_gen_stage *st = &s->stages[i];
+        printf("stage %u: layers %u-%u%s%s, %u ranks, %" PRIu64 " nodes per rank\n", st->stage, st->first_layer,
+               st->first_layer + st->layers - 1, st->has_embed ? " + embedding" : "", st->has_head ? " + head/sampling" : "",
+               c->tp * c->dp, st->nodes);
+        printf("  FLOPs per rank: prefill %.6g, decode step 1 %.6g, decode step %u %.6g, all %.6g\n", st->prefill_flops,
+               st->decode_first_flops, c->decode_steps, st->decode_last_flops, st->flops);
+        for (int g = 0; g < ETK_GEN_N_GROUP_KINDS; g++)
+            for (int t = 0; t < ETK_COLL_TYPE_COUNT; t++)
+                if (st->coll_count[g][t])
+                    printf("  %s group %-15s %6" PRIu64 " x, %" PRIu64 " bytes per rank per request\n", gname[g],
+                           coll_lower(t), st->coll_count[g][t], st->coll_bytes[g][t]);
+        if (st->send_count || st->recv_count)
+            printf("  pipeline send %" PRIu64 " x (%" PRIu64 " bytes), recv %" PRIu64 " x (%" PRIu64 " bytes)\n",
+                   st->send_count, st->send_bytes, st->recv_count, st->recv_bytes);
+        printf("  memory per rank: weights %.2f GiB, KV cache %.2f GiB (%" PRIu64 " bytes), activations %.3f GiB "
+               "(largest op), comm buffers %.3f GiB, total %.2f GiB\n",
+               st->weight_bytes / GIB, st->kv_cache_bytes / GIB, st->kv_cache_bytes, st->act_bytes / GIB,
+               st->comm_buffer_bytes / GIB, st->total_bytes / GIB);
+    }
+    printf("memory: peak %.2f GiB (%" PRIu64 " bytes) per rank on stage %u; %s has %.1f GiB (%" PRIu64 " bytes): %s\n",
+           s->peak_bytes / GIB, s->peak_bytes, s->peak_stage, c->gpu, s->gpu_bytes / GIB, s->gpu_bytes,
+           s->fits ? "fits" : "DOES NOT FIT (fewer sequences, a shorter context, fp8 KV cache or more TP/PP)");
+}
+
+static json_t *infer_json(const etk_gen_config *c, const etk_gen_summary *s)
+{
+    const etk_model *m = &c->model;
+    static const char *gname[] = {"tp", "dp", "embedding", "cp", "ep", "expert_dp"};
+    json_t *stages = json_array();
+    for (uint32_t i = 0; i < s->n_stages; i++) {
+        const etk_gen_stage *st = &s->stages[i];
+        json_t *colls = json_array();
+        for (int g = 0; g < ETK_GEN_N_GROUP_KINDS; g++)
+            for (int t = 0; t < ETK_COLL_TYPE_COUNT; t++)
+                if (st->coll_count[g][t])
+                    json_array_append_new(colls, json_pack("{s:s,s:s,s:I,s:I}", "group", gname[g], "type",
+                                                           coll_lower(t), "count", (json_int_t)st->coll_count[g][t],
+                                                           "bytes", (json_int_t)st->coll_bytes[g][t]));
+        json_array_append_new(
+            stages,
+            json_pack("{s:I,s:I,s:I,s:b,s:b,s:I,s:I,s:f,s:f,s:f,s:f,s:o,s:{s:I,s:I,s:I,s:I},s:{s:I,s:I,s:I,s:I,s:I,s:I}}",
+                      "stage", (json_int_t)st->stage, "first_layer", (json_int_t)st->first_layer, "layers",
+                      (json_int_t)st->layers, "embedding", st->has_embed, "head", st->has_head, "ranks",
+                      (json_int_t)(c->tp * c->dp), "nodes_per_rank", (json_int_t)st->nodes, "flops_per_rank",
+                      st->flops, "prefill_flops_per_rank", st->prefill_flops, "decode_first_flops_per_rank",
+                      st->decode_first_flops, "decode_last_flops_per_rank", st->decode_last_flops, "collectives",
+                      colls, "pipeline", "send_count", (json_int_t)st->send_count, "send_bytes",
+                      (json_int_t)st->send_bytes, "recv_count", (json_int_t)st->recv_count, "recv_bytes",
+                      (json_int_t)st->recv_bytes, "memory_bytes", "params", (json_int_t)st->params, "weights",
+                      (json_int_t)st->weight_bytes, "kv_cache", (json_int_t)st->kv_cache_bytes, "activations",
+                      (json_int_t)st->act_bytes, "comm_buffers", (json_int_t)st->comm_buffer_bytes, "total",
+                      (json_int_t)st->total_bytes));
+    }
+    return json_pack("{s:s,s:{s:s,s:s,s:I,s:I,s:I,s:I,s:I,s:I},"
+                     "s:{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:s,s:I},"
+                     "s:s,s:I,s:I,s:f,s:f,s:f,s:f,s:I,s:o,s:{s:I,s:I,s:s,s:I,s:b}}",
+                     "mode", "inference", "model", "name", m->name, "arch", m->arch, "layers", (json_int_t)m->layers,
+                     "hidden", (json_int_t)m->hidden, "heads", (json_int_t)m->heads, "kv_heads",
+                     (json_int_t)m->kv_heads, "vocab", (json_int_t)m->vocab, "params", (json_int_t)s->params_total,
+                     "plan", "ranks", (json_int_t)s->n_ranks, "tp", (json_int_t)c->tp, "ep", (json_int_t)c->ep, "dp",
+                     (json_int_t)c->dp, "pp", (json_int_t)c->pp, "batch", (json_int_t)c->batch, "micro_batches",
+                     (json_int_t)s->micro_batches, "prompt_len", (json_int_t)c->prompt_len, "decode_steps",
+                     (json_int_t)c->decode_steps, "precision", c->precision, "kv_bytes", (json_int_t)c->kv_bytes,
+                     "layer_split", s->layer_split, "prompt_tokens", (json_int_t)s->prompt_tokens,
+                     "generated_tokens", (json_int_t)s->tokens_per_step, "prefill_flops", s->prefill_flops,
+                     "decode_first_flops", s->decode_first_flops, "decode_last_flops", s->decode_last_flops,
+                     "request_flops", s->model_flops, "kv_bytes_per_token", (json_int_t)s->kv_bytes_per_token,
+                     "stages", stages, "memory", "peak_bytes", (json_int_t)s->peak_bytes, "peak_stage",
+                     (json_int_t)s->peak_stage, "gpu", c->gpu, "gpu_bytes", (json_int_t)s->gpu_bytes, "fits", s->fits);
+}
+
 static void print_text(const etk_gen_config *c, const etk_gen_summary *s)
 {
     const etk_model *m = &c->model;
@@ -163,7 +254,8 @@ int cmd_gen(int argc, char **argv)
     enum { O_OUT = 1000, O_SUMMARY, O_JSON, O_HELP, O_GEN };
     static const char *gen_opts[] = {"model", "model-file", "layers", "hidden", "heads", "kv-heads", "ffn", "vocab",
                                      "seq", "dp", "tp", "pp", "cp", "ep", "sp", "micro-batch", "global-batch", "schedule", "vpp", "first-stage-layers", "last-stage-layers", "zero", "fsdp",
-                                     "recompute", "precision", "grad-precision", "dp-bucket-mb", "rank-order", "gpu"};
+                                     "recompute", "precision", "grad-precision", "dp-bucket-mb", "rank-order", "gpu",
+                                     "mode", "prompt-len", "decode-steps", "batch", "micro-batches", "kv-precision"};
     enum { NG = sizeof gen_opts / sizeof gen_opts[0] };
     struct option opts[NG + 5];
     for (int i = 0; i < NG; i++) {
@@ -216,11 +308,13 @@ int cmd_gen(int argc, char **argv)
         if (etk_gen_summarize(&cfg, &s, &err))
             return cli_fail("gen", &err);
         if (json) {
-            json_t *j = summary_json(&cfg, &s);
+            json_t *j = s.inference ? infer_json(&cfg, &s) : summary_json(&cfg, &s);
             char *txt = json_dumps(j, JSON_INDENT(2) | JSON_REAL_PRECISION(17));
             printf("%s\n", txt);
             free(txt);
             json_decref(j);
+        } else if (s.inference) {
+            print_infer_text(&cfg, &s);
         } else {
             print_text(&cfg, &s);
         }
@@ -234,8 +328,9 @@ int cmd_gen(int argc, char **argv)
         return cli_fail("gen", &err);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     double sec = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
-    printf("wrote %u rank files %s.<0..%u>.et and %s.json (model %s, tp %u dp %u pp %u, %u micro-batches): "
+    printf("wrote %u rank files %s.<0..%u>.et and %s.json (model %s%s, tp %u dp %u pp %u, %u micro-batches): "
            "%" PRIu64 " bytes in %.3f s\n",
-           cfg.n_ranks, out, cfg.n_ranks - 1, out, cfg.model.name, cfg.tp, cfg.dp, cfg.pp, cfg.micro_batches, bytes, sec);
+           cfg.n_ranks, out, cfg.n_ranks - 1, out, cfg.model.name, cfg.mode == ETK_GEN_MODE_INFERENCE ? " inference" : "",
+           cfg.tp, cfg.dp, cfg.pp, cfg.micro_batches, bytes, sec);
     return 0;
 }

@@ -47,6 +47,7 @@ extern "C" {
 
 /* zb-h1: zero-bubble H1 (Qi et al. 2023): 1F1B with the weight-gradient GEMMs deferred */
 enum { ETK_SCHED_1F1B = 0, ETK_SCHED_GPIPE = 1, ETK_SCHED_ZBH1 = 2 };
+enum { ETK_GEN_MODE_TRAINING = 0, ETK_GEN_MODE_INFERENCE = 1 };
 enum { ETK_RECOMPUTE_NONE = 0, ETK_RECOMPUTE_SELECTIVE = 1, ETK_RECOMPUTE_FULL = 2 };
 enum { ETK_GEN_TP = 0, ETK_GEN_DP = 1, ETK_GEN_PP = 2, ETK_GEN_CP = 3, ETK_GEN_N_AXES = 4 };
 /* collective group kinds in the summary: TP, DP, and the embedding group (first and last stage
@@ -88,6 +89,16 @@ typedef struct etk_gen_config {
     int rank_order[ETK_GEN_N_AXES]; /* axes fastest first (ETK_GEN_TP, ...) */
     char gpu[32];            /* GPU for the memory verdict (default "h100") */
     bool no_sync;            /* etk_gen_write: skip the final syncfs (scratch output, benchmarks) */
+    /* inference (--mode inference; docs/gen.md "Inference"): prefill of `batch` prompts of
+     * prompt_len tokens, then decode_steps steps of one token per sequence with a KV cache */
+    int mode;                /* ETK_GEN_MODE_* */
+    uint32_t prompt_len;     /* P, tokens per prompt (0: the model's seq) */
+    uint32_t decode_steps;   /* N, decode steps after the first token (default 128) */
+    uint32_t batch;          /* B, concurrent sequences per DP replica (default 1) */
+    uint32_t infer_micro_batches; /* M, pipeline micro-batches the batch is split into (default 1) */
+    uint32_t kv_bytes;       /* bytes per KV-cache element: 2 (default) or 1 (--kv-precision fp8) */
+    char train_flag[24];     /* first training-only flag given (refused with --mode inference) */
+    char infer_flag[24];     /* first inference-only flag given (refused with --mode training) */
     /* derived by etk_gen_check */
     uint32_t n_ranks;
     uint32_t micro_batches;        /* per DP rank per step */
@@ -137,6 +148,10 @@ typedef struct etk_gen_stage {
     uint64_t act_bytes;          /* act_per_mb_bytes * in_flight / vpp */
     uint64_t comm_buffer_bytes;  /* pipeline send/recv buffers + one DP bucket */
     uint64_t total_bytes;
+    /* inference: KV cache of this rank (B x (P + N) tokens of its layers and KV heads), FLOPs
+     * per rank of the prefill and of the first and last decode steps (num_ops sums) */
+    uint64_t kv_cache_bytes;
+    double prefill_flops, decode_first_flops, decode_last_flops;
 } etk_gen_stage;
 
 typedef struct etk_gen_summary {
@@ -150,6 +165,13 @@ typedef struct etk_gen_summary {
     uint64_t peak_bytes, gpu_bytes;
     bool fits;
     char layer_split[128];       /* "32 layers: 16 per stage" or the uneven split */
+    /* inference (mode ETK_GEN_MODE_INFERENCE; the training fields above: tokens_per_step =
+     * generated tokens dp x B x (N + 1), step_flops = model_flops = the whole request) */
+    bool inference;
+    uint64_t kv_bytes_per_token;     /* whole model, etk_model_kv_bytes_per_token */
+    double prefill_flops;            /* all ranks */
+    double decode_first_flops, decode_last_flops; /* all ranks, decode step 1 and step N */
+    uint64_t prompt_tokens;          /* dp x B x P */
 } etk_gen_summary;
 
 int etk_gen_summarize(const etk_gen_config *cfg, etk_gen_summary *out, etk_error *err);
