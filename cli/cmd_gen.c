@@ -18,7 +18,9 @@ static void help(void)
            "Synthesizes one training step of a dense transformer as per-rank Chakra traces\n"
            "<PREFIX>.<rank>.et plus the communicator groups <PREFIX>.json: FLOPs in num_ops, bytes in\n"
            "tensor_size/comm_size, TP collectives inferred from tensor sharding, pipeline send/recv per\n"
-           "micro-batch, the DP gradient reduction once per step in buckets, the optimizer step.\n\n"
+           "micro-batch, the DP gradient reduction once per step in buckets, the optimizer step.\n"
+           "With --mode inference: the prefill of --batch prompts and --decode-steps decode steps with a\n"
+           "KV cache (TP, PP, EP; nodes named prefill/... and decode<i>/...; docs/gen.md \"Inference\").\n\n"
            "%s"
            "output:\n"
            "  -o, --out PREFIX     write <PREFIX>.<rank>.et and <PREFIX>.json\n"
@@ -27,7 +29,8 @@ static void help(void)
            "  -h, --help           this text\n\n"
            "examples:\n"
            "  etkit gen --model llama2-7b --dp 2 --tp 2 --pp 2 --micro-batch 2 --global-batch 32 -o out/llama7b\n"
-           "  etkit gen --model llama3-405b --tp 8 --pp 16 --dp 128 --global-batch 2048 --sp --summary\n",
+           "  etkit gen --model llama3-405b --tp 8 --pp 16 --dp 128 --global-batch 2048 --sp --summary\n"
+           "  etkit gen --mode inference --model llama3-70b --tp 8 --batch 16 --prompt-len 2048 --decode-steps 256 --summary\n",
            etk_gen_options_help());
 }
 
