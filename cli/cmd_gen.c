@@ -94,7 +94,7 @@ static void print_infer_text(const etk_gen_config *c, const etk_gen_summary *s)
             printf("  pipeline send %" PRIu64 " x (%" PRIu64 " bytes), recv %" PRIu64 " x (%" PRIu64 " bytes)\n",
                    st->send_count, st->send_bytes, st->recv_count, st->recv_bytes);
         printf("  memory per rank: weights %.2f GiB, KV cache %.2f GiB (%" PRIu64 " bytes), activations %.3f GiB "
-               "(largest op), comm buffers %.3f GiB, total %.2f GiB\n",
+               "(one layer's forward), comm buffers %.3f GiB, total %.2f GiB\n",
                st->weight_bytes / GIB, st->kv_cache_bytes / GIB, st->kv_cache_bytes, st->act_bytes / GIB,
                st->comm_buffer_bytes / GIB, st->total_bytes / GIB);
     }

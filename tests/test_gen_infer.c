@@ -63,6 +63,18 @@ static sums phase_sums(const etk_trace *t, const char *phase)
     return s;
 }
 
+static uint64_t node_bytes(const etk_trace *t, const char *name)
+{
+    for (size_t i = 0; i < t->n_nodes; i++)
+        if (!strcmp(t->nodes[i].name, name)) {
+            uint64_t b = 0;
+            etk_node_u64(&t->nodes[i], "tensor_size", &b);
+            return b;
+        }
+    fail_msg("no node %s", name);
+    return 0;
+}
+
 static etk_workload *workload(const char *line, etk_gen_config *c)
 {
     etk_error err = {0};
@@ -127,6 +139,15 @@ static void test_flops_llama3_8b(void **state)
     assert_int_equal(sum.stages[0].total_bytes, sum.stages[0].weight_bytes + sum.stages[0].kv_cache_bytes +
                                                      sum.stages[0].act_bytes + sum.stages[0].comm_buffer_bytes);
     assert_true(sum.fits);
+    /* activations: at least the attention probabilities of a prefill layer, B H P P x 2 bytes */
+    assert_true(sum.stages[0].act_bytes >= (uint64_t)(B * H * P * P * 2));
+    /* an embedding lookup reads and writes the rows of its tokens, not the table */
+    assert_int_equal(node_bytes(t, "prefill/mb0.embed.tok_embed"), (uint64_t)(2 * B * P * h * 2));
+    assert_int_equal(node_bytes(t, "decode1/mb0.embed.tok_embed"), (uint64_t)(2 * B * h * 2));
+    /* decode attention reads the KV cache: K of B (P + i) tokens x kv d, 2 bytes, plus Q and
+     * the scores written (B H (P + i) x 2) */
+    assert_int_equal(node_bytes(t, "decode2/mb0.L0.scores"),
+                     (uint64_t)(B * H * d * 2 + B * (P + 2) * kv * d * 2 + B * H * (P + 2) * 2));
     etk_gen_summary_free(&sum);
     etk_workload_free(w);
 }

@@ -94,6 +94,18 @@ static bool same_shape(const gprog *x, const gprog *y)
     return true;
 }
 
+/* The lowering counts an embedding lookup as reading its whole (vocabulary-split) table; a
+ * lookup reads the rows of its tokens: b s h elements, and writes as many. In decode steps the
+ * table read would otherwise dominate. */
+static void embed_lookup_bytes(const etk_graph *g, gprog *pr)
+{
+    const gsection *S = &g->sec[G_SEC_EMBED];
+    for (int j = 0; j < S->nops; j++)
+        for (int k = 0; S->ops[j].kind == G_EMBEDDING && k < pr->nfwd; k++)
+            if (pr->v[k].type == ETK_NODE_COMP && !strcmp(pr->v[k].name, S->ops[j].name))
+                pr->v[k].bytes = 2 * (uint64_t)etk_graph_elems(g, S->ops[j].out) * 2;
+}
+
 static int infer_init(infer *I, const etk_gen_config *cfg, etk_error *err)
 {
     memset(I, 0, sizeof *I);
@@ -135,6 +147,8 @@ static int infer_init(infer *I, const etk_gen_config *cfg, etk_error *err)
         (rc = lower_at(I, I->a, (int64_t)I->P + 1, &I->dec1, err)) ||
         (rc = lower_at(I, I->a, (int64_t)I->P + 2, &I->dec2, err)))
         return rc;
+    embed_lookup_bytes(I->gp, &I->pre_embed);
+    embed_lookup_bytes(I->gd, &I->dec_embed);
     /* the head without the loss: its instructions come last in the head's forward */
     const gsection *H = &I->gd->sec[G_SEC_HEAD];
     const char *loss = NULL;
@@ -211,7 +225,6 @@ typedef struct iemit {
     char pg[ETK_GEN_N_GROUP_KINDS][16];
     uint64_t next_id, ctrl, mem_alloc;
     uint32_t phase;           /* 0: prefill, i: decode step i */
-    uint64_t max_tensor;      /* largest tensor_size of a node: the activation working set */
     uint64_t *sample;         /* per micro-batch: the latest sample node (one stage) */
     etk_error *err;
     int rc;
@@ -255,8 +268,6 @@ static uint64_t put(iemit *E, const char *name, int type, const uint64_t *deps, 
             if (E->phase == E->I->N)
                 s->decode_last_flops += (double)v;
         }
-        if (type == ETK_NODE_COMP && etk_node_i64(&n, "tensor_size", &v) && (uint64_t)v > E->max_tensor)
-            E->max_tensor = (uint64_t)v;
     }
     if (E->t && !etk_trace_add(E->t, &n))
         E->rc = etk_err(E->err, ETK_ENOMEM, "out of memory adding node %" PRIu64, n.id);
@@ -463,8 +474,14 @@ static int emit_stage(infer *I, uint32_t s, uint32_t tp, uint32_t dp, etk_trace 
         st->layers = I->ts.stages[s].layers;
         st->has_embed = s == 0;
         st->has_head = s == I->p - 1;
-        st->act_per_mb_bytes = E.max_tensor;
-        st->act_bytes = E.max_tensor;
+        /* activations: what one layer's forward produces for one micro-batch (the prefill's, the
+         * larger: attention scores materialized, no fusion), an upper bound on the live working
+         * set as each layer's are dropped after it, plus the micro-batch's logits on the last stage */
+        uint64_t a = I->pre_layer.saved_bytes > I->dec2.saved_bytes ? I->pre_layer.saved_bytes : I->dec2.saved_bytes;
+        if (st->has_head)
+            a += (uint64_t)I->b * (uint64_t)c->model.vocab / c->tp * 2;
+        st->act_per_mb_bytes = a;
+        st->act_bytes = a;
         st->total_bytes = st->weight_bytes + st->kv_cache_bytes + st->act_bytes + st->comm_buffer_bytes;
     }
     return E.rc;
