@@ -1,6 +1,7 @@
 /* cmd_gen.c — `etkit gen`: synthesize per-rank Chakra traces of one training step for a model
  * preset under a parallel plan (library: include/etkit/gen.h), or print the step's FLOPs,
- * collective bytes and memory per rank (--summary, --json) without writing traces. */
+ * collective bytes and memory per rank (--summary, --json) without writing traces. With --mode
+ * inference: a batch of requests (prefill + decode steps with a KV cache) instead of a step. */
 #include <getopt.h>
 #include <inttypes.h>
 #include <jansson.h>

@@ -2,7 +2,8 @@
  * simulate it on a cluster (src/sim/) in one go, folded into one rank per pipeline stage; no
  * trace is written unless --write-traces is given. With no model or plan flags it runs the
  * built-in default: llama3-8b training on 8 DGX H100 nodes (64 GPUs, TP 4 x PP 2 x DP 8,
- * sequence parallelism, global batch 256 sequences of 8192 tokens, 1F1B). */
+ * sequence parallelism, global batch 256 sequences of 8192 tokens, 1F1B). With --mode
+ * inference the workload is a batch of requests and the report adds TTFT and TPOT. */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -31,7 +31,14 @@
  *     if (etk_gen_check(&cfg, &err)) fail;           (plan validation, derived fields)
  *     etk_workload *w; etk_gen_workload(&cfg, true, &w, &err);
  *     cfg.model_flops_per_step, cfg.tokens_per_step  (for MFU and tokens/s)
- * etk_gen_options_help() is the flag reference to print in --help. */
+ * etk_gen_options_help() is the flag reference to print in --help.
+ *
+ * Inference (mode ETK_GEN_MODE_INFERENCE, src/gen/infer.c, docs/gen.md "Inference"): the same
+ * entry points give the traces of one batch of requests — prefill of `batch` prompts of
+ * prompt_len tokens, then decode_steps steps of one token per sequence reading the KV cache —
+ * under TP, PP (micro-batches pipelined, sampled tokens sent back to stage 0) and EP; DP ranks
+ * are independent replicas. Nodes are named "prefill/..." and "decode<i>/..."; the summary adds
+ * the KV cache and the per-phase FLOPs (etk_gen_stage / etk_gen_summary inference fields). */
 #ifndef ETKIT_GEN_H
 #define ETKIT_GEN_H
 
