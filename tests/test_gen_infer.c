@@ -391,6 +391,14 @@ static void test_errors(void **state)
                            "--micro-batches 4 does not divide --batch 6"));
     assert_non_null(strstr(plan_error("--mode inference --kv-precision int4"), "--kv-precision wants bf16, fp16 or fp8"));
     assert_non_null(strstr(plan_error("--mode inference --model llama3-8b --tp 3"), "--tp 3 does not divide"));
+    /* fields set directly by a library caller */
+    etk_gen_config c;
+    etk_error err = {0};
+    etk_gen_config_init(&c);
+    c.mode = ETK_GEN_MODE_INFERENCE;
+    c.recompute = ETK_RECOMPUTE_FULL;
+    assert_int_equal(etk_gen_check(&c, &err), ETK_EINVAL);
+    assert_non_null(strstr(err.msg, "--recompute is a training option"));
 }
 
 int main(void)

@@ -497,6 +497,12 @@ static int emit_cb(void *ctx, uint32_t stage, uint32_t tp, uint32_t cp, uint32_t
 int etk_gen_infer_check(etk_gen_config *c, etk_error *err)
 {
     const etk_model *m = &c->model;
+    /* library callers may set the fields without etk_gen_set (which refuses the flags) */
+    const char *train = c->zero ? "--zero" : c->sp ? "--sp" : c->cp > 1 ? "--cp" : c->recompute ? "--recompute"
+                        : c->vpp > 1 ? "--vpp" : c->schedule != ETK_SCHED_1F1B ? "--schedule"
+                        : c->micro_batches != 1 ? "--micro-batch/--global-batch" : NULL;
+    if (train)
+        return etk_err(err, ETK_EINVAL, "%s is a training option: not with --mode inference", train);
     if (!c->batch)
         c->batch = 1;
     if (!c->decode_steps)
