@@ -191,6 +191,11 @@ static void test_kv_cache(void **state)
     uint64_t per_rank = 2ull * 16 /* layers */ * (8 / 2) * 128 * 2 * 3 * (1000 + 24);
     assert_int_equal(s.stages[0].kv_cache_bytes, per_rank);
     assert_int_equal(s.stages[1].kv_cache_bytes, per_rank);
+    /* weights per rank, 2 bytes each: 16 layers of TP-split GEMM weights + 2 replicated norms,
+     * the vocabulary-split embedding (stage 0) or head + final norm (stage 1) */
+    const uint64_t h = 4096, Wl = h * 32 * 128 + 2 * h * 8 * 128 + 32 * 128 * h + 3 * h * 14336, V = 128256;
+    assert_int_equal(s.stages[0].weight_bytes, 2 * (16 * (Wl / 2 + 2 * h) + V * h / 2));
+    assert_int_equal(s.stages[1].weight_bytes, 2 * (16 * (Wl / 2 + 2 * h) + V * h / 2 + h));
     etk_gen_summary_free(&s);
     summarize("--mode inference --model llama3-8b --tp 2 --pp 2 --prompt-len 1000 --decode-steps 24 --batch 3 "
               "--kv-precision fp8", &c, &s);
