@@ -42,6 +42,30 @@ static const char *coll_lower(int t)
     return t >= 0 && t < ETK_COLL_TYPE_COUNT ? n[t] : "unknown";
 }
 
+/* a stage's collectives per rank: text lines ("per step" / "per request"), JSON rows */
+static void print_colls(const etk_gen_stage *st, const char *per)
+{
+    static const char *gname[] = {"TP", "DP", "EMB", "CP", "EP", "EDP"};
+    for (int g = 0; g < ETK_GEN_N_GROUP_KINDS; g++)
+        for (int t = 0; t < ETK_COLL_TYPE_COUNT; t++)
+            if (st->coll_count[g][t])
+                printf("  %s group %-15s %6" PRIu64 " x, %" PRIu64 " bytes per rank per %s\n", gname[g], coll_lower(t),
+                       st->coll_count[g][t], st->coll_bytes[g][t], per);
+}
+
+static json_t *colls_json(const etk_gen_stage *st)
+{
+    static const char *gname[] = {"tp", "dp", "embedding", "cp", "ep", "expert_dp"};
+    json_t *colls = json_array();
+    for (int g = 0; g < ETK_GEN_N_GROUP_KINDS; g++)
+        for (int t = 0; t < ETK_COLL_TYPE_COUNT; t++)
+            if (st->coll_count[g][t])
+                json_array_append_new(colls, json_pack("{s:s,s:s,s:I,s:I}", "group", gname[g], "type", coll_lower(t),
+                                                       "count", (json_int_t)st->coll_count[g][t], "bytes",
+                                                       (json_int_t)st->coll_bytes[g][t]));
+    return colls;
+}
+
 static const char *recompute_name(int r)
 {
     return r == ETK_RECOMPUTE_FULL ? "full" : r == ETK_RECOMPUTE_SELECTIVE ? "selective" : "none";
@@ -64,7 +88,6 @@ static void order_str(const etk_gen_config *c, char *buf, size_t n)
 static void print_infer_text(const etk_gen_config *c, const etk_gen_summary *s)
 {
     const etk_model *m = &c->model;
-    static const char *gname[] = {"TP", "DP", "EMB", "CP", "EP", "EDP"};
     printf("model %s (%s): %" PRId64 " layers, hidden %" PRId64 ", %" PRId64 " heads (%" PRId64
            " KV), vocab %" PRId64 "; %" PRIu64 " parameters\n",
            m->name, m->arch, m->layers, m->hidden, m->heads, m->kv_heads, m->vocab, s->params_total);
@@ -86,11 +109,7 @@ static void print_infer_text(const etk_gen_config *c, const etk_gen_summary *s)
                c->tp * c->dp, st->nodes);
         printf("  FLOPs per rank: prefill %.6g, decode step 1 %.6g, decode step %u %.6g, all %.6g\n", st->prefill_flops,
                st->decode_first_flops, c->decode_steps, st->decode_last_flops, st->flops);
-        for (int g = 0; g < ETK_GEN_N_GROUP_KINDS; g++)
-            for (int t = 0; t < ETK_COLL_TYPE_COUNT; t++)
-                if (st->coll_count[g][t])
-                    printf("  %s group %-15s %6" PRIu64 " x, %" PRIu64 " bytes per rank per request\n", gname[g],
-                           coll_lower(t), st->coll_count[g][t], st->coll_bytes[g][t]);
+        print_colls(st, "request");
         if (st->send_count || st->recv_count)
             printf("  pipeline send %" PRIu64 " x (%" PRIu64 " bytes), recv %" PRIu64 " x (%" PRIu64 " bytes)\n",
                    st->send_count, st->send_bytes, st->recv_count, st->recv_bytes);
@@ -107,17 +126,10 @@ static void print_infer_text(const etk_gen_config *c, const etk_gen_summary *s)
 static json_t *infer_json(const etk_gen_config *c, const etk_gen_summary *s)
 {
     const etk_model *m = &c->model;
-    static const char *gname[] = {"tp", "dp", "embedding", "cp", "ep", "expert_dp"};
     json_t *stages = json_array();
     for (uint32_t i = 0; i < s->n_stages; i++) {
         const etk_gen_stage *st = &s->stages[i];
-        json_t *colls = json_array();
-        for (int g = 0; g < ETK_GEN_N_GROUP_KINDS; g++)
-            for (int t = 0; t < ETK_COLL_TYPE_COUNT; t++)
-                if (st->coll_count[g][t])
-                    json_array_append_new(colls, json_pack("{s:s,s:s,s:I,s:I}", "group", gname[g], "type",
-                                                           coll_lower(t), "count", (json_int_t)st->coll_count[g][t],
-                                                           "bytes", (json_int_t)st->coll_bytes[g][t]));
+        json_t *colls = colls_json(st);
         json_array_append_new(
             stages,
             json_pack("{s:I,s:I,s:I,s:b,s:b,s:I,s:I,s:f,s:f,s:f,s:f,s:o,s:{s:I,s:I,s:I,s:I},s:{s:I,s:I,s:I,s:I,s:I,s:I}}",
@@ -180,12 +192,7 @@ static void print_text(const etk_gen_config *c, const etk_gen_summary *s)
                    st->has_head ? " + head/loss" : "", c->tp * c->cp * c->dp, st->nodes);
         printf("  compute per rank per step: %.6g FLOPs (%.3f TFLOP; model %.3f TFLOP)\n", st->flops, st->flops / 1e12,
                st->model_flops / 1e12);
-        static const char *gname[] = {"TP", "DP", "EMB", "CP", "EP", "EDP"};
-        for (int g = 0; g < ETK_GEN_N_GROUP_KINDS; g++)
-            for (int t = 0; t < ETK_COLL_TYPE_COUNT; t++)
-                if (st->coll_count[g][t])
-                    printf("  %s group %-15s %6" PRIu64 " x, %" PRIu64 " bytes per rank per step\n", gname[g],
-                           coll_lower(t), st->coll_count[g][t], st->coll_bytes[g][t]);
+        print_colls(st, "step");
         if (st->send_count || st->recv_count)
             printf("  pipeline send %" PRIu64 " x %" PRIu64 " bytes, recv %" PRIu64 " x %" PRIu64 " bytes\n",
                    st->send_count, st->send_count ? st->send_bytes / st->send_count : 0, st->recv_count,
@@ -213,14 +220,7 @@ static json_t *summary_json(const etk_gen_config *c, const etk_gen_summary *s)
     json_t *stages = json_array();
     for (uint32_t i = 0; i < s->n_stages; i++) {
         const etk_gen_stage *st = &s->stages[i];
-        json_t *colls = json_array();
-        static const char *gname[] = {"tp", "dp", "embedding", "cp", "ep", "expert_dp"};
-        for (int g = 0; g < ETK_GEN_N_GROUP_KINDS; g++)
-            for (int t = 0; t < ETK_COLL_TYPE_COUNT; t++)
-                if (st->coll_count[g][t])
-                    json_array_append_new(colls, json_pack("{s:s,s:s,s:I,s:I}", "group", gname[g], "type",
-                                                           coll_lower(t), "count", (json_int_t)st->coll_count[g][t],
-                                                           "bytes", (json_int_t)st->coll_bytes[g][t]));
+        json_t *colls = colls_json(st);
         json_array_append_new(
             stages,
             json_pack("{s:I,s:I,s:I,s:b,s:b,s:I,s:I,s:f,s:f,s:o,s:{s:I,s:I,s:I,s:I},s:{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}}",

@@ -1,5 +1,6 @@
-/* gen_testlib.h — helpers shared by the generator's plan tests (test_gen_cp/ep/zero): parse a
- * command-line-style plan string into an etk_gen_config and summarize it. Header-only, like
+/* gen_testlib.h — helpers shared by the generator's plan tests (test_gen_cp/ep/zero/infer): parse
+ * a command-line-style plan string into an etk_gen_config and summarize it, the message of a
+ * refused plan, the validator over a list of plans. Header-only, like
  * sim_testlib.h; include after testutil.h. */
 #ifndef ETK_GEN_TESTLIB_H
 #define ETK_GEN_TESTLIB_H
@@ -8,6 +9,7 @@
 #include <string.h>
 
 #include "etkit/gen.h"
+#include "etkit/validate.h"
 
 /* Parse "--model llama2-7b --tp 2 ..." and check the plan; 0 or the library's error. */
 static inline int parse(const char *line, etk_gen_config *c, etk_error *err)
@@ -31,5 +33,50 @@ static inline void summarize(const char *line, etk_gen_config *c, etk_gen_summar
     etk_error err = {0};
     if (parse(line, c, &err) || etk_gen_summarize(c, s, &err))
         fail_msg("plan '%s': %s", line, err.msg);
+}
+
+/* The error message of a plan that must be refused (fails the test if accepted). */
+static inline const char *gen_plan_error(const char *line)
+{
+    static etk_error err;
+    etk_gen_config c;
+    memset(&err, 0, sizeof err);
+    int rc = parse(line, &c, &err);
+    if (!rc)
+        fail_msg("plan '%s' was accepted", line);
+    assert_true(rc < 0);
+    return err.msg;
+}
+
+/* The validator finds nothing in any rank of w (`what` names it in the failure). */
+static inline void gen_expect_clean(etk_workload *w, const char *what)
+{
+    etk_findings *f = etk_findings_new();
+    etk_error err = {0};
+    if (etk_validate_workload(w, NULL, f, &err))
+        fail_msg("%s: %s", what, err.msg);
+    if (f->n_errors || f->n_warnings) {
+        char buf[1024];
+        for (size_t i = 0; i < f->n && i < 5; i++) {
+            etk_finding_format(&f->items[i], buf, sizeof buf);
+            fprintf(stderr, "%s: %s\n", what, buf);
+        }
+        fail_msg("%s: %zu errors, %zu warnings", what, f->n_errors, f->n_warnings);
+    }
+    etk_findings_free(f);
+}
+
+/* Every rank of each plan's unfolded workload passes the validator without findings. */
+static inline void gen_expect_valid(const char *const *plans, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        etk_gen_config c;
+        etk_error err = {0};
+        etk_workload *w = NULL;
+        if (parse(plans[i], &c, &err) || etk_gen_workload(&c, false, &w, &err))
+            fail_msg("%s: %s", plans[i], err.msg);
+        gen_expect_clean(w, plans[i]);
+        etk_workload_free(w);
+    }
 }
 #endif

@@ -21,7 +21,6 @@
 
 #include "etkit/gen.h"
 #include "etkit/sim.h"
-#include "etkit/validate.h"
 #include "gen_testlib.h"
 
 typedef struct sums {
@@ -92,21 +91,16 @@ static void phase_of(uint32_t i, char *buf, size_t n)
         snprintf(buf, n, "prefill/");
 }
 
-/* llama3-8b: h 4096, 32 heads of 128 (8 KV), FFN 14336, vocab 128256, 32 layers, untied */
-static void test_flops_llama3_8b(void **state)
+/* The closed forms of the file header for a model whose layer uses Wl GEMM weights per token:
+ * checks every phase of rank 0's trace and the model's active parameter count (L (Wl + 2 h
+ * norms) + embedding and head V h each + final norm h); returns the FLOPs of all phases. */
+static double check_flops(const etk_trace *t, const etk_model *m, double Wl, double B, double P, uint32_t N)
 {
-    (void)state;
-    const double h = 4096, H = 32, kv = 8, d = 128, f = 14336, V = 128256, L = 32, B = 2, P = 256, N = 4;
-    etk_gen_config c;
-    etk_workload *w = workload("--mode inference --model llama3-8b --prompt-len 256 --decode-steps 4 --batch 2", &c);
-    const double Wl = h * H * d + 2 * h * kv * d + H * d * h + 3 * h * f; /* q, k, v, o, gate/up/down */
-    /* cross-check with the model's parameter count: active = L (Wl + 2 h norms) + embedding +
-     * head V h each + final norm h */
+    const double h = (double)m->hidden, H = (double)m->heads, d = h / H, V = (double)m->vocab, L = (double)m->layers;
     uint64_t act;
     etk_error err = {0};
-    assert_int_equal(etk_model_active_params(&c.model, &act, &err), 0);
+    assert_int_equal(etk_model_active_params(m, &act, &err), 0);
     assert_true((double)act == L * (Wl + 2 * h) + 2 * V * h + h);
-    const etk_trace *t = w->ranks[0];
     sums pre = phase_sums(t, "prefill/");
     assert_true(pre.gemm == 2 * B * P * L * Wl + 2 * B * V * h);
     assert_true(pre.attn == 4 * L * H * d * P * P * B);
@@ -119,6 +113,22 @@ static void test_flops_llama3_8b(void **state)
         assert_true(s.attn == 4 * L * H * d * (P + i) * B);
         total += s.all;
     }
+    return total;
+}
+
+/* llama3-8b: h 4096, 32 heads of 128 (8 KV), FFN 14336, vocab 128256, 32 layers, untied */
+static void test_flops_llama3_8b(void **state)
+{
+    (void)state;
+    const double h = 4096, H = 32, kv = 8, d = 128, f = 14336, V = 128256, L = 32, B = 2, P = 256, N = 4;
+    etk_gen_config c;
+    etk_workload *w = workload("--mode inference --model llama3-8b --prompt-len 256 --decode-steps 4 --batch 2", &c);
+    const double Wl = h * H * d + 2 * h * kv * d + H * d * h + 3 * h * f; /* q, k, v, o, gate/up/down */
+    assert_true(c.model.vocab == V && c.model.layers == L && c.model.hidden / c.model.heads == d);
+    const etk_trace *t = w->ranks[0];
+    double total = check_flops(t, &c.model, Wl, B, P, (uint32_t)N);
+    sums pre = phase_sums(t, "prefill/");
+    etk_error err = {0};
     /* the summary counts the same nodes */
     etk_gen_summary sum;
     assert_int_equal(etk_gen_summarize(&c, &sum, &err), 0);
@@ -162,21 +172,8 @@ static void test_flops_mixtral(void **state)
     etk_workload *w =
         workload("--mode inference --model mixtral-8x7b --layers 2 --prompt-len 64 --decode-steps 2 --batch 4", &c);
     const double Wl = h * H * d + 2 * h * kv * d + H * d * h + h * E + K * 3 * h * f; /* + router + top-k experts */
-    uint64_t act;
-    etk_error err = {0};
-    assert_int_equal(etk_model_active_params(&c.model, &act, &err), 0);
-    assert_true((double)act == L * (Wl + 2 * h) + 2 * V * h + h);
-    const etk_trace *t = w->ranks[0];
-    sums pre = phase_sums(t, "prefill/");
-    assert_true(pre.gemm == 2 * B * P * L * Wl + 2 * B * V * h);
-    assert_true(pre.attn == 4 * L * H * d * P * P * B);
-    for (uint32_t i = 1; i <= N; i++) {
-        char ph[24];
-        phase_of(i, ph, sizeof ph);
-        sums s = phase_sums(t, ph);
-        assert_true(s.gemm == 2 * B * (L * Wl + V * h));
-        assert_true(s.attn == 4 * L * H * d * (P + i) * B);
-    }
+    assert_true(c.model.vocab == V && c.model.layers == L && c.model.hidden / c.model.heads == d);
+    check_flops(w->ranks[0], &c.model, Wl, B, P, (uint32_t)N);
     etk_workload_free(w);
 }
 
@@ -269,28 +266,7 @@ static void test_validate_and_deterministic(void **state)
         "--tp 2 --dp 4 --ep 4 --pp 2 --prompt-len 16 --decode-steps 2 --batch 2",
         "--mode inference --model deepseek-v3 --layers 4 --tp 2 --prompt-len 16 --decode-steps 2 --batch 1",
     };
-    for (size_t i = 0; i < sizeof plans / sizeof plans[0]; i++) {
-        etk_gen_config c;
-        etk_error err = {0};
-        if (parse(plans[i], &c, &err))
-            fail_msg("%s: %s", plans[i], err.msg);
-        etk_workload *w;
-        if (etk_gen_workload(&c, false, &w, &err))
-            fail_msg("%s: %s", plans[i], err.msg);
-        etk_findings *f = etk_findings_new();
-        if (etk_validate_workload(w, NULL, f, &err))
-            fail_msg("%s: %s", plans[i], err.msg);
-        if (f->n_errors || f->n_warnings) {
-            char buf[1024];
-            for (size_t k = 0; k < f->n && k < 5; k++) {
-                etk_finding_format(&f->items[k], buf, sizeof buf);
-                fprintf(stderr, "%s\n", buf);
-            }
-            fail_msg("%s: %zu errors, %zu warnings", plans[i], f->n_errors, f->n_warnings);
-        }
-        etk_findings_free(f);
-        etk_workload_free(w);
-    }
+    gen_expect_valid(plans, sizeof plans / sizeof plans[0]);
     /* the same plan twice: the same bytes */
     etk_gen_config c;
     etk_error err = {0};
@@ -370,32 +346,20 @@ static void test_ttft_tpot(void **state)
     etk_workload_free(w);
 }
 
-static const char *plan_error(const char *line)
-{
-    static etk_error err;
-    etk_gen_config c;
-    memset(&err, 0, sizeof err);
-    int rc = parse(line, &c, &err);
-    if (!rc)
-        fail_msg("plan '%s' was accepted", line);
-    assert_true(rc < 0);
-    return err.msg;
-}
-
 static void test_errors(void **state)
 {
     (void)state;
-    assert_non_null(strstr(plan_error("--mode inference --prompt-len 0"), "--prompt-len wants a positive integer"));
-    assert_non_null(strstr(plan_error("--mode inference --decode-steps 0"), "--decode-steps wants a positive integer"));
-    assert_non_null(strstr(plan_error("--mode bogus"), "--mode wants training or inference, got 'bogus'"));
-    assert_non_null(strstr(plan_error("--mode inference --zero 1"), "--zero is a training option"));
-    assert_non_null(strstr(plan_error("--recompute full --mode inference"), "--recompute is a training option"));
-    assert_non_null(strstr(plan_error("--mode inference --sp --tp 2"), "--sp is a training option"));
-    assert_non_null(strstr(plan_error("--batch 4"), "--batch needs --mode inference"));
-    assert_non_null(strstr(plan_error("--mode inference --batch 6 --micro-batches 4"),
+    assert_non_null(strstr(gen_plan_error("--mode inference --prompt-len 0"), "--prompt-len wants a positive integer"));
+    assert_non_null(strstr(gen_plan_error("--mode inference --decode-steps 0"), "--decode-steps wants a positive integer"));
+    assert_non_null(strstr(gen_plan_error("--mode bogus"), "--mode wants training or inference, got 'bogus'"));
+    assert_non_null(strstr(gen_plan_error("--mode inference --zero 1"), "--zero is a training option"));
+    assert_non_null(strstr(gen_plan_error("--recompute full --mode inference"), "--recompute is a training option"));
+    assert_non_null(strstr(gen_plan_error("--mode inference --sp --tp 2"), "--sp is a training option"));
+    assert_non_null(strstr(gen_plan_error("--batch 4"), "--batch needs --mode inference"));
+    assert_non_null(strstr(gen_plan_error("--mode inference --batch 6 --micro-batches 4"),
                            "--micro-batches 4 does not divide --batch 6"));
-    assert_non_null(strstr(plan_error("--mode inference --kv-precision int4"), "--kv-precision wants bf16, fp16 or fp8"));
-    assert_non_null(strstr(plan_error("--mode inference --model llama3-8b --tp 3"), "--tp 3 does not divide"));
+    assert_non_null(strstr(gen_plan_error("--mode inference --kv-precision int4"), "--kv-precision wants bf16, fp16 or fp8"));
+    assert_non_null(strstr(gen_plan_error("--mode inference --model llama3-8b --tp 3"), "--tp 3 does not divide"));
     /* fields set directly by a library caller */
     etk_gen_config c;
     etk_error err = {0};

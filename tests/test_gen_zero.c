@@ -26,14 +26,7 @@ static void cfg_from(etk_gen_config *c, const char *line)
 
 static const char *plan_error(const char *line)
 {
-    static etk_error err;
-    etk_gen_config c;
-    memset(&err, 0, sizeof err);
-    int rc = parse(line, &c, &err);
-    if (!rc)
-        fail_msg("plan '%s' was accepted", line);
-    assert_true(rc < 0);
-    return err.msg;
+    return gen_plan_error(line);
 }
 
 /* Bytes one rank puts on the wire per step for its DP collectives, ring algorithms over d ranks:
@@ -184,19 +177,7 @@ static void test_zero3_structure(void **state)
 
 static void expect_clean(etk_workload *w, const char *what)
 {
-    etk_findings *f = etk_findings_new();
-    etk_error err = {0};
-    if (etk_validate_workload(w, NULL, f, &err))
-        fail_msg("%s: %s", what, err.msg);
-    if (f->n_errors || f->n_warnings) {
-        char buf[1024];
-        for (size_t i = 0; i < f->n && i < 5; i++) {
-            etk_finding_format(&f->items[i], buf, sizeof buf);
-            fprintf(stderr, "%s: %s\n", what, buf);
-        }
-        fail_msg("%s: %zu errors, %zu warnings", what, f->n_errors, f->n_warnings);
-    }
-    etk_findings_free(f);
+    gen_expect_clean(w, what);
 }
 
 static void test_zero_validate(void **state)
