@@ -100,8 +100,12 @@ static void print_infer_text(const etk_gen_config *c, const etk_gen_summary *s)
            s->tokens_per_step);
     printf("FLOPs (all ranks): prefill %.6g, decode step 1 %.6g, decode step %u %.6g, whole request %.6g\n",
            s->prefill_flops, s->decode_first_flops, c->decode_steps, s->decode_last_flops, s->model_flops);
-    printf("KV cache: %" PRIu64 " bytes per token (all layers; %s)\n", s->kv_bytes_per_token,
+    printf("KV cache: %" PRIu64 " bytes per token (all layers; %s)", s->kv_bytes_per_token,
            strcmp(m->arch, "deepseek") ? "K and V of every KV head" : "MLA latent + rotary key, held whole by every TP rank");
+    if (s->kv_replicas > 1)
+        printf("; tp %u > %" PRId64 " KV heads: each rank holds one KV head, each head replicated on %u ranks",
+               c->tp, m->kv_heads, s->kv_replicas);
+    printf("\n");
     for (uint32_t i = 0; i < s->n_stages; i++) {
         const etk_gen_stage *st = &s->stages[i];
         printf("stage %u: layers %u-%u%s%s, %u ranks, %" PRIu64 " nodes per rank\n", st->stage, st->first_layer,
@@ -147,7 +151,7 @@ static json_t *infer_json(const etk_gen_config *c, const etk_gen_summary *s)
     }
     return json_pack("{s:s,s:{s:s,s:s,s:I,s:I,s:I,s:I,s:I,s:I},"
                      "s:{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:s,s:I},"
-                     "s:s,s:I,s:I,s:f,s:f,s:f,s:f,s:I,s:o,s:{s:I,s:I,s:s,s:I,s:b}}",
+                     "s:s,s:I,s:I,s:f,s:f,s:f,s:f,s:I,s:I,s:o,s:{s:I,s:I,s:s,s:I,s:b}}",
                      "mode", "inference", "model", "name", m->name, "arch", m->arch, "layers", (json_int_t)m->layers,
                      "hidden", (json_int_t)m->hidden, "heads", (json_int_t)m->heads, "kv_heads",
                      (json_int_t)m->kv_heads, "vocab", (json_int_t)m->vocab, "params", (json_int_t)s->params_total,
@@ -159,6 +163,7 @@ static json_t *infer_json(const etk_gen_config *c, const etk_gen_summary *s)
                      "generated_tokens", (json_int_t)s->tokens_per_step, "prefill_flops", s->prefill_flops,
                      "decode_first_flops", s->decode_first_flops, "decode_last_flops", s->decode_last_flops,
                      "request_flops", s->model_flops, "kv_bytes_per_token", (json_int_t)s->kv_bytes_per_token,
+                     "kv_replicas", (json_int_t)s->kv_replicas,
                      "stages", stages, "memory", "peak_bytes", (json_int_t)s->peak_bytes, "peak_stage",
                      (json_int_t)s->peak_stage, "gpu", c->gpu, "gpu_bytes", (json_int_t)s->gpu_bytes, "fits", s->fits);
 }

@@ -199,6 +199,29 @@ static void test_kv_cache(void **state)
     assert_int_equal(s.stages[0].kv_cache_bytes, per_rank / 2);
     assert_int_equal(s.kv_bytes_per_token, 2 * 32 * 8 * 128);
     etk_gen_summary_free(&s);
+    /* TP 16 over 8 KV heads: one KV head per rank, each on 2 ranks (replicated K/V projections
+     * and cache); the query heads, FFN and vocabulary split 16 ways */
+    summarize("--mode inference --model llama3-8b --tp 16 --prompt-len 100 --decode-steps 4 --batch 2", &c, &s);
+    assert_int_equal(s.kv_replicas, 2);
+    assert_int_equal(s.stages[0].kv_cache_bytes, 2ull * 32 * 1 * 128 * 2 * 2 * (100 + 4));
+    {
+        const uint64_t h = 4096, V = 128256, q = h * 32 * 128 / 16, kvw = 2 * h * 1 * 128, o = 32 * 128 * h / 16,
+                       ffn = 3 * h * 14336 / 16;
+        assert_int_equal(s.stages[0].weight_bytes, 2 * (32 * (q + kvw + o + ffn + 2 * h) + 2 * V * h / 16 + h));
+        uint64_t params;
+        etk_error err = {0};
+        assert_int_equal(etk_model_params(&c.model, &params, &err), 0);
+        assert_int_equal(s.params_total, params); /* the model's, not the replicated count */
+        /* attention is not replicated: over the 16 ranks, 4 L H d (P + 1) B in decode step 1;
+         * the weight GEMMs, 2 B x the weights per rank x 16, count K and V twice */
+        etk_workload *w = workload("--mode inference --model llama3-8b --tp 16 --prompt-len 100 --decode-steps 4 "
+                                   "--batch 2", &c);
+        sums d1 = phase_sums(w->ranks[0], "decode1/");
+        assert_true(16 * d1.attn == 4.0 * 32 * 32 * 128 * 101 * 2);
+        assert_true(16 * d1.gemm == 2.0 * 2 * (32 * 16 * (q + kvw + o + ffn) + V * h));
+        etk_workload_free(w);
+    }
+    etk_gen_summary_free(&s);
     /* deepseek-v3: kv_lora 512 + qk_rope 64 per layer per token */
     summarize("--mode inference --model deepseek-v3 --layers 4 --tp 2 --prompt-len 128 --decode-steps 2 --batch 2",
               &c, &s);
@@ -360,6 +383,8 @@ static void test_errors(void **state)
                            "--micro-batches 4 does not divide --batch 6"));
     assert_non_null(strstr(gen_plan_error("--mode inference --kv-precision int4"), "--kv-precision wants bf16, fp16 or fp8"));
     assert_non_null(strstr(gen_plan_error("--mode inference --model llama3-8b --tp 3"), "--tp 3 does not divide"));
+    assert_non_null(strstr(gen_plan_error("--mode inference --model llama3-8b --hidden 6144 --heads 48 --tp 12"),
+                           "inference replicates KV heads only when the KV heads divide --tp"));
     /* fields set directly by a library caller */
     etk_gen_config c;
     etk_error err = {0};

@@ -176,6 +176,8 @@ typedef struct etk_gen_summary {
      * generated tokens dp x B x (N + 1), step_flops = model_flops = the whole request) */
     bool inference;
     uint64_t kv_bytes_per_token;     /* whole model, etk_model_kv_bytes_per_token */
+    uint32_t kv_replicas;            /* TP ranks holding each KV head: tp / kv_heads when TP exceeds
+                                      * the KV heads (replicated, as vLLM/Megatron do), else 1 */
     double prefill_flops;            /* all ranks */
     double decode_first_flops, decode_last_flops; /* all ranks, decode step 1 and step N */
     uint64_t prompt_tokens;          /* dp x B x P */

@@ -32,6 +32,8 @@
 
 typedef struct infer {
     const etk_gen_config *cfg;
+    etk_model lm;               /* the model lowered: KV heads raised to TP when TP exceeds them */
+    uint32_t kv_rep;            /* TP ranks holding each KV head (1: none replicated) */
     etk_gen_summary ts;         /* the training plan's summary: stage layers and parameters */
     etk_arena *a;
     etk_graph *gp, *gd;         /* prefill graph (s = t = P), decode graph (s = 1, t = ctx) */
@@ -113,8 +115,17 @@ static int infer_init(infer *I, const etk_gen_config *cfg, etk_error *err)
     I->key = -1;
     if (!cfg->n_ranks || !cfg->micro_batches || !cfg->batch)
         return etk_err(err, ETK_EINVAL, "plan not checked: call etk_gen_check first");
+    /* TP beyond the KV heads: each rank holds one KV head, each head on tp / kv_heads ranks
+     * (the K/V projections and cache replicated); lowered as a model with tp KV heads */
+    I->lm = cfg->model;
+    I->kv_rep = 1;
+    if (strcmp(cfg->model.arch, "deepseek") && cfg->tp > cfg->model.kv_heads) {
+        I->kv_rep = (uint32_t)(cfg->tp / cfg->model.kv_heads);
+        I->lm.kv_heads = cfg->tp;
+    }
     /* stage layers and parameters: those of the same model and TP/PP/EP plan in training */
     etk_gen_config tc = *cfg;
+    tc.model = I->lm;
     tc.mode = ETK_GEN_MODE_TRAINING;
     tc.micro_batch = 1;
     tc.global_batch = cfg->dp;
@@ -128,7 +139,7 @@ static int infer_init(infer *I, const etk_gen_config *cfg, etk_error *err)
     I->N = cfg->decode_steps;
     I->P = cfg->prompt_len;
     I->wbytes = strcmp(cfg->precision, "fp8") ? 2 : 1;
-    etk_model mp = cfg->model, md = cfg->model;
+    etk_model mp = I->lm, md = I->lm;
     mp.seq = I->P;
     md.seq = 1;
     I->a = etk_arena_new(0);
@@ -417,7 +428,7 @@ static void emit_unit(iemit *E, uint32_t j, const ginst *layer)
 static void stage_memory(const infer *I, uint32_t s, etk_gen_stage *st)
 {
     const etk_gen_config *c = I->cfg;
-    const etk_model *m = &c->model;
+    const etk_model *m = &I->lm; /* with replicated KV heads: one per rank */
     const etk_gen_stage *ts = &I->ts.stages[s];
     st->params = ts->params;
     st->weight_bytes = ts->params * I->wbytes;
@@ -553,7 +564,11 @@ int etk_gen_infer_summarize(const etk_gen_config *cfg, etk_gen_summary *out, etk
     out->n_ranks = cfg->n_ranks;
     out->n_stages = I.p;
     out->micro_batches = I.M;
-    out->params_total = I.ts.params_total;
+    out->kv_replicas = I.kv_rep;
+    if (!rc && I.kv_rep > 1) /* the training summary counted the replicated heads */
+        rc = etk_model_params(&cfg->model, &out->params_total, err);
+    else
+        out->params_total = I.ts.params_total;
     out->gpu_bytes = cfg->gpu_bytes;
     out->tokens_per_step = (uint64_t)cfg->dp * cfg->batch * ((uint64_t)I.N + 1);
     out->prompt_tokens = (uint64_t)cfg->dp * cfg->batch * I.P;

@@ -385,9 +385,13 @@ int etk_gen_check(etk_gen_config *c, etk_error *err)
         return rc;
     if (c->tp > 1 && m->heads % c->tp)
         return etk_err(err, ETK_EINVAL, "--tp %u does not divide --heads %" PRId64, c->tp, m->heads);
-    if (c->tp > 1 && m->kv_heads % c->tp)
-        return etk_err(err, ETK_EINVAL, "--tp %u does not divide --kv-heads %" PRId64 " (model %s)", c->tp,
-                       m->kv_heads, m->name);
+    /* inference replicates KV heads when TP exceeds them (infer.c) */
+    bool kv_rep = c->mode == ETK_GEN_MODE_INFERENCE && c->tp > m->kv_heads && c->tp % m->kv_heads == 0;
+    if (c->tp > 1 && m->kv_heads % c->tp && !kv_rep)
+        return etk_err(err, ETK_EINVAL, "--tp %u does not divide --kv-heads %" PRId64 " (model %s)%s", c->tp,
+                       m->kv_heads, m->name,
+                       c->mode == ETK_GEN_MODE_INFERENCE ? "; inference replicates KV heads only when the KV heads divide --tp"
+                                                         : "");
     if (c->tp > 1 && m->ffn % c->tp)
         return etk_err(err, ETK_EINVAL, "--tp %u does not divide --ffn %" PRId64, c->tp, m->ffn);
     if (c->tp > 1 && m->experts && m->moe_ffn % c->tp)
