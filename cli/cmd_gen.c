@@ -1,6 +1,7 @@
 /* cmd_gen.c — `etkit gen`: synthesize per-rank Chakra traces of one training step for a model
  * preset under a parallel plan (library: include/etkit/gen.h), or print the step's FLOPs,
- * collective bytes and memory per rank (--summary, --json) without writing traces. */
+ * collective bytes and memory per rank (--summary, --json) without writing traces. With --mode
+ * inference: a batch of requests (prefill + decode steps with a KV cache) instead of a step. */
 #include <getopt.h>
 #include <inttypes.h>
 #include <jansson.h>
@@ -18,7 +19,9 @@ static void help(void)
            "Synthesizes one training step of a dense transformer as per-rank Chakra traces\n"
            "<PREFIX>.<rank>.et plus the communicator groups <PREFIX>.json: FLOPs in num_ops, bytes in\n"
            "tensor_size/comm_size, TP collectives inferred from tensor sharding, pipeline send/recv per\n"
-           "micro-batch, the DP gradient reduction once per step in buckets, the optimizer step.\n\n"
+           "micro-batch, the DP gradient reduction once per step in buckets, the optimizer step.\n"
+           "With --mode inference: the prefill of --batch prompts and --decode-steps decode steps with a\n"
+           "KV cache (TP, PP, EP; nodes named prefill/... and decode<i>/...; docs/gen.md \"Inference\").\n\n"
            "%s"
            "output:\n"
            "  -o, --out PREFIX     write <PREFIX>.<rank>.et and <PREFIX>.json\n"
@@ -27,7 +30,8 @@ static void help(void)
            "  -h, --help           this text\n\n"
            "examples:\n"
            "  etkit gen --model llama2-7b --dp 2 --tp 2 --pp 2 --micro-batch 2 --global-batch 32 -o out/llama7b\n"
-           "  etkit gen --model llama3-405b --tp 8 --pp 16 --dp 128 --global-batch 2048 --sp --summary\n",
+           "  etkit gen --model llama3-405b --tp 8 --pp 16 --dp 128 --global-batch 2048 --sp --summary\n"
+           "  etkit gen --mode inference --model llama3-70b --tp 8 --batch 16 --prompt-len 2048 --decode-steps 256 --summary\n",
            etk_gen_options_help());
 }
 
@@ -36,6 +40,30 @@ static const char *coll_lower(int t)
     static const char *n[] = {"all_reduce", "reduce", "all_gather", "gather", "scatter",
                               "broadcast", "all_to_all", "reduce_scatter", "reduce_scatter_block", "barrier"};
     return t >= 0 && t < ETK_COLL_TYPE_COUNT ? n[t] : "unknown";
+}
+
+/* a stage's collectives per rank: text lines ("per step" / "per request"), JSON rows */
+static void print_colls(const etk_gen_stage *st, const char *per)
+{
+    static const char *gname[] = {"TP", "DP", "EMB", "CP", "EP", "EDP"};
+    for (int g = 0; g < ETK_GEN_N_GROUP_KINDS; g++)
+        for (int t = 0; t < ETK_COLL_TYPE_COUNT; t++)
+            if (st->coll_count[g][t])
+                printf("  %s group %-15s %6" PRIu64 " x, %" PRIu64 " bytes per rank per %s\n", gname[g], coll_lower(t),
+                       st->coll_count[g][t], st->coll_bytes[g][t], per);
+}
+
+static json_t *colls_json(const etk_gen_stage *st)
+{
+    static const char *gname[] = {"tp", "dp", "embedding", "cp", "ep", "expert_dp"};
+    json_t *colls = json_array();
+    for (int g = 0; g < ETK_GEN_N_GROUP_KINDS; g++)
+        for (int t = 0; t < ETK_COLL_TYPE_COUNT; t++)
+            if (st->coll_count[g][t])
+                json_array_append_new(colls, json_pack("{s:s,s:s,s:I,s:I}", "group", gname[g], "type", coll_lower(t),
+                                                       "count", (json_int_t)st->coll_count[g][t], "bytes",
+                                                       (json_int_t)st->coll_bytes[g][t]));
+    return colls;
 }
 
 static const char *recompute_name(int r)
@@ -55,6 +83,90 @@ static void order_str(const etk_gen_config *c, char *buf, size_t n)
 }
 
 #define GIB (1024.0 * 1024.0 * 1024.0)
+
+/* --mode inference: prefill + decode summary (docs/gen.md "Inference") */
+static void print_infer_text(const etk_gen_config *c, const etk_gen_summary *s)
+{
+    const etk_model *m = &c->model;
+    printf("model %s (%s): %" PRId64 " layers, hidden %" PRId64 ", %" PRId64 " heads (%" PRId64
+           " KV), vocab %" PRId64 "; %" PRIu64 " parameters\n",
+           m->name, m->arch, m->layers, m->hidden, m->heads, m->kv_heads, m->vocab, s->params_total);
+    printf("inference: %u ranks = tp %u x ep %u of dp %u (independent replicas) x pp %u; batch %u sequences per "
+           "replica in %u micro-batch(es), prompt %u tokens, %u decode steps, weights %s, KV cache %s\n",
+           s->n_ranks, c->tp, c->ep, c->dp, c->pp, c->batch, s->micro_batches, c->prompt_len, c->decode_steps,
+           strcmp(c->precision, "fp8") ? "16-bit" : "fp8", c->kv_bytes == 1 ? "fp8" : "16-bit");
+    printf("layers: %s\n", s->layer_split);
+    printf("tokens: %" PRIu64 " prompt, %" PRIu64 " generated (batch x (decode steps + 1) x dp)\n", s->prompt_tokens,
+           s->tokens_per_step);
+    printf("FLOPs (all ranks): prefill %.6g, decode step 1 %.6g, decode step %u %.6g, whole request %.6g\n",
+           s->prefill_flops, s->decode_first_flops, c->decode_steps, s->decode_last_flops, s->model_flops);
+    printf("KV cache: %" PRIu64 " bytes per token (all layers; %s)", s->kv_bytes_per_token,
+           strcmp(m->arch, "deepseek") ? "K and V of every KV head" : "MLA latent + rotary key, held whole by every TP rank");
+    if (s->kv_replicas > 1)
+        printf("; tp %u > %" PRId64 " KV heads: each rank holds one KV head, each head replicated on %u ranks",
+               c->tp, m->kv_heads, s->kv_replicas);
+    printf("\n");
+    for (uint32_t i = 0; i < s->n_stages; i++) {
+        const etk_gen_stage *st = &s->stages[i];
+        printf("stage %u: layers %u-%u%s%s, %u ranks, %" PRIu64 " nodes per rank\n", st->stage, st->first_layer,
+               st->first_layer + st->layers - 1, st->has_embed ? " + embedding" : "", st->has_head ? " + head/sampling" : "",
+               c->tp * c->dp, st->nodes);
+        printf("  FLOPs per rank: prefill %.6g, decode step 1 %.6g, decode step %u %.6g, all %.6g\n", st->prefill_flops,
+               st->decode_first_flops, c->decode_steps, st->decode_last_flops, st->flops);
+        print_colls(st, "request");
+        if (st->send_count || st->recv_count)
+            printf("  pipeline send %" PRIu64 " x (%" PRIu64 " bytes), recv %" PRIu64 " x (%" PRIu64 " bytes)\n",
+                   st->send_count, st->send_bytes, st->recv_count, st->recv_bytes);
+        printf("  memory per rank: weights %.2f GiB, KV cache %.2f GiB (%" PRIu64 " bytes), activations %.3f GiB "
+               "(one layer's forward), comm buffers %.3f GiB, total %.2f GiB\n",
+               st->weight_bytes / GIB, st->kv_cache_bytes / GIB, st->kv_cache_bytes, st->act_bytes / GIB,
+               st->comm_buffer_bytes / GIB, st->total_bytes / GIB);
+    }
+    printf("memory: peak %.2f GiB (%" PRIu64 " bytes) per rank on stage %u; %s has %.1f GiB (%" PRIu64 " bytes): %s\n",
+           s->peak_bytes / GIB, s->peak_bytes, s->peak_stage, c->gpu, s->gpu_bytes / GIB, s->gpu_bytes,
+           s->fits ? "fits" : "DOES NOT FIT (fewer sequences, a shorter context, fp8 KV cache or more TP/PP)");
+}
+
+static json_t *infer_json(const etk_gen_config *c, const etk_gen_summary *s)
+{
+    const etk_model *m = &c->model;
+    json_t *stages = json_array();
+    for (uint32_t i = 0; i < s->n_stages; i++) {
+        const etk_gen_stage *st = &s->stages[i];
+        json_t *colls = colls_json(st);
+        json_array_append_new(
+            stages,
+            json_pack("{s:I,s:I,s:I,s:b,s:b,s:I,s:I,s:f,s:f,s:f,s:f,s:o,s:{s:I,s:I,s:I,s:I},s:{s:I,s:I,s:I,s:I,s:I,s:I}}",
+                      "stage", (json_int_t)st->stage, "first_layer", (json_int_t)st->first_layer, "layers",
+                      (json_int_t)st->layers, "embedding", st->has_embed, "head", st->has_head, "ranks",
+                      (json_int_t)(c->tp * c->dp), "nodes_per_rank", (json_int_t)st->nodes, "flops_per_rank",
+                      st->flops, "prefill_flops_per_rank", st->prefill_flops, "decode_first_flops_per_rank",
+                      st->decode_first_flops, "decode_last_flops_per_rank", st->decode_last_flops, "collectives",
+                      colls, "pipeline", "send_count", (json_int_t)st->send_count, "send_bytes",
+                      (json_int_t)st->send_bytes, "recv_count", (json_int_t)st->recv_count, "recv_bytes",
+                      (json_int_t)st->recv_bytes, "memory_bytes", "params", (json_int_t)st->params, "weights",
+                      (json_int_t)st->weight_bytes, "kv_cache", (json_int_t)st->kv_cache_bytes, "activations",
+                      (json_int_t)st->act_bytes, "comm_buffers", (json_int_t)st->comm_buffer_bytes, "total",
+                      (json_int_t)st->total_bytes));
+    }
+    return json_pack("{s:s,s:{s:s,s:s,s:I,s:I,s:I,s:I,s:I,s:I},"
+                     "s:{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:s,s:I},"
+                     "s:s,s:I,s:I,s:f,s:f,s:f,s:f,s:I,s:I,s:o,s:{s:I,s:I,s:s,s:I,s:b}}",
+                     "mode", "inference", "model", "name", m->name, "arch", m->arch, "layers", (json_int_t)m->layers,
+                     "hidden", (json_int_t)m->hidden, "heads", (json_int_t)m->heads, "kv_heads",
+                     (json_int_t)m->kv_heads, "vocab", (json_int_t)m->vocab, "params", (json_int_t)s->params_total,
+                     "plan", "ranks", (json_int_t)s->n_ranks, "tp", (json_int_t)c->tp, "ep", (json_int_t)c->ep, "dp",
+                     (json_int_t)c->dp, "pp", (json_int_t)c->pp, "batch", (json_int_t)c->batch, "micro_batches",
+                     (json_int_t)s->micro_batches, "prompt_len", (json_int_t)c->prompt_len, "decode_steps",
+                     (json_int_t)c->decode_steps, "precision", c->precision, "kv_bytes", (json_int_t)c->kv_bytes,
+                     "layer_split", s->layer_split, "prompt_tokens", (json_int_t)s->prompt_tokens,
+                     "generated_tokens", (json_int_t)s->tokens_per_step, "prefill_flops", s->prefill_flops,
+                     "decode_first_flops", s->decode_first_flops, "decode_last_flops", s->decode_last_flops,
+                     "request_flops", s->model_flops, "kv_bytes_per_token", (json_int_t)s->kv_bytes_per_token,
+                     "kv_replicas", (json_int_t)s->kv_replicas,
+                     "stages", stages, "memory", "peak_bytes", (json_int_t)s->peak_bytes, "peak_stage",
+                     (json_int_t)s->peak_stage, "gpu", c->gpu, "gpu_bytes", (json_int_t)s->gpu_bytes, "fits", s->fits);
+}
 
 static void print_text(const etk_gen_config *c, const etk_gen_summary *s)
 {
@@ -85,12 +197,7 @@ static void print_text(const etk_gen_config *c, const etk_gen_summary *s)
                    st->has_head ? " + head/loss" : "", c->tp * c->cp * c->dp, st->nodes);
         printf("  compute per rank per step: %.6g FLOPs (%.3f TFLOP; model %.3f TFLOP)\n", st->flops, st->flops / 1e12,
                st->model_flops / 1e12);
-        static const char *gname[] = {"TP", "DP", "EMB", "CP", "EP", "EDP"};
-        for (int g = 0; g < ETK_GEN_N_GROUP_KINDS; g++)
-            for (int t = 0; t < ETK_COLL_TYPE_COUNT; t++)
-                if (st->coll_count[g][t])
-                    printf("  %s group %-15s %6" PRIu64 " x, %" PRIu64 " bytes per rank per step\n", gname[g],
-                           coll_lower(t), st->coll_count[g][t], st->coll_bytes[g][t]);
+        print_colls(st, "step");
         if (st->send_count || st->recv_count)
             printf("  pipeline send %" PRIu64 " x %" PRIu64 " bytes, recv %" PRIu64 " x %" PRIu64 " bytes\n",
                    st->send_count, st->send_count ? st->send_bytes / st->send_count : 0, st->recv_count,
@@ -122,14 +229,7 @@ static json_t *summary_json(const etk_gen_config *c, const etk_gen_summary *s)
     json_t *stages = json_array();
     for (uint32_t i = 0; i < s->n_stages; i++) {
         const etk_gen_stage *st = &s->stages[i];
-        json_t *colls = json_array();
-        static const char *gname[] = {"tp", "dp", "embedding", "cp", "ep", "expert_dp"};
-        for (int g = 0; g < ETK_GEN_N_GROUP_KINDS; g++)
-            for (int t = 0; t < ETK_COLL_TYPE_COUNT; t++)
-                if (st->coll_count[g][t])
-                    json_array_append_new(colls, json_pack("{s:s,s:s,s:I,s:I}", "group", gname[g], "type",
-                                                           coll_lower(t), "count", (json_int_t)st->coll_count[g][t],
-                                                           "bytes", (json_int_t)st->coll_bytes[g][t]));
+        json_t *colls = colls_json(st);
         json_t *sj = json_pack("{s:I,s:I,s:I,s:b,s:b,s:I,s:I,s:f,s:f,s:o,s:{s:I,s:I,s:I,s:I},s:{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}}",
                       "stage", (json_int_t)st->stage, "first_layer", (json_int_t)st->first_layer, "layers",
                       (json_int_t)st->layers, "embedding", st->has_embed, "head", st->has_head, "ranks",
@@ -172,7 +272,8 @@ int cmd_gen(int argc, char **argv)
     enum { O_OUT = 1000, O_SUMMARY, O_JSON, O_HELP, O_GEN };
     static const char *gen_opts[] = {"model", "model-file", "layers", "hidden", "heads", "kv-heads", "ffn", "vocab",
                                      "seq", "dp", "tp", "pp", "cp", "cp-comm", "ep", "sp", "micro-batch", "global-batch", "schedule", "vpp", "first-stage-layers", "last-stage-layers", "zero", "fsdp",
-                                     "recompute", "precision", "grad-precision", "dp-bucket-mb", "rank-order", "gpu"};
+                                     "recompute", "precision", "grad-precision", "dp-bucket-mb", "rank-order", "gpu",
+                                     "mode", "prompt-len", "decode-steps", "batch", "micro-batches", "kv-precision"};
     enum { NG = sizeof gen_opts / sizeof gen_opts[0] };
     struct option opts[NG + 5];
     for (int i = 0; i < NG; i++) {
@@ -225,11 +326,13 @@ int cmd_gen(int argc, char **argv)
         if (etk_gen_summarize(&cfg, &s, &err))
             return cli_fail("gen", &err);
         if (json) {
-            json_t *j = summary_json(&cfg, &s);
+            json_t *j = s.inference ? infer_json(&cfg, &s) : summary_json(&cfg, &s);
             char *txt = json_dumps(j, JSON_INDENT(2) | JSON_REAL_PRECISION(17));
             printf("%s\n", txt);
             free(txt);
             json_decref(j);
+        } else if (s.inference) {
+            print_infer_text(&cfg, &s);
         } else {
             print_text(&cfg, &s);
         }
@@ -243,8 +346,9 @@ int cmd_gen(int argc, char **argv)
         return cli_fail("gen", &err);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     double sec = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
-    printf("wrote %u rank files %s.<0..%u>.et and %s.json (model %s, tp %u dp %u pp %u, %u micro-batches): "
+    printf("wrote %u rank files %s.<0..%u>.et and %s.json (model %s%s, tp %u dp %u pp %u, %u micro-batches): "
            "%" PRIu64 " bytes in %.3f s\n",
-           cfg.n_ranks, out, cfg.n_ranks - 1, out, cfg.model.name, cfg.tp, cfg.dp, cfg.pp, cfg.micro_batches, bytes, sec);
+           cfg.n_ranks, out, cfg.n_ranks - 1, out, cfg.model.name, cfg.mode == ETK_GEN_MODE_INFERENCE ? " inference" : "",
+           cfg.tp, cfg.dp, cfg.pp, cfg.micro_batches, bytes, sec);
     return 0;
 }

@@ -2,7 +2,8 @@
  * simulate it on a cluster (src/sim/) in one go, folded into one rank per pipeline stage; no
  * trace is written unless --write-traces is given. With no model or plan flags it runs the
  * built-in default: llama3-8b training on 8 DGX H100 nodes (64 GPUs, TP 4 x PP 2 x DP 8,
- * sequence parallelism, global batch 256 sequences of 8192 tokens, 1F1B). */
+ * sequence parallelism, global batch 256 sequences of 8192 tokens, 1F1B). With --mode
+ * inference the workload is a batch of requests and the report adds TTFT and TPOT. */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +23,8 @@ static void help(void)
            "Generates one training step (the same model and plan flags as 'etkit gen') in memory and\n"
            "simulates it: step time, where each rank's time goes, TFLOP/s per GPU, MFU (model\n"
            "FLOPs without recompute), tokens/s, and per collective type and group the bus bandwidth.\n"
+           "With --mode inference: one batch of requests (prefill + decode steps), reporting TTFT (time\n"
+           "to first token), TPOT (time per output token: mean, min and max decode step) and tokens/s.\n"
            "Ranks of one pipeline stage are simulated once (folding) unless --no-fold.\n"
            "Without model/plan flags: --model llama3-8b --tp 4 --pp 2 --dp 8 --sp --micro-batch 1\n"
            "--global-batch 256 on --cluster dgx-h100 --nodes 8.\n\n"
@@ -32,7 +35,9 @@ static void help(void)
            "examples:\n"
            "  etkit run\n"
            "  etkit run --model llama3-405b --tp 8 --pp 16 --dp 128 --sp --global-batch 2048 --cluster dgx-h100\n"
-           "  etkit run --model llama2-7b --dp 8 --cluster hgx-h200 --nodes 1 --json\n",
+           "  etkit run --model llama2-7b --dp 8 --cluster hgx-h200 --nodes 1 --json\n"
+           "  etkit run --mode inference --model llama3-70b --tp 8 --batch 16 --prompt-len 2048 --decode-steps 256\n"
+           "            --cluster hgx-h200 --nodes 1\n",
            etk_gen_options_help(), sim_cli_help);
 }
 
@@ -163,7 +168,13 @@ int cmd_run(int argc, char **argv)
         return rc;
     }
     char label[256];
-    snprintf(label, sizeof label, "%s: tp %u x pp %u x dp %u%s, global batch %u, micro-batch %u, %s",
+    if (cfg.mode == ETK_GEN_MODE_INFERENCE)
+        snprintf(label, sizeof label,
+                 "%s inference: tp %u x pp %u x dp %u (ep %u), batch %u per replica (%u micro-batches), prompt %u "
+                 "tokens, %u decode steps", cfg.model.name, cfg.tp, cfg.pp, cfg.dp, cfg.ep, cfg.batch,
+                 cfg.infer_micro_batches, cfg.prompt_len, cfg.decode_steps);
+    else
+        snprintf(label, sizeof label, "%s: tp %u x pp %u x dp %u%s, global batch %u, micro-batch %u, %s",
              cfg.model.name, cfg.tp, cfg.pp, cfg.dp, cfg.sp ? " (sp)" : "", cfg.global_batch,
              cfg.micro_batch, cfg.schedule == ETK_SCHED_GPIPE ? "gpipe" : cfg.schedule == ETK_SCHED_ZBH1 ? "zb-h1" : "1f1b");
     ((etk_sim_result *)etk_sim_result_get(s))->workload = label;

@@ -1,6 +1,6 @@
-/* gen_testlib.h — helpers shared by the generator's plan tests (test_gen_cp/ep/zero/dense/sched):
- * parse a command-line-style plan string into an etk_gen_config and summarize it, validate a
- * workload, a test cluster. Header-only, like
+/* gen_testlib.h — helpers shared by the generator's plan tests (test_gen_cp/ep/zero/dense/sched/infer):
+ * parse a command-line-style plan string into an etk_gen_config and summarize it, the message of a
+ * refused plan, validate a workload or a list of plans, a test cluster. Header-only, like
  * sim_testlib.h; include after testutil.h. */
 #ifndef ETK_GEN_TESTLIB_H
 #define ETK_GEN_TESTLIB_H
@@ -35,7 +35,21 @@ static inline void summarize(const char *line, etk_gen_config *c, etk_gen_summar
     if (parse(line, c, &err) || etk_gen_summarize(c, s, &err))
         fail_msg("plan '%s': %s", line, err.msg);
 }
-/* The validator (cross-rank and deadlock checks included) finds nothing on workload w. */
+
+/* The error message of a plan that must be refused (fails the test if accepted). */
+static inline const char *gen_plan_error(const char *line)
+{
+    static etk_error err;
+    etk_gen_config c;
+    memset(&err, 0, sizeof err);
+    int rc = parse(line, &c, &err);
+    if (!rc)
+        fail_msg("plan '%s' was accepted", line);
+    assert_true(rc < 0);
+    return err.msg;
+}
+
+/* The validator finds nothing in any rank of w (`what` names it in the failure). */
 static inline void gen_expect_clean(etk_workload *w, const char *what)
 {
     etk_findings *f = etk_findings_new();
@@ -66,5 +80,19 @@ static inline void gen_test_cluster(etk_cluster *cl, uint32_t n)
     cl->gpu.peak_flops[ETK_PREC_BF16] = 1000e12;
     cl->gpu.hbm_bw_Bps = 2000e9;
     cl->compute_efficiency = 1;
+}
+
+/* Every rank of each plan's unfolded workload passes the validator without findings. */
+static inline void gen_expect_valid(const char *const *plans, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        etk_gen_config c;
+        etk_error err = {0};
+        etk_workload *w = NULL;
+        if (parse(plans[i], &c, &err) || etk_gen_workload(&c, false, &w, &err))
+            fail_msg("%s: %s", plans[i], err.msg);
+        gen_expect_clean(w, plans[i]);
+        etk_workload_free(w);
+    }
 }
 #endif

@@ -21,14 +21,7 @@
 
 static const char *plan_error(const char *line)
 {
-    static etk_error err;
-    etk_gen_config c;
-    memset(&err, 0, sizeof err);
-    int rc = parse(line, &c, &err);
-    if (!rc)
-        fail_msg("plan '%s' was accepted", line);
-    assert_true(rc < 0);
-    return err.msg;
+    return gen_plan_error(line);
 }
 
 static void test_cp_bytes(void **state)
@@ -162,17 +155,7 @@ static void test_cp_validate(void **state)
         "--model gpt3-175b --layers 4 --hidden 256 --heads 4 --ffn 1024 --vocab 1000 --seq 64 --cp 2 --pp 2 --vpp 2 "
         "--global-batch 4 --recompute full --rank-order pp,cp,tp,dp",
     };
-    for (size_t i = 0; i < sizeof plans / sizeof plans[0]; i++) {
-        etk_gen_config c;
-        etk_error err = {0};
-        if (parse(plans[i], &c, &err))
-            fail_msg("%s: %s", plans[i], err.msg);
-        etk_workload *w;
-        if (etk_gen_workload(&c, false, &w, &err))
-            fail_msg("%s: %s", plans[i], err.msg);
-        gen_expect_clean(w, plans[i]);
-        etk_workload_free(w);
-    }
+    gen_expect_valid(plans, sizeof plans / sizeof plans[0]);
 }
 
 static void test_cp_errors(void **state)

@@ -20,14 +20,7 @@
 
 static const char *plan_error(const char *line)
 {
-    static etk_error err;
-    etk_gen_config c;
-    memset(&err, 0, sizeof err);
-    int rc = parse(line, &c, &err);
-    if (!rc)
-        fail_msg("plan '%s' was accepted", line);
-    assert_true(rc < 0);
-    return err.msg;
+    return gen_plan_error(line);
 }
 
 /* mixtral-8x7b (h 4096, 8 experts of FFN 14336, top-2), 4 layers, seq 4096, TP 2, PP 2, DP 8,
@@ -127,28 +120,7 @@ static void test_ep_validate(void **state)
         "--model mixtral-8x7b --layers 4 --hidden 256 --heads 4 --kv-heads 2 --ffn 512 --vocab 512 --seq 64 --tp 2 --sp "
         "--pp 2 --vpp 2 --dp 2 --ep 2 --global-batch 4 --zero 2 --recompute selective",
     };
-    for (size_t i = 0; i < sizeof plans / sizeof plans[0]; i++) {
-        etk_gen_config c;
-        etk_error err = {0};
-        if (parse(plans[i], &c, &err))
-            fail_msg("%s: %s", plans[i], err.msg);
-        etk_workload *w;
-        if (etk_gen_workload(&c, false, &w, &err))
-            fail_msg("%s: %s", plans[i], err.msg);
-        etk_findings *f = etk_findings_new();
-        if (etk_validate_workload(w, NULL, f, &err))
-            fail_msg("%s: %s", plans[i], err.msg);
-        if (f->n_errors || f->n_warnings) {
-            char buf[1024];
-            for (size_t k = 0; k < f->n && k < 5; k++) {
-                etk_finding_format(&f->items[k], buf, sizeof buf);
-                fprintf(stderr, "%s\n", buf);
-            }
-            fail_msg("%s: %zu errors, %zu warnings", plans[i], f->n_errors, f->n_warnings);
-        }
-        etk_findings_free(f);
-        etk_workload_free(w);
-    }
+    gen_expect_valid(plans, sizeof plans / sizeof plans[0]);
 }
 
 static void test_ep_errors(void **state)

@@ -26,14 +26,7 @@ static void cfg_from(etk_gen_config *c, const char *line)
 
 static const char *plan_error(const char *line)
 {
-    static etk_error err;
-    etk_gen_config c;
-    memset(&err, 0, sizeof err);
-    int rc = parse(line, &c, &err);
-    if (!rc)
-        fail_msg("plan '%s' was accepted", line);
-    assert_true(rc < 0);
-    return err.msg;
+    return gen_plan_error(line);
 }
 
 /* Bytes one rank puts on the wire per step for its DP collectives, ring algorithms over d ranks:

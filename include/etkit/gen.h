@@ -33,7 +33,14 @@
  *     if (etk_gen_check(&cfg, &err)) fail;           (plan validation, derived fields)
  *     etk_workload *w; etk_gen_workload(&cfg, true, &w, &err);
  *     cfg.model_flops_per_step, cfg.tokens_per_step  (for MFU and tokens/s)
- * etk_gen_options_help() is the flag reference to print in --help. */
+ * etk_gen_options_help() is the flag reference to print in --help.
+ *
+ * Inference (mode ETK_GEN_MODE_INFERENCE, src/gen/infer.c, docs/gen.md "Inference"): the same
+ * entry points give the traces of one batch of requests — prefill of `batch` prompts of
+ * prompt_len tokens, then decode_steps steps of one token per sequence reading the KV cache —
+ * under TP, PP (micro-batches pipelined, sampled tokens sent back to stage 0) and EP; DP ranks
+ * are independent replicas. Nodes are named "prefill/..." and "decode<i>/..."; the summary adds
+ * the KV cache and the per-phase FLOPs (etk_gen_stage / etk_gen_summary inference fields). */
 #ifndef ETKIT_GEN_H
 #define ETKIT_GEN_H
 
@@ -49,6 +56,7 @@ extern "C" {
 
 /* zb-h1: zero-bubble H1 (Qi et al. 2023): 1F1B with the weight-gradient GEMMs deferred */
 enum { ETK_SCHED_1F1B = 0, ETK_SCHED_GPIPE = 1, ETK_SCHED_ZBH1 = 2 };
+enum { ETK_GEN_MODE_TRAINING = 0, ETK_GEN_MODE_INFERENCE = 1 };
 enum { ETK_RECOMPUTE_NONE = 0, ETK_RECOMPUTE_SELECTIVE = 1, ETK_RECOMPUTE_FULL = 2 };
 /* context parallelism: K/V all-gathered over the CP group (Llama 3), or passed around the CP
  * ring by send/recv overlapped with blockwise attention (Ring Attention, Megatron CP) */
@@ -99,6 +107,16 @@ typedef struct etk_gen_config {
     int rank_order[ETK_GEN_N_AXES]; /* axes fastest first (ETK_GEN_TP, ...) */
     char gpu[32];            /* GPU for the memory verdict (default "h100") */
     bool no_sync;            /* etk_gen_write: skip the final syncfs (scratch output, benchmarks) */
+    /* inference (--mode inference; docs/gen.md "Inference"): prefill of `batch` prompts of
+     * prompt_len tokens, then decode_steps steps of one token per sequence with a KV cache */
+    int mode;                /* ETK_GEN_MODE_* */
+    uint32_t prompt_len;     /* P, tokens per prompt (0: the model's seq) */
+    uint32_t decode_steps;   /* N, decode steps after the first token (default 128) */
+    uint32_t batch;          /* B, concurrent sequences per DP replica (default 1) */
+    uint32_t infer_micro_batches; /* M, pipeline micro-batches the batch is split into (default 1) */
+    uint32_t kv_bytes;       /* bytes per KV-cache element: 2 (default) or 1 (--kv-precision fp8) */
+    char train_flag[24];     /* first training-only flag given (refused with --mode inference) */
+    char infer_flag[24];     /* first inference-only flag given (refused with --mode training) */
     /* derived by etk_gen_check */
     uint32_t n_ranks;
     uint32_t micro_batches;        /* per DP rank per step */
@@ -151,6 +169,10 @@ typedef struct etk_gen_stage {
                                   * embedding's and the head's saved tensors) */
     uint64_t comm_buffer_bytes;  /* pipeline send/recv buffers + one DP bucket */
     uint64_t total_bytes;
+    /* inference: KV cache of this rank (B x (P + N) tokens of its layers and KV heads), FLOPs
+     * per rank of the prefill and of the first and last decode steps (num_ops sums) */
+    uint64_t kv_cache_bytes;
+    double prefill_flops, decode_first_flops, decode_last_flops;
 } etk_gen_stage;
 
 typedef struct etk_gen_summary {
@@ -164,6 +186,15 @@ typedef struct etk_gen_summary {
     uint64_t peak_bytes, gpu_bytes;
     bool fits;
     char layer_split[128];       /* "32 layers: 16 per stage" or the uneven split */
+    /* inference (mode ETK_GEN_MODE_INFERENCE; the training fields above: tokens_per_step =
+     * generated tokens dp x B x (N + 1), step_flops = model_flops = the whole request) */
+    bool inference;
+    uint64_t kv_bytes_per_token;     /* whole model, etk_model_kv_bytes_per_token */
+    uint32_t kv_replicas;            /* TP ranks holding each KV head: tp / kv_heads when TP exceeds
+                                      * the KV heads (replicated, as vLLM/Megatron do), else 1 */
+    double prefill_flops;            /* all ranks */
+    double decode_first_flops, decode_last_flops; /* all ranks, decode step 1 and step N */
+    uint64_t prompt_tokens;          /* dp x B x P */
 } etk_gen_summary;
 
 int etk_gen_summarize(const etk_gen_config *cfg, etk_gen_summary *out, etk_error *err);

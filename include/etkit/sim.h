@@ -125,6 +125,16 @@ typedef struct etk_sim_result {
     const char *mem_peak_op;   /* name of the node that reached it there ("" if none) */
     uint64_t mem_capacity_bytes; /* the GPU's HBM (0: unknown) */
     uint32_t mem_oom_ranks;    /* ranks whose peak exceeds the capacity: predicted OOM */
+    /* inference traces: nodes named "prefill/..." and "decode<i>/..." (etkit gen --mode
+     * inference; docs/sim.md). phase_end_ns[0] is the end of the last prefill node (time to
+     * first token), phase_end_ns[i] the end of the last node of decode step i (0 if the trace
+     * has none); decode step i takes phase_end_ns[i] - phase_end_ns[i - 1]. */
+    bool inference;
+    uint32_t decode_steps;     /* N: highest decode step seen */
+    uint64_t *phase_end_ns;    /* [decode_steps + 1] */
+    uint64_t ttft_ns;          /* time to first token = phase_end_ns[0] */
+    double tpot_ns;            /* time per output token: mean decode step, (end N - ttft) / N */
+    uint64_t tpot_min_ns, tpot_max_ns; /* shortest and longest decode step */
 } etk_sim_result;
 
 typedef struct etk_sim etk_sim;

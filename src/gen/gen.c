@@ -13,6 +13,7 @@
 
 #include "etkit/gen.h"
 #include "gen/fastwrite.h"
+#include "gen/infer.h"
 #include "gen/lower.h"
 
 #define ADAM_FLOPS_PER_PARAM 10 /* m, v updates 4; bias corrections 2; sqrt, divide 2; update, decay 2 */
@@ -896,6 +897,12 @@ static void group_ids(const etk_gen_config *c, uint32_t tp, uint32_t cp, uint32_
     snprintf(pg[ETK_GEN_GROUP_EDP], 16, "%u", B + c->tp * C * X * c->pp + tp + c->tp * (e + EP * pp));
 }
 
+void etk_gen_group_ids(const etk_gen_config *c, uint32_t tp, uint32_t cp, uint32_t dp, uint32_t pp,
+                       char pg[ETK_GEN_N_GROUP_KINDS][16])
+{
+    group_ids(c, tp, cp, dp, pp, pg);
+}
+
 static void stage_memory(gen *G, uint32_t s, etk_gen_stage *st);
 
 /* Emit every node of stage `stage` for the rank at (tp_i, cp_i, dp_i). */
@@ -1150,6 +1157,8 @@ static void stage_memory(gen *G, uint32_t s, etk_gen_stage *st)
 
 int etk_gen_summarize(const etk_gen_config *cfg, etk_gen_summary *out, etk_error *err)
 {
+    if (cfg->mode == ETK_GEN_MODE_INFERENCE)
+        return etk_gen_infer_summarize(cfg, out, err);
     memset(out, 0, sizeof *out);
     gen G;
     int rc = gen_init(&G, cfg, err);
@@ -1381,23 +1390,26 @@ static void *write_ranks(void *arg)
     return NULL;
 }
 
-int etk_gen_write_stats(const etk_gen_config *cfg, const char *prefix, uint64_t *bytes_out, etk_error *err)
+static int train_emit(void *ctx, uint32_t stage, uint32_t tp, uint32_t cp, uint32_t dp, etk_trace *t, etk_error *err)
 {
-    gen G;
-    int rc = gen_init(&G, cfg, err);
-    if (rc)
-        return rc;
+    return emit_stage(ctx, stage, tp, cp, dp, put_trace, t, NULL, err);
+}
+
+int etk_gen_write_with(const etk_gen_config *cfg, uint32_t n_stages, etk_gen_emit_fn emit, void *ctx,
+                       const char *prefix, uint64_t *bytes_out, etk_error *err)
+{
+    int rc = 0;
     size_t plen = strlen(prefix) + 32;
     char *path = malloc(plen);
-    etk_trace **reps = calloc(G.p, sizeof *reps);
-    etk_gen_class *cls = calloc(G.p, sizeof *cls);
+    etk_trace **reps = calloc(n_stages, sizeof *reps);
+    etk_gen_class *cls = calloc(n_stages, sizeof *cls);
     uint64_t bytes = 0;
     if (!path || !reps || !cls) {
         rc = etk_err(err, ETK_ENOMEM, "out of memory");
         goto done;
     }
     /* one template per stage class, bound to its representative */
-    for (uint32_t s = 0; s < G.p && !rc; s++) {
+    for (uint32_t s = 0; s < n_stages && !rc; s++) {
         uint32_t rep = etk_gen_rank(cfg, 0, 0, s), peers[N_PEERS];
         char pg[ETK_GEN_N_GROUP_KINDS][16];
         bind_rank(cfg, rep, pg, peers);
@@ -1405,7 +1417,7 @@ int etk_gen_write_stats(const etk_gen_config *cfg, const char *prefix, uint64_t 
             rc = etk_err(err, ETK_ENOMEM, "out of memory");
             break;
         }
-        if (!(rc = emit_stage(&G, s, 0, 0, 0, put_trace, reps[s], NULL, err)))
+        if (!(rc = emit(ctx, s, 0, 0, 0, reps[s], err)))
             rc = etk_gen_class_build(&cls[s], reps[s], (const char(*)[16])pg, peers, err);
     }
     /* groups first: their fsync is cheap before the rank files are written */
@@ -1445,16 +1457,28 @@ int etk_gen_write_stats(const etk_gen_config *cfg, const char *prefix, uint64_t 
     if (!rc && !cfg->no_sync)
         rc = etk_gen_sync_dir(prefix, err);
 done:
-    for (uint32_t s = 0; reps && cls && s < G.p; s++) {
+    for (uint32_t s = 0; reps && cls && s < n_stages; s++) {
         etk_gen_class_free(&cls[s]);
         etk_trace_free(reps[s]);
     }
     free(reps);
     free(cls);
     free(path);
-    gen_free(&G);
     if (bytes_out)
         *bytes_out = bytes;
+    return rc;
+}
+
+int etk_gen_write_stats(const etk_gen_config *cfg, const char *prefix, uint64_t *bytes_out, etk_error *err)
+{
+    if (cfg->mode == ETK_GEN_MODE_INFERENCE)
+        return etk_gen_infer_write(cfg, prefix, bytes_out, err);
+    gen G;
+    int rc = gen_init(&G, cfg, err);
+    if (rc)
+        return rc;
+    rc = etk_gen_write_with(cfg, G.p, train_emit, &G, prefix, bytes_out, err);
+    gen_free(&G);
     return rc;
 }
 
@@ -1463,21 +1487,19 @@ int etk_gen_write(const etk_gen_config *cfg, const char *prefix, etk_error *err)
     return etk_gen_write_stats(cfg, prefix, NULL, err);
 }
 
-int etk_gen_workload(const etk_gen_config *cfg, bool fold, etk_workload **out, etk_error *err)
+int etk_gen_workload_with(const etk_gen_config *cfg, uint32_t n_stages, etk_gen_emit_fn emit, void *ctx, bool fold,
+                          etk_workload **out, etk_error *err)
 {
     *out = NULL;
-    gen G;
-    int rc = gen_init(&G, cfg, err);
-    if (rc)
-        return rc;
+    int rc = 0;
     etk_workload *w = calloc(1, sizeof *w);
-    uint32_t ncp = cfg->cp_comm == ETK_CP_RING ? G.cp : 1;
+    uint32_t ncp = cfg->cp_comm == ETK_CP_RING ? cfg->cp : 1;
     if (w) {
         w->n_ranks = cfg->n_ranks;
         w->ranks = calloc(cfg->n_ranks, sizeof(etk_trace *));
         /* with the CP ring a rank's ring neighbours must be class representatives too (folding
          * matches sends among representatives): one class per (stage, cp) */
-        w->n_classes = G.p * ncp;
+        w->n_classes = n_stages * ncp;
         w->class_of = calloc(cfg->n_ranks, sizeof(uint32_t));
         w->class_rep = calloc(w->n_classes, sizeof(uint32_t));
         w->prefix = strdup("gen");
@@ -1491,7 +1513,7 @@ int etk_gen_workload(const etk_gen_config *cfg, bool fold, etk_workload **out, e
         etk_gen_coords(cfg, r, co);
         w->class_of[r] = co[ETK_GEN_PP] * ncp + (ncp > 1 ? co[ETK_GEN_CP] : 0);
     }
-    for (uint32_t s = 0; s < G.p; s++)
+    for (uint32_t s = 0; s < n_stages; s++)
         for (uint32_t x = 0; x < ncp; x++)
             w->class_rep[s * ncp + x] = etk_gen_rank_cp(cfg, 0, x, 0, s);
     for (uint32_t r = 0; r < cfg->n_ranks; r++) {
@@ -1505,18 +1527,29 @@ int etk_gen_workload(const etk_gen_config *cfg, bool fold, etk_workload **out, e
             goto fail;
         }
         w->ranks[r] = t;
-        if ((rc = emit_stage(&G, co[ETK_GEN_PP], co[ETK_GEN_TP], co[ETK_GEN_CP], co[ETK_GEN_DP], put_trace, t, NULL,
-                             err)))
+        if ((rc = emit(ctx, co[ETK_GEN_PP], co[ETK_GEN_TP], co[ETK_GEN_CP], co[ETK_GEN_DP], t, err)))
             goto fail;
     }
     if ((rc = etk_gen_groups(cfg, &w->groups, err)))
         goto fail;
-    gen_free(&G);
     *out = w;
     return 0;
 fail:
-    gen_free(&G);
     if (w)
         etk_workload_free(w);
+    return rc;
+}
+
+int etk_gen_workload(const etk_gen_config *cfg, bool fold, etk_workload **out, etk_error *err)
+{
+    *out = NULL;
+    if (cfg->mode == ETK_GEN_MODE_INFERENCE)
+        return etk_gen_infer_workload(cfg, fold, out, err);
+    gen G;
+    int rc = gen_init(&G, cfg, err);
+    if (rc)
+        return rc;
+    rc = etk_gen_workload_with(cfg, G.p, train_emit, &G, fold, out, err);
+    gen_free(&G);
     return rc;
 }

@@ -302,6 +302,24 @@ static bool needs_cp(const ctx *c, const gop *op, int i)
     return false;
 }
 
+/* Operand i of op j read over the key sequence: the elements it reads are those of the tensor
+ * (the local query sequence s) times t / s. With context parallelism t / s = cp (the gathered
+ * K and V); in inference decode s = 1 new token and t = the cached context (the KV cache is
+ * read); otherwise 1. */
+static int64_t key_seq_factor(const ctx *c, const gop *op, int i)
+{
+    const etk_graph *g = c->g;
+    const gtensor *T = &g->t[op->in[i]];
+    if (op->kind != G_MATMUL || T->weight || op->eqn[i] != T->nd || g->dim[g->stream_seq] <= 0)
+        return 1;
+    for (int k = 0; k < T->nd; k++)
+        if (T->dims[k] == g->stream_seq && op->eq[i][k] != g->stream_seq) {
+            int64_t f = g->dim[op->eq[i][k]] / g->dim[g->stream_seq];
+            return f > 1 ? f : 1;
+        }
+    return 1;
+}
+
 /* CP all-gather of tensor t (Llama 3's context parallelism: K and V gathered over the CP group;
  * comm_size = the per-rank shard). Shared by the consumers of one pass. */
 static int32_t cp_gather(ctx *c, int pass, int t, int32_t d, lay L, int phase)
@@ -521,7 +539,9 @@ static int lower_op_fwd(ctx *c, int pass, int j, int phase)
         c->uinst[pass][j][i] = d;
         c->via_ag[j][i] = !have.partial && have.split >= 0 && want[i].split < 0;
         deps[nd++] = d;
-        bytes += (uint64_t)elems_rank(c, t, want[i]) * (uint64_t)in_bytes * (uint64_t)(cpg ? c->o->cp : 1);
+        int64_t kf = key_seq_factor(c, op, i);
+        bytes += (uint64_t)elems_rank(c, t, want[i]) * (uint64_t)(kf > 1 && c->o->kv_bytes ? c->o->kv_bytes : in_bytes) *
+                 (uint64_t)kf;
     }
     for (int i = 0; i < op->nin; i++)
         if (g->t[op->in[i]].weight) {

@@ -56,6 +56,8 @@ typedef struct glower_opts {
     int recompute;      /* ETK_RECOMPUTE_* (full applies to transformer layers) */
     int act_bytes;      /* bytes per activation element (2) */
     int gemm_bytes;     /* bytes per GEMM input element: 1 for FP8 GEMMs (0: act_bytes) */
+    int kv_bytes;       /* bytes per element of K/V read over a longer key sequence (inference
+                         * decode: the KV cache; 0: as the other GEMM inputs) */
 } glower_opts;
 
 /* sec: G_SEC_* or G_SEC_DENSE (the dense_layer section, lowered like a layer) */

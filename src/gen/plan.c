@@ -10,6 +10,7 @@
 #include <strings.h>
 
 #include "etkit/gen.h"
+#include "gen/infer.h"
 
 void etk_gen_config_init(etk_gen_config *c)
 {
@@ -39,7 +40,26 @@ static const struct {
     {"pp", true}, {"sp", false}, {"micro-batch", true}, {"global-batch", true}, {"schedule", true}, {"vpp", true}, {"first-stage-layers", true}, {"last-stage-layers", true},
     {"zero", true}, {"fsdp", false}, {"recompute", true}, {"precision", true}, {"grad-precision", true},
     {"dp-bucket-mb", true}, {"rank-order", true}, {"gpu", true},
+    {"mode", true}, {"prompt-len", true}, {"decode-steps", true}, {"batch", true}, {"micro-batches", true},
+    {"kv-precision", true},
 };
+
+/* flags that only make sense in one mode: the first one given is remembered and refused by
+ * etk_gen_check in the other mode (whatever the order of --mode and the flag) */
+static const char *const training_only[] = {"sp", "cp", "micro-batch", "global-batch", "schedule", "vpp", "zero",
+                                            "fsdp", "recompute", "grad-precision", "dp-bucket-mb", NULL};
+static const char *const inference_only[] = {"prompt-len", "decode-steps", "batch", "micro-batches", "kv-precision",
+                                             NULL};
+
+static void note_mode_flag(etk_gen_config *c, const char *name)
+{
+    for (int i = 0; training_only[i]; i++)
+        if (!strcmp(name, training_only[i]) && !c->train_flag[0])
+            snprintf(c->train_flag, sizeof c->train_flag, "%s", name);
+    for (int i = 0; inference_only[i]; i++)
+        if (!strcmp(name, inference_only[i]) && !c->infer_flag[0])
+            snprintf(c->infer_flag, sizeof c->infer_flag, "%s", name);
+}
 
 const char *etk_gen_options_help(void)
 {
@@ -72,7 +92,14 @@ const char *etk_gen_options_help(void)
            "  --grad-precision P   fp32 (default) | bf16 | fp16 gradient accumulation and reduction\n"
            "  --dp-bucket-mb X     DP gradient bucket in MiB (default 25)\n"
            "  --rank-order A,B,..  axes fastest first (default tp,cp,dp,pp; cp, if omitted, follows tp)\n"
-           "  --gpu NAME           a100 | h100 (default) | h200 | b200 | mi300x: memory capacity\n";
+           "  --gpu NAME           a100 | h100 (default) | h200 | b200 | mi300x: memory capacity\n"
+           "inference (--mode inference; TP, PP, EP; DP = independent replicas; docs/gen.md):\n"
+           "  --mode M             training (default) | inference: prefill + decode with a KV cache\n"
+           "  --prompt-len P       prompt tokens per sequence (default: the model's --seq)\n"
+           "  --decode-steps N     decode steps: tokens generated per sequence after the first (default 128)\n"
+           "  --batch B            concurrent sequences per DP replica (default 1)\n"
+           "  --micro-batches M    pipeline micro-batches the batch is split into (default 1; M divides B)\n"
+           "  --kv-precision P     bf16 | fp16 (default: 2 bytes) | fp8 (1-byte KV cache)\n";
 }
 
 bool etk_gen_is_option(const char *name, bool *takes_value)
@@ -115,6 +142,33 @@ int etk_gen_set(etk_gen_config *c, const char *name, const char *v, etk_error *e
         return etk_err(err, ETK_ENOTFOUND, "unknown option --%s", name);
     if (tv && !v)
         return etk_err(err, ETK_EINVAL, "--%s needs a value", name);
+    note_mode_flag(c, name);
+    if (!strcmp(name, "mode")) {
+        if (!strcmp(v, "training"))
+            c->mode = ETK_GEN_MODE_TRAINING;
+        else if (!strcmp(v, "inference"))
+            c->mode = ETK_GEN_MODE_INFERENCE;
+        else
+            return etk_err(err, ETK_EINVAL, "--mode wants training or inference, got '%s'", v);
+        return 0;
+    }
+    if (!strcmp(name, "prompt-len"))
+        return parse_u32(name, v, &c->prompt_len, err);
+    if (!strcmp(name, "decode-steps"))
+        return parse_u32(name, v, &c->decode_steps, err);
+    if (!strcmp(name, "batch"))
+        return parse_u32(name, v, &c->batch, err);
+    if (!strcmp(name, "micro-batches"))
+        return parse_u32(name, v, &c->infer_micro_batches, err);
+    if (!strcmp(name, "kv-precision")) {
+        if (!strcmp(v, "bf16") || !strcmp(v, "fp16"))
+            c->kv_bytes = 2;
+        else if (!strcmp(v, "fp8"))
+            c->kv_bytes = 1;
+        else
+            return etk_err(err, ETK_EINVAL, "--kv-precision wants bf16, fp16 or fp8, got '%s'", v);
+        return 0;
+    }
     if (!strcmp(name, "model")) {
         int rc = etk_model_preset(v, &c->model, err);
         if (rc)
@@ -317,6 +371,12 @@ uint64_t etk_gen_gpu_bytes(const char *name)
 
 int etk_gen_check(etk_gen_config *c, etk_error *err)
 {
+    if (c->mode == ETK_GEN_MODE_INFERENCE && c->train_flag[0])
+        return etk_err(err, ETK_EINVAL,
+                       "--%s is a training option: --mode inference has no backward pass, optimizer or "
+                       "gradient reduction (plans: --tp, --pp, --ep, --dp as independent replicas)", c->train_flag);
+    if (c->mode != ETK_GEN_MODE_INFERENCE && c->infer_flag[0])
+        return etk_err(err, ETK_EINVAL, "--%s needs --mode inference", c->infer_flag);
     if (!c->model_set) {
         int rc = etk_model_preset("llama2-7b", &c->model, err);
         if (rc)
@@ -336,9 +396,13 @@ int etk_gen_check(etk_gen_config *c, etk_error *err)
         return rc;
     if (c->tp > 1 && m->heads % c->tp)
         return etk_err(err, ETK_EINVAL, "--tp %u does not divide --heads %" PRId64, c->tp, m->heads);
-    if (c->tp > 1 && m->kv_heads % c->tp)
-        return etk_err(err, ETK_EINVAL, "--tp %u does not divide --kv-heads %" PRId64 " (model %s)", c->tp,
-                       m->kv_heads, m->name);
+    /* inference replicates KV heads when TP exceeds them (infer.c) */
+    bool kv_rep = c->mode == ETK_GEN_MODE_INFERENCE && c->tp > m->kv_heads && c->tp % m->kv_heads == 0;
+    if (c->tp > 1 && m->kv_heads % c->tp && !kv_rep)
+        return etk_err(err, ETK_EINVAL, "--tp %u does not divide --kv-heads %" PRId64 " (model %s)%s", c->tp,
+                       m->kv_heads, m->name,
+                       c->mode == ETK_GEN_MODE_INFERENCE ? "; inference replicates KV heads only when the KV heads divide --tp"
+                                                         : "");
     if (c->tp > 1 && m->ffn % c->tp)
         return etk_err(err, ETK_EINVAL, "--tp %u does not divide --ffn %" PRId64, c->tp, m->ffn);
     if (c->tp > 1 && m->experts && m->moe_ffn % c->tp)
@@ -423,6 +487,8 @@ int etk_gen_check(etk_gen_config *c, etk_error *err)
                            " (virtual) stages need at least one of the --layers %" PRId64 " each (and all layers placed)",
                            c->first_stage_layers, c->last_stage_layers, inner, m->layers);
     }
+    if (c->mode == ETK_GEN_MODE_INFERENCE)
+        return etk_gen_infer_check(c, err);
     c->gpu_bytes = etk_gen_gpu_bytes(c->gpu);
     c->tokens_per_step = (uint64_t)c->global_batch * (uint64_t)m->seq;
     /* FLOPs per step for MFU/HFU: one emission per stage class (milliseconds even at 32K ranks) */

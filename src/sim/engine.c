@@ -1646,6 +1646,7 @@ void etk_sim_free(etk_sim *s)
     free(s->dirty);
     free(s->res.ranks);
     free(s->res.coll);
+    free(s->res.phase_end_ns);
     free(s->pool);
     free(s);
 }

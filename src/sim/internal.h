@@ -177,6 +177,9 @@ int sim_build_result(etk_sim *s, etk_error *err);
 /* busbw factor of nccl-tests for a collective of type t on n ranks (report.c) */
 double sim_busbw_factor(int t, uint32_t n);
 
+/* phases.c: TTFT / TPOT of inference traces from node names (etk_sim_result.inference) */
+int sim_phase_result(etk_sim *s, etk_error *err);
+
 /* memory.c: memory over time from mem_alloc_bytes / mem_free_bytes node attributes */
 void sim_mem_alloc(etk_sim *s, srank *R, const snode *n, uint64_t t);
 void sim_mem_free(srank *R, const snode *n);

@@ -57,6 +57,7 @@ int sim_build_result(etk_sim *s, etk_error *err)
     etk_sim_result *res = &s->res;
     free(res->ranks);
     free(res->coll);
+    free(res->phase_end_ns);
     memset(res, 0, sizeof *res);
     res->n_ranks = s->n_ranks;
     res->n_classes = s->n_classes;
@@ -95,6 +96,9 @@ int sim_build_result(etk_sim *s, etk_error *err)
     for (uint32_t r = 0; r < s->n_ranks; r++)
         res->ranks[r] = s->r[s->rep[s->cls[r]]].st;
     sim_mem_result(s);
+    int prc = sim_phase_result(s, err);
+    if (prc)
+        return prc;
     res->model_flops_given = s->o.model_flops > 0;
     res->flops_per_step = res->model_flops_given ? s->o.model_flops : flops;
     double secs = step * 1e-9;
@@ -202,6 +206,18 @@ void etk_sim_print_text(const etk_sim_result *r, FILE *f)
     if (r->tokens_per_s > 0)
         fprintf(f, "tokens/s       %.0f (%.0f tokens per step)\n", r->tokens_per_s,
                 r->tokens_per_step);
+    if (r->inference) { /* phases.c */
+        fprintf(f, "TTFT           %s ns (%.3f ms): time to first token, end of the prefill\n",
+                commas(r->ttft_ns, b1), r->ttft_ns / 1e6);
+        if (r->decode_steps) {
+            double seqs = r->tokens_per_step > 0 ? r->tokens_per_step / (r->decode_steps + 1.0) : 0;
+            fprintf(f, "TPOT           %.3f ms mean per decode step (min %.3f, max %.3f) over %u steps",
+                    r->tpot_ns / 1e6, r->tpot_min_ns / 1e6, r->tpot_max_ns / 1e6, r->decode_steps);
+            if (seqs > 0 && r->tpot_ns > 0)
+                fprintf(f, "; decode %.0f tokens/s", seqs / (r->tpot_ns * 1e-9));
+            fprintf(f, "\n");
+        }
+    }
     if (r->mem_tracked) { /* memory over time (memory.c) */
         const etk_sim_rank_stats *m = &r->ranks[r->mem_peak_rank];
         fprintf(f, "memory peak    %.2f GiB (%s bytes) on rank %u at %.3f ms, op '%s'",
@@ -293,6 +309,21 @@ int etk_sim_print_json(const etk_sim_result *r, FILE *f)
         json_object_set_new(x, "oom_ranks", json_integer(r->mem_oom_ranks));
         json_object_set_new(o, "memory", x);
     }
+    if (r->inference) {
+        json_t *x = json_object(), *ends = json_array();
+        double seqs = r->tokens_per_step > 0 ? r->tokens_per_step / (r->decode_steps + 1.0) : 0;
+        json_object_set_new(x, "ttft_ns", json_integer((json_int_t)r->ttft_ns));
+        json_object_set_new(x, "decode_steps", json_integer(r->decode_steps));
+        json_object_set_new(x, "tpot_ns", json_real(r->tpot_ns));
+        json_object_set_new(x, "tpot_min_ns", json_integer((json_int_t)r->tpot_min_ns));
+        json_object_set_new(x, "tpot_max_ns", json_integer((json_int_t)r->tpot_max_ns));
+        json_object_set_new(x, "decode_tokens_per_s",
+                            json_real(seqs > 0 && r->tpot_ns > 0 ? seqs / (r->tpot_ns * 1e-9) : 0));
+        for (uint32_t i = 0; i <= r->decode_steps; i++)
+            json_array_append_new(ends, json_integer((json_int_t)r->phase_end_ns[i]));
+        json_object_set_new(x, "phase_end_ns", ends);
+        json_object_set_new(o, "inference", x);
+    }
     json_t *ranks = json_array();
     for (uint32_t i = 0; i < r->n_ranks; i++) {
         const etk_sim_rank_stats *a = &r->ranks[i];
@@ -341,6 +372,12 @@ void etk_sim_print_csv(const etk_sim_result *r, FILE *f)
                "idle_ns,flops,comm_bytes,nodes\n");
     fprintf(f, "step,,%" PRIu64 ",,,,,,%.0f,,%" PRIu64 "\n", r->step_ns, r->flops_per_step,
             r->n_events);
+    for (uint32_t i = 0; r->inference && i <= r->decode_steps; i++) { /* phase end times: finish_ns column */
+        if (i)
+            fprintf(f, "decode%u,,%" PRIu64 ",,,,,,,,\n", i, r->phase_end_ns[i]);
+        else
+            fprintf(f, "prefill,,%" PRIu64 ",,,,,,,,\n", r->phase_end_ns[0]);
+    }
     for (uint32_t i = 0; i < r->n_ranks; i++) {
         const etk_sim_rank_stats *a = &r->ranks[i];
         fprintf(f, "rank,%u,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64

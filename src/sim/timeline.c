@@ -47,6 +47,8 @@ uint64_t etk_sim_timeline_events(const etk_sim *s)
     for (uint32_t r = 0; r < s->n_ranks; r++)
         if (s->r[r].simulated)
             n += s->r[r].n_done;
+    if (s->res.inference) /* the phase track */
+        n += s->res.decode_steps + 1;
     return n;
 }
 
@@ -138,6 +140,23 @@ int etk_sim_write_timeline(const etk_sim *s, const char *path, etk_error *err)
             else
                 etk_file_abort(f, tmp);
             return etk_err(err, ETK_ENOMEM, "%s: out of memory writing the memory track", path);
+        }
+    }
+    if (s->res.inference) {
+        /* inference traces: one track with the prefill and each decode step (phases.c), from
+         * the end of the previous phase to the end of the last node of this one */
+        const etk_sim_result *res = &s->res;
+        fprintf(f, "%s{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%u,\"args\":{\"name\":"
+                   "\"inference phases (TTFT, decode steps)\"}}",
+                first ? "" : ",\n", s->n_ranks);
+        for (uint32_t i = 0; i <= res->decode_steps; i++) {
+            uint64_t t0 = i ? res->phase_end_ns[i - 1] : 0, t1 = res->phase_end_ns[i];
+            fprintf(f, ",\n{\"ph\":\"X\",\"pid\":%u,\"tid\":0,\"ts\":%.3f,\"dur\":%.3f,\"name\":\"", s->n_ranks,
+                    t0 / 1e3, (t1 > t0 ? t1 - t0 : 0) / 1e3);
+            if (i)
+                fprintf(f, "decode%u\"}", i);
+            else
+                fprintf(f, "prefill (TTFT)\"}");
         }
     }
     fprintf(f, "\n]}\n");
