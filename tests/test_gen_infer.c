@@ -369,6 +369,46 @@ static void test_ttft_tpot(void **state)
     etk_workload_free(w);
 }
 
+/* DeepSeek-V3's first dense_layers = 3 layers are dense in inference too (the dense_layer
+ * section: no router, no expert dispatch, the dense FFN of width ffn 18432): decode step 1 of
+ * 4 layers at TP 1, batch 2 (h 7168): each dense layer's gate is 2 B h ffn FLOPs; the MoE layer
+ * L3 has the router (2 B h E, E 256) and no dense gate of that size. */
+static void test_deepseek_dense_layers(void **state)
+{
+    (void)state;
+    etk_gen_config c;
+    etk_workload *w = workload("--mode inference --model deepseek-v3 --layers 4 --prompt-len 16 --decode-steps 1 "
+                               "--batch 2", &c);
+    const etk_trace *t = w->ranks[0];
+    const double B = 2, h = 7168, ffn = 18432, E = 256;
+    int gates = 0, routers = 0;
+    for (size_t i = 0; i < t->n_nodes; i++) {
+        const etk_node *x = &t->nodes[i];
+        if (strncmp(x->name, "decode1/", 8))
+            continue;
+        int64_t f = 0;
+        etk_node_i64(x, "num_ops", &f);
+        int layer = -1;
+        const char *l = strstr(x->name, ".L");
+        if (l)
+            layer = atoi(l + 2);
+        if (ends_with_op(x->name, "gate") && layer >= 0 && layer < 3) {
+            assert_true((double)f == 2 * B * h * ffn);
+            gates++;
+        }
+        if (ends_with_op(x->name, "router")) {
+            assert_int_equal(layer, 3);
+            assert_true((double)f == 2 * B * h * E);
+            routers++;
+        }
+        if (layer >= 0 && layer < 3)
+            assert_null(strstr(x->name, "dispatch"));
+    }
+    assert_int_equal(gates, 3);
+    assert_int_equal(routers, 1);
+    etk_workload_free(w);
+}
+
 static void test_errors(void **state)
 {
     (void)state;
@@ -401,7 +441,7 @@ int main(void)
         cmocka_unit_test(test_flops_llama3_8b), cmocka_unit_test(test_flops_mixtral),
         cmocka_unit_test(test_kv_cache),        cmocka_unit_test(test_collectives),
         cmocka_unit_test(test_validate_and_deterministic), cmocka_unit_test(test_ttft_tpot),
-        cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_errors),          cmocka_unit_test(test_deepseek_dense_layers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -39,12 +39,15 @@ typedef struct infer {
     etk_graph *gp, *gd;         /* prefill graph (s = t = P), decode graph (s = 1, t = ctx) */
     int key;                    /* the key-sequence letter of the decode graph (t) */
     glower_opts o;
-    gprog pre_embed, pre_layer; /* prefill */
+    /* per layer kind [0]: the block's layer, [1]: its dense_layer (DeepSeek's first dense
+     * layers; lowered only when the model has dense_layers) */
+    int nkinds;
+    gprog pre_embed, pre_layer[2]; /* prefill */
     gprog dec_embed, head;      /* decode embedding; head on one position per sequence */
-    gprog dec1, dec2;           /* decode layer at ctx = P + 1 and P + 2 */
-    bool affine;
-    ginst *scratch;             /* the decode layer's forward at the current step */
-    etk_arena *sa;              /* scratch arena (non-affine fallback) */
+    gprog dec1[2], dec2[2];     /* decode layer at ctx = P + 1 and P + 2 */
+    bool affine[2];
+    ginst *scratch[2];          /* the decode layer's forward at the current step */
+    etk_arena *sa[2];           /* scratch arenas (non-affine fallback) */
     int head_n;                 /* head instructions before the loss */
     int32_t head_out;
     uint32_t p, M, b, N, P;
@@ -57,8 +60,10 @@ static void infer_free(infer *I)
     etk_graph_free(I->gp);
     etk_graph_free(I->gd);
     etk_arena_free(I->a);
-    etk_arena_free(I->sa);
-    free(I->scratch);
+    for (int k = 0; k < 2; k++) {
+        etk_arena_free(I->sa[k]);
+        free(I->scratch[k]);
+    }
 }
 
 /* the letter a matmul reads the stream's sequence dimension under (the key sequence), -1 */
@@ -79,11 +84,13 @@ static int key_letter(const etk_graph *g)
     return -1;
 }
 
-static int lower_at(infer *I, etk_arena *a, int64_t ctx, gprog *out, etk_error *err)
+static const int kind_sec[2] = {G_SEC_LAYER, G_SEC_DENSE};
+
+static int lower_at(infer *I, int kind, etk_arena *a, int64_t ctx, gprog *out, etk_error *err)
 {
     if (I->key >= 0)
         I->gd->dim[I->key] = ctx;
-    return etk_lower_section(I->gd, G_SEC_LAYER, &I->o, a, out, err);
+    return etk_lower_section(I->gd, kind_sec[kind], &I->o, a, out, err);
 }
 
 static bool same_shape(const gprog *x, const gprog *y)
@@ -151,13 +158,16 @@ static int infer_init(infer *I, const etk_gen_config *cfg, etk_error *err)
     I->o = (glower_opts){.tp = cfg->tp, .cp = 1, .ep = cfg->ep ? cfg->ep : 1, .sp = false,
                          .recompute = ETK_RECOMPUTE_NONE, .act_bytes = 2,
                          .gemm_bytes = strcmp(cfg->precision, "fp8") ? 0 : 1, .kv_bytes = (int)cfg->kv_bytes};
+    I->nkinds = I->lm.dense_layers > 0 ? 2 : 1;
     if ((rc = etk_lower_section(I->gp, G_SEC_EMBED, &I->o, I->a, &I->pre_embed, err)) ||
-        (rc = etk_lower_section(I->gp, G_SEC_LAYER, &I->o, I->a, &I->pre_layer, err)) ||
         (rc = etk_lower_section(I->gd, G_SEC_EMBED, &I->o, I->a, &I->dec_embed, err)) ||
-        (rc = etk_lower_section(I->gd, G_SEC_HEAD, &I->o, I->a, &I->head, err)) ||
-        (rc = lower_at(I, I->a, (int64_t)I->P + 1, &I->dec1, err)) ||
-        (rc = lower_at(I, I->a, (int64_t)I->P + 2, &I->dec2, err)))
+        (rc = etk_lower_section(I->gd, G_SEC_HEAD, &I->o, I->a, &I->head, err)))
         return rc;
+    for (int k = 0; k < I->nkinds; k++)
+        if ((rc = etk_lower_section(I->gp, kind_sec[k], &I->o, I->a, &I->pre_layer[k], err)) ||
+            (rc = lower_at(I, k, I->a, (int64_t)I->P + 1, &I->dec1[k], err)) ||
+            (rc = lower_at(I, k, I->a, (int64_t)I->P + 2, &I->dec2[k], err)))
+            return rc;
     embed_lookup_bytes(I->gp, &I->pre_embed);
     embed_lookup_bytes(I->gd, &I->dec_embed);
     /* the head without the loss: its instructions come last in the head's forward */
@@ -181,34 +191,38 @@ static int infer_init(infer *I, const etk_gen_config *cfg, etk_error *err)
     if (I->head_n < 1)
         return etk_err(err, ETK_EFORMAT, "model %s: the head section has no op before its loss", cfg->model.name);
     /* affine in the context length? check a third point */
-    etk_arena *ta = etk_arena_new(0);
-    gprog d3;
-    if (!ta)
-        return etk_err(err, ETK_ENOMEM, "out of memory");
-    rc = lower_at(I, ta, (int64_t)I->P + 3, &d3, err);
-    I->affine = !rc && same_shape(&I->dec1, &I->dec2) && same_shape(&I->dec1, &d3);
-    for (int k = 0; !rc && I->affine && k < I->dec1.nfwd; k++) {
-        const ginst *x = &I->dec1.v[k], *y = &I->dec2.v[k], *z = &d3.v[k];
-        I->affine = z->flops - y->flops == y->flops - x->flops && z->bytes - y->bytes == y->bytes - x->bytes &&
-                    z->comm_bytes - y->comm_bytes == y->comm_bytes - x->comm_bytes;
+    for (int kind = 0; kind < I->nkinds; kind++) {
+        etk_arena *ta = etk_arena_new(0);
+        gprog d3;
+        const gprog *d1 = &I->dec1[kind], *d2 = &I->dec2[kind];
+        if (!ta)
+            return etk_err(err, ETK_ENOMEM, "out of memory");
+        rc = lower_at(I, kind, ta, (int64_t)I->P + 3, &d3, err);
+        bool aff = !rc && same_shape(d1, d2) && same_shape(d1, &d3);
+        for (int k = 0; !rc && aff && k < d1->nfwd; k++) {
+            const ginst *x = &d1->v[k], *y = &d2->v[k], *z = &d3.v[k];
+            aff = z->flops - y->flops == y->flops - x->flops && z->bytes - y->bytes == y->bytes - x->bytes &&
+                  z->comm_bytes - y->comm_bytes == y->comm_bytes - x->comm_bytes;
+        }
+        etk_arena_free(ta);
+        if (rc)
+            return rc;
+        I->affine[kind] = aff;
+        I->scratch[kind] = malloc(sizeof(ginst) * (size_t)d1->nfwd);
+        if (!I->scratch[kind])
+            return etk_err(err, ETK_ENOMEM, "out of memory");
     }
-    etk_arena_free(ta);
-    if (rc)
-        return rc;
-    I->scratch = malloc(sizeof(ginst) * (size_t)I->dec1.nfwd);
-    if (!I->scratch)
-        return etk_err(err, ETK_ENOMEM, "out of memory");
     return 0;
 }
 
 /* The decode layer's forward instructions at decode step i (context P + i). */
-static const ginst *dec_layer(infer *I, uint32_t i, etk_error *err)
+static const ginst *dec_layer(infer *I, int kind, uint32_t i, etk_error *err)
 {
-    const gprog *x = &I->dec1, *y = &I->dec2;
-    if (!I->affine) {
+    const gprog *x = &I->dec1[kind], *y = &I->dec2[kind];
+    if (!I->affine[kind]) {
         gprog g;
-        etk_arena_free(I->sa);
-        if (!(I->sa = etk_arena_new(0)) || lower_at(I, I->sa, (int64_t)I->P + i, &g, err))
+        etk_arena_free(I->sa[kind]);
+        if (!(I->sa[kind] = etk_arena_new(0)) || lower_at(I, kind, I->sa[kind], (int64_t)I->P + i, &g, err))
             return NULL;
         if (!same_shape(&g, x)) {
             etk_err(err, ETK_EFORMAT, "model %s: the decode layer changes shape with the context length",
@@ -218,13 +232,14 @@ static const ginst *dec_layer(infer *I, uint32_t i, etk_error *err)
         return g.v;
     }
     double k = (double)i - 1;
+    ginst *o = I->scratch[kind];
     for (int n = 0; n < x->nfwd; n++) {
-        I->scratch[n] = x->v[n];
-        I->scratch[n].flops = x->v[n].flops + k * (y->v[n].flops - x->v[n].flops);
-        I->scratch[n].bytes = x->v[n].bytes + (uint64_t)(i - 1) * (y->v[n].bytes - x->v[n].bytes);
-        I->scratch[n].comm_bytes = x->v[n].comm_bytes + (int64_t)(i - 1) * (y->v[n].comm_bytes - x->v[n].comm_bytes);
+        o[n] = x->v[n];
+        o[n].flops = x->v[n].flops + k * (y->v[n].flops - x->v[n].flops);
+        o[n].bytes = x->v[n].bytes + (uint64_t)(i - 1) * (y->v[n].bytes - x->v[n].bytes);
+        o[n].comm_bytes = x->v[n].comm_bytes + (int64_t)(i - 1) * (y->v[n].comm_bytes - x->v[n].comm_bytes);
     }
-    return I->scratch;
+    return o;
 }
 
 /* ---------- emitter ---------- */
@@ -363,7 +378,7 @@ static int32_t tok_tag(const infer *I, uint32_t phase, uint32_t j)
 }
 
 /* One unit: phase E->phase, micro-batch j on this stage. */
-static void emit_unit(iemit *E, uint32_t j, const ginst *layer)
+static void emit_unit(iemit *E, uint32_t j, const ginst *const layer[2])
 {
     infer *I = E->I;
     const etk_gen_stage *ts = &I->ts.stages[E->stage];
@@ -371,7 +386,7 @@ static void emit_unit(iemit *E, uint32_t j, const ginst *layer)
     char ph[24], name[96] = "", lab[32];
     phase_name(E->phase, ph, sizeof ph);
     uint64_t in = 0;
-    int64_t msg = (int64_t)(dec ? I->dec1.out_bytes : I->pre_layer.out_bytes);
+    int64_t msg = (int64_t)(dec ? I->dec1[0].out_bytes : I->pre_layer[0].out_bytes);
     if (E->stage > 0) {
         if (E->t)
             snprintf(name, sizeof name, "%s/mb%u.recv_activation", ph, j);
@@ -387,10 +402,12 @@ static void emit_unit(iemit *E, uint32_t j, const ginst *layer)
         const gprog *em = dec ? &I->dec_embed : &I->pre_embed;
         in = emit_sec(E, em->v, em->nfwd, em->fwd_out, "embed", j, in);
     }
-    const gprog *L = dec ? &I->dec1 : &I->pre_layer;
     for (uint32_t l = 0; l < ts->layers && !E->rc; l++) {
-        snprintf(lab, sizeof lab, "L%u", ts->first_layer + l);
-        in = emit_sec(E, dec ? layer : L->v, L->nfwd, L->fwd_out, lab, j, in);
+        uint32_t li = ts->first_layer + l;
+        int kind = (int64_t)li < I->lm.dense_layers ? 1 : 0; /* DeepSeek's first layers are dense */
+        const gprog *L = dec ? &I->dec1[kind] : &I->pre_layer[kind];
+        snprintf(lab, sizeof lab, "L%u", li);
+        in = emit_sec(E, dec ? layer[kind] : L->v, L->nfwd, L->fwd_out, lab, j, in);
     }
     if (!last) {
         uint64_t unit_end = in;
@@ -438,7 +455,7 @@ static void stage_memory(const infer *I, uint32_t s, etk_gen_stage *st)
     if (strcmp(m->arch, "deepseek"))
         per_layer /= c->tp;
     st->kv_cache_bytes = (uint64_t)c->batch * ((uint64_t)I->P + I->N) * per_layer * ts->layers;
-    uint64_t msg = I->pre_layer.out_bytes;
+    uint64_t msg = I->pre_layer[0].out_bytes;
     st->comm_buffer_bytes = (s > 0 ? msg : 0) + (s + 1 < I->p ? msg : 0);
     st->in_flight = I->M;
 }
@@ -469,11 +486,12 @@ static int emit_stage(infer *I, uint32_t s, uint32_t tp, uint32_t dp, etk_trace 
         return etk_err(err, ETK_ENOMEM, "out of memory");
     for (uint32_t ph = 0; ph <= I->N && !E.rc; ph++) {
         E.phase = ph;
-        const ginst *layer = ph ? dec_layer(I, ph, err) : NULL;
-        if (ph && !layer) {
-            E.rc = err && err->code ? err->code : ETK_EINVAL;
+        const ginst *layer[2] = {NULL, NULL};
+        for (int k = 0; ph && k < I->nkinds && !E.rc; k++)
+            if (!(layer[k] = dec_layer(I, k, ph, err)))
+                E.rc = err && err->code ? err->code : ETK_EINVAL;
+        if (E.rc)
             break;
-        }
         for (uint32_t j = 0; j < I->M && !E.rc; j++)
             emit_unit(&E, j, layer);
     }
@@ -488,7 +506,13 @@ static int emit_stage(infer *I, uint32_t s, uint32_t tp, uint32_t dp, etk_trace 
         /* activations: what one layer's forward produces for one micro-batch (the prefill's, the
          * larger: attention scores materialized, no fusion), an upper bound on the live working
          * set as each layer's are dropped after it, plus the micro-batch's logits on the last stage */
-        uint64_t a = I->pre_layer.saved_bytes > I->dec2.saved_bytes ? I->pre_layer.saved_bytes : I->dec2.saved_bytes;
+        uint64_t a = 0;
+        for (int k = 0; k < I->nkinds; k++) {
+            if (I->pre_layer[k].saved_bytes > a)
+                a = I->pre_layer[k].saved_bytes;
+            if (I->dec2[k].saved_bytes > a)
+                a = I->dec2[k].saved_bytes;
+        }
         if (st->has_head)
             a += (uint64_t)I->b * (uint64_t)c->model.vocab / c->tp * 2;
         st->act_per_mb_bytes = a;
