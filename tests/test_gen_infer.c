@@ -409,6 +409,224 @@ static void test_deepseek_dense_layers(void **state)
     etk_workload_free(w);
 }
 
+static double node_flops(const etk_trace *t, const char *name)
+{
+    for (size_t i = 0; i < t->n_nodes; i++)
+        if (!strcmp(t->nodes[i].name, name)) {
+            int64_t f = -1;
+            etk_node_i64(&t->nodes[i], "num_ops", &f);
+            return (double)f;
+        }
+    fail_msg("no node %s", name);
+    return -1;
+}
+
+static bool has_node(const etk_trace *t, const char *name)
+{
+    for (size_t i = 0; i < t->n_nodes; i++)
+        if (!strcmp(t->nodes[i].name, name))
+            return true;
+    return false;
+}
+
+/* FLOPs and bytes of the compute nodes whose name starts with prefix ("decode1/mb0.L3.") */
+static void prefix_sums(const etk_trace *t, const char *prefix, double *flops, uint64_t *bytes)
+{
+    *flops = 0;
+    *bytes = 0;
+    size_t n = strlen(prefix);
+    for (size_t i = 0; i < t->n_nodes; i++) {
+        const etk_node *x = &t->nodes[i];
+        int64_t f = 0;
+        uint64_t b = 0;
+        if (x->type != ETK_NODE_COMP || strncmp(x->name, prefix, n) || !etk_node_i64(x, "num_ops", &f))
+            continue;
+        etk_node_u64(x, "tensor_size", &b);
+        *flops += (double)f;
+        *bytes += b;
+    }
+}
+
+/* DeepSeek-V3 dimensions (presets/models/deepseek-v3.yaml) */
+#define DS_DIMS                                                                                                   \
+    const double h = 7168, H = 128, qa = 1536, kl = 512, qn = 128, qr = 64, vh = 128, ffn = 18432, f = 2048,      \
+                 E = 256, K = 8, u = 2048 /* 1 shared expert */, m = kl + qr /* a cache row */
+
+/* Expected distinct experts whose weights a rank reads: each token selects K distinct experts of
+ * E uniformly, tokens independent; T tokens routed in the EP group, E / ep experts per rank */
+static double experts_read(double E, double K, double ep, double T)
+{
+    return E / ep * (1 - pow(1 - K / E, T));
+}
+
+/* DeepSeek-V3 decode at TP 8, one sequence: MLA in the absorbed form (per layer and token,
+ * query absorption 2 H qk_nope kv_lora, scores over the latent + rotary cache 2 H ctx (kv_lora +
+ * qk_rope), the weighted sum over the latent 2 H ctx kv_lora, value up-projection 2 H kv_lora
+ * v_head; heads split over TP), the FFN of the dense layers 0-2, the MoE layer 3 with exactly
+ * B topk routed rows through the experts (not E x capacity), router and shared expert; the
+ * elementwise terms from the block file's constants; the bytes: the cache read once per layer
+ * (scores), the weights of the 8 selected experts of 256. */
+static void test_deepseek_decode(void **state)
+{
+    (void)state;
+    DS_DIMS;
+    const double tp = 8, B = 1, P = 64, R = B * K;
+    etk_gen_config c;
+    etk_workload *w = workload("--mode inference --model deepseek-v3 --layers 4 --tp 8 --prompt-len 64 "
+                               "--decode-steps 2 --batch 1", &c);
+    assert_true(c.model.hidden == h && c.model.experts == E && c.model.topk == K && c.model.kv_lora == kl &&
+                c.model.moe_ffn == f && c.model.ffn == ffn && c.model.q_lora == qa && c.model.v_head == vh);
+    const etk_trace *t = w->ranks[0];
+    char nm[96];
+    for (int i = 1; i <= 2; i++) {
+        const double ctx = P + i;
+        for (int l = 0; l < 4; l++) {
+#define F(op) (snprintf(nm, sizeof nm, "decode%d/mb0.L%d.%s", i, l, op), node_flops(t, nm))
+            /* attention, per rank */
+            const double q_a = 2 * B * h * qa, q_nope = 2 * B * qa * H * qn / tp, q_rope = 2 * B * qa * H * qr / tp,
+                         kv_a = 2 * B * h * kl, k_rope = 2 * B * h * qr, q_absorb = 2 * B * H * qn * kl / tp,
+                         scores = 2 * B * H * ctx * m / tp, av = 2 * B * H * ctx * kl / tp,
+                         v_up = 2 * B * H * kl * vh / tp, proj = 2 * B * H * vh * h / tp;
+            assert_true(F("q_a") == q_a);
+            assert_true(F("q_nope") == q_nope);
+            assert_true(F("q_rope") == q_rope);
+            assert_true(F("kv_a") == kv_a);
+            assert_true(F("k_rope") == k_rope);
+            assert_true(F("q_absorb") == q_absorb);
+            assert_true(F("scores") == scores);
+            assert_true(F("av") == av);
+            assert_true(F("v_up") == v_up);
+            assert_true(F("proj") == proj);
+            /* no decompression of K and V over the cache in decode */
+            snprintf(nm, sizeof nm, "decode%d/mb0.L%d.k_b", i, l);
+            assert_false(has_node(t, nm));
+            double gemm = q_a + q_nope + q_rope + kv_a + k_rope + q_absorb + scores + av + v_up + proj;
+            /* norms 4 per element (h, q_lora, kv_lora, h), RoPE 3 (H/tp qr, qr), softmax 5 per
+             * score, two residual adds */
+            double elem = 4 * B * (h + qa + kl + h) + 3 * B * (H / tp * qr + qr) + 5 * B * H / tp * ctx + 2 * B * h;
+            if (l < 3) {
+                const double ff = 2 * B * h * ffn / tp;
+                assert_true(F("gate") == ff);
+                assert_true(F("up") == ff);
+                assert_true(F("down") == ff);
+                gemm += 3 * ff;
+                elem += 5 * B * ffn / tp; /* SwiGLU */
+            } else {
+                const double ex = 2 * R * h * f / tp, sh = 2 * B * h * u / tp, router = 2 * B * h * E;
+                assert_true(F("router") == router);
+                assert_true(F("gate") == ex);
+                assert_true(F("up") == ex);
+                assert_true(F("down") == ex);
+                assert_true(F("shared_gate") == sh);
+                assert_true(F("shared_up") == sh);
+                assert_true(F("shared_down") == sh);
+                gemm += router + 3 * ex + 3 * sh;
+                /* routing softmax 5 E, SwiGLUs, combine 2 topk per element, the MoE sum */
+                elem += 5 * B * E + 5 * R * f / tp + 5 * B * u / tp + 2 * K * B * h + B * h;
+            }
+#undef F
+            double lf;
+            uint64_t lb;
+            snprintf(nm, sizeof nm, "decode%d/mb0.L%d.", i, l);
+            prefix_sums(t, nm, &lf, &lb);
+            assert_true(lf == gemm + elem);
+        }
+        /* bytes: the scores read q (H/tp rows of m) and the cache B ctx m once, write the scores;
+         * av reads the probabilities (its values are the same cache rows) and writes H/tp kv_lora */
+        snprintf(nm, sizeof nm, "decode%d/mb0.L3.scores", i);
+        assert_int_equal(node_bytes(t, nm), (uint64_t)(2 * (B * H / tp * m + B * ctx * m + B * H / tp * ctx)));
+        snprintf(nm, sizeof nm, "decode%d/mb0.L3.av", i);
+        assert_int_equal(node_bytes(t, nm), (uint64_t)(2 * (B * H / tp * ctx + B * H / tp * kl)));
+        /* the expert GEMMs read the 8 experts the token selects (of 256): (rows in, weights, rows out) */
+        assert_true(experts_read(E, K, 1, B) == K);
+        snprintf(nm, sizeof nm, "decode%d/mb0.L3.gate", i);
+        assert_int_equal(node_bytes(t, nm), (uint64_t)(2 * (R * h + K * h * f / tp + R * f / tp)));
+        snprintf(nm, sizeof nm, "decode%d/mb0.L3.down", i);
+        assert_int_equal(node_bytes(t, nm), (uint64_t)(2 * (R * f / tp + K * f * h / tp + R * h)));
+    }
+    /* the prefill keeps the naive form: K and V decompressed for the prompt */
+    assert_true(node_flops(t, "prefill/mb0.L3.k_b") == 2 * B * P * kl * H * qn / tp);
+    assert_false(has_node(t, "prefill/mb0.L3.q_absorb"));
+    /* TPOT: a decode step's MoE layer moves the weights it reads and the cache, the rest (the
+     * token's activations) under 2 % of it. Weights per rank, 2 bytes each: replicated q_a,
+     * kv_a, k_rope, router and the four norms; TP-split q_nope, q_rope, wk_b (absorbed),
+     * wv_b, wo, shared expert; the 8 selected experts */
+    {
+        const double wts = 2 * (h * qa + h * kl + h * qr + h * E + h + qa + kl + h +
+                                (qa * H * (qn + qr) + kl * H * qn + kl * H * vh + H * vh * h + 3 * h * u) / tp +
+                                K * 3 * h * f / tp),
+                     cache = 2 * B * (P + 1) * m;
+        double lf;
+        uint64_t lb;
+        prefix_sums(t, "decode1/mb0.L3.", &lf, &lb);
+        assert_true((double)lb > wts + cache);
+        assert_true((double)lb < 1.02 * (wts + cache));
+    }
+    etk_workload_free(w);
+}
+
+/* Expert weights read per rank as the batch grows: B = 64 decode tokens select 222.4 of the
+ * 256 experts in expectation, B = 1024 all of them (to 0.01); the expert GEMMs always process
+ * exactly B topk rows */
+static void test_deepseek_experts_read(void **state)
+{
+    (void)state;
+    DS_DIMS;
+    (void)H, (void)qa, (void)kl, (void)qn, (void)qr, (void)vh, (void)ffn, (void)u, (void)m;
+    const double tp = 2, Bs[2] = {64, 1024};
+    for (int k = 0; k < 2; k++) {
+        const double B = Bs[k], R = B * K, D = experts_read(E, K, 1, B);
+        char line[200];
+        snprintf(line, sizeof line, "--mode inference --model deepseek-v3 --layers 4 --tp 2 --prompt-len 4 "
+                 "--decode-steps 1 --batch %d", (int)B);
+        etk_gen_config c;
+        etk_workload *w = workload(line, &c);
+        const etk_trace *t = w->ranks[0];
+        if (k == 0)
+            assert_true(fabs(D - 222.4) < 0.1);
+        else
+            assert_true(D > 255.99 && D <= 256);
+        assert_true(node_flops(t, "decode1/mb0.L3.gate") == 2 * R * h * f / tp);
+        double want = 2 * (R * h + D * h * f / tp + R * f / tp);
+        assert_true(fabs((double)node_bytes(t, "decode1/mb0.L3.gate") - want) <= 2);
+        /* the prefill's B P = 4 B tokens: all experts, within a fraction of one */
+        double Dp = experts_read(E, K, 1, B * 4);
+        want = 2 * (4 * R * h + Dp * h * f / tp + 4 * R * f / tp);
+        assert_true(fabs((double)node_bytes(t, "prefill/mb0.L3.gate") - want) <= 2);
+        etk_workload_free(w);
+    }
+}
+
+/* DeepSeek-V3 with EP 4 over DP 4 (TP 1), B = 2 per rank: the all-to-alls carry the tokens
+ * routed, B T topk h 2 bytes per dispatch and per combine (the rank's buffer, as in training);
+ * each rank's expert GEMMs process B topk rows and read the weights of the expected distinct
+ * experts among its 64: 64 (1 - (1 - 8/256)^(4 B)) = 14.36 */
+static void test_deepseek_ep(void **state)
+{
+    (void)state;
+    DS_DIMS;
+    (void)H, (void)qa, (void)kl, (void)qn, (void)qr, (void)vh, (void)ffn, (void)u, (void)m;
+    const double B = 2, P = 16, N = 2, ep = 4, R = B * K;
+    etk_gen_config c;
+    etk_gen_summary s;
+    summarize("--mode inference --model deepseek-v3 --layers 4 --dp 4 --ep 4 --prompt-len 16 --decode-steps 2 "
+              "--batch 2", &c, &s);
+    const etk_gen_stage *x = &s.stages[0];
+    /* one MoE layer (3), dispatch + combine, prefill and 2 decode steps */
+    assert_int_equal(x->coll_count[ETK_GEN_GROUP_EP][ETK_COLL_ALL_TO_ALL], 2 * (N + 1));
+    assert_int_equal(x->coll_bytes[ETK_GEN_GROUP_EP][ETK_COLL_ALL_TO_ALL], (uint64_t)(2 * B * K * h * 2 * (P + N)));
+    etk_gen_summary_free(&s);
+    etk_workload *w = workload("--mode inference --model deepseek-v3 --layers 4 --dp 4 --ep 4 --prompt-len 16 "
+                               "--decode-steps 2 --batch 2", &c);
+    const etk_trace *t = w->ranks[0];
+    assert_true(node_flops(t, "decode2/mb0.L3.up") == 2 * R * h * f);
+    const double D = experts_read(E, K, ep, ep * B);
+    assert_true(D > 14.3 && D < 14.4);
+    double want = 2 * (R * h + D * h * f + R * f);
+    assert_true(fabs((double)node_bytes(t, "decode2/mb0.L3.up") - want) <= 2);
+    etk_workload_free(w);
+}
+
 static void test_errors(void **state)
 {
     (void)state;
@@ -442,6 +660,8 @@ int main(void)
         cmocka_unit_test(test_kv_cache),        cmocka_unit_test(test_collectives),
         cmocka_unit_test(test_validate_and_deterministic), cmocka_unit_test(test_ttft_tpot),
         cmocka_unit_test(test_errors),          cmocka_unit_test(test_deepseek_dense_layers),
+        cmocka_unit_test(test_deepseek_decode), cmocka_unit_test(test_deepseek_experts_read),
+        cmocka_unit_test(test_deepseek_ep),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -122,7 +122,7 @@ static int gen_init(gen *G, const etk_gen_config *cfg, etk_error *err)
                        "(not supported; use --pp 1 or --zero 1|2)", cfg->pp, cfg->model.name);
     }
     for (int t = 0; t < G->g->nt; t++)
-        if (G->g->t[t].weight && (G->g->t[t].section < G_N_SEC || G->dense)) {
+        if (G->g->t[t].weight && (G->g->t[t].section < G_N_SEC || (G->g->t[t].section == G_SEC_DENSE && G->dense))) {
             int sec = G->g->t[t].section;
             uint64_t n = weight_elems_rank(G, t);
             G->sec_own[sec] += n;

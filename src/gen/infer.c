@@ -86,11 +86,20 @@ static int key_letter(const etk_graph *g)
 
 static const int kind_sec[2] = {G_SEC_LAYER, G_SEC_DENSE};
 
+/* the section decode steps compute layer kind with: the block's decode form when it has one
+ * (DeepSeek's MLA absorbed into the query and output, decode_layer / decode_dense_layer) */
+static int decode_sec(const infer *I, int kind)
+{
+    if (kind == 0)
+        return I->gd->decode.nops ? G_SEC_DECODE : G_SEC_LAYER;
+    return I->gd->decode_dense.nops ? G_SEC_DECODE_DENSE : G_SEC_DENSE;
+}
+
 static int lower_at(infer *I, int kind, etk_arena *a, int64_t ctx, gprog *out, etk_error *err)
 {
     if (I->key >= 0)
         I->gd->dim[I->key] = ctx;
-    return etk_lower_section(I->gd, kind_sec[kind], &I->o, a, out, err);
+    return etk_lower_section(I->gd, decode_sec(I, kind), &I->o, a, out, err);
 }
 
 static bool same_shape(const gprog *x, const gprog *y)
@@ -157,7 +166,8 @@ static int infer_init(infer *I, const etk_gen_config *cfg, etk_error *err)
     I->key = key_letter(I->gd);
     I->o = (glower_opts){.tp = cfg->tp, .cp = 1, .ep = cfg->ep ? cfg->ep : 1, .sp = false,
                          .recompute = ETK_RECOMPUTE_NONE, .act_bytes = 2,
-                         .gemm_bytes = strcmp(cfg->precision, "fp8") ? 0 : 1, .kv_bytes = (int)cfg->kv_bytes};
+                         .gemm_bytes = strcmp(cfg->precision, "fp8") ? 0 : 1, .kv_bytes = (int)cfg->kv_bytes,
+                         .routed = true};
     I->nkinds = I->lm.dense_layers > 0 ? 2 : 1;
     if ((rc = etk_lower_section(I->gp, G_SEC_EMBED, &I->o, I->a, &I->pre_embed, err)) ||
         (rc = etk_lower_section(I->gd, G_SEC_EMBED, &I->o, I->a, &I->dec_embed, err)) ||

@@ -15,6 +15,7 @@
  * were all-gathered for a GEMM are kept sharded and gathered again for the weight gradient, as
  * Megatron-LM does. Recompute re-emits forward ops (selective: the attention core; full: the
  * whole layer including its collectives) at the start of the backward pass. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -77,6 +78,8 @@ typedef struct {
                           * instructions holding K/V block r = 0..cp-1 ([0] the rank's own), NULL */
     int8_t *ringk;       /* per tensor: its index among the circulated tensors (tags), -1 */
     int nring;
+    int64_t rows;        /* glower_opts.routed: the routed token rows b s topk (0: capacity model) */
+    double experts_read; /* glower_opts.routed: expected distinct experts of this rank selected */
 } ctx;
 
 static const char *shortname(const char *n)
@@ -97,14 +100,51 @@ static bool has_dim(const gtensor *t, int d)
 
 static int emit(ctx *c, const char *name, int type, int phase, int ndeps, const int32_t *deps);
 
-#define EXPERT_DIM ('e' - 'a') /* block files name the expert dimension 'e' */
+#define EXPERT_DIM ('e' - 'a')   /* block files name the expert dimension 'e' */
+#define CAPACITY_DIM ('c' - 'a') /* and the tokens per expert 'c' */
+
+/* Elements of tensor t. With routed experts (inference) an activation in the expert layout
+ * [e, c, ...] holds the b s topk routed rows instead of E x capacity: no padding to the
+ * capacity, no dropping (the rows of all E experts, or after the EP all-to-all those routed to
+ * this rank's E/ep experts by the ep ranks: as many under uniform routing). */
+static int64_t t_elems(const ctx *c, int t)
+{
+    int64_t n = etk_graph_elems(c->g, t);
+    const gtensor *T = &c->g->t[t];
+    if (c->rows > 0 && !T->weight && has_dim(T, EXPERT_DIM) && has_dim(T, CAPACITY_DIM))
+        n = n / (c->g->dim[EXPERT_DIM] * c->g->dim[CAPACITY_DIM]) * c->rows;
+    return n;
+}
 
 static int64_t elems_rank(const ctx *c, int t, lay L)
 {
-    int64_t n = etk_graph_elems(c->g, t);
-    if (c->o->ep > 1 && c->g->t[t].weight && has_dim(&c->g->t[t], EXPERT_DIM))
-        n /= c->o->ep; /* this rank's experts */
+    int64_t n = t_elems(c, t);
+    if (c->g->t[t].weight && has_dim(&c->g->t[t], EXPERT_DIM)) {
+        if (c->rows > 0) { /* the experts the tokens select: one expert's elements each */
+            int64_t one = n / c->g->dim[EXPERT_DIM];
+            return llround(c->experts_read * (double)(L.split >= 0 ? one / tp_of(c) : one));
+        }
+        if (c->o->ep > 1)
+            n /= c->o->ep; /* this rank's experts */
+    }
     return L.split >= 0 ? n / tp_of(c) : n;
+}
+
+/* Routed experts (glower_opts.routed): a token selects topk distinct experts of E uniformly at
+ * random, tokens independently (no load imbalance, no correlation between tokens). The ep ranks
+ * of an EP group route T = ep b s tokens; each of this rank's E/ep experts is selected by a token
+ * with probability topk / E, so the rank reads the weights of
+ *     (E / ep) (1 - (1 - topk / E)^T)
+ * experts in expectation: topk of them for one token (ep 1), all E / ep for many tokens. */
+static void routing(ctx *c)
+{
+    const etk_graph *g = c->g;
+    if (!c->o->routed || g->experts <= 0 || g->topk <= 0)
+        return;
+    double E = (double)g->experts, ep = (double)(c->o->ep > 1 ? c->o->ep : 1);
+    double T = ep * (double)g->batch * (double)g->dim[g->stream_seq];
+    c->rows = g->batch * g->dim[g->stream_seq] * g->topk;
+    c->experts_read = E / ep * (1 - pow(1 - (double)g->topk / E, T));
 }
 
 /* Expert parallelism: op j moves tokens into the expert layout (dispatch: output has the expert
@@ -134,7 +174,7 @@ static int32_t ep_a2a(ctx *c, const char *what, int t, int phase, int ndeps, con
     ginst *I = &c->p->v[i];
     I->coll = ETK_COLL_ALL_TO_ALL;
     I->grp = GRP_EP;
-    I->comm_bytes = etk_graph_elems(c->g, t) * c->o->act_bytes;
+    I->comm_bytes = t_elems(c, t) * c->o->act_bytes;
     return i;
 }
 
@@ -213,7 +253,7 @@ static int32_t convert(ctx *c, int t, lay a, lay b, int phase, const char *prefi
         return i;
     ginst *I = &c->p->v[i];
     I->coll = (uint8_t)coll;
-    int64_t full = etk_graph_elems(c->g, t) * c->o->act_bytes;
+    int64_t full = t_elems(c, t) * c->o->act_bytes;
     /* ASTRA-sim convention: all-gather and all-to-all carry the per-rank shard, all-reduce and
      * reduce-scatter the full buffer */
     I->comm_bytes = (coll == ETK_COLL_ALL_GATHER || coll == ETK_COLL_ALL_TO_ALL) ? full / tp_of(c) : full;
@@ -273,6 +313,8 @@ static double matmul_flops(const ctx *c, const gop *op, lay LA, lay LB)
                 f *= (double)c->g->dim[l];
             }
         }
+    if (c->rows > 0 && seen[EXPERT_DIM] && seen[CAPACITY_DIM]) /* routed experts: the routed rows */
+        f = f / ((double)c->g->dim[EXPERT_DIM] * (double)c->g->dim[CAPACITY_DIM]) * (double)c->rows;
     if (LA.split >= 0 || LB.split >= 0)
         f /= (double)tp_of(c);
     return f;
@@ -540,6 +582,8 @@ static int lower_op_fwd(ctx *c, int pass, int j, int phase)
         c->via_ag[j][i] = !have.partial && have.split >= 0 && want[i].split < 0;
         deps[nd++] = d;
         int64_t kf = key_seq_factor(c, op, i);
+        if (kf > 1 && op->shared_kv)
+            continue; /* the cache an earlier op of the fused kernel read */
         bytes += (uint64_t)elems_rank(c, t, want[i]) * (uint64_t)(kf > 1 && c->o->kv_bytes ? c->o->kv_bytes : in_bytes) *
                  (uint64_t)kf;
     }
@@ -600,7 +644,7 @@ static int lower_op_fwd(ctx *c, int pass, int j, int phase)
             if (k < 0)
                 return k;
             c->p->v[k].coll = ETK_COLL_ALL_REDUCE;
-            c->p->v[k].comm_bytes = etk_graph_elems(c->g, op->out) * 4;
+            c->p->v[k].comm_bytes = t_elems(c, op->out) * 4;
             last = k;
         }
     }
@@ -708,7 +752,7 @@ static int32_t avail(ctx *c, int j, int i)
             if (k < 0)
                 return k;
             c->p->v[k].coll = ETK_COLL_ALL_GATHER;
-            c->p->v[k].comm_bytes = etk_graph_elems(c->g, t) * c->o->act_bytes / tp_of(c);
+            c->p->v[k].comm_bytes = t_elems(c, t) * c->o->act_bytes / tp_of(c);
             c->regather[t] = k;
         }
         return c->regather[t];
@@ -933,10 +977,10 @@ int etk_lower_section(const etk_graph *g, int sec, const glower_opts *o, etk_are
 {
     memset(p, 0, sizeof *p);
     p->sec = sec;
-    const gsection *S = sec == G_SEC_DENSE ? &g->dense : &g->sec[sec]; /* dense_layer: a layer too */
+    const gsection *S = etk_graph_section(g, sec); /* dense_layer and the decode forms: layers too */
     int nops = S->nops, nt = g->nt;
     ctx c = {.g = g, .S = S, .o = o, .a = a, .p = p, .err = err};
-    c.full = o->recompute == ETK_RECOMPUTE_FULL && (sec == G_SEC_LAYER || sec == G_SEC_DENSE);
+    c.full = o->recompute == ETK_RECOMPUTE_FULL && sec != G_SEC_EMBED && sec != G_SEC_HEAD;
     c.selective = o->recompute == ETK_RECOMPUTE_SELECTIVE;
     c.stream = REP;
     if (o->sp && o->tp > 1)
@@ -971,6 +1015,7 @@ int etk_lower_section(const etk_graph *g, int sec, const glower_opts *o, etk_are
         c.ringk[t] = -1;
     }
     memset(c.cpmark, 0, sizeof(*c.cpmark) * (size_t)nops);
+    routing(&c);
     for (int j = 0; j < nops; j++)
         c.prod_op[S->ops[j].out] = j;
     c.ts[0][S->input].inst = DEP_IN;

@@ -58,6 +58,10 @@ typedef struct glower_opts {
     int gemm_bytes;     /* bytes per GEMM input element: 1 for FP8 GEMMs (0: act_bytes) */
     int kv_bytes;       /* bytes per element of K/V read over a longer key sequence (inference
                          * decode: the KV cache; 0: as the other GEMM inputs) */
+    bool routed;        /* inference, dropless routing: an activation in the expert layout
+                         * [e, c, ...] holds exactly the b s topk routed token rows (not E x
+                         * capacity), and an expert weight is read for the expected number of
+                         * distinct experts of the rank those tokens select (see lower.c) */
 } glower_opts;
 
 /* sec: G_SEC_* or G_SEC_DENSE (the dense_layer section, lowered like a layer) */

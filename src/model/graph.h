@@ -14,6 +14,11 @@
 enum { G_MATMUL, G_ELEMENTWISE, G_NORM, G_SOFTMAX, G_DROPOUT, G_EMBEDDING, G_LOSS };
 enum { G_SEC_EMBED, G_SEC_LAYER, G_SEC_HEAD, G_N_SEC };
 #define G_SEC_DENSE G_N_SEC /* section id of the optional dense_layer section's tensors */
+/* optional sections the inference decode steps compute the layer (dense_layer) with instead,
+ * e.g. MLA's absorbed form: the same weights as layer (dense_layer), not counted as parameters */
+#define G_SEC_DECODE (G_N_SEC + 1)       /* decode_layer */
+#define G_SEC_DECODE_DENSE (G_N_SEC + 2) /* decode_dense_layer */
+#define G_N_SEC_ALL (G_N_SEC + 3)
 
 typedef struct gtensor {
     const char *name;      /* "<section>.<name>" */
@@ -38,6 +43,10 @@ typedef struct gop {
     int save[G_MAX_SAVE];        /* tensors kept for the backward pass */
     int save_bytes[G_MAX_SAVE];  /* bytes per element (0: activation precision) */
     bool region;           /* part of the selectively recomputed region (attention core) */
+    bool shared_kv;        /* matmul: its operands read over the key sequence (the KV cache) were
+                            * read by an earlier op of the same fused attention kernel (`shared_kv:
+                            * true`; MLA's absorbed decode: the values are the cached latent the
+                            * scores read): their bytes are not counted again */
     int reductions;        /* loss over a split dimension: all-reduces of [b,s] fp32 */
     int eqn[2];            /* matmul: the eq's labels of each operand (size of the loop nest) */
     int eq[2][G_MAX_RANK];
@@ -63,8 +72,17 @@ struct etk_graph {
     gsection sec[G_N_SEC];
     gsection dense;           /* optional `dense_layer` section (nops 0: none): the first
                                * model.dense_layers layers of a MoE model */
+    gsection decode, decode_dense; /* optional decode_layer / decode_dense_layer (nops 0: none) */
     int64_t layers;
+    int64_t batch, seq, topk, experts; /* sequences per micro-batch and the model's (routing) */
 };
+
+/* Section sec (G_SEC_*, G_SEC_DENSE, G_SEC_DECODE, G_SEC_DECODE_DENSE) of g. */
+static inline const gsection *etk_graph_section(const etk_graph *g, int sec)
+{
+    return sec == G_SEC_DENSE ? &g->dense : sec == G_SEC_DECODE ? &g->decode
+           : sec == G_SEC_DECODE_DENSE ? &g->decode_dense : &g->sec[sec];
+}
 
 /* Elements of tensor i (all dims). */
 int64_t etk_graph_elems(const etk_graph *g, int i);

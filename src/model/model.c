@@ -423,7 +423,8 @@ int64_t etk_graph_elems(const etk_graph *g, int i)
     return n;
 }
 
-static const char *sec_names[G_N_SEC + 1] = {"embed", "layer", "head", "dense_layer"};
+static const char *sec_names[G_N_SEC_ALL] = {"embed", "layer", "head", "dense_layer", "decode_layer",
+                                             "decode_dense_layer"};
 
 typedef struct {
     etk_graph *g;
@@ -566,6 +567,10 @@ static int load_op(loader *L, int sec, json_t *jo, size_t idx, gop *op)
     json_t *bw = json_object_get(jo, "bwd");
     op->bwd = bw ? json_number_value(bw) : (op->kind == G_DROPOUT ? 1 : 2);
     op->region = json_object_get(jo, "region") != NULL;
+    json_t *skv = json_object_get(jo, "shared_kv");
+    if (skv && (!json_is_boolean(skv) || op->kind != G_MATMUL))
+        return etk_err(L->err, ETK_EFORMAT, "%s: %s: 'shared_kv' must be true or false, on a matmul", L->file, where);
+    op->shared_kv = skv && json_is_true(skv);
     op->reductions = (int)json_integer_value(json_object_get(jo, "reductions"));
     /* output tensor */
     int dims[G_MAX_RANK], nd = 0;
@@ -621,7 +626,7 @@ static int load_op(loader *L, int sec, json_t *jo, size_t idx, gop *op)
 static int load_section(loader *L, int sec, json_t *js)
 {
     etk_graph *g = L->g;
-    gsection *S = sec == G_SEC_DENSE ? &g->dense : &g->sec[sec];
+    gsection *S = (gsection *)etk_graph_section(g, sec);
     S->name = sec_names[sec];
     char where[96];
     snprintf(where, sizeof where, "sections.%s", sec_names[sec]);
@@ -675,6 +680,33 @@ static int load_section(loader *L, int sec, json_t *js)
     return 0;
 }
 
+/* Section sec declares the weights of section of (names, dims and splits), in any order. */
+static int same_weights(loader *L, int sec, int of)
+{
+    const etk_graph *g = L->g;
+    int n[2] = {0, 0};
+    for (int i = 0; i < g->nt; i++) {
+        const gtensor *t = &g->t[i];
+        if (!t->weight || (t->section != sec && t->section != of))
+            continue;
+        n[t->section == of]++;
+        if (t->section != sec)
+            continue;
+        int k = find_tensor(g, of, strchr(t->name, '.') + 1);
+        const gtensor *u = k >= 0 ? &g->t[k] : NULL;
+        if (!u || !u->weight || u->nd != t->nd || u->split != t->split ||
+            memcmp(u->dims, t->dims, sizeof(int) * (size_t)t->nd))
+            return etk_err(L->err, ETK_EFORMAT, "%s: sections.%s.weights.%s: not a weight of %s with the same dims "
+                           "and split (a decode section computes the same layer)", L->file, sec_names[sec],
+                           strchr(t->name, '.') + 1, sec_names[of]);
+    }
+    if (n[0] != n[1])
+        return etk_err(L->err, ETK_EFORMAT, "%s: sections.%s declares %d weights, %s %d (a decode section "
+                       "computes the same layer with the same weights)", L->file, sec_names[sec], n[0],
+                       sec_names[of], n[1]);
+    return 0;
+}
+
 int etk_graph_load(const etk_model *m, int64_t batch, etk_graph **out, etk_error *err)
 {
     *out = NULL;
@@ -691,6 +723,10 @@ int etk_graph_load(const etk_model *m, int64_t batch, etk_graph **out, etk_error
     g->arena = etk_arena_new(0);
     g->file = e->name;
     g->layers = m->layers;
+    g->batch = batch;
+    g->seq = m->seq;
+    g->topk = m->topk;
+    g->experts = m->experts;
     g->t = etk_arena_alloc(g->arena, sizeof(gtensor) * G_MAX_TENSORS);
     loader L = {g, e->name, err, m, batch};
     const char *dk;
@@ -738,6 +774,15 @@ int etk_graph_load(const etk_model *m, int64_t batch, etk_graph **out, etk_error
                      m->name, m->dense_layers, e->name);
         goto out;
     }
+    /* the decode forms of the layer (dense layer): the same weights computed another way */
+    for (int s = G_SEC_DECODE; s <= G_SEC_DECODE_DENSE; s++) {
+        json_t *js = json_object_get(secs, sec_names[s]);
+        int of = s == G_SEC_DECODE ? G_SEC_LAYER : G_SEC_DENSE;
+        if (js && (rc = load_section(&L, s, js)))
+            goto out;
+        if (js && (rc = same_weights(&L, s, of)))
+            goto out;
+    }
 out:
     json_decref(root);
     if (rc) {
@@ -775,6 +820,7 @@ static int count_params(const etk_model *m, bool active, uint64_t *out, etk_erro
                     el = el / (uint64_t)m->experts * (uint64_t)m->topk;
         uint64_t times = t->section == G_SEC_LAYER   ? (uint64_t)m->layers - dense
                          : t->section == G_SEC_DENSE ? dense
+                         : t->section > G_SEC_DENSE  ? 0 /* decode forms: the same weights */
                                                      : 1;
         n += el * times;
     }
