@@ -64,6 +64,16 @@ assert names == ["prefill (TTFT)", "decode1", "decode2", "decode3"], names
 assert any(e.get("name", "").startswith("decode2/mb1.L3.") for e in ev)
 P
 
+# DeepSeek-V3: decode steps run MLA absorbed (q_absorb, v_up; no k_b/v_b over the cache), the
+# prefill the naive form
+D="--mode inference --model deepseek-v3 --layers 4 --tp 2 --batch 1 --prompt-len 16 --decode-steps 1"
+expect 0 "wrote 2 rank files" gen $D -o "$T/ds"
+"$ETKIT" json "$T/ds.0.et" >"$T/ds.json" 2>/dev/null || fail "etkit json of the deepseek trace failed"
+grep -q '"decode1/mb0.L3.q_absorb"' "$T/ds.json" || fail "deepseek decode: no q_absorb"
+grep -q '"decode1/mb0.L0.v_up"' "$T/ds.json" || fail "deepseek decode dense layer: no v_up"
+grep -q '"decode1/mb0.L3.k_b"' "$T/ds.json" && fail "deepseek decode still decompresses K"
+grep -q '"prefill/mb0.L3.k_b"' "$T/ds.json" || fail "deepseek prefill: no k_b"
+
 # run: text, JSON (TTFT + N TPOT = the request) and CSV
 expect 0 "TPOT .* over 8 steps" run --mode inference --model llama3-8b --tp 8 --batch 8 --prompt-len 512 \
   --decode-steps 8 --cluster dgx-h100 --nodes 1

@@ -7,8 +7,11 @@
  *   attention FLOPs (scores and av): 4 L H d x ctx x new tokens (prefill: ctx = P, tokens B P,
  *     full square; decode step i: ctx = P + i, tokens B);
  *   KV cache bytes = 2 L kv_heads d (P + N) B bytes (MLA: L (kv_lora + qk_rope) per token);
- *   TP all-reduce 2 B T h bytes per layer and phase (T = P or 1), EP all-to-all E c h 2,
+ *   TP all-reduce 2 B T h bytes per layer and phase (T = P or 1), EP all-to-all B T topk h 2,
  *   pipeline messages b T h 2 and token ids b 4;
+ * MoE routed dropless: B T topk rows through the experts, the weights of the expected distinct
+ *   experts read, (E/ep) (1 - (1 - topk/E)^(ep B T)); DeepSeek-V3 decode with MLA absorbed
+ *   (per-op closed forms, cache read once per layer);
  * validator-clean and deterministic output, TTFT/TPOT of the simulator on a hand-computable cost
  * model, and the refused inputs. */
 #include "testutil.h"
@@ -174,6 +177,11 @@ static void test_flops_mixtral(void **state)
     const double Wl = h * H * d + 2 * h * kv * d + H * d * h + h * E + K * 3 * h * f; /* + router + top-k experts */
     assert_true(c.model.vocab == V && c.model.layers == L && c.model.hidden / c.model.heads == d);
     check_flops(w->ranks[0], &c.model, Wl, B, P, (uint32_t)N);
+    /* a decode step's B topk = 8 routed rows select 8 (1 - (6/8)^4) = 175/32 = 5.46875 distinct
+     * experts of 8 in expectation (each token 2 distinct experts, uniformly): the gate reads
+     * their weights, its 8 input rows and writes 8 rows of f */
+    const double R = B * K, D = 175.0 / 32;
+    assert_int_equal(node_bytes(w->ranks[0], "decode1/mb0.L1.gate"), (uint64_t)(2 * (R * h + D * h * f + R * f)));
     etk_workload_free(w);
 }
 

@@ -10,7 +10,11 @@
  * model through tensor_size). Decode step programs differ only in their numbers, which are
  * affine in t: the layer is lowered at t = P + 1, P + 2 and P + 3, and step i uses
  * v(P + 1) + (i - 1) (v(P + 2) - v(P + 1)) once the three points are checked to be collinear
- * (otherwise every step is lowered). The head runs on the last position of each sequence only
+ * (otherwise every step is lowered). Decode steps lower the block's decode_layer /
+ * decode_dense_layer sections when it has them (DeepSeek: MLA absorbed into the query and the
+ * output, attention over the cached latent). MoE layers are lowered with routed experts
+ * (glower_opts.routed: b s topk rows, no capacity padding; the weights of the expected distinct
+ * experts read). The head runs on the last position of each sequence only
  * (final norm and LM head, no loss), then TP ranks all-gather their vocabulary slices of the
  * logits and sample the next token.
  *
