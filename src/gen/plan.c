@@ -35,7 +35,7 @@ static const struct {
     bool value;
 } options[] = {
     {"model", true}, {"model-file", true}, {"layers", true}, {"hidden", true}, {"heads", true},
-    {"kv-heads", true}, {"ffn", true}, {"vocab", true}, {"seq", true}, {"dp", true}, {"tp", true}, {"cp", true}, {"cp-comm", true}, {"ep", true},
+    {"kv-heads", true}, {"ffn", true}, {"vocab", true}, {"seq", true}, {"dp", true}, {"tp", true}, {"cp", true}, {"cp-comm", true}, {"ep", true}, {"attention", true},
     {"pp", true}, {"sp", false}, {"micro-batch", true}, {"global-batch", true}, {"schedule", true}, {"vpp", true}, {"first-stage-layers", true}, {"last-stage-layers", true},
     {"zero", true}, {"fsdp", false}, {"recompute", true}, {"precision", true}, {"grad-precision", true},
     {"dp-bucket-mb", true}, {"rank-order", true}, {"gpu", true},
@@ -56,6 +56,10 @@ const char *etk_gen_options_help(void)
            "  --ep N               expert parallel degree (MoE models): experts split over N of the DP\n"
            "                       ranks, tokens exchanged by all-to-all (N divides --dp)\n"
            "  --sp                 Megatron sequence parallelism (with --tp > 1)\n"
+           "  --attention A        unfused (default: QK^T, softmax, dropout, AV as separate kernels, the\n"
+           "                       b heads s^2 probabilities saved, Megatron-LM 2022) | flash (one fused\n"
+           "                       FlashAttention kernel forward and one backward, op_kind attention;\n"
+           "                       Q, K, V, O and the log-sum-exp saved; selective recompute a no-op)\n"
            "  --micro-batch N      sequences per micro-batch per DP rank (default 1)\n"
            "  --global-batch N     sequences per step (default micro-batch x dp)\n"
            "  --schedule S         1f1b (default) | gpipe | zb-h1 (zero bubble: weight gradients deferred)\n"
@@ -144,6 +148,15 @@ int etk_gen_set(etk_gen_config *c, const char *name, const char *v, etk_error *e
         return parse_u32(name, v, &c->cp, err);
     if (!strcmp(name, "ep"))
         return parse_u32(name, v, &c->ep, err);
+    if (!strcmp(name, "attention")) {
+        if (!strcmp(v, "unfused"))
+            c->attention = ETK_ATTN_UNFUSED;
+        else if (!strcmp(v, "flash"))
+            c->attention = ETK_ATTN_FLASH;
+        else
+            return etk_err(err, ETK_EINVAL, "--attention wants unfused or flash, got '%s'", v);
+        return 0;
+    }
     if (!strcmp(name, "cp-comm")) {
         if (!strcmp(v, "allgather"))
             c->cp_comm = ETK_CP_ALLGATHER;
@@ -362,6 +375,9 @@ int etk_gen_check(etk_gen_config *c, etk_error *err)
     if (c->cp > 1 && c->sp && (m->seq / c->cp) % c->tp)
         return etk_err(err, ETK_EINVAL, "--sp: --tp %u does not divide the --seq %" PRId64 " / --cp %u = %" PRId64
                        " tokens of a CP rank", c->tp, m->seq, c->cp, m->seq / c->cp);
+    if (c->attention == ETK_ATTN_FLASH && c->cp_comm == ETK_CP_RING && c->cp > 1)
+        return etk_err(err, ETK_EINVAL, "--attention flash with --cp-comm ring is not supported (the fused kernel "
+                                        "is not split into ring blocks): use --cp-comm allgather or --attention unfused");
     if (c->cp_comm == ETK_CP_RING && c->cp < 2)
         return etk_err(err, ETK_EINVAL, "--cp-comm ring needs --cp > 1 (the ring passes K/V blocks between CP ranks)");
     if (!c->ep)
