@@ -2,7 +2,7 @@
  * simulate it on a cluster (src/sim/) in one go, folded into one rank per pipeline stage; no
  * trace is written unless --write-traces is given. With no model or plan flags it runs the
  * built-in default: llama3-8b training on 8 DGX H100 nodes (64 GPUs, TP 4 x PP 2 x DP 8,
- * sequence parallelism, global batch 256 sequences of 8192 tokens, 1F1B). */
+ * sequence parallelism, FlashAttention, global batch 256 sequences of 8192 tokens, 1F1B). */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,7 +14,7 @@
 
 static const char *const default_plan[] = {"--model", "llama3-8b", "--tp", "4", "--pp", "2",
                                            "--dp", "8", "--sp", "--micro-batch", "1",
-                                           "--global-batch", "256", NULL};
+                                           "--global-batch", "256", "--attention", "flash", NULL};
 
 static void help(void)
 {
@@ -24,7 +24,9 @@ static void help(void)
            "FLOPs without recompute), tokens/s, and per collective type and group the bus bandwidth.\n"
            "Ranks of one pipeline stage are simulated once (folding) unless --no-fold.\n"
            "Without model/plan flags: --model llama3-8b --tp 4 --pp 2 --dp 8 --sp --micro-batch 1\n"
-           "--global-batch 256 on --cluster dgx-h100 --nodes 8.\n\n"
+           "--global-batch 256 --attention flash (fused FlashAttention kernels, as Llama 3 trains) on\n"
+           "--cluster dgx-h100 --nodes 8. Any model/plan flag replaces the whole default plan (whose\n"
+           "--attention is then unfused unless given).\n\n"
            "%s"
            "%s"
            "  --write-traces PREFIX    also write the per-rank traces and comm groups\n"
@@ -163,9 +165,10 @@ int cmd_run(int argc, char **argv)
         return rc;
     }
     char label[256];
-    snprintf(label, sizeof label, "%s: tp %u x pp %u x dp %u%s, global batch %u, micro-batch %u, %s",
+    snprintf(label, sizeof label, "%s: tp %u x pp %u x dp %u%s, global batch %u, micro-batch %u, %s%s",
              cfg.model.name, cfg.tp, cfg.pp, cfg.dp, cfg.sp ? " (sp)" : "", cfg.global_batch,
-             cfg.micro_batch, cfg.schedule == ETK_SCHED_GPIPE ? "gpipe" : cfg.schedule == ETK_SCHED_ZBH1 ? "zb-h1" : "1f1b");
+             cfg.micro_batch, cfg.schedule == ETK_SCHED_GPIPE ? "gpipe" : cfg.schedule == ETK_SCHED_ZBH1 ? "zb-h1" : "1f1b",
+             cfg.attention == ETK_ATTN_FLASH ? ", flash attention" : "");
     ((etk_sim_result *)etk_sim_result_get(s))->workload = label;
     rc = sim_cli_report(cmd, &c, s);
     etk_sim_free(s);

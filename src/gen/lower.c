@@ -80,6 +80,8 @@ typedef struct {
     double *fflops;      /* per op: forward FLOPs per rank (the fused attention sums its region's) */
     int32_t fz_deps[G_MAX_IN * 8 + 8]; /* --attention flash: dependencies of the region's fused node */
     int fz_nd;
+    int32_t *fz_blk[G_MAX_IN * 2]; /* and, with --cp-comm ring, the K/V blocks it works through */
+    int fz_nblk;
 } ctx;
 
 static const char *shortname(const char *n)
@@ -421,15 +423,16 @@ static bool region_input(const ctx *c, int k, int i, int lo, int hi)
     return false;
 }
 
-/* Bytes of the region's inputs as the fused kernel reads them (K and V whole under CP). */
-static uint64_t region_in_bytes(const ctx *c, int lo, int hi)
+/* Bytes of the region's inputs as the fused kernel reads them: K and V whole under CP when
+ * `whole`, else one block (the CP ring's kernel per block). */
+static uint64_t region_in_bytes(const ctx *c, int lo, int hi, bool whole)
 {
     uint64_t b = 0;
     for (int k = lo; k < hi; k++)
         for (int i = 0; i < c->S->ops[k].nin; i++)
             if (region_input(c, k, i, lo, hi))
                 b += (uint64_t)elems_rank(c, c->S->ops[k].in[i], c->used[k][i]) * (uint64_t)c->o->act_bytes *
-                     (uint64_t)(c->cpmark[k][i] ? c->o->cp : 1);
+                     (uint64_t)(whole && c->cpmark[k][i] ? c->o->cp : 1);
     return b;
 }
 
@@ -451,21 +454,34 @@ static uint64_t region_out_bytes(const ctx *c, int hi)
 }
 
 /* The fused forward (or recompute) kernel of the region ending at op hi - 1: the FLOPs of all
- * its ops (model FLOPs unchanged), Q, K, V read, O and the log-sum-exp written. */
+ * its ops (model FLOPs unchanged), Q, K, V read, O and the log-sum-exp written. With the CP ring,
+ * one kernel per K/V block as it arrives (each reads Q and the block, writes a partial O and
+ * log-sum-exp, merged in order), 1/cp of the FLOPs each. */
 static int flash_fwd(ctx *c, int pass, int lo, int hi, int phase)
 {
     double flops = 0;
     for (int k = lo; k < hi; k++)
         flops += c->fflops[k];
-    char name[96];
-    snprintf(name, sizeof name, "%sflash_attn", phase == P_RECOMP ? "recompute." : "");
-    int i = emit(c, name, ETK_NODE_COMP, phase, c->fz_nd, c->fz_deps);
-    if (i < 0)
-        return c->rc ? c->rc : ETK_ENOMEM;
-    ginst *I = &c->p->v[i];
-    I->flops = flops;
-    I->bytes = region_in_bytes(c, lo, hi) + region_out_bytes(c, hi) + region_lse_bytes(c, lo, hi);
-    I->attn = 1;
+    bool ring = c->fz_nblk > 0;
+    int64_t nchunk = ring ? c->o->cp : 1;
+    uint64_t bytes = region_in_bytes(c, lo, hi, !ring) + region_out_bytes(c, hi) + region_lse_bytes(c, lo, hi);
+    int32_t i = NONE;
+    for (int64_t r = 0; r < nchunk; r++) {
+        char name[96];
+        snprintf(name, sizeof name, "%sflash_attn", phase == P_RECOMP ? "recompute." : "");
+        if (ring)
+            snprintf(name + strlen(name), sizeof name - strlen(name), ".cp%lld", (long long)r);
+        int nd = c->fz_nd;
+        for (int b = 0; b < c->fz_nblk; b++)
+            c->fz_deps[nd++] = c->fz_blk[b][r];
+        c->fz_deps[nd++] = i;
+        if ((i = emit(c, name, ETK_NODE_COMP, phase, nd, c->fz_deps)) < 0)
+            return c->rc ? c->rc : ETK_ENOMEM;
+        ginst *I = &c->p->v[i];
+        I->flops = flops / (double)nchunk;
+        I->bytes = bytes;
+        I->attn = 1;
+    }
     c->ts[pass][c->S->ops[hi - 1].out].inst = i;
     return 0;
 }
@@ -478,6 +494,8 @@ static int lower_op_fwd(ctx *c, int pass, int j, int phase)
     tstate *ts = c->ts[pass];
     lay want[G_MAX_IN];
     lay out = REP;
+    if (c->o->flash && op->region && (j == 0 || !c->S->ops[j - 1].region))
+        c->fz_nd = c->fz_nblk = 0; /* a fused attention region starts */
     int wi = -1, act[G_MAX_IN], nact = 0;
     for (int i = 0; i < op->nin; i++) {
         want[i] = REP;
@@ -598,6 +616,8 @@ static int lower_op_fwd(ctx *c, int pass, int j, int phase)
             int32_t first = DEP_GRAD;
             if (!(rblk = cp_ring(c, pass, t, d, want[i], phase, phase == P_RECOMP ? 1 : 0, phase == P_RECOMP, &first)))
                 return c->rc ? c->rc : ETK_ENOMEM;
+            if (c->o->flash && op->region && c->fz_nblk < (int)(sizeof c->fz_blk / sizeof c->fz_blk[0]))
+                c->fz_blk[c->fz_nblk++] = rblk;
         } else if (cpg && (d = cp_gather(c, pass, t, d, want[i], phase)) < 0) {
             return c->rc ? c->rc : ETK_ENOMEM;
         }
@@ -642,9 +662,7 @@ static int lower_op_fwd(ctx *c, int pass, int j, int phase)
          * the tensors made inside it (scores, probabilities) are never materialized */
         int lo, hi;
         region_span(c, j, &lo, &hi);
-        if (j == lo)
-            c->fz_nd = 0;
-        for (int k = 0; k < nd && c->fz_nd < (int)(sizeof c->fz_deps / sizeof c->fz_deps[0]); k++)
+        for (int k = 0; k < nd && c->fz_nd < (int)(sizeof c->fz_deps / sizeof c->fz_deps[0]) - G_MAX_IN * 2 - 1; k++)
             c->fz_deps[c->fz_nd++] = deps[k];
         ts[op->out].inst = NONE;
         ts[op->out].L = out;
@@ -911,26 +929,43 @@ static int32_t cp_reduce_scatter(ctx *c, int t, int32_t k, lay gl)
 /* The fused backward kernel of the attention region [lo, hi) (FlashAttention: recomputes the
  * scores from Q, K and the log-sum-exp): the backward FLOPs of the region's ops plus the
  * recomputed QK^T (hardware, not model, FLOPs: recomp_flops); reads Q, K, V, O, dO and the
- * log-sum-exp, writes dQ, dK, dV. */
+ * log-sum-exp, writes dQ, dK, dV. With the CP ring, one kernel per K/V block: the blocks go
+ * around the ring again, dQ accumulates in place from kernel to kernel, and the dK, dV of block r
+ * are partial sums over the CP ranks whose accumulators follow the block around the ring back to
+ * its owner (as ring_dgrad does for the unfused GEMMs). */
 static int flash_bwd(ctx *c, int lo, int hi)
 {
     const etk_graph *g = c->g;
-    int32_t deps[MAX_CONTRIB * 2 + G_MAX_IN * 8];
+    enum { NIN = G_MAX_IN * 2 };
+    int32_t go[MAX_CONTRIB * 2];
     lay goL;
-    int nd = get_grad(c, c->S->ops[hi - 1].out, deps, &goL);
-    if (nd < 0)
+    int ngo = get_grad(c, c->S->ops[hi - 1].out, go, &goL);
+    if (ngo < 0)
         return c->err->code;
-    if (nd == 0)
+    if (ngo == 0)
         return 0;
+    int nin = 0, ink[NIN], ini[NIN];
+    int32_t av[NIN], *blk[NIN], own[NIN], accr[NIN];
+    bool ring = false;
     double flops = 0, recomp = 0;
     for (int k = lo; k < hi; k++) {
         const gop *op = &c->S->ops[k];
-        for (int i = 0; i < op->nin; i++)
+        for (int i = 0; i < op->nin && nin < NIN; i++)
             if (region_input(c, k, i, lo, hi)) {
-                int32_t av = avail(c, k, i);
-                if (av < 0 && av != NONE && av != DEP_IN && av != DEP_GRAD)
-                    return av;
-                deps[nd++] = av;
+                int32_t a = avail(c, k, i);
+                if (a < 0 && a != NONE && a != DEP_IN && a != DEP_GRAD)
+                    return a;
+                ink[nin] = k;
+                ini[nin] = i;
+                av[nin] = a;
+                own[nin] = accr[nin] = NONE;
+                blk[nin] = NULL;
+                if (c->o->cp_ring && c->cpmark[k][i]) {
+                    if (!(blk[nin] = cp_ring(c, 2, op->in[i], a, c->used[k][i], P_BWD, 2, ngo, go)))
+                        return c->rc ? c->rc : ETK_ENOMEM;
+                    ring = true;
+                }
+                nin++;
             }
         if (op->kind == G_MATMUL) {
             double mm = matmul_flops(c, op, c->used[k][0], c->used[k][1]);
@@ -942,23 +977,68 @@ static int flash_bwd(ctx *c, int lo, int hi)
             flops += op->bwd * c->fflops[k];
         }
     }
-    int32_t b = emit(c, "flash_attn.bwd", ETK_NODE_COMP, P_BWD, nd, deps);
-    if (b < 0)
-        return c->rc ? c->rc : ETK_ENOMEM;
-    ginst *I = &c->p->v[b];
-    I->flops = flops + recomp;
-    I->recomp_flops = recomp;
-    I->bytes = 2 * region_in_bytes(c, lo, hi) + 2 * region_out_bytes(c, hi) + region_lse_bytes(c, lo, hi);
-    I->attn = 1;
-    for (int k = lo; k < hi; k++)
-        for (int i = 0; i < c->S->ops[k].nin; i++)
-            if (region_input(c, k, i, lo, hi)) {
-                int t = c->S->ops[k].in[i];
-                int32_t gi = b;
-                if (c->cpmark[k][i] && (gi = cp_reduce_scatter(c, t, b, c->used[k][i])) < 0)
-                    return c->rc ? c->rc : ETK_ENOMEM;
-                add_contrib(c, t, gi, c->used[k][i]);
+    int64_t C = ring ? c->o->cp : 1;
+    uint64_t bytes = 2 * region_in_bytes(c, lo, hi, !ring) + 2 * region_out_bytes(c, hi) + region_lse_bytes(c, lo, hi);
+    int32_t prev = NONE;
+    for (int64_t r = 0; r < C; r++) {
+        int32_t deps[MAX_CONTRIB * 2 + NIN * 3 + 1];
+        int nd = 0;
+        for (int k = 0; k < ngo; k++)
+            deps[nd++] = go[k];
+        for (int n = 0; n < nin; n++) {
+            deps[nd++] = av[n];
+            if (blk[n]) {
+                deps[nd++] = blk[n][r];
+                deps[nd++] = r >= 2 ? accr[n] : NONE;
             }
+        }
+        deps[nd++] = prev;
+        char name[96];
+        snprintf(name, sizeof name, "flash_attn.bwd");
+        if (ring)
+            snprintf(name + strlen(name), sizeof name - strlen(name), ".cp%lld", (long long)r);
+        int32_t b = emit(c, name, ETK_NODE_COMP, P_BWD, nd, deps);
+        if (b < 0)
+            return c->rc ? c->rc : ETK_ENOMEM;
+        ginst *I = &c->p->v[b];
+        I->flops = (flops + recomp) / (double)C;
+        I->recomp_flops = recomp / (double)C;
+        I->bytes = bytes;
+        I->attn = 1;
+        prev = b;
+        for (int n = 0; n < nin; n++) {
+            if (!blk[n])
+                continue;
+            if (r == 0) {
+                own[n] = b;
+                continue;
+            }
+            /* the dK (dV) accumulator of block r to the next rank; the next block's (after the
+             * last step, this rank's own) from the previous rank */
+            int t = c->S->ops[ink[n]].in[ini[n]];
+            int64_t gbytes = elems_rank(c, t, c->used[ink[n]][ini[n]]) * c->o->act_bytes;
+            int32_t tag = ring_tag(c, t, r, 3);
+            snprintf(name, sizeof name, "d%s.cp_ring_send%lld", shortname(g->t[t].name), (long long)r);
+            if (ring_p2p(c, name, true, gbytes, tag, P_BWD, 1, &b) < 0)
+                return c->rc ? c->rc : ETK_ENOMEM;
+            snprintf(name, sizeof name, "d%s.cp_ring_recv%lld", shortname(g->t[t].name), (long long)r + 1);
+            if ((accr[n] = accr[n] == NONE ? ring_p2p(c, name, false, gbytes, tag, P_BWD, ngo, go)
+                                           : ring_p2p(c, name, false, gbytes, tag, P_BWD, 1, &accr[n])) < 0)
+                return c->rc ? c->rc : ETK_ENOMEM;
+        }
+    }
+    for (int n = 0; n < nin; n++) {
+        int k = ink[n], i = ini[n], t = c->S->ops[k].in[i];
+        if (blk[n]) {
+            add_contrib(c, t, own[n], c->used[k][i]);
+            add_contrib(c, t, accr[n], c->used[k][i]);
+            continue;
+        }
+        int32_t gi = prev;
+        if (c->cpmark[k][i] && (gi = cp_reduce_scatter(c, t, prev, c->used[k][i])) < 0)
+            return c->rc ? c->rc : ETK_ENOMEM;
+        add_contrib(c, t, gi, c->used[k][i]);
+    }
     return 0;
 }
 
@@ -1113,8 +1193,6 @@ int etk_lower_section(const etk_graph *g, int sec, const glower_opts *o, etk_are
     c.full = o->recompute == ETK_RECOMPUTE_FULL && (sec == G_SEC_LAYER || sec == G_SEC_DENSE);
     /* selective recompute recomputes the attention region: fused, it keeps nothing to recompute */
     c.selective = o->recompute == ETK_RECOMPUTE_SELECTIVE && !o->flash;
-    if (o->flash && o->cp_ring)
-        return etk_err(err, ETK_EINVAL, "--attention flash is not supported with --cp-comm ring");
     for (int j = 0; o->flash && j < S->nops; j++) {
         const gop *op = &S->ops[j];
         for (int i = 0; i < op->nin; i++) {

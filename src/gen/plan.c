@@ -375,9 +375,6 @@ int etk_gen_check(etk_gen_config *c, etk_error *err)
     if (c->cp > 1 && c->sp && (m->seq / c->cp) % c->tp)
         return etk_err(err, ETK_EINVAL, "--sp: --tp %u does not divide the --seq %" PRId64 " / --cp %u = %" PRId64
                        " tokens of a CP rank", c->tp, m->seq, c->cp, m->seq / c->cp);
-    if (c->attention == ETK_ATTN_FLASH && c->cp_comm == ETK_CP_RING && c->cp > 1)
-        return etk_err(err, ETK_EINVAL, "--attention flash with --cp-comm ring is not supported (the fused kernel "
-                                        "is not split into ring blocks): use --cp-comm allgather or --attention unfused");
     if (c->cp_comm == ETK_CP_RING && c->cp < 2)
         return etk_err(err, ETK_EINVAL, "--cp-comm ring needs --cp > 1 (the ring passes K/V blocks between CP ranks)");
     if (!c->ep)
