@@ -112,6 +112,15 @@ static int parse_i64(const char *flag, const char *v, int64_t *out, etk_error *e
     return rc;
 }
 
+/* A flag with two values: *out = 0 for `a`, 1 for `b`. */
+static int parse_pair(const char *flag, const char *v, const char *a, const char *b, int *out, etk_error *err)
+{
+    if (strcmp(v, a) && strcmp(v, b))
+        return etk_err(err, ETK_EINVAL, "--%s wants %s or %s, got '%s'", flag, a, b, v);
+    *out = strcmp(v, a) ? 1 : 0;
+    return 0;
+}
+
 int etk_gen_set(etk_gen_config *c, const char *name, const char *v, etk_error *err)
 {
     bool tv;
@@ -148,24 +157,10 @@ int etk_gen_set(etk_gen_config *c, const char *name, const char *v, etk_error *e
         return parse_u32(name, v, &c->cp, err);
     if (!strcmp(name, "ep"))
         return parse_u32(name, v, &c->ep, err);
-    if (!strcmp(name, "attention")) {
-        if (!strcmp(v, "unfused"))
-            c->attention = ETK_ATTN_UNFUSED;
-        else if (!strcmp(v, "flash"))
-            c->attention = ETK_ATTN_FLASH;
-        else
-            return etk_err(err, ETK_EINVAL, "--attention wants unfused or flash, got '%s'", v);
-        return 0;
-    }
-    if (!strcmp(name, "cp-comm")) {
-        if (!strcmp(v, "allgather"))
-            c->cp_comm = ETK_CP_ALLGATHER;
-        else if (!strcmp(v, "ring"))
-            c->cp_comm = ETK_CP_RING;
-        else
-            return etk_err(err, ETK_EINVAL, "--cp-comm wants allgather or ring, got '%s'", v);
-        return 0;
-    }
+    if (!strcmp(name, "attention"))
+        return parse_pair(name, v, "unfused", "flash", &c->attention, err); /* ETK_ATTN_* */
+    if (!strcmp(name, "cp-comm"))
+        return parse_pair(name, v, "allgather", "ring", &c->cp_comm, err); /* ETK_CP_* */
     if (!strcmp(name, "first-stage-layers"))
         return parse_u32(name, v, &c->first_stage_layers, err);
     if (!strcmp(name, "last-stage-layers"))
