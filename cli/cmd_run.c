@@ -25,8 +25,9 @@ static void help(void)
            "Ranks of one pipeline stage are simulated once (folding) unless --no-fold.\n"
            "Without model/plan flags: --model llama3-8b --tp 4 --pp 2 --dp 8 --sp --micro-batch 1\n"
            "--global-batch 256 --attention flash (fused FlashAttention kernels, as Llama 3 trains) on\n"
-           "--cluster dgx-h100 --nodes 8. Any model/plan flag replaces the whole default plan (whose\n"
-           "--attention is then unfused unless given).\n\n"
+           "--cluster dgx-h100 --nodes 8 ('etkit run --attention unfused': the same job unfused). Any\n"
+           "other model/plan flag replaces the whole default plan (whose --attention is then unfused\n"
+           "unless given).\n\n"
            "%s"
            "%s"
            "  --write-traces PREFIX    also write the per-rank traces and comm groups\n"
@@ -60,7 +61,8 @@ int cmd_run(int argc, char **argv)
             char *eq = strchr(name, '=');
             if (eq)
                 *eq = 0;
-            any_gen = etk_gen_is_option(name, &tv);
+            /* --attention alone keeps the default job (etkit run --attention unfused) */
+            any_gen = etk_gen_is_option(name, &tv) && strcmp(name, "attention");
         }
     }
     if (!any_gen) {
