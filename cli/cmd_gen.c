@@ -177,10 +177,10 @@ static void print_text(const etk_gen_config *c, const etk_gen_summary *s)
            " KV), FFN %" PRId64 ", vocab %" PRId64 ", seq %" PRId64 "; %" PRIu64 " parameters\n",
            m->name, m->arch, m->layers, m->hidden, m->heads, m->kv_heads, m->ffn, m->vocab, m->seq, s->params_total);
     printf("plan: %u ranks = tp %u x cp %u%s x dp %u x pp %u (rank order %s), sp %s, micro-batch %u, global batch %u -> %u "
-           "micro-batches per DP rank, %s%s, zero %d, recompute %s, %s (gradients %s)\n",
+           "micro-batches per DP rank, %s%s, zero %d, recompute %s%s, %s (gradients %s)\n",
            s->n_ranks, c->tp, c->cp, c->cp_comm == ETK_CP_RING ? " (ring)" : "", c->dp, c->pp, ord, c->sp ? "on" : "off", c->micro_batch, c->global_batch,
            s->micro_batches, c->schedule == ETK_SCHED_GPIPE ? "gpipe" : c->schedule == ETK_SCHED_ZBH1 ? "zb-h1" : "1f1b", c->vpp > 1 ? " interleaved" : "", c->zero,
-           recompute_name(c->recompute),
+           recompute_name(c->recompute), c->attention == ETK_ATTN_FLASH ? ", flash attention" : "",
            c->precision, c->grad_bytes == 4 ? "fp32" : "16-bit");
     printf("layers: %s\n", s->layer_split);
     printf("step: %.6g FLOPs on all ranks incl. recompute and optimizer (%.6g model FLOPs: forward + backward), %" PRIu64 " tokens\n", s->step_flops,
@@ -252,12 +252,13 @@ static json_t *summary_json(const etk_gen_config *c, const etk_gen_summary *s)
     }
     return json_pack(
         "{s:{s:s,s:s,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I},"
-        "s:{s:I,s:I,s:I,s:s,s:I,s:I,s:I,s:s,s:b,s:I,s:I,s:I,s:s,s:I,s:i,s:s,s:s,s:I,s:f},"
+        "s:{s:I,s:I,s:I,s:s,s:I,s:s,s:I,s:I,s:s,s:b,s:I,s:I,s:I,s:s,s:I,s:i,s:s,s:s,s:I,s:f},"
         "s:s,s:f,s:f,s:I,s:o,s:{s:I,s:I,s:s,s:I,s:b}}",
         "model", "name", m->name, "arch", m->arch, "layers", (json_int_t)m->layers, "hidden", (json_int_t)m->hidden,
         "heads", (json_int_t)m->heads, "kv_heads", (json_int_t)m->kv_heads, "ffn", (json_int_t)m->ffn, "vocab",
         (json_int_t)m->vocab, "seq", (json_int_t)m->seq, "params", (json_int_t)s->params_total,
-        "plan", "ranks", (json_int_t)s->n_ranks, "tp", (json_int_t)c->tp, "cp", (json_int_t)c->cp, "cp_comm", c->cp_comm == ETK_CP_RING ? "ring" : "allgather", "ep", (json_int_t)c->ep, "dp", (json_int_t)c->dp, "pp",
+        "plan", "ranks", (json_int_t)s->n_ranks, "tp", (json_int_t)c->tp, "cp", (json_int_t)c->cp, "cp_comm", c->cp_comm == ETK_CP_RING ? "ring" : "allgather", "ep", (json_int_t)c->ep,
+        "attention", c->attention == ETK_ATTN_FLASH ? "flash" : "unfused", "dp", (json_int_t)c->dp, "pp",
         (json_int_t)c->pp, "rank_order", ord, "sp", c->sp, "micro_batch", (json_int_t)c->micro_batch, "global_batch",
         (json_int_t)c->global_batch, "micro_batches", (json_int_t)s->micro_batches, "schedule",
         c->schedule == ETK_SCHED_GPIPE ? "gpipe" : c->schedule == ETK_SCHED_ZBH1 ? "zb-h1" : "1f1b", "vpp", (json_int_t)(c->vpp ? c->vpp : 1), "zero", c->zero, "recompute", recompute_name(c->recompute),
@@ -271,7 +272,7 @@ int cmd_gen(int argc, char **argv)
 {
     enum { O_OUT = 1000, O_SUMMARY, O_JSON, O_HELP, O_GEN };
     static const char *gen_opts[] = {"model", "model-file", "layers", "hidden", "heads", "kv-heads", "ffn", "vocab",
-                                     "seq", "dp", "tp", "pp", "cp", "cp-comm", "ep", "sp", "micro-batch", "global-batch", "schedule", "vpp", "first-stage-layers", "last-stage-layers", "zero", "fsdp",
+                                     "seq", "dp", "tp", "pp", "cp", "cp-comm", "ep", "attention", "sp", "micro-batch", "global-batch", "schedule", "vpp", "first-stage-layers", "last-stage-layers", "zero", "fsdp",
                                      "recompute", "precision", "grad-precision", "dp-bucket-mb", "rank-order", "gpu",
                                      "mode", "prompt-len", "decode-steps", "batch", "micro-batches", "kv-precision"};
     enum { NG = sizeof gen_opts / sizeof gen_opts[0] };

@@ -2,8 +2,8 @@
  * simulate it on a cluster (src/sim/) in one go, folded into one rank per pipeline stage; no
  * trace is written unless --write-traces is given. With no model or plan flags it runs the
  * built-in default: llama3-8b training on 8 DGX H100 nodes (64 GPUs, TP 4 x PP 2 x DP 8,
- * sequence parallelism, global batch 256 sequences of 8192 tokens, 1F1B). With --mode
- * inference the workload is a batch of requests and the report adds TTFT and TPOT. */
+ * sequence parallelism, FlashAttention, global batch 256 sequences of 8192 tokens, 1F1B). With
+ * --mode inference the workload is a batch of requests and the report adds TTFT and TPOT. */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,7 +15,7 @@
 
 static const char *const default_plan[] = {"--model", "llama3-8b", "--tp", "4", "--pp", "2",
                                            "--dp", "8", "--sp", "--micro-batch", "1",
-                                           "--global-batch", "256", NULL};
+                                           "--global-batch", "256", "--attention", "flash", NULL};
 
 static void help(void)
 {
@@ -27,7 +27,10 @@ static void help(void)
            "to first token), TPOT (time per output token: mean, min and max decode step) and tokens/s.\n"
            "Ranks of one pipeline stage are simulated once (folding) unless --no-fold.\n"
            "Without model/plan flags: --model llama3-8b --tp 4 --pp 2 --dp 8 --sp --micro-batch 1\n"
-           "--global-batch 256 on --cluster dgx-h100 --nodes 8.\n\n"
+           "--global-batch 256 --attention flash (fused FlashAttention kernels, as Llama 3 trains) on\n"
+           "--cluster dgx-h100 --nodes 8 ('etkit run --attention unfused': the same job unfused). Any\n"
+           "other model/plan flag replaces the whole default plan (whose --attention is then unfused\n"
+           "unless given).\n\n"
            "%s"
            "%s"
            "  --write-traces PREFIX    also write the per-rank traces and comm groups\n"
@@ -63,7 +66,8 @@ int cmd_run(int argc, char **argv)
             char *eq = strchr(name, '=');
             if (eq)
                 *eq = 0;
-            any_gen = etk_gen_is_option(name, &tv);
+            /* --attention alone keeps the default job (etkit run --attention unfused) */
+            any_gen = etk_gen_is_option(name, &tv) && strcmp(name, "attention");
         }
     }
     if (!any_gen) {
@@ -174,9 +178,10 @@ int cmd_run(int argc, char **argv)
                  "tokens, %u decode steps", cfg.model.name, cfg.tp, cfg.pp, cfg.dp, cfg.ep, cfg.batch,
                  cfg.infer_micro_batches, cfg.prompt_len, cfg.decode_steps);
     else
-        snprintf(label, sizeof label, "%s: tp %u x pp %u x dp %u%s, global batch %u, micro-batch %u, %s",
+        snprintf(label, sizeof label, "%s: tp %u x pp %u x dp %u%s, global batch %u, micro-batch %u, %s%s",
              cfg.model.name, cfg.tp, cfg.pp, cfg.dp, cfg.sp ? " (sp)" : "", cfg.global_batch,
-             cfg.micro_batch, cfg.schedule == ETK_SCHED_GPIPE ? "gpipe" : cfg.schedule == ETK_SCHED_ZBH1 ? "zb-h1" : "1f1b");
+             cfg.micro_batch, cfg.schedule == ETK_SCHED_GPIPE ? "gpipe" : cfg.schedule == ETK_SCHED_ZBH1 ? "zb-h1" : "1f1b",
+             cfg.attention == ETK_ATTN_FLASH ? ", flash attention" : "");
     ((etk_sim_result *)etk_sim_result_get(s))->workload = label;
     rc = sim_cli_report(cmd, &c, s);
     etk_sim_free(s);

@@ -82,6 +82,17 @@ expect 2 "--cp 3 does not divide --seq" gen --model llama2-7b --cp 3 --summary
 expect 0 "CP ring send 72 x, 150994944 bytes; recv 72 x, 150994944 bytes" \
   gen --model llama3-8b --layers 4 --tp 2 --cp 4 --cp-comm ring --summary
 expect 0 '"cp_comm": "ring"' gen --model llama3-8b --layers 4 --tp 2 --cp 4 --cp-comm ring --summary --json
+# --attention: flash fuses the attention region (docs/gen.md "Attention: unfused vs flash")
+expect 2 "--attention wants unfused or flash, got 'bogus'" gen --model llama3-8b --attention bogus --summary
+expect 0 "recompute none, flash attention" gen --model llama3-8b --layers 2 --tp 2 --attention flash --summary
+expect 0 '"attention": "unfused"' gen --model llama3-8b --layers 2 --summary --json
+expect 0 '"attention": "flash"' gen --model llama3-8b --layers 2 --attention=flash --summary --json
+expect 0 "--attention A" gen --help
+"$ETKIT" gen --model llama3-8b --layers 1 --tp 2 --attention flash -o "$T/fa" >/dev/null || fail "gen --attention flash failed"
+"$ETKIT" json "$T/fa.0.et" >"$T/fa.json0" 2>&1 || fail "json of the flash trace failed"
+[ "$(grep -c '"op_kind", "kind": "string_val", "value": "attention"' "$T/fa.json0")" = 2 ] ||
+  fail "the flash trace has not one fused attention node forward and one backward"
+grep -q '"mb0.L0.softmax"' "$T/fa.json0" && fail "the flash trace still has the unfused softmax"
 expect 0 "wrote 16 rank files" gen --model llama2-7b --layers 4 --hidden 256 --heads 4 --kv-heads 2 --ffn 512 \
   --vocab 1000 --seq 64 --tp 2 --cp 2 --pp 2 --dp 2 --global-batch 8 --cp-comm ring -o "$T/ring"
 expect 0 "0 errors, 0 warnings" validate "$T/ring"

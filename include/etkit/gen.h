@@ -61,6 +61,10 @@ enum { ETK_RECOMPUTE_NONE = 0, ETK_RECOMPUTE_SELECTIVE = 1, ETK_RECOMPUTE_FULL =
 /* context parallelism: K/V all-gathered over the CP group (Llama 3), or passed around the CP
  * ring by send/recv overlapped with blockwise attention (Ring Attention, Megatron CP) */
 enum { ETK_CP_ALLGATHER = 0, ETK_CP_RING = 1 };
+/* attention core: unfused ops as the block file lists them (Megatron-LM 2022: QK^T, softmax,
+ * dropout, AV; the b heads s^2 probabilities saved), or one fused FlashAttention-style kernel
+ * forward and one backward (Q, K, V, O and the log-sum-exp saved; docs/gen.md) */
+enum { ETK_ATTN_UNFUSED = 0, ETK_ATTN_FLASH = 1 };
 /* Tags of the CP ring's send/recv: ETK_GEN_CP_TAG_BASE + 16*r + 4*kind + k, r the ring step
  * (1..cp-1) whose send carries the message, kind 0 forward K/V block, 1 recomputed forward
  * block, 2 backward block, 3 backward gradient accumulator, k the index of the circulated
@@ -92,6 +96,7 @@ typedef struct etk_gen_config {
     uint32_t dp, tp, pp;
     uint32_t cp;             /* context parallelism: sequence split over cp ranks */
     int cp_comm;             /* ETK_CP_ALLGATHER (default) | ETK_CP_RING */
+    int attention;           /* ETK_ATTN_UNFUSED (default) | ETK_ATTN_FLASH */
     uint32_t ep;             /* expert parallelism: experts split over ep ranks carved from DP (ep | dp) */
     bool sp;                 /* Megatron sequence parallelism (needs tp > 1) */
     uint32_t micro_batch;    /* sequences per micro-batch per DP rank */

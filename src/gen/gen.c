@@ -73,7 +73,8 @@ static int gen_init(gen *G, const etk_gen_config *cfg, etk_error *err)
     G->g->dim[G->g->stream_seq] /= G->cp;
     if (cfg->model.experts && G->cp > 1) /* expert capacity: tokens of the local sequence */
         G->g->dim['c' - 'a'] = (G->g->dim['c' - 'a'] + G->cp - 1) / G->cp;
-    glower_opts o = {.tp = cfg->tp, .cp = G->cp, .cp_ring = cfg->cp_comm == ETK_CP_RING && G->cp > 1, .ep = G->ep, .sp = cfg->sp, .recompute = cfg->recompute, .act_bytes = G->act_bytes,
+    glower_opts o = {.tp = cfg->tp, .cp = G->cp, .cp_ring = cfg->cp_comm == ETK_CP_RING && G->cp > 1,
+                     .flash = cfg->attention == ETK_ATTN_FLASH, .ep = G->ep, .sp = cfg->sp, .recompute = cfg->recompute, .act_bytes = G->act_bytes,
                      .gemm_bytes = !strcmp(cfg->precision, "fp8") ? 1 : 0};
     /* DeepSeek's first_k_dense_replace: the first dense_layers layers from the dense_layer section */
     G->dense = G->g->dense.nops && cfg->model.dense_layers > 0 ? (uint32_t)cfg->model.dense_layers : 0;
@@ -332,15 +333,22 @@ static int put_comp(emitter *E, const char *name, const ginst *I, uint64_t *deps
 {
     /* "precision": "fp8" marks an FP8 GEMM (the simulator's roofline uses the fp8 peak for it);
      * "attn_scores": true a memory-bound op over the attention scores (the compute model's
-     * score_mem_eff); both absent on everything else */
-    etk_attr a[5] = {etk_attr_bool("is_cpu_op", false), etk_attr_i64("num_ops", (int64_t)(I->flops + 0.5)),
+     * score_mem_eff); "op_kind": "attention" a fused attention kernel (attn_eff); all absent on
+     * everything else */
+    etk_attr a[6] = {etk_attr_bool("is_cpu_op", false), etk_attr_i64("num_ops", (int64_t)(I->flops + 0.5)),
                      etk_attr_u64("tensor_size", I->bytes)};
     uint32_t n = 3;
     if (I->fp8)
         a[n++] = etk_attr_str("precision", "fp8");
     if (I->scores)
         a[n++] = etk_attr_bool("attn_scores", true);
-    return put_node(E, name, ETK_NODE_COMP, deps, nd, a, n);
+    if (I->attn)
+        a[n++] = etk_attr_str("op_kind", "attention");
+    int rc = put_node(E, name, ETK_NODE_COMP, deps, nd, a, n);
+    /* recomputed work inside a backward node is hardware, not model, FLOPs */
+    if (!rc && E->st && I->recomp_flops > 0 && E->phase != P_RECOMP && E->phase != P_OPT)
+        E->st->model_flops -= (double)(int64_t)(I->recomp_flops + 0.5);
+    return rc;
 }
 
 static int put_coll(emitter *E, const char *name, int coll, int64_t bytes, int axis, uint64_t *deps, uint32_t nd)

@@ -80,6 +80,11 @@ typedef struct {
     int nring;
     int64_t rows;        /* glower_opts.routed: the routed token rows b s topk (0: capacity model) */
     double experts_read; /* glower_opts.routed: expected distinct experts of this rank selected */
+    double *fflops;      /* per op: forward FLOPs per rank (the fused attention sums its region's) */
+    int32_t fz_deps[G_MAX_IN * 8 + 8]; /* --attention flash: dependencies of the region's fused node */
+    int fz_nd;
+    int32_t *fz_blk[G_MAX_IN * 2]; /* and, with --cp-comm ring, the K/V blocks it works through */
+    int fz_nblk;
 } ctx;
 
 static const char *shortname(const char *n)
@@ -444,6 +449,103 @@ static int32_t *cp_ring(ctx *c, int pass, int t, int32_t local, lay L, int phase
     return blk;
 }
 
+
+/* ---------- fused attention (--attention flash) ---------- */
+/* The attention region of op j (the consecutive ops with `region` set around it): [*lo, *hi). */
+static void region_span(const ctx *c, int j, int *lo, int *hi)
+{
+    int a = j, b = j + 1;
+    while (a > 0 && c->S->ops[a - 1].region)
+        a--;
+    while (b < c->S->nops && c->S->ops[b].region)
+        b++;
+    *lo = a;
+    *hi = b;
+}
+
+/* Tensor t is made and consumed inside the region [lo, hi): never materialized when fused. */
+static bool region_internal(const ctx *c, int t, int lo, int hi)
+{
+    int pj = c->prod_op[t];
+    return pj >= lo && pj < hi - 1;
+}
+
+/* Input i of region op k is a region input (Q, K, V) seen for the first time in [lo, k]. */
+static bool region_input(const ctx *c, int k, int i, int lo, int hi)
+{
+    int t = c->S->ops[k].in[i];
+    if (c->g->t[t].weight || region_internal(c, t, lo, hi))
+        return false;
+    for (int kk = lo; kk <= k; kk++)
+        for (int ii = 0; ii < c->S->ops[kk].nin; ii++)
+            if (c->S->ops[kk].in[ii] == t)
+                return kk == k && ii == i;
+    return false;
+}
+
+/* Bytes of the region's inputs as the fused kernel reads them: K and V whole under CP when
+ * `whole`, else one block (the CP ring's kernel per block). */
+static uint64_t region_in_bytes(const ctx *c, int lo, int hi, bool whole)
+{
+    uint64_t b = 0;
+    for (int k = lo; k < hi; k++)
+        for (int i = 0; i < c->S->ops[k].nin; i++)
+            if (region_input(c, k, i, lo, hi))
+                b += (uint64_t)elems_rank(c, c->S->ops[k].in[i], c->used[k][i]) * (uint64_t)c->o->act_bytes *
+                     (uint64_t)(whole && c->cpmark[k][i] ? c->o->cp : 1);
+    return b;
+}
+
+/* The fp32 log-sum-exp the fused forward keeps per query row (the softmax output without the
+ * dimension it normalizes over: b heads s per rank), in bytes. */
+static uint64_t region_lse_bytes(const ctx *c, int lo, int hi)
+{
+    for (int k = lo; k < hi; k++) {
+        const gop *op = &c->S->ops[k];
+        if (op->kind == G_SOFTMAX && op->over >= 0 && c->g->dim[op->over] > 0)
+            return (uint64_t)(elems_rank(c, op->out, c->outL[k]) / c->g->dim[op->over]) * 4;
+    }
+    return 0;
+}
+
+static uint64_t region_out_bytes(const ctx *c, int hi)
+{
+    return (uint64_t)elems_rank(c, c->S->ops[hi - 1].out, c->outL[hi - 1]) * (uint64_t)c->o->act_bytes;
+}
+
+/* The fused forward (or recompute) kernel of the region ending at op hi - 1: the FLOPs of all
+ * its ops (model FLOPs unchanged), Q, K, V read, O and the log-sum-exp written. With the CP ring,
+ * one kernel per K/V block as it arrives (each reads Q and the block, writes a partial O and
+ * log-sum-exp, merged in order), 1/cp of the FLOPs each. */
+static int flash_fwd(ctx *c, int pass, int lo, int hi, int phase)
+{
+    double flops = 0;
+    for (int k = lo; k < hi; k++)
+        flops += c->fflops[k];
+    bool ring = c->fz_nblk > 0;
+    int64_t nchunk = ring ? c->o->cp : 1;
+    uint64_t bytes = region_in_bytes(c, lo, hi, !ring) + region_out_bytes(c, hi) + region_lse_bytes(c, lo, hi);
+    int32_t i = NONE;
+    for (int64_t r = 0; r < nchunk; r++) {
+        char name[96];
+        snprintf(name, sizeof name, "%sflash_attn", phase == P_RECOMP ? "recompute." : "");
+        if (ring)
+            snprintf(name + strlen(name), sizeof name - strlen(name), ".cp%lld", (long long)r);
+        int nd = c->fz_nd;
+        for (int b = 0; b < c->fz_nblk; b++)
+            c->fz_deps[nd++] = c->fz_blk[b][r];
+        c->fz_deps[nd++] = i;
+        if ((i = emit(c, name, ETK_NODE_COMP, phase, nd, c->fz_deps)) < 0)
+            return c->rc ? c->rc : ETK_ENOMEM;
+        ginst *I = &c->p->v[i];
+        I->flops = flops / (double)nchunk;
+        I->bytes = bytes;
+        I->attn = 1;
+    }
+    c->ts[pass][c->S->ops[hi - 1].out].inst = i;
+    return 0;
+}
+
 /* Forward (or recompute) lowering of op j. */
 static int lower_op_fwd(ctx *c, int pass, int j, int phase)
 {
@@ -452,6 +554,8 @@ static int lower_op_fwd(ctx *c, int pass, int j, int phase)
     tstate *ts = c->ts[pass];
     lay want[G_MAX_IN];
     lay out = REP;
+    if (c->o->flash && op->region && (j == 0 || !c->S->ops[j - 1].region))
+        c->fz_nd = c->fz_nblk = 0; /* a fused attention region starts */
     int wi = -1, act[G_MAX_IN], nact = 0;
     for (int i = 0; i < op->nin; i++) {
         want[i] = REP;
@@ -559,6 +663,10 @@ static int lower_op_fwd(ctx *c, int pass, int j, int phase)
             deps[nd++] = ts[t].inst;
             continue;
         }
+        if (c->o->flash && op->region && c->prod_op[t] >= 0 && c->S->ops[c->prod_op[t]].region &&
+            coll_for(have, want[i]) >= 0)
+            return etk_err(c->err, ETK_EFORMAT, "%s: op %s: --attention flash: tensor %s changes layout inside the "
+                           "attention region (it cannot be fused)", g->file, op->name, g->t[t].name);
         int32_t d = convert_fwd(c, pass, t, want[i], phase);
         if (d < 0 && d != NONE && d != DEP_IN && d != DEP_GRAD)
             return d;
@@ -568,6 +676,8 @@ static int lower_op_fwd(ctx *c, int pass, int j, int phase)
             int32_t first = DEP_GRAD;
             if (!(rblk = cp_ring(c, pass, t, d, want[i], phase, phase == P_RECOMP ? 1 : 0, phase == P_RECOMP, &first)))
                 return c->rc ? c->rc : ETK_ENOMEM;
+            if (c->o->flash && op->region && c->fz_nblk < (int)(sizeof c->fz_blk / sizeof c->fz_blk[0]))
+                c->fz_blk[c->fz_nblk++] = rblk;
         } else if (cpg && (d = cp_gather(c, pass, t, d, want[i], phase)) < 0) {
             return c->rc ? c->rc : ETK_ENOMEM;
         }
@@ -609,6 +719,20 @@ static int lower_op_fwd(ctx *c, int pass, int j, int phase)
         flops = op->flops * (double)elems_rank(c, op->in[act[0]], want[act[0]]);
     } else {
         flops = op->flops * (double)oel;
+    }
+    c->fflops[j] = flops;
+    if (c->o->flash && op->region) {
+        /* one fused kernel for the region: gather the dependencies of its ops, emit at the last;
+         * the tensors made inside it (scores, probabilities) are never materialized */
+        int lo, hi;
+        region_span(c, j, &lo, &hi);
+        for (int k = 0; k < nd && c->fz_nd < (int)(sizeof c->fz_deps / sizeof c->fz_deps[0]) - G_MAX_IN * 2 - 1; k++)
+            c->fz_deps[c->fz_nd++] = deps[k];
+        ts[op->out].inst = NONE;
+        ts[op->out].L = out;
+        ts[op->out].nconv = 0;
+        c->outL[j] = out;
+        return j == hi - 1 ? flash_fwd(c, pass, lo, hi, phase) : 0;
     }
     char name[96];
     /* with the CP ring, one partial product per K/V block as it arrives (blockwise attention:
@@ -662,6 +786,21 @@ static int lower_op_fwd(ctx *c, int pass, int j, int phase)
 }
 
 /* ---------- saved activations ---------- */
+/* Bytes of tensor t kept for op j's backward (once per tensor), in the layout op j consumed it
+ * (a tensor all-gathered for j is kept sharded). */
+static uint64_t save_one(ctx *c, bool *seen, int j, int t, int per)
+{
+    const gop *op = &c->S->ops[j];
+    if (seen[t])
+        return 0;
+    seen[t] = true;
+    lay L = c->ts[0][t].L;
+    for (int i = 0; i < op->nin; i++)
+        if (op->in[i] == t && !c->via_ag[j][i])
+            L = c->used[j][i];
+    return (uint64_t)elems_rank(c, t, L) * (uint64_t)(per ? per : c->o->act_bytes);
+}
+
 static uint64_t saved_bytes(ctx *c)
 {
     const etk_graph *g = c->g;
@@ -671,22 +810,31 @@ static uint64_t saved_bytes(ctx *c)
     uint64_t total = 0;
     for (int j = 0; j < c->S->nops; j++) {
         const gop *op = &c->S->ops[j];
+        if (c->o->flash && op->region) {
+            /* fused: the region's inputs (Q, K, V), its output O and the log-sum-exp; no
+             * probabilities, no dropout mask (regenerated from the RNG state) */
+            int lo, hi;
+            region_span(c, j, &lo, &hi);
+            for (int i = 0; i < op->nin; i++)
+                if (region_input(c, j, i, lo, hi))
+                    total += save_one(c, seen, j, op->in[i], 0);
+            if (j == hi - 1) {
+                total += region_lse_bytes(c, lo, hi);
+                if (!seen[op->out]) {
+                    seen[op->out] = true;
+                    total += region_out_bytes(c, hi);
+                }
+            }
+            continue;
+        }
         if (op->kind == G_DROPOUT && !(c->selective && op->region))
             total += (uint64_t)elems_rank(c, op->out, c->outL[j]); /* 1-byte mask */
         for (int k = 0; k < op->nsave; k++) {
             int t = op->save[k];
-            if (seen[t])
-                continue;
             int pj = c->prod_op[t];
             if (c->selective && op->region && pj >= 0 && c->S->ops[pj].region)
                 continue; /* made and used inside the recomputed region */
-            seen[t] = true;
-            lay L = c->ts[0][t].L;
-            for (int i = 0; i < op->nin; i++)
-                if (op->in[i] == t && !c->via_ag[j][i])
-                    L = c->used[j][i];
-            int per = op->save_bytes[k] ? op->save_bytes[k] : c->o->act_bytes;
-            total += (uint64_t)elems_rank(c, t, L) * (uint64_t)per;
+            total += save_one(c, seen, j, t, op->save_bytes[k]);
         }
     }
     free(seen);
@@ -827,10 +975,146 @@ static int ring_dgrad(ctx *c, int j, int i, const char *name, const int32_t *go,
     return 0;
 }
 
+/* CP all-gather backward: the gradient of the whole K (V), made by instruction k, summed back
+ * to its owners over CP; returns the reduce-scatter. */
+static int32_t cp_reduce_scatter(ctx *c, int t, int32_t k, lay gl)
+{
+    char name[96];
+    snprintf(name, sizeof name, "d%s.cp_reduce_scatter", shortname(c->g->t[t].name));
+    int r = emit(c, name, ETK_NODE_COLL, P_BWD, 1, &k);
+    if (r < 0)
+        return r;
+    c->p->v[r].coll = ETK_COLL_REDUCE_SCATTER;
+    c->p->v[r].grp = GRP_CP;
+    c->p->v[r].comm_bytes = elems_rank(c, t, gl) * c->o->act_bytes * c->o->cp;
+    return r;
+}
+
+/* The fused backward kernel of the attention region [lo, hi) (FlashAttention: recomputes the
+ * scores from Q, K and the log-sum-exp): the backward FLOPs of the region's ops plus the
+ * recomputed QK^T (hardware, not model, FLOPs: recomp_flops); reads Q, K, V, O, dO and the
+ * log-sum-exp, writes dQ, dK, dV. With the CP ring, one kernel per K/V block: the blocks go
+ * around the ring again, dQ accumulates in place from kernel to kernel, and the dK, dV of block r
+ * are partial sums over the CP ranks whose accumulators follow the block around the ring back to
+ * its owner (as ring_dgrad does for the unfused GEMMs). */
+static int flash_bwd(ctx *c, int lo, int hi)
+{
+    const etk_graph *g = c->g;
+    enum { NIN = G_MAX_IN * 2 };
+    int32_t go[MAX_CONTRIB * 2];
+    lay goL;
+    int ngo = get_grad(c, c->S->ops[hi - 1].out, go, &goL);
+    if (ngo < 0)
+        return c->err->code;
+    if (ngo == 0)
+        return 0;
+    int nin = 0, ink[NIN], ini[NIN];
+    int32_t av[NIN], *blk[NIN], own[NIN], accr[NIN];
+    bool ring = false;
+    double flops = 0, recomp = 0;
+    for (int k = lo; k < hi; k++) {
+        const gop *op = &c->S->ops[k];
+        for (int i = 0; i < op->nin && nin < NIN; i++)
+            if (region_input(c, k, i, lo, hi)) {
+                int32_t a = avail(c, k, i);
+                if (a < 0 && a != NONE && a != DEP_IN && a != DEP_GRAD)
+                    return a;
+                ink[nin] = k;
+                ini[nin] = i;
+                av[nin] = a;
+                own[nin] = accr[nin] = NONE;
+                blk[nin] = NULL;
+                if (c->o->cp_ring && c->cpmark[k][i]) {
+                    if (!(blk[nin] = cp_ring(c, 2, op->in[i], a, c->used[k][i], P_BWD, 2, ngo, go)))
+                        return c->rc ? c->rc : ETK_ENOMEM;
+                    ring = true;
+                }
+                nin++;
+            }
+        if (op->kind == G_MATMUL) {
+            double mm = matmul_flops(c, op, c->used[k][0], c->used[k][1]);
+            for (int i = 0; i < op->nin; i++)
+                flops += g->t[op->in[i]].weight ? 0 : mm; /* one gradient GEMM per operand */
+            if (k < hi - 1)
+                recomp += c->fflops[k]; /* the scores again */
+        } else {
+            flops += op->bwd * c->fflops[k];
+        }
+    }
+    int64_t C = ring ? c->o->cp : 1;
+    uint64_t bytes = 2 * region_in_bytes(c, lo, hi, !ring) + 2 * region_out_bytes(c, hi) + region_lse_bytes(c, lo, hi);
+    int32_t prev = NONE;
+    for (int64_t r = 0; r < C; r++) {
+        int32_t deps[MAX_CONTRIB * 2 + NIN * 3 + 1];
+        int nd = 0;
+        for (int k = 0; k < ngo; k++)
+            deps[nd++] = go[k];
+        for (int n = 0; n < nin; n++) {
+            deps[nd++] = av[n];
+            if (blk[n]) {
+                deps[nd++] = blk[n][r];
+                deps[nd++] = r >= 2 ? accr[n] : NONE;
+            }
+        }
+        deps[nd++] = prev;
+        char name[96];
+        snprintf(name, sizeof name, "flash_attn.bwd");
+        if (ring)
+            snprintf(name + strlen(name), sizeof name - strlen(name), ".cp%lld", (long long)r);
+        int32_t b = emit(c, name, ETK_NODE_COMP, P_BWD, nd, deps);
+        if (b < 0)
+            return c->rc ? c->rc : ETK_ENOMEM;
+        ginst *I = &c->p->v[b];
+        I->flops = (flops + recomp) / (double)C;
+        I->recomp_flops = recomp / (double)C;
+        I->bytes = bytes;
+        I->attn = 1;
+        prev = b;
+        for (int n = 0; n < nin; n++) {
+            if (!blk[n])
+                continue;
+            if (r == 0) {
+                own[n] = b;
+                continue;
+            }
+            /* the dK (dV) accumulator of block r to the next rank; the next block's (after the
+             * last step, this rank's own) from the previous rank */
+            int t = c->S->ops[ink[n]].in[ini[n]];
+            int64_t gbytes = elems_rank(c, t, c->used[ink[n]][ini[n]]) * c->o->act_bytes;
+            int32_t tag = ring_tag(c, t, r, 3);
+            snprintf(name, sizeof name, "d%s.cp_ring_send%lld", shortname(g->t[t].name), (long long)r);
+            if (ring_p2p(c, name, true, gbytes, tag, P_BWD, 1, &b) < 0)
+                return c->rc ? c->rc : ETK_ENOMEM;
+            snprintf(name, sizeof name, "d%s.cp_ring_recv%lld", shortname(g->t[t].name), (long long)r + 1);
+            if ((accr[n] = accr[n] == NONE ? ring_p2p(c, name, false, gbytes, tag, P_BWD, ngo, go)
+                                           : ring_p2p(c, name, false, gbytes, tag, P_BWD, 1, &accr[n])) < 0)
+                return c->rc ? c->rc : ETK_ENOMEM;
+        }
+    }
+    for (int n = 0; n < nin; n++) {
+        int k = ink[n], i = ini[n], t = c->S->ops[k].in[i];
+        if (blk[n]) {
+            add_contrib(c, t, own[n], c->used[k][i]);
+            add_contrib(c, t, accr[n], c->used[k][i]);
+            continue;
+        }
+        int32_t gi = prev;
+        if (c->cpmark[k][i] && (gi = cp_reduce_scatter(c, t, prev, c->used[k][i])) < 0)
+            return c->rc ? c->rc : ETK_ENOMEM;
+        add_contrib(c, t, gi, c->used[k][i]);
+    }
+    return 0;
+}
+
 static int lower_op_bwd(ctx *c, int j)
 {
     const gop *op = &c->S->ops[j];
     const etk_graph *g = c->g;
+    if (c->o->flash && op->region) {
+        int lo, hi;
+        region_span(c, j, &lo, &hi);
+        return j == hi - 1 ? flash_bwd(c, lo, hi) : 0;
+    }
     int32_t go[MAX_CONTRIB * 2];
     lay goL;
     int ngo = get_grad(c, op->out, go, &goL);
@@ -897,18 +1181,8 @@ static int lower_op_bwd(ctx *c, int j)
             c->p->v[k].bytes = fbytes;
             c->p->v[k].fp8 = F ? F->fp8 : 0;
             lay gl = einsum_lay(goL, c->used[j][other], &g->t[op->in[i]]);
-            if (c->cpmark[j][i]) {
-                /* the gradient of the whole K (V) is summed back to its owners over CP */
-                snprintf(name, sizeof name, "d%s.cp_reduce_scatter", shortname(g->t[op->in[i]].name));
-                int32_t dk = k;
-                int r = emit(c, name, ETK_NODE_COLL, P_BWD, 1, &dk);
-                if (r < 0)
-                    return r;
-                c->p->v[r].coll = ETK_COLL_REDUCE_SCATTER;
-                c->p->v[r].grp = GRP_CP;
-                c->p->v[r].comm_bytes = elems_rank(c, op->in[i], gl) * c->o->act_bytes * c->o->cp;
-                k = r;
-            }
+            if (c->cpmark[j][i] && (k = cp_reduce_scatter(c, op->in[i], k, gl)) < 0)
+                return k;
             add_contrib(c, op->in[i], k, gl);
         }
         if (wi >= 0) {
@@ -981,7 +1255,24 @@ int etk_lower_section(const etk_graph *g, int sec, const glower_opts *o, etk_are
     int nops = S->nops, nt = g->nt;
     ctx c = {.g = g, .S = S, .o = o, .a = a, .p = p, .err = err};
     c.full = o->recompute == ETK_RECOMPUTE_FULL && sec != G_SEC_EMBED && sec != G_SEC_HEAD;
-    c.selective = o->recompute == ETK_RECOMPUTE_SELECTIVE;
+    /* selective recompute recomputes the attention region: fused, it keeps nothing to recompute */
+    c.selective = o->recompute == ETK_RECOMPUTE_SELECTIVE && !o->flash;
+    for (int j = 0; o->flash && j < S->nops; j++) {
+        const gop *op = &S->ops[j];
+        for (int i = 0; i < op->nin; i++) {
+            int pj = -1;
+            for (int k = 0; k < j; k++)
+                if (S->ops[k].out == op->in[i])
+                    pj = k;
+            if (op->region && g->t[op->in[i]].weight)
+                return etk_err(err, ETK_EFORMAT, "%s: op %s: --attention flash: an attention-region op reads "
+                               "weight %s (cannot be fused)", g->file, op->name, g->t[op->in[i]].name);
+            if (!op->region && pj >= 0 && S->ops[pj].region && pj + 1 < S->nops && S->ops[pj + 1].region)
+                return etk_err(err, ETK_EFORMAT, "%s: op %s: --attention flash: reads %s from inside the attention "
+                               "region (only its last op's output leaves a fused kernel)", g->file, op->name,
+                               g->t[op->in[i]].name);
+        }
+    }
     c.stream = REP;
     if (o->sp && o->tp > 1)
         c.stream.split = (int8_t)g->stream_seq;
@@ -1001,7 +1292,8 @@ int etk_lower_section(const etk_graph *g, int sec, const glower_opts *o, etk_are
     for (int k = 0; k < 3; k++)
         c.ring[k] = etk_arena_alloc(a, sizeof(int32_t *) * (size_t)nt);
     c.ringk = etk_arena_alloc(a, (size_t)nt);
-    if (!c.ts[0] || !c.ts[1] || !c.prod_op || !c.used || !c.uinst[0] || !c.uinst[1] || !c.via_ag || !c.outL ||
+    c.fflops = etk_arena_alloc(a, sizeof(double) * (size_t)(nops ? nops : 1));
+    if (!c.fflops || !c.ts[0] || !c.ts[1] || !c.prod_op || !c.used || !c.uinst[0] || !c.uinst[1] || !c.via_ag || !c.outL ||
         !c.grad || !c.regather || !c.cpg[0] || !c.cpg[1] || !c.cpmark || !c.ring[0] || !c.ring[1] || !c.ring[2] ||
         !c.ringk)
         return etk_err(err, ETK_ENOMEM, "out of memory lowering %s", S->name);

@@ -22,10 +22,13 @@ typedef struct ginst {
     uint8_t phase;      /* P_* */
     uint8_t fp8;        /* a GEMM run in FP8 (--precision fp8): the roofline uses the fp8 peak */
     uint8_t scores;     /* COMP: memory-bound op over the attention scores (attn_scores) */
+    uint8_t attn;       /* COMP: a fused attention kernel (--attention flash): op_kind "attention" */
     uint8_t grp;        /* COLL: GRP_TP, GRP_CP or GRP_EP */
     uint8_t peer;       /* SEND/RECV: PEER_CP_NEXT or PEER_CP_PREV */
     int32_t tag;        /* SEND/RECV: comm_tag (ETK_GEN_CP_TAG_BASE + ..., gen.h) */
     double flops;       /* per rank */
+    double recomp_flops; /* the part of flops that recomputes forward work (hardware, not model
+                          * FLOPs: the fused attention backward's QK^T) */
     uint64_t bytes;     /* COMP: bytes read + written per rank (tensor_size) */
     int64_t comm_bytes; /* COLL: buffer (all-gather: the per-rank input shard); SEND/RECV: message */
     int ndeps;
@@ -51,6 +54,8 @@ typedef struct glower_opts {
     int64_t tp;
     int64_t cp;         /* context parallel degree: the graph's query dim s is already seq / cp */
     bool cp_ring;       /* CP by send/recv around the ring (blockwise attention) instead of all-gathers */
+    bool flash;         /* each attention region (ops with region: attn) as one fused kernel forward
+                         * and one backward (FlashAttention); not with cp_ring */
     int64_t ep;         /* expert parallel degree: weights with the expert dim 'e' hold 1/ep */
     bool sp;
     int recompute;      /* ETK_RECOMPUTE_* (full applies to transformer layers) */

@@ -36,7 +36,7 @@ static const struct {
     bool value;
 } options[] = {
     {"model", true}, {"model-file", true}, {"layers", true}, {"hidden", true}, {"heads", true},
-    {"kv-heads", true}, {"ffn", true}, {"vocab", true}, {"seq", true}, {"dp", true}, {"tp", true}, {"cp", true}, {"cp-comm", true}, {"ep", true},
+    {"kv-heads", true}, {"ffn", true}, {"vocab", true}, {"seq", true}, {"dp", true}, {"tp", true}, {"cp", true}, {"cp-comm", true}, {"ep", true}, {"attention", true},
     {"pp", true}, {"sp", false}, {"micro-batch", true}, {"global-batch", true}, {"schedule", true}, {"vpp", true}, {"first-stage-layers", true}, {"last-stage-layers", true},
     {"zero", true}, {"fsdp", false}, {"recompute", true}, {"precision", true}, {"grad-precision", true},
     {"dp-bucket-mb", true}, {"rank-order", true}, {"gpu", true},
@@ -76,6 +76,10 @@ const char *etk_gen_options_help(void)
            "  --ep N               expert parallel degree (MoE models): experts split over N of the DP\n"
            "                       ranks, tokens exchanged by all-to-all (N divides --dp)\n"
            "  --sp                 Megatron sequence parallelism (with --tp > 1)\n"
+           "  --attention A        unfused (default: QK^T, softmax, dropout, AV as separate kernels, the\n"
+           "                       b heads s^2 probabilities saved, Megatron-LM 2022) | flash (one fused\n"
+           "                       FlashAttention kernel forward and one backward, op_kind attention;\n"
+           "                       Q, K, V, O and the log-sum-exp saved; selective recompute a no-op)\n"
            "  --micro-batch N      sequences per micro-batch per DP rank (default 1)\n"
            "  --global-batch N     sequences per step (default micro-batch x dp)\n"
            "  --schedule S         1f1b (default) | gpipe | zb-h1 (zero bubble: weight gradients deferred)\n"
@@ -133,6 +137,15 @@ static int parse_i64(const char *flag, const char *v, int64_t *out, etk_error *e
     if (!rc)
         *out = x;
     return rc;
+}
+
+/* A flag with two values: *out = 0 for `a`, 1 for `b`. */
+static int parse_pair(const char *flag, const char *v, const char *a, const char *b, int *out, etk_error *err)
+{
+    if (strcmp(v, a) && strcmp(v, b))
+        return etk_err(err, ETK_EINVAL, "--%s wants %s or %s, got '%s'", flag, a, b, v);
+    *out = strcmp(v, a) ? 1 : 0;
+    return 0;
 }
 
 int etk_gen_set(etk_gen_config *c, const char *name, const char *v, etk_error *err)
@@ -198,15 +211,10 @@ int etk_gen_set(etk_gen_config *c, const char *name, const char *v, etk_error *e
         return parse_u32(name, v, &c->cp, err);
     if (!strcmp(name, "ep"))
         return parse_u32(name, v, &c->ep, err);
-    if (!strcmp(name, "cp-comm")) {
-        if (!strcmp(v, "allgather"))
-            c->cp_comm = ETK_CP_ALLGATHER;
-        else if (!strcmp(v, "ring"))
-            c->cp_comm = ETK_CP_RING;
-        else
-            return etk_err(err, ETK_EINVAL, "--cp-comm wants allgather or ring, got '%s'", v);
-        return 0;
-    }
+    if (!strcmp(name, "attention"))
+        return parse_pair(name, v, "unfused", "flash", &c->attention, err); /* ETK_ATTN_* */
+    if (!strcmp(name, "cp-comm"))
+        return parse_pair(name, v, "allgather", "ring", &c->cp_comm, err); /* ETK_CP_* */
     if (!strcmp(name, "first-stage-layers"))
         return parse_u32(name, v, &c->first_stage_layers, err);
     if (!strcmp(name, "last-stage-layers"))
