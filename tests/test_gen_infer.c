@@ -635,6 +635,47 @@ static void test_deepseek_ep(void **state)
     etk_workload_free(w);
 }
 
+/* --attention flash in inference: the prefill's attention region (scores, softmax, av) is one
+ * fused node per layer with op_kind "attention" and the region's FLOPs (llama3-8b, 2 layers,
+ * B 1, P 1024, TP 1: 4 H d P^2 for the two GEMMs + 5 per score H P^2 = 32 * 1024^2 * (4*128 + 5)),
+ * bytes Q + K + V + O + fp32 log-sum-exp = (P h + 2 P kv d + P h) 2 + H P 4; the decode steps keep
+ * the unfused ops (bound by the KV-cache read); the request's FLOPs are those of unfused. */
+static void test_flash_prefill(void **state)
+{
+    (void)state;
+    const char *base = "--mode inference --model llama3-8b --layers 2 --prompt-len 1024 --decode-steps 1";
+    char line[256];
+    snprintf(line, sizeof line, "%s --attention flash", base);
+    etk_gen_config cf, cu;
+    etk_workload *wf = workload(line, &cf), *wu = workload(base, &cu);
+    const etk_trace *t = wf->ranks[0];
+    const double H = 32, d = 128, P = 1024, h = 4096, kv = 8;
+    int fused = 0, dec_scores = 0;
+    for (size_t i = 0; i < t->n_nodes; i++) {
+        const etk_node *x = &t->nodes[i];
+        if (!strncmp(x->name, "prefill/", 8) && ends_with_op(x->name, "flash_attn")) {
+            int64_t f = 0;
+            uint64_t b = 0;
+            const char *k = etk_node_str(x, "op_kind");
+            assert_true(etk_node_i64(x, "num_ops", &f) && etk_node_u64(x, "tensor_size", &b));
+            assert_true((double)f == H * P * P * (4 * d + 5));
+            assert_true((double)b == (P * h + 2 * P * kv * d + P * h) * 2 + H * P * 4);
+            assert_non_null(k);
+            assert_string_equal(k, "attention");
+            fused++;
+        }
+        assert_false(!strncmp(x->name, "prefill/", 8) && ends_with_op(x->name, "softmax"));
+        if (!strncmp(x->name, "decode1/", 8) && ends_with_op(x->name, "scores"))
+            dec_scores++;
+    }
+    assert_int_equal(fused, 2);
+    assert_int_equal(dec_scores, 2);
+    sums f = phase_sums(t, "prefill/"), u = phase_sums(wu->ranks[0], "prefill/");
+    assert_true(f.all == u.all);
+    etk_workload_free(wf);
+    etk_workload_free(wu);
+}
+
 static void test_errors(void **state)
 {
     (void)state;
@@ -668,6 +709,7 @@ int main(void)
         cmocka_unit_test(test_kv_cache),        cmocka_unit_test(test_collectives),
         cmocka_unit_test(test_validate_and_deterministic), cmocka_unit_test(test_ttft_tpot),
         cmocka_unit_test(test_errors),          cmocka_unit_test(test_deepseek_dense_layers),
+        cmocka_unit_test(test_flash_prefill),
         cmocka_unit_test(test_deepseek_decode), cmocka_unit_test(test_deepseek_experts_read),
         cmocka_unit_test(test_deepseek_ep),
     };

@@ -177,8 +177,12 @@ static int infer_init(infer *I, const etk_gen_config *cfg, etk_error *err)
         (rc = etk_lower_section(I->gd, G_SEC_EMBED, &I->o, I->a, &I->dec_embed, err)) ||
         (rc = etk_lower_section(I->gd, G_SEC_HEAD, &I->o, I->a, &I->head, err)))
         return rc;
+    /* --attention flash: the prefill's attention is one fused kernel; decode attention stays the
+     * unfused ops, which are bound by reading the KV cache as a flash-decoding kernel is */
+    glower_opts po = I->o;
+    po.flash = cfg->attention == ETK_ATTN_FLASH;
     for (int k = 0; k < I->nkinds; k++)
-        if ((rc = etk_lower_section(I->gp, kind_sec[k], &I->o, I->a, &I->pre_layer[k], err)) ||
+        if ((rc = etk_lower_section(I->gp, kind_sec[k], &po, I->a, &I->pre_layer[k], err)) ||
             (rc = lower_at(I, k, I->a, (int64_t)I->P + 1, &I->dec1[k], err)) ||
             (rc = lower_at(I, k, I->a, (int64_t)I->P + 2, &I->dec2[k], err)))
             return rc;
@@ -314,12 +318,18 @@ static uint64_t put(iemit *E, const char *name, int type, const uint64_t *deps, 
     return n.id;
 }
 
-static uint64_t put_comp(iemit *E, const char *name, double flops, uint64_t bytes, bool fp8, const uint64_t *deps,
-                         uint32_t nd)
+static uint64_t put_comp(iemit *E, const char *name, double flops, uint64_t bytes, bool fp8, bool attn,
+                         const uint64_t *deps, uint32_t nd)
 {
-    etk_attr a[5] = {etk_attr_bool("is_cpu_op", false), etk_attr_i64("num_ops", (int64_t)(flops + 0.5)),
-                     etk_attr_u64("tensor_size", bytes), etk_attr_str("precision", "fp8")};
-    return put(E, name, ETK_NODE_COMP, deps, nd, a, fp8 ? 4 : 3);
+    /* "precision": "fp8" an FP8 GEMM; "op_kind": "attention" a fused FlashAttention kernel */
+    etk_attr a[6] = {etk_attr_bool("is_cpu_op", false), etk_attr_i64("num_ops", (int64_t)(flops + 0.5)),
+                     etk_attr_u64("tensor_size", bytes)};
+    uint32_t n = 3;
+    if (fp8)
+        a[n++] = etk_attr_str("precision", "fp8");
+    if (attn)
+        a[n++] = etk_attr_str("op_kind", "attention");
+    return put(E, name, ETK_NODE_COMP, deps, nd, a, n);
 }
 
 static uint64_t put_coll(iemit *E, const char *name, int coll, int64_t bytes, int group, const uint64_t *deps,
@@ -373,7 +383,7 @@ static uint64_t emit_sec(iemit *E, const ginst *v, int n, int32_t out, const cha
         if (E->t) /* names only for traces that are kept */
             snprintf(name, sizeof name, "%s/mb%u.%s.%s", ph, j, lab, I->name);
         if (I->type == ETK_NODE_COMP)
-            put_comp(E, name, I->flops, I->bytes, I->fp8, deps, nd);
+            put_comp(E, name, I->flops, I->bytes, I->fp8, I->attn, deps, nd);
         else
             put_coll(E, name, I->coll, I->comm_bytes,
                      I->grp == GRP_EP ? ETK_GEN_GROUP_EP : ETK_GEN_GROUP_TP, deps, nd);
@@ -442,7 +452,7 @@ static void emit_unit(iemit *E, uint32_t j, const ginst *const layer[2])
     if (E->t)
         snprintf(name, sizeof name, "%s/mb%u.sample", ph, j);
     /* argmax / top-p over the vocabulary: one comparison per logit */
-    uint64_t smp = put_comp(E, name, (double)I->b * (double)V, (uint64_t)I->b * (uint64_t)V * 2, false, &in, 1);
+    uint64_t smp = put_comp(E, name, (double)I->b * (double)V, (uint64_t)I->b * (uint64_t)V * 2, false, false, &in, 1);
     E->sample[j] = smp;
     E->ctrl = smp;
     if (E->phase < I->N && I->p > 1) {
