@@ -180,7 +180,7 @@ static void print_text(const etk_gen_config *c, const etk_gen_summary *s)
            "micro-batches per DP rank, %s%s, zero %d, recompute %s%s, %s (gradients %s)\n",
            s->n_ranks, c->tp, c->cp, c->cp_comm == ETK_CP_RING ? " (ring)" : "", c->dp, c->pp, ord, c->sp ? "on" : "off", c->micro_batch, c->global_batch,
            s->micro_batches, c->schedule == ETK_SCHED_GPIPE ? "gpipe" : c->schedule == ETK_SCHED_ZBH1 ? "zb-h1" : "1f1b", c->vpp > 1 ? " interleaved" : "", c->zero,
-           recompute_name(c->recompute), c->attention == ETK_ATTN_FLASH ? ", flash attention" : "",
+           recompute_name(c->recompute), c->attention == ETK_ATTN_FLASH ? ", flash attention" : ", unfused attention",
            c->precision, c->grad_bytes == 4 ? "fp32" : "16-bit");
     printf("layers: %s\n", s->layer_split);
     printf("step: %.6g FLOPs on all ranks incl. recompute and optimizer (%.6g model FLOPs: forward + backward), %" PRIu64 " tokens\n", s->step_flops,
