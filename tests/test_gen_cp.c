@@ -236,8 +236,7 @@ static void test_cp_ring_flops(void **state)
     const char *lines[] = {
         "--model llama3-8b --layers 4 --tp 2 --pp 2 --dp 2 --cp 4 --global-batch 8",
         "--model llama3-8b --layers 4 --tp 2 --cp 2 --global-batch 2 --recompute full",
-        "--model gpt3-175b --layers 2 --hidden 1024 --heads 16 --ffn 4096 --seq 2048 --cp 8 --recompute selective "
-        "--attention unfused",
+        "--model gpt3-175b --layers 2 --hidden 1024 --heads 16 --ffn 4096 --seq 2048 --cp 8 --recompute selective --attention unfused",
     };
     for (size_t i = 0; i < sizeof lines / sizeof lines[0]; i++) {
         etk_gen_config c1, c2;
