@@ -3,7 +3,9 @@
 # ../shared/spec/calibration.md (Korthikanti et al. 2022 on Selene, DGX A100: four GPT models,
 # full recompute and sequence parallelism + selective recompute) and the generator's memory
 # estimate, against the published measurements. Prints predicted vs measured iteration time,
-# MFU and memory per row with the errors, and the mean and maximum |error|.
+# MFU and memory per row with the errors, and the mean and maximum |error|. Every plan passes
+# --attention unfused to both `etkit run` and `etkit gen`: those runs executed Megatron-LM 2022's
+# unfused attention (the generator's default is flash).
 # usage: bash bench/fidelity.sh <build-dir> <shared-dir> [extra etkit run flags...]
 # Extra flags (e.g. --compute-param gemm_eff=0.8) are how the defaults were fitted (RESULTS.md).
 # Exit status 1 if a run fails, the iteration-time errors exceed the issue's goals
@@ -39,7 +41,7 @@ for (lab, model, pp, mb, gb, vpp, nodes, t_full, t_sel, mfu_sel, m_wo, m_act0, m
     for mode, mflags in modes:
         plan = ["--model", model, "--tp", "8", "--pp", str(pp), "--dp", "1", "--micro-batch",
                 str(mb), "--global-batch", str(gb), "--vpp", str(vpp), "--seq", "2048",
-                "--precision", "fp16"] + mflags
+                "--precision", "fp16", "--attention", "unfused"] + mflags
         t0 = time.time()
         # two communication streams: Megatron runs pipeline p2p and collectives on separate
         # NCCL streams (and the tied-embedding all-reduce must not block the last send)

@@ -92,9 +92,11 @@ static void print_infer_text(const etk_gen_config *c, const etk_gen_summary *s)
            " KV), vocab %" PRId64 "; %" PRIu64 " parameters\n",
            m->name, m->arch, m->layers, m->hidden, m->heads, m->kv_heads, m->vocab, s->params_total);
     printf("inference: %u ranks = tp %u x ep %u of dp %u (independent replicas) x pp %u; batch %u sequences per "
-           "replica in %u micro-batch(es), prompt %u tokens, %u decode steps, weights %s, KV cache %s\n",
+           "replica in %u micro-batch(es), prompt %u tokens, %u decode steps, weights %s, KV cache %s, prefill "
+           "attention %s\n",
            s->n_ranks, c->tp, c->ep, c->dp, c->pp, c->batch, s->micro_batches, c->prompt_len, c->decode_steps,
-           strcmp(c->precision, "fp8") ? "16-bit" : "fp8", c->kv_bytes == 1 ? "fp8" : "16-bit");
+           strcmp(c->precision, "fp8") ? "16-bit" : "fp8", c->kv_bytes == 1 ? "fp8" : "16-bit",
+           c->attention == ETK_ATTN_FLASH ? "flash" : "unfused");
     printf("layers: %s\n", s->layer_split);
     printf("tokens: %" PRIu64 " prompt, %" PRIu64 " generated (batch x (decode steps + 1) x dp)\n", s->prompt_tokens,
            s->tokens_per_step);
@@ -150,7 +152,7 @@ static json_t *infer_json(const etk_gen_config *c, const etk_gen_summary *s)
                       (json_int_t)st->total_bytes));
     }
     return json_pack("{s:s,s:{s:s,s:s,s:I,s:I,s:I,s:I,s:I,s:I},"
-                     "s:{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:s,s:I},"
+                     "s:{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:s,s:I,s:s},"
                      "s:s,s:I,s:I,s:f,s:f,s:f,s:f,s:I,s:I,s:o,s:{s:I,s:I,s:s,s:I,s:b}}",
                      "mode", "inference", "model", "name", m->name, "arch", m->arch, "layers", (json_int_t)m->layers,
                      "hidden", (json_int_t)m->hidden, "heads", (json_int_t)m->heads, "kv_heads",
@@ -159,6 +161,7 @@ static json_t *infer_json(const etk_gen_config *c, const etk_gen_summary *s)
                      (json_int_t)c->dp, "pp", (json_int_t)c->pp, "batch", (json_int_t)c->batch, "micro_batches",
                      (json_int_t)s->micro_batches, "prompt_len", (json_int_t)c->prompt_len, "decode_steps",
                      (json_int_t)c->decode_steps, "precision", c->precision, "kv_bytes", (json_int_t)c->kv_bytes,
+                     "attention", c->attention == ETK_ATTN_FLASH ? "flash" : "unfused", /* the prefill's */
                      "layer_split", s->layer_split, "prompt_tokens", (json_int_t)s->prompt_tokens,
                      "generated_tokens", (json_int_t)s->tokens_per_step, "prefill_flops", s->prefill_flops,
                      "decode_first_flops", s->decode_first_flops, "decode_last_flops", s->decode_last_flops,
@@ -180,7 +183,7 @@ static void print_text(const etk_gen_config *c, const etk_gen_summary *s)
            "micro-batches per DP rank, %s%s, zero %d, recompute %s%s, %s (gradients %s)\n",
            s->n_ranks, c->tp, c->cp, c->cp_comm == ETK_CP_RING ? " (ring)" : "", c->dp, c->pp, ord, c->sp ? "on" : "off", c->micro_batch, c->global_batch,
            s->micro_batches, c->schedule == ETK_SCHED_GPIPE ? "gpipe" : c->schedule == ETK_SCHED_ZBH1 ? "zb-h1" : "1f1b", c->vpp > 1 ? " interleaved" : "", c->zero,
-           recompute_name(c->recompute), c->attention == ETK_ATTN_FLASH ? ", flash attention" : "",
+           recompute_name(c->recompute), c->attention == ETK_ATTN_FLASH ? ", flash attention" : ", unfused attention",
            c->precision, c->grad_bytes == 4 ? "fp32" : "16-bit");
     printf("layers: %s\n", s->layer_split);
     printf("step: %.6g FLOPs on all ranks incl. recompute and optimizer (%.6g model FLOPs: forward + backward), %" PRIu64 " tokens\n", s->step_flops,

@@ -29,8 +29,7 @@ static void help(void)
            "Without model/plan flags: --model llama3-8b --tp 4 --pp 2 --dp 8 --sp --micro-batch 1\n"
            "--global-batch 256 --attention flash (fused FlashAttention kernels, as Llama 3 trains) on\n"
            "--cluster dgx-h100 --nodes 8 ('etkit run --attention unfused': the same job unfused). Any\n"
-           "other model/plan flag replaces the whole default plan (whose --attention is then unfused\n"
-           "unless given).\n\n"
+           "other model/plan flag replaces the whole default plan.\n\n"
            "%s"
            "%s"
            "  --write-traces PREFIX    also write the per-rank traces and comm groups\n"
@@ -181,7 +180,7 @@ int cmd_run(int argc, char **argv)
         snprintf(label, sizeof label, "%s: tp %u x pp %u x dp %u%s, global batch %u, micro-batch %u, %s%s",
              cfg.model.name, cfg.tp, cfg.pp, cfg.dp, cfg.sp ? " (sp)" : "", cfg.global_batch,
              cfg.micro_batch, cfg.schedule == ETK_SCHED_GPIPE ? "gpipe" : cfg.schedule == ETK_SCHED_ZBH1 ? "zb-h1" : "1f1b",
-             cfg.attention == ETK_ATTN_FLASH ? ", flash attention" : "");
+             cfg.attention == ETK_ATTN_FLASH ? ", flash attention" : ", unfused attention");
     ((etk_sim_result *)etk_sim_result_get(s))->workload = label;
     rc = sim_cli_report(cmd, &c, s);
     etk_sim_free(s);

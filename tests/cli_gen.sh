@@ -41,8 +41,10 @@ expect 0 "llama2-7b .* 6738415616" models
 expect 0 '"params": 405853388800' models --json
 
 # summary: text and JSON
-expect 0 "DOES NOT FIT" gen --model megatron-22b --tp 8 --micro-batch 4 --global-batch 4 --gpu a100 --summary
-expect 0 ": fits" gen --model megatron-22b --tp 8 --micro-batch 4 --global-batch 4 --gpu a100 --sp --recompute selective --summary
+# (the measured 22B rows of spec/calibration.md: Megatron-LM 2022, unfused attention)
+expect 0 "DOES NOT FIT" gen --model megatron-22b --tp 8 --micro-batch 4 --global-batch 4 --gpu a100 --attention unfused --summary
+expect 0 ": fits" gen --model megatron-22b --tp 8 --micro-batch 4 --global-batch 4 --gpu a100 --sp --recompute selective \
+  --attention unfused --summary
 expect 0 '"tokens_per_step": 16777216' gen --model llama3-405b --tp 8 --pp 16 --dp 128 --global-batch 2048 --sp --summary --json
 expect 0 '"ranks": 16384' gen --model llama3-405b --tp 8 --pp 16 --dp 128 --global-batch 2048 --sp --summary --json
 
@@ -82,17 +84,27 @@ expect 2 "--cp 3 does not divide --seq" gen --model llama2-7b --cp 3 --summary
 expect 0 "CP ring send 72 x, 150994944 bytes; recv 72 x, 150994944 bytes" \
   gen --model llama3-8b --layers 4 --tp 2 --cp 4 --cp-comm ring --summary
 expect 0 '"cp_comm": "ring"' gen --model llama3-8b --layers 4 --tp 2 --cp 4 --cp-comm ring --summary --json
-# --attention: flash fuses the attention region (docs/gen.md "Attention: unfused vs flash")
+# --attention: flash (the default) fuses the attention region; unfused on request (docs/gen.md
+# "Attention: unfused vs flash")
 expect 2 "--attention wants unfused or flash, got 'bogus'" gen --model llama3-8b --attention bogus --summary
 expect 0 "recompute none, flash attention" gen --model llama3-8b --layers 2 --tp 2 --attention flash --summary
-expect 0 '"attention": "unfused"' gen --model llama3-8b --layers 2 --summary --json
+expect 0 "recompute none, flash attention" gen --model llama3-8b --layers 2 --tp 2 --summary
+expect 0 "recompute none, unfused attention" gen --model llama3-8b --layers 2 --tp 2 --attention unfused --summary
+expect 0 '"attention": "flash"' gen --model llama3-8b --layers 2 --summary --json
 expect 0 '"attention": "flash"' gen --model llama3-8b --layers 2 --attention=flash --summary --json
-expect 0 "--attention A" gen --help
-"$ETKIT" gen --model llama3-8b --layers 1 --tp 2 --attention flash -o "$T/fa" >/dev/null || fail "gen --attention flash failed"
+expect 0 '"attention": "unfused"' gen --model llama3-8b --layers 2 --attention unfused --summary --json
+expect 0 "--attention A        flash (default" gen --help
+expect 0 "--attention A        flash (default" run --help
+# the default trace: one fused node forward and one backward per layer, no unfused softmax
+"$ETKIT" gen --model llama3-8b --layers 1 --tp 2 -o "$T/fa" >/dev/null || fail "gen with the default attention failed"
 "$ETKIT" json "$T/fa.0.et" >"$T/fa.json0" 2>&1 || fail "json of the flash trace failed"
 [ "$(grep -c '"op_kind", "kind": "string_val", "value": "attention"' "$T/fa.json0")" = 2 ] ||
-  fail "the flash trace has not one fused attention node forward and one backward"
-grep -q '"mb0.L0.softmax"' "$T/fa.json0" && fail "the flash trace still has the unfused softmax"
+  fail "the default (flash) trace has not one fused attention node forward and one backward"
+grep -q '"mb0.L0.softmax"' "$T/fa.json0" && fail "the default (flash) trace still has the unfused softmax"
+"$ETKIT" gen --model llama3-8b --layers 1 --tp 2 --attention unfused -o "$T/ua" >/dev/null || fail "gen --attention unfused failed"
+"$ETKIT" json "$T/ua.0.et" >"$T/ua.json0" 2>&1 || fail "json of the unfused trace failed"
+grep -q '"mb0.L0.softmax"' "$T/ua.json0" || fail "the unfused trace has no softmax node"
+grep -q '"op_kind"' "$T/ua.json0" && fail "the unfused trace has a fused attention node"
 expect 0 "wrote 16 rank files" gen --model llama2-7b --layers 4 --hidden 256 --heads 4 --kv-heads 2 --ffn 512 \
   --vocab 1000 --seq 64 --tp 2 --cp 2 --pp 2 --dp 2 --global-batch 8 --cp-comm ring -o "$T/ring"
 expect 0 "0 errors, 0 warnings" validate "$T/ring"

@@ -37,6 +37,11 @@ expect 0 "tokens: 4000 prompt, 100 generated" gen $A --summary
 grep -q '"kv_cache": 268435456' "$T/s.json" || fail "summary JSON lacks the KV cache bytes"
 grep -q '"kv_bytes_per_token": 131072' "$T/s.json" || fail "summary JSON lacks kv_bytes_per_token"
 grep -q '"mode": "inference"' "$T/s.json" || fail "summary JSON lacks the mode"
+# the prefill's attention: flash by default (as in training), unfused on request
+grep -q '"attention": "flash"' "$T/s.json" || fail "summary JSON: the default prefill attention is not flash"
+expect 0 "KV cache 16-bit, prefill attention flash" gen $A --summary
+expect 0 "prefill attention unfused" gen $A --attention unfused --summary
+expect 0 '"attention": "unfused"' gen $A --attention unfused --summary --json
 expect 0 "each head replicated on 2 ranks" gen --mode inference --model llama3-8b --tp 16 --prompt-len 64 --summary
 expect 2 "inference replicates KV heads only when the KV heads divide --tp" gen --mode inference --model llama3-8b \
   --hidden 6144 --heads 48 --tp 12 --summary

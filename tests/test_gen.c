@@ -138,7 +138,7 @@ static void test_flops_gpt(void **state)
     const char *plans[] = {
         "--model gpt3-175b --tp 8 --pp 8 --dp 2 --global-batch 32",
         "--model megatron-22b --tp 8 --global-batch 4 --micro-batch 4",
-        "--model megatron-22b --tp 4 --dp 2 --pp 2 --sp --global-batch 8 --recompute selective",
+        "--model megatron-22b --tp 4 --dp 2 --pp 2 --sp --global-batch 8 --recompute selective --attention unfused",
     };
     for (size_t i = 0; i < sizeof plans / sizeof plans[0]; i++) {
         etk_gen_config c;
@@ -157,7 +157,8 @@ static void test_flops_gpt(void **state)
         assert_near(s.model_flops, closed + B * sq * gpt_elementwise_per_token(&c.model, c.tp, c.sp), 1e-9, plans[i]);
         assert_true(s.model_flops > closed);
         /* selective recompute adds the attention core forward: 4 s^2 h per sequence per layer
-         * (plus its softmax 5as and dropout as per token) */
+         * (plus its softmax 5as and dropout as per token); unfused attention only (with flash
+         * it is a no-op: test_gen_flash.c) */
         if (c.recompute == ETK_RECOMPUTE_SELECTIVE) {
             double a = (double)c.model.heads;
             double extra = B * l * (4 * sq * sq * h + sq * 6 * a * sq);
@@ -172,10 +173,11 @@ static void test_flops_gpt(void **state)
         }
         etk_gen_summary_free(&s);
     }
-    /* full recompute: 96 B s l h^2 (1 + s/(6h) + V/(16 l h)) hardware FLOPs */
+    /* full recompute: 96 B s l h^2 (1 + s/(6h) + V/(16 l h)) hardware FLOPs (Narayanan et al.:
+     * unfused attention; flash adds the backward's recomputed QK^T, test_gen_flash.c) */
     etk_gen_config c;
     etk_gen_summary s;
-    summarize("--model gpt3-175b --tp 8 --pp 8 --global-batch 16 --recompute full", &c, &s);
+    summarize("--model gpt3-175b --tp 8 --pp 8 --global-batch 16 --recompute full --attention unfused", &c, &s);
     double B = c.global_batch, sq = (double)c.model.seq, l = (double)c.model.layers, h = (double)c.model.hidden,
            V = (double)c.model.vocab;
     double closed = 96 * B * sq * l * h * h * (1 + sq / (6 * h) + V / (16 * l * h));
@@ -319,7 +321,9 @@ static void test_activation_memory(void **state)
 {
     (void)state;
     /* GPT 22B dims (a = 64, h = 6144, s = 2048), b = 2; a middle pipeline stage (pp 4, stage 1)
-     * holds only transformer layers, so per-micro-batch activations / layers = bytes per layer */
+     * holds only transformer layers, so per-micro-batch activations / layers = bytes per layer.
+     * Korthikanti's table is for unfused attention (the 5as/h probabilities and mask term);
+     * the flash form is checked in test_gen_flash.c. */
     struct {
         const char *flags;
         int t;
@@ -335,7 +339,7 @@ static void test_activation_memory(void **state)
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char line[256];
-        snprintf(line, sizeof line, "--model megatron-22b --pp 4 --micro-batch 2 --global-batch 8 %s", cases[i].flags);
+        snprintf(line, sizeof line, "--model megatron-22b --pp 4 --micro-batch 2 --global-batch 8 --attention unfused %s", cases[i].flags);
         etk_gen_config c;
         etk_gen_summary s;
         summarize(line, &c, &s);
@@ -360,7 +364,8 @@ static void test_calibration_memory(void **state)
 {
     (void)state;
     /* calibration.md: the 175B and 530B runs used interleaved 1F1B with 3 model chunks per
-     * pipeline rank (the first stage then holds l (1 + (p-1)/(p v)) layers' activations) */
+     * pipeline rank (the first stage then holds l (1 + (p-1)/(p v)) layers' activations); all of
+     * them ran Megatron-LM 2022's unfused attention, so every plan here asks for it */
     struct {
         const char *model;
         int pp, gb, mb, vpp;
@@ -377,7 +382,8 @@ static void test_calibration_memory(void **state)
         etk_gen_summary s;
         /* fp16 with fp32 gradient accumulation (Megatron's default for these runs): 18 bytes/param */
         snprintf(line, sizeof line,
-                 "--model %s --tp 8 --pp %d --vpp %d --global-batch %d --micro-batch %d --precision fp16 --gpu a100",
+                 "--model %s --tp 8 --pp %d --vpp %d --global-batch %d --micro-batch %d --precision fp16 --gpu a100 "
+                 "--attention unfused",
                  rows[i].model, rows[i].pp, rows[i].vpp, rows[i].gb, rows[i].mb);
         summarize(line, &c, &s);
         const etk_gen_stage *st = &s.stages[0]; /* the first stage holds the most activations */
@@ -413,7 +419,8 @@ static void test_calibration_memory(void **state)
                 etk_gen_config c1;
                 etk_gen_summary s1;
                 snprintf(line, sizeof line,
-                         "--model %s --tp 8 --pp %d --vpp %d --global-batch %d --micro-batch %d --precision fp16%s",
+                         "--model %s --tp 8 --pp %d --vpp %d --global-batch %d --micro-batch %d --precision fp16 "
+                         "--attention unfused%s",
                          rows[i].model, rows[i].pp, rows[i].vpp, rows[i].gb, rows[i].mb, flags[f]);
                 summarize(line, &c1, &s1);
                 double a = (double)s1.stages[0].act_bytes;
@@ -453,7 +460,7 @@ static void test_calibration_memory(void **state)
             uint64_t b = fr[i].pp == 1 ? 4 : 1, sbh = 2048 * b * fr[i].h;
             snprintf(line, sizeof line,
                      "--model %s --tp 8 --pp %d --vpp %d --global-batch %d --micro-batch %d --precision fp16 "
-                     "--recompute full",
+                     "--recompute full --attention unfused",
                      fr[i].model, fr[i].pp, fr[i].vpp, fr[i].gb, (int)b);
             summarize(line, &c1, &s1);
             const etk_gen_stage *st = &s1.stages[0];
@@ -484,16 +491,18 @@ static void test_calibration_memory(void **state)
      * selective recompute it does */
     etk_gen_config c;
     etk_gen_summary s;
-    summarize("--model megatron-22b --tp 8 --global-batch 4 --micro-batch 4 --gpu a100", &c, &s);
+    summarize("--model megatron-22b --tp 8 --global-batch 4 --micro-batch 4 --gpu a100 --attention unfused", &c, &s);
     assert_false(s.fits);
     assert_int_equal(s.gpu_bytes, 80000000000ull);
     etk_gen_summary_free(&s);
-    summarize("--model megatron-22b --tp 8 --global-batch 4 --micro-batch 4 --gpu a100 --sp --recompute selective", &c, &s);
+    summarize("--model megatron-22b --tp 8 --global-batch 4 --micro-batch 4 --gpu a100 --sp --recompute selective "
+              "--attention unfused",
+              &c, &s);
     assert_true(s.fits);
     etk_gen_summary_free(&s);
 }
 
-/* ---------- bytes of the memory-bound kernels (Megatron-LM 2022) ---------- */
+/* ---------- bytes of the memory-bound kernels (Megatron-LM 2022, unfused attention) ---------- */
 static uint64_t node_bytes(const etk_workload *w, const char *name, bool scores)
 {
     for (size_t i = 0; i < w->ranks[0]->n_nodes; i++) {
@@ -524,8 +533,10 @@ static void test_kernel_bytes(void **state)
      * With SP the fused kernel works on the sequence shard, s b h / t. */
     for (int sp = 0; sp < 2; sp++) {
         etk_gen_config c;
-        cfg_from(&c, sp ? "--model megatron-22b --layers 2 --tp 8 --sp --micro-batch 2 --global-batch 2 --precision fp16"
-                        : "--model megatron-22b --layers 2 --tp 8 --micro-batch 2 --global-batch 2 --precision fp16");
+        cfg_from(&c, sp ? "--model megatron-22b --layers 2 --tp 8 --sp --micro-batch 2 --global-batch 2 --precision fp16 "
+                          "--attention unfused"
+                        : "--model megatron-22b --layers 2 --tp 8 --micro-batch 2 --global-batch 2 --precision fp16 "
+                          "--attention unfused");
         etk_workload *w = NULL;
         etk_error err = {0};
         if (etk_gen_workload(&c, false, &w, &err))

@@ -151,7 +151,7 @@ static void test_cp_validate(void **state)
         "--model llama2-7b --layers 4 --hidden 256 --heads 4 --kv-heads 2 --ffn 512 --vocab 1000 --seq 64 --tp 2 --cp 2 "
         "--pp 2 --dp 2 --global-batch 8",
         "--model llama2-7b --layers 4 --hidden 256 --heads 4 --kv-heads 2 --ffn 512 --vocab 1000 --seq 64 --tp 2 --cp 4 "
-        "--global-batch 2 --sp --recompute selective --zero 3 --dp 2",
+        "--global-batch 2 --sp --recompute selective --attention unfused --zero 3 --dp 2",
         "--model gpt3-175b --layers 4 --hidden 256 --heads 4 --ffn 1024 --vocab 1000 --seq 64 --cp 2 --pp 2 --vpp 2 "
         "--global-batch 4 --recompute full --rank-order pp,cp,tp,dp",
     };
@@ -179,8 +179,10 @@ static void test_cp_errors(void **state)
  * V, block): forward, K and V each go c - 1 steps around the ring (a send and a receive of blk
  * per step): 2 (c - 1) sends; backward, the blocks go around again (2 (c - 1)) and the dK, dV
  * accumulators follow them back to their owners (2 (c - 1)); a recompute of the attention core
- * (selective or full) circulates the blocks once more (2 (c - 1)). Receives equal sends. No CP
- * collective is left; the pipeline messages are those of the all-gather form. */
+ * (selective with --attention unfused, or full) circulates the blocks once more (2 (c - 1)); with
+ * the default flash attention selective recompute is a no-op (docs/gen.md) and adds nothing.
+ * Receives equal sends. No CP collective is left; the pipeline messages are those of the
+ * all-gather form. */
 static void test_cp_ring_bytes(void **state)
 {
     (void)state;
@@ -190,7 +192,9 @@ static void test_cp_ring_bytes(void **state)
     } cases[] = {
         {"--model llama2-7b --layers 2 --tp 2 --cp 2 --dp 2 --global-batch 4", 2, 2, 32, 2, 2, 0},
         {"--model llama3-8b --layers 3 --tp 4 --cp 4 --global-batch 3", 4, 4, 8, 3, 3, 0},
-        {"--model llama3-8b --layers 2 --cp 8 --sp --tp 2 --global-batch 1 --recompute selective", 2, 8, 8, 1, 2, 1},
+        {"--model llama3-8b --layers 2 --cp 8 --sp --tp 2 --global-batch 1 --recompute selective --attention unfused", 2, 8,
+         8, 1, 2, 1},
+        {"--model llama3-8b --layers 2 --cp 8 --sp --tp 2 --global-batch 1 --recompute selective", 2, 8, 8, 1, 2, 0},
         {"--model llama3-8b --layers 4 --cp 4 --pp 2 --global-batch 4 --recompute full", 1, 4, 8, 4, 2, 1},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -232,7 +236,7 @@ static void test_cp_ring_flops(void **state)
     const char *lines[] = {
         "--model llama3-8b --layers 4 --tp 2 --pp 2 --dp 2 --cp 4 --global-batch 8",
         "--model llama3-8b --layers 4 --tp 2 --cp 2 --global-batch 2 --recompute full",
-        "--model gpt3-175b --layers 2 --hidden 1024 --heads 16 --ffn 4096 --seq 2048 --cp 8 --recompute selective",
+        "--model gpt3-175b --layers 2 --hidden 1024 --heads 16 --ffn 4096 --seq 2048 --cp 8 --recompute selective --attention unfused",
     };
     for (size_t i = 0; i < sizeof lines / sizeof lines[0]; i++) {
         etk_gen_config c1, c2;
@@ -288,7 +292,7 @@ static void test_cp_ring_structure(void **state)
                         "--cp-comm ring ";
     const char *plans[] = {
         "--tp 2 --cp 4 --pp 2 --dp 2 --global-batch 8",
-        "--tp 2 --cp 3 --seq 96 --global-batch 2 --sp --recompute selective --zero 3 --dp 2",
+        "--tp 2 --cp 3 --seq 96 --global-batch 2 --sp --recompute selective --attention unfused --zero 3 --dp 2",
         "--cp 2 --pp 2 --vpp 2 --global-batch 4 --recompute full --rank-order pp,cp,tp,dp",
         "--cp 4 --pp 2 --global-batch 4 --schedule zb-h1 --dp 2",
         "--cp 2 --pp 4 --global-batch 8 --schedule gpipe --rank-order cp,tp,dp,pp",

@@ -118,7 +118,7 @@ static void test_ep_validate(void **state)
         "--model mixtral-8x7b --layers 2 --hidden 256 --heads 4 --kv-heads 2 --ffn 512 --vocab 512 --seq 64 --dp 4 --ep 4 "
         "--cp 2 --global-batch 4 --zero 1 --recompute full",
         "--model mixtral-8x7b --layers 4 --hidden 256 --heads 4 --kv-heads 2 --ffn 512 --vocab 512 --seq 64 --tp 2 --sp "
-        "--pp 2 --vpp 2 --dp 2 --ep 2 --global-batch 4 --zero 2 --recompute selective",
+        "--pp 2 --vpp 2 --dp 2 --ep 2 --global-batch 4 --zero 2 --recompute selective --attention unfused",
     };
     gen_expect_valid(plans, sizeof plans / sizeof plans[0]);
 }

@@ -7,7 +7,8 @@
  * architecture and plan), the saved activations (Korthikanti's table without the 5 a s / h
  * probabilities/mask term, plus the log-sum-exp; llama's block tensor by tensor), the CP forms
  * (all-gather and ring), the compute model's time of the fused node (attn_eff, by hand), the
- * validator, and `etkit run`'s default job (MFU up from 29.0% to 50.0%). */
+ * validator, `etkit run`'s default job (MFU up from 29.0% to 50.0%) and the default itself (flash;
+ * unfused only on request, --attention unfused). */
 #include "testutil.h"
 
 #include <math.h>
@@ -105,7 +106,7 @@ static void test_fused_nodes(void **state)
 
     /* the fused forward is exactly the sum of the unfused region's nodes */
     etk_gen_config cu;
-    etk_workload *u = workload("--model llama3-8b --layers 2 --tp 4 --sp", &cu);
+    etk_workload *u = workload("--model llama3-8b --layers 2 --tp 4 --sp --attention unfused", &cu);
     int64_t sum = i64_attr(find(u, ".scores", NULL), "num_ops") + i64_attr(find(u, ".softmax", NULL), "num_ops") +
                   i64_attr(find(u, ".av", NULL), "num_ops");
     assert_int_equal(sum, i64_attr(f, "num_ops"));
@@ -134,7 +135,8 @@ static void test_flops(void **state)
         char line[256];
         etk_gen_config cu, cf;
         etk_gen_summary su, sf;
-        summarize(cases[i].line, &cu, &su);
+        snprintf(line, sizeof line, "%s --attention unfused", cases[i].line);
+        summarize(line, &cu, &su);
         snprintf(line, sizeof line, "%s --attention flash", cases[i].line);
         summarize(line, &cf, &sf);
         if (su.model_flops != sf.model_flops)
@@ -176,8 +178,10 @@ static void test_activations(void **state)
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char line[320], uline[256];
-        snprintf(uline, sizeof uline, "--model megatron-22b --pp 4 --micro-batch 2 --global-batch 8 %s", cases[i].flags);
-        snprintf(line, sizeof line, "%s --attention flash", uline);
+        snprintf(uline, sizeof uline, "--model megatron-22b --pp 4 --micro-batch 2 --global-batch 8 %s --attention unfused",
+                 cases[i].flags);
+        snprintf(line, sizeof line, "--model megatron-22b --pp 4 --micro-batch 2 --global-batch 8 %s --attention flash",
+                 cases[i].flags);
         etk_gen_config c, cu;
         etk_gen_summary s, su;
         summarize(line, &c, &s);
@@ -225,7 +229,7 @@ static void test_activations(void **state)
     assert_int_equal(s.stages[0].act_layers_bytes, 2 * per_layer);
     etk_gen_summary_free(&s);
     /* unfused keeps the b hq s^2 probabilities instead of the log-sum-exp */
-    summarize("--model llama3-8b --layers 2 --tp 4", &c, &s);
+    summarize("--model llama3-8b --layers 2 --tp 4 --attention unfused", &c, &s);
     assert_int_equal(s.stages[0].act_layers_bytes, 2 * (per_layer - 4 * b * hq * sq + 2 * b * hq * sq * sq));
     etk_gen_summary_free(&s);
 }
@@ -272,7 +276,7 @@ static void test_cp(void **state)
     /* the same ring traffic as the unfused ring: K, V blocks forward and backward, dK, dV back */
     etk_gen_summary sf, su;
     summarize("--model llama3-8b --layers 2 --tp 2 --cp 4 --cp-comm ring --attention flash", &c, &sf);
-    summarize("--model llama3-8b --layers 2 --tp 2 --cp 4 --cp-comm ring", &c, &su);
+    summarize("--model llama3-8b --layers 2 --tp 2 --cp 4 --cp-comm ring --attention unfused", &c, &su);
     assert_int_equal(sf.stages[0].cp_send_count, 2 * 3 * (2 + 2 + 2));
     assert_int_equal(sf.stages[0].cp_send_count, su.stages[0].cp_send_count);
     assert_int_equal(sf.stages[0].cp_send_bytes, su.stages[0].cp_send_bytes);
@@ -396,13 +400,16 @@ static double run_mfu(const char *extra, double *model_flops)
 static void test_run_default(void **state)
 {
     (void)state;
-    double mu, mf;
-    double u = run_mfu("", &mu), f = run_mfu(" --attention flash", &mf);
-    printf("llama3-8b on 8 x dgx-h100: MFU %.2f%% unfused, %.2f%% flash\n", 100 * u, 100 * f);
+    double mu, mf, md;
+    double u = run_mfu(" --attention unfused", &mu), f = run_mfu(" --attention flash", &mf), d = run_mfu("", &md);
+    printf("llama3-8b on 8 x dgx-h100: MFU %.2f%% unfused, %.2f%% flash, %.2f%% default\n", 100 * u, 100 * f, 100 * d);
     assert_true(mu == mf); /* the same model FLOPs: only the time changes */
     /* bench/RESULTS.md "## flash": 29.0% -> 50.0% */
     assert_true(fabs(u - 0.290) < 0.001);
     assert_true(fabs(f - 0.500) < 0.001);
+    /* without --attention the plan runs flash: the same MFU and model FLOPs */
+    assert_true(md == mf);
+    assert_true(fabs(d - 0.500) < 0.001);
 }
 
 /* ---------- bad input ---------- */
@@ -416,8 +423,12 @@ static void test_bad_input(void **state)
     memset(&err, 0, sizeof err);
     assert_int_not_equal(parse("--model llama3-8b --attention", &c, &err), 0);
     assert_non_null(strstr(err.msg, "--attention needs a value"));
-    /* the default stays unfused */
+    /* the default is flash (etk_gen_config_init); unfused on request */
+    etk_gen_config_init(&c);
+    assert_int_equal(c.attention, ETK_ATTN_FLASH);
     assert_int_equal(parse("--model llama3-8b", &c, &err), 0);
+    assert_int_equal(c.attention, ETK_ATTN_FLASH);
+    assert_int_equal(parse("--model llama3-8b --attention unfused", &c, &err), 0);
     assert_int_equal(c.attention, ETK_ATTN_UNFUSED);
     assert_int_equal(parse("--model llama3-8b --attention=flash", &c, &err), 0);
     assert_int_equal(c.attention, ETK_ATTN_FLASH);

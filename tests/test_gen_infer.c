@@ -5,7 +5,8 @@
  *     the layer's active GEMM weights per layer (MoE: router + top-k experts), plus the LM head
  *     2 B V h on the last position of each sequence only;
  *   attention FLOPs (scores and av): 4 L H d x ctx x new tokens (prefill: ctx = P, tokens B P,
- *     full square; decode step i: ctx = P + i, tokens B);
+ *     full square, with --attention unfused, whose prefill keeps those nodes; decode step i:
+ *     ctx = P + i, tokens B);
  *   KV cache bytes = 2 L kv_heads d (P + N) B bytes (MLA: L (kv_lora + qk_rope) per token);
  *   TP all-reduce 2 B T h bytes per layer and phase (T = P or 1), EP all-to-all B T topk h 2,
  *   pipeline messages b T h 2 and token ids b 4;
@@ -125,7 +126,8 @@ static void test_flops_llama3_8b(void **state)
     (void)state;
     const double h = 4096, H = 32, kv = 8, d = 128, f = 14336, V = 128256, L = 32, B = 2, P = 256, N = 4;
     etk_gen_config c;
-    etk_workload *w = workload("--mode inference --model llama3-8b --prompt-len 256 --decode-steps 4 --batch 2", &c);
+    etk_workload *w =
+        workload("--mode inference --model llama3-8b --prompt-len 256 --decode-steps 4 --batch 2 --attention unfused", &c);
     const double Wl = h * H * d + 2 * h * kv * d + H * d * h + 3 * h * f; /* q, k, v, o, gate/up/down */
     assert_true(c.model.vocab == V && c.model.layers == L && c.model.hidden / c.model.heads == d);
     const etk_trace *t = w->ranks[0];
@@ -152,7 +154,7 @@ static void test_flops_llama3_8b(void **state)
     assert_int_equal(sum.stages[0].total_bytes, sum.stages[0].weight_bytes + sum.stages[0].kv_cache_bytes +
                                                      sum.stages[0].act_bytes + sum.stages[0].comm_buffer_bytes);
     assert_true(sum.fits);
-    /* activations: at least the attention probabilities of a prefill layer, B H P P x 2 bytes */
+    /* activations: at least the (unfused) attention probabilities of a prefill layer, B H P P x 2 bytes */
     assert_true(sum.stages[0].act_bytes >= (uint64_t)(B * H * P * P * 2));
     /* an embedding lookup reads and writes the rows of its tokens, not the table */
     assert_int_equal(node_bytes(t, "prefill/mb0.embed.tok_embed"), (uint64_t)(2 * B * P * h * 2));
@@ -173,7 +175,9 @@ static void test_flops_mixtral(void **state)
     const double h = 4096, H = 32, kv = 8, d = 128, f = 14336, E = 8, K = 2, V = 32000, L = 2, B = 4, P = 64, N = 2;
     etk_gen_config c;
     etk_workload *w =
-        workload("--mode inference --model mixtral-8x7b --layers 2 --prompt-len 64 --decode-steps 2 --batch 4", &c);
+        workload("--mode inference --model mixtral-8x7b --layers 2 --prompt-len 64 --decode-steps 2 --batch 4 "
+                 "--attention unfused",
+                 &c);
     const double Wl = h * H * d + 2 * h * kv * d + H * d * h + h * E + K * 3 * h * f; /* + router + top-k experts */
     assert_true(c.model.vocab == V && c.model.layers == L && c.model.hidden / c.model.heads == d);
     check_flops(w->ranks[0], &c.model, Wl, B, P, (uint32_t)N);
@@ -639,15 +643,17 @@ static void test_deepseek_ep(void **state)
  * fused node per layer with op_kind "attention" and the region's FLOPs (llama3-8b, 2 layers,
  * B 1, P 1024, TP 1: 4 H d P^2 for the two GEMMs + 5 per score H P^2 = 32 * 1024^2 * (4*128 + 5)),
  * bytes Q + K + V + O + fp32 log-sum-exp = (P h + 2 P kv d + P h) 2 + H P 4; the decode steps keep
- * the unfused ops (bound by the KV-cache read); the request's FLOPs are those of unfused. */
+ * the unfused ops (bound by the KV-cache read); the request's FLOPs are those of unfused (whose
+ * prefill has the scores and av GEMMs, 4 L H d P^2). Flash is the default in inference too. */
 static void test_flash_prefill(void **state)
 {
     (void)state;
     const char *base = "--mode inference --model llama3-8b --layers 2 --prompt-len 1024 --decode-steps 1";
-    char line[256];
+    char line[256], uline[256];
     snprintf(line, sizeof line, "%s --attention flash", base);
-    etk_gen_config cf, cu;
-    etk_workload *wf = workload(line, &cf), *wu = workload(base, &cu);
+    snprintf(uline, sizeof uline, "%s --attention unfused", base);
+    etk_gen_config cf, cu, cd;
+    etk_workload *wf = workload(line, &cf), *wu = workload(uline, &cu), *wd = workload(base, &cd);
     const etk_trace *t = wf->ranks[0];
     const double H = 32, d = 128, P = 1024, h = 4096, kv = 8;
     int fused = 0, dec_scores = 0;
@@ -672,8 +678,15 @@ static void test_flash_prefill(void **state)
     assert_int_equal(dec_scores, 2);
     sums f = phase_sums(t, "prefill/"), u = phase_sums(wu->ranks[0], "prefill/");
     assert_true(f.all == u.all);
+    assert_true(f.attn == 0);                      /* no scores / av node left in the prefill */
+    assert_true(u.attn == 4 * 2 * H * d * P * P); /* unfused: 4 L H d P^2, B 1 */
+    /* without --attention: flash, the same prefill as the explicit flash plan */
+    assert_int_equal(cd.attention, ETK_ATTN_FLASH);
+    sums df = phase_sums(wd->ranks[0], "prefill/");
+    assert_true(df.all == f.all && df.bytes == f.bytes && df.nodes == f.nodes);
     etk_workload_free(wf);
     etk_workload_free(wu);
+    etk_workload_free(wd);
 }
 
 static void test_errors(void **state)

@@ -42,10 +42,12 @@ static etk_workload *workload(const char *line, bool fold, etk_gen_config *c)
 /* The STAGE case: GPT, 4 layers, hidden 1024, FFN 4096, 16 heads, seq 1024, vocab 32000, global
  * batch 8, micro-batch 1 per DP rank (4 micro-batches), dp = tp = pp = 2, fp16, sequence
  * parallel (STAGE shards the stream as Seq/(cp*tp)). STAGE puts DP fastest (rank 0's TP group
- * is "5" = [0, 2]); --rank-order dp,tp,pp gives etkit the same groups. */
+ * is "5" = [0, 2]); --rank-order dp,tp,pp gives etkit the same groups. STAGE lowers attention as
+ * separate kernels (Q K^T, softmax, dropout, AV), so etkit's plan asks for --attention unfused. */
 #define STAGE_PLAN                                                                                        \
     "--model gpt3-175b --layers 4 --hidden 1024 --ffn 4096 --heads 16 --seq 1024 --vocab 32000 "          \
-    "--global-batch 8 --micro-batch 1 --dp 2 --tp 2 --pp 2 --precision fp16 --sp --rank-order dp,tp,pp"
+    "--global-batch 8 --micro-batch 1 --dp 2 --tp 2 --pp 2 --precision fp16 --sp --rank-order dp,tp,pp "  \
+    "--attention unfused"
 
 static void test_stage_comparison(void **state)
 {
@@ -201,6 +203,13 @@ static void check_structure(etk_workload *w)
                     /* etkit's compute-model attribute: an op over the attention scores */
                     assert_int_equal(n->type, ETK_NODE_COMP);
                     want = ETK_ATTR_BOOL;
+                } else if (want == ETK_ATTR_NONE && !strcmp(n->attr[k].name, "op_kind")) {
+                    /* etkit's compute-model attribute: a fused FlashAttention kernel (the default
+                     * --attention flash) */
+                    assert_int_equal(n->type, ETK_NODE_COMP);
+                    assert_int_equal(n->attr[k].kind, ETK_ATTR_STRING);
+                    assert_string_equal(etk_node_str(n, "op_kind"), "attention");
+                    want = ETK_ATTR_STRING;
                 } else if (want == ETK_ATTR_NONE) { /* etkit's memory-over-time attributes */
                     assert_true(!strcmp(n->attr[k].name, "mem_alloc_bytes") ||
                                 !strcmp(n->attr[k].name, "mem_free_bytes"));
@@ -290,7 +299,7 @@ static void test_structure(void **state)
         "--model llama2-7b --layers 6 --hidden 512 --heads 8 --kv-heads 2 --ffn 1024 --vocab 1000 --seq 256 "
         "--tp 2 --pp 3 --dp 2 --global-batch 16 --zero 1 --recompute full --dp-bucket-mb 1",
         "--model gpt3-175b --layers 3 --hidden 256 --heads 4 --ffn 1024 --vocab 1000 --seq 128 --pp 2 --dp 3 "
-        "--global-batch 12 --schedule gpipe --recompute selective",
+        "--global-batch 12 --schedule gpipe --recompute selective --attention unfused",
         "--model llama2-7b --layers 2 --hidden 256 --heads 4 --ffn 512 --vocab 1000 --seq 64 --tp 4 --sp",
     };
     for (size_t i = 0; i < sizeof plans / sizeof plans[0]; i++) {

@@ -33,7 +33,7 @@ static void test_validate_generated(void **state)
     const char *plans[] = {
         "--tp 2 --pp 3 --dp 2 --global-batch 16",
         "--tp 2 --pp 3 --dp 2 --global-batch 16 --sp --zero 1 --recompute full --schedule gpipe",
-        "--tp 4 --pp 2 --dp 2 --global-batch 8 --sp --recompute selective --rank-order pp,dp,tp",
+        "--tp 4 --pp 2 --dp 2 --global-batch 8 --sp --recompute selective --attention unfused --rank-order pp,dp,tp",
         "--pp 4 --dp 3 --global-batch 24 --dp-bucket-mb 0.25",
         "--tp 2 --pp 6 --global-batch 4 --micro-batch 2",
         "--tp 2 --pp 2 --vpp 3 --dp 2 --global-batch 8 --sp",

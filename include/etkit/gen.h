@@ -96,7 +96,7 @@ typedef struct etk_gen_config {
     uint32_t dp, tp, pp;
     uint32_t cp;             /* context parallelism: sequence split over cp ranks */
     int cp_comm;             /* ETK_CP_ALLGATHER (default) | ETK_CP_RING */
-    int attention;           /* ETK_ATTN_UNFUSED (default) | ETK_ATTN_FLASH */
+    int attention;           /* ETK_ATTN_FLASH (default) | ETK_ATTN_UNFUSED (Megatron-LM 2022) */
     uint32_t ep;             /* expert parallelism: experts split over ep ranks carved from DP (ep | dp) */
     bool sp;                 /* Megatron sequence parallelism (needs tp > 1) */
     uint32_t micro_batch;    /* sequences per micro-batch per DP rank */

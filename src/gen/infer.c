@@ -528,8 +528,9 @@ static int emit_stage(infer *I, uint32_t s, uint32_t tp, uint32_t dp, etk_trace 
         st->has_embed = s == 0;
         st->has_head = s == I->p - 1;
         /* activations: what one layer's forward produces for one micro-batch (the prefill's, the
-         * larger: attention scores materialized, no fusion), an upper bound on the live working
-         * set as each layer's are dropped after it, plus the micro-batch's logits on the last stage */
+         * larger; with --attention unfused its attention scores are materialized), an upper bound
+         * on the live working set as each layer's are dropped after it, plus the micro-batch's
+         * logits on the last stage */
         uint64_t a = 0;
         for (int k = 0; k < I->nkinds; k++) {
             if (I->pre_layer[k].saved_bytes > a)

@@ -19,6 +19,7 @@ void etk_gen_config_init(etk_gen_config *c)
     c->micro_batch = 1;
     c->schedule = ETK_SCHED_1F1B;
     c->recompute = ETK_RECOMPUTE_NONE;
+    c->attention = ETK_ATTN_FLASH; /* fused FlashAttention, as current training stacks run */
     snprintf(c->precision, sizeof c->precision, "bf16");
     c->grad_bytes = 4;
     c->dp_bucket_mb = 25;
@@ -76,10 +77,11 @@ const char *etk_gen_options_help(void)
            "  --ep N               expert parallel degree (MoE models): experts split over N of the DP\n"
            "                       ranks, tokens exchanged by all-to-all (N divides --dp)\n"
            "  --sp                 Megatron sequence parallelism (with --tp > 1)\n"
-           "  --attention A        unfused (default: QK^T, softmax, dropout, AV as separate kernels, the\n"
-           "                       b heads s^2 probabilities saved, Megatron-LM 2022) | flash (one fused\n"
-           "                       FlashAttention kernel forward and one backward, op_kind attention;\n"
-           "                       Q, K, V, O and the log-sum-exp saved; selective recompute a no-op)\n"
+           "  --attention A        flash (default: one fused FlashAttention kernel forward and one\n"
+           "                       backward, op_kind attention; Q, K, V, O and the log-sum-exp saved;\n"
+           "                       selective recompute a no-op) | unfused (QK^T, softmax, dropout, AV as\n"
+           "                       separate kernels, the b heads s^2 probabilities saved: Megatron-LM\n"
+           "                       2022, what the calibration runs of spec/calibration.md executed)\n"
            "  --micro-batch N      sequences per micro-batch per DP rank (default 1)\n"
            "  --global-batch N     sequences per step (default micro-batch x dp)\n"
            "  --schedule S         1f1b (default) | gpipe | zb-h1 (zero bubble: weight gradients deferred)\n"
