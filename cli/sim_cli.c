@@ -229,6 +229,9 @@ int sim_cli_option(const char *cmd, sim_cli *c, int opt, const char *arg)
     }
 }
 
+/* above this many ranks a preset's default flow model gives way to the analytical one */
+#define SIM_FLOW_AUTO_MAX_RANKS 1024u
+
 static bool is_file(const char *p)
 {
     struct stat st;
@@ -309,6 +312,18 @@ int sim_cli_cluster(const char *cmd, sim_cli *c, uint32_t n_ranks, etk_cluster *
         out->precision = (etk_precision)etk_precision_parse(c->precision);
     if (c->net_model)
         out->net_model = strcmp(c->net_model, "flow") == 0 ? ETK_NET_FLOW : ETK_NET_ANALYTICAL;
+    /* a preset's flow model simulates every rank (no folding): above SIM_FLOW_AUTO_MAX_RANKS that
+     * costs minutes and tens of GB (llama3-405b on 16,384 GPUs: > 23 GB), so unless asked for it
+     * the analytical model (folded) is used, with a warning saying what is lost */
+    if (!c->net_model && !c->n_link_factor && out->net_model == ETK_NET_FLOW && n_ranks > SIM_FLOW_AUTO_MAX_RANKS) {
+        out->net_model = ETK_NET_ANALYTICAL;
+        if (!c->o.quiet)
+            fprintf(stderr, "etkit %s: warning: cluster %s: the flow network model simulates every rank "
+                            "(no folding); with %u ranks (more than %u) the analytical model is used instead, "
+                            "which does not model contention or the fabric's oversubscription "
+                            "(--net-model flow forces the flow model)\n",
+                    cmd, out->name, n_ranks, SIM_FLOW_AUTO_MAX_RANKS);
+    }
     rc = etk_cluster_check(out, n_ranks, &err);
     if (rc)
         return cli_fail(cmd, &err);

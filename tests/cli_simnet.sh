@@ -62,4 +62,11 @@ check "flow model: nic:8:0.5 slows the step ($f0 -> $fslow ns)" "$([ "$fslow" -g
 expect "superpod preset runs (flow model by default)" 0 "step time" \
   "$ETKIT" run $P --cluster dgx-h100-superpod --nodes 2
 expect "llama3 preset runs" 0 "step time" "$ETKIT" run $P --cluster llama3 --nodes 2
+# above 1,024 ranks a preset's flow model (unfolded) gives way to the folded analytical model,
+# with a warning; --net-model flow would force it
+BIG="--model llama3-8b --layers 2 --tp 8 --dp 256 --global-batch 256"
+expect "llama3 preset, 2048 ranks: analytical fallback warned" 0 \
+  "with 2048 ranks (more than 1024) the analytical model is used instead" "$ETKIT" run $BIG --cluster llama3
+expect "llama3 preset, 2048 ranks: folded" 0 "ranks          2048 (1 simulated, folded into classes)" \
+  "$ETKIT" run $BIG --cluster llama3
 exit $fail
