@@ -35,9 +35,10 @@ j() { python3 -c "import json,sys; d=json.load(sys.stdin); print($1)"; }
 # its peer on the other node (2-rank ring: 2α + S/B, B = 50 GB/s). The JSON says how many
 # bytes group {0, 8} all-reduces per step; halving GPU 8's NIC makes each of those all-reduces
 # take S/(25 GB/s) instead of S/(50 GB/s), and they are exposed at the end of the step, so the
-# step grows by bytes / 50 B/ns (to the ns per operation).
-base=$("$ETKIT" run $P --cluster dgx-h100 --nodes 2 --json 2>/dev/null)
-slow=$("$ETKIT" run $P --cluster dgx-h100 --nodes 2 --json --link-factor nic:8:0.5 2>/dev/null)
+# step grows by bytes / 50 B/ns (to the ns per operation). One comm stream: the buckets are
+# serialized, as this derivation assumes (the default of 2 would let two share the NIC).
+base=$("$ETKIT" run $P --cluster dgx-h100 --nodes 2 --comm-streams 1 --json 2>/dev/null)
+slow=$("$ETKIT" run $P --cluster dgx-h100 --nodes 2 --comm-streams 1 --json --link-factor nic:8:0.5 2>/dev/null)
 b0=$(echo "$base" | j "d['step_ns']")
 b1=$(echo "$slow" | j "d['step_ns']")
 bytes=$(echo "$base" | j "[c['bytes'] for c in d['communication'] if c['group_size']==2][0]")
@@ -48,11 +49,11 @@ check "link factor slows the step by bytes/50 B/ns" \
   "$(python3 -c "print(0 if abs(($b1-$b0)-$want) <= 8 else 1)")"
 check "link factor forces the unfolded simulation" "$([ "$folded" = False ]; echo $?)"
 # a whole-dimension factor on the NIC dimension slows every DP group the same way
-dim=$("$ETKIT" run $P --cluster dgx-h100 --nodes 2 --json --link-factor dim:1:0.5 2>/dev/null | j "d['step_ns']")
+dim=$("$ETKIT" run $P --cluster dgx-h100 --nodes 2 --comm-streams 1 --json --link-factor dim:1:0.5 2>/dev/null | j "d['step_ns']")
 check "dim:1:0.5 = the same slowdown (every group shares it)" "$([ "$dim" = "$b1" ]; echo $?)"
 
 # flow model: the DP all-reduce busbw per NIC is the calibrated 47 GB/s (NIC efficiency 47/50)
-fl=$("$ETKIT" run $P --cluster dgx-h100 --nodes 2 --json --net-model flow 2>/dev/null)
+fl=$("$ETKIT" run $P --cluster dgx-h100 --nodes 2 --comm-streams 1 --json --net-model flow 2>/dev/null)
 bw=$(echo "$fl" | j "[c['busbw_GBps'] for c in d['communication'] if c['group_size']==2][0]")
 check "flow model: 2-node DP all-reduce near 47 GB/s ($bw)" \
   "$(python3 -c "print(0 if 46 <= $bw <= 47.01 else 1)")"
