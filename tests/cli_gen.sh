@@ -3,19 +3,7 @@
 # messages naming the flag, written files, summary text and JSON.
 # usage: bash tests/cli_gen.sh <etkit> <shared-dir>
 set -u
-ETKIT=$1
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
-
-expect() { # expect <status> <grep pattern> <args...>
-  local want=$1 pat=$2; shift 2
-  "$ETKIT" "$@" >"$T/out" 2>&1
-  local rc=$?
-  [ "$rc" = "$want" ] || fail "etkit $* exited $rc, want $want: $(head -3 "$T/out")"
-  grep -q -- "$pat" "$T/out" || fail "etkit $*: output lacks '$pat': $(head -5 "$T/out")"
-}
+. "$(dirname "$0")/clilib.sh"   # ETKIT, T, fails, fail, expect
 
 expect 0 "example" gen --help
 expect 0 "example" models --help

@@ -5,19 +5,7 @@
 # naming the key and a non-zero exit.
 # usage: bash tests/cli_models.sh <etkit> <shared-dir>
 set -u
-ETKIT=$1
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
-
-expect() { # expect <status> <grep pattern> <args...>
-  local want=$1 pat=$2; shift 2
-  "$ETKIT" "$@" >"$T/out" 2>&1
-  local rc=$?
-  [ "$rc" = "$want" ] || fail "etkit $* exited $rc, want $want: $(head -3 "$T/out")"
-  grep -q -- "$pat" "$T/out" || fail "etkit $*: output lacks '$pat': $(head -5 "$T/out")"
-}
+. "$(dirname "$0")/clilib.sh"   # ETKIT, T, fails, fail, expect
 
 # presets: closed forms in tests/test_model_moe.c
 expect 0 "mixtral-8x7b .* 46702792704" models
