@@ -28,6 +28,14 @@ static inline int parse(const char *line, etk_gen_config *c, etk_error *err)
     return rc ? rc : etk_gen_check(c, err);
 }
 
+/* A plan that must be valid, parsed and checked into c (fails the test otherwise). */
+static inline void cfg_from(etk_gen_config *c, const char *line)
+{
+    etk_error err = {0};
+    if (parse(line, c, &err))
+        fail_msg("plan '%s': %s", line, err.msg);
+}
+
 /* Parse and summarize a plan that must be valid (fails the test otherwise). */
 static inline void summarize(const char *line, etk_gen_config *c, etk_gen_summary *s)
 {

@@ -13,56 +13,11 @@
 
 #include "etkit/gen.h"
 #include "etkit/model.h"
+#include "gen_testlib.h"
 
 #define GIB (1024.0 * 1024.0 * 1024.0)
 
-/* Parse a space-separated option line into a checked config; fails the test on error. */
-static void cfg_from(etk_gen_config *c, const char *line)
-{
-    char buf[1024], *argv[64];
-    int argc = 0;
-    snprintf(buf, sizeof buf, "%s", line);
-    for (char *t = strtok(buf, " "); t && argc < 64; t = strtok(NULL, " "))
-        argv[argc++] = t;
-    etk_gen_config_init(c);
-    etk_error err = {0};
-    char *rest[64];
-    int nrest = 0;
-    if (etk_gen_parse_args(argc, argv, c, &nrest, rest, &err) || etk_gen_check(c, &err))
-        fail_msg("plan '%s': %s", line, err.msg);
-    assert_int_equal(nrest, 0);
-}
-
-/* Error text of an impossible plan (fails the test if the plan is accepted). */
-static const char *plan_error(const char *line)
-{
-    static etk_error err;
-    char buf[1024], *argv[64];
-    int argc = 0;
-    snprintf(buf, sizeof buf, "%s", line);
-    for (char *t = strtok(buf, " "); t && argc < 64; t = strtok(NULL, " "))
-        argv[argc++] = t;
-    etk_gen_config c;
-    etk_gen_config_init(&c);
-    memset(&err, 0, sizeof err);
-    char *rest[64];
-    int nrest;
-    int rc = etk_gen_parse_args(argc, argv, &c, &nrest, rest, &err);
-    if (!rc)
-        rc = etk_gen_check(&c, &err);
-    if (!rc)
-        fail_msg("plan '%s' was accepted", line);
-    assert_true(rc < 0);
-    return err.msg;
-}
-
-static void summarize(const char *line, etk_gen_config *c, etk_gen_summary *s)
-{
-    cfg_from(c, line);
-    etk_error err = {0};
-    if (etk_gen_summarize(c, s, &err))
-        fail_msg("summary of '%s': %s", line, err.msg);
-}
+#define plan_error gen_plan_error
 
 static void assert_near(double got, double want, double rel, const char *what)
 {

@@ -35,19 +35,6 @@ static uint64_t t_comp(void *ctx, const etk_cluster *c, uint64_t flops, uint64_t
 }
 static const etk_sim_costs costs = {t_coll, t_p2p, t_comp, NULL};
 
-static void cfg_from(etk_gen_config *c, const char *line)
-{
-    char buf[1024], *argv[64], *rest[64];
-    int argc = 0, nrest = 0;
-    snprintf(buf, sizeof buf, "%s", line);
-    for (char *t = strtok(buf, " "); t && argc < 64; t = strtok(NULL, " "))
-        argv[argc++] = t;
-    etk_gen_config_init(c);
-    etk_error err = {0};
-    if (etk_gen_parse_args(argc, argv, c, &nrest, rest, &err) || etk_gen_check(c, &err))
-        fail_msg("plan '%s': %s", line, err.msg);
-}
-
 /* Simulate the plan; return the bubble of stage 0 relative to its busy time: (step - busy) /
  * (busy - optimizer), the optimizer step (after the pipeline drained, on every stage) removed
  * from the busy time with the same cost model. */

@@ -12,22 +12,7 @@
 #include <string.h>
 
 #include "etkit/gen.h"
-
-static void cfg_from(etk_gen_config *c, const char *line)
-{
-    char buf[1024], *argv[64];
-    int argc = 0;
-    snprintf(buf, sizeof buf, "%s", line);
-    for (char *t = strtok(buf, " "); t && argc < 64; t = strtok(NULL, " "))
-        argv[argc++] = t;
-    etk_gen_config_init(c);
-    etk_error err = {0};
-    char *rest[64];
-    int nrest = 0;
-    if (etk_gen_parse_args(argc, argv, c, &nrest, rest, &err) || etk_gen_check(c, &err))
-        fail_msg("plan '%s': %s", line, err.msg);
-    assert_int_equal(nrest, 0);
-}
+#include "gen_testlib.h"
 
 static etk_workload *workload(const char *line, bool fold, etk_gen_config *c)
 {

@@ -12,19 +12,6 @@
 #include "etkit/validate.h"
 #include "gen_testlib.h"
 
-static void cfg_from(etk_gen_config *c, const char *line)
-{
-    char buf[1024], *argv[64], *rest[64];
-    int argc = 0, nrest = 0;
-    snprintf(buf, sizeof buf, "%s", line);
-    for (char *t = strtok(buf, " "); t && argc < 64; t = strtok(NULL, " "))
-        argv[argc++] = t;
-    etk_gen_config_init(c);
-    etk_error err = {0};
-    if (etk_gen_parse_args(argc, argv, c, &nrest, rest, &err) || etk_gen_check(c, &err))
-        fail_msg("plan '%s': %s", line, err.msg);
-}
-
 static void test_validate_generated(void **state)
 {
     (void)state;

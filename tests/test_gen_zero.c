@@ -17,13 +17,6 @@
 #include "etkit/model.h"
 #include "etkit/validate.h"
 
-static void cfg_from(etk_gen_config *c, const char *line)
-{
-    etk_error err = {0};
-    if (parse(line, c, &err))
-        fail_msg("plan '%s': %s", line, err.msg);
-}
-
 static const char *plan_error(const char *line)
 {
     return gen_plan_error(line);
