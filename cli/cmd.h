@@ -23,6 +23,12 @@ int cli_usage_error(const char *cmd, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)))
 #endif
     ;
+/* The usage error for getopt_long's return c (':' a missing value, else an unknown option; the
+ * optstring starts with ':'), after the caller handled its own options; returns 2. */
+int cli_getopt_error(const char *cmd, int c, char **argv);
+/* Exactly one operand left at argv[optind]: stores it in *in and returns 0, else prints the
+ * usage error ("missing input file" / "one input file expected") and returns 2. */
+int cli_one_input(const char *cmd, int argc, char **argv, const char **in);
 /* Print an etk_error as "etkit <cmd>: error: <msg>" on stderr; returns 2. */
 int cli_fail(const char *cmd, const etk_error *err);
 /* Parse a non-negative integer / double option value; on error print a message and return -1. */

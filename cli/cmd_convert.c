@@ -155,10 +155,8 @@ int cmd_convert(int argc, char **argv)
                 return cli_usage_error(cmd, "--ranks wants 1 to 1000000 ranks, got %s", optarg);
             have_ranks = true;
             break;
-        case ':':
-            return cli_usage_error(cmd, "option %s needs a value", argv[optind - 1]);
         default:
-            return cli_usage_error(cmd, "unknown option '%s'", argv[optind - 1]);
+            return cli_getopt_error(cmd, c, argv);
         }
     }
     if (optind < argc)

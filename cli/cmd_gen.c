@@ -311,10 +311,8 @@ int cmd_gen(int argc, char **argv)
         } else if (c == 'h') {
             help();
             return 0;
-        } else if (c == ':') {
-            return cli_usage_error("gen", "option '%s' needs a value", argv[optind - 1]);
         } else {
-            return cli_usage_error("gen", "unknown option '%s'", argv[optind - 1]);
+            return cli_getopt_error("gen", c, argv);
         }
     }
     if (optind < argc)

@@ -69,18 +69,12 @@ int cmd_json(int argc, char **argv)
         case 'T': to_et = true; break;
         case 'q': quiet = true; break;
         case 'h': help(); return 0;
-        case ':': return cli_usage_error("json", "option '%s' needs a value", argv[optind - 1]);
-        default:
-            if (optopt)
-                return cli_usage_error("json", "unknown option '-%c'", optopt);
-            return cli_usage_error("json", "unknown option '%s'", argv[optind - 1]);
+        default: return cli_getopt_error("json", c, argv);
         }
     }
-    if (optind >= argc)
-        return cli_usage_error("json", "missing input file");
-    if (optind != argc - 1)
-        return cli_usage_error("json", "one input file expected, got '%s' too", argv[optind + 1]);
-    const char *in = argv[optind];
+    const char *in;
+    if (cli_one_input("json", argc, argv, &in))
+        return 2;
     etk_error err = {0};
     if (to_et) {
         if (feeder)

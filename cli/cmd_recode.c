@@ -44,20 +44,14 @@ int cmd_recode(int argc, char **argv)
         case 'o': out = optarg; break;
         case 'q': quiet = true; break;
         case 'h': help(); return 0;
-        case ':': return cli_usage_error("recode", "option '%s' needs a value", argv[optind - 1]);
-        default:
-            if (optopt)
-                return cli_usage_error("recode", "unknown option '-%c'", optopt);
-            return cli_usage_error("recode", "unknown option '%s'", argv[optind - 1]);
+        default: return cli_getopt_error("recode", c, argv);
         }
     }
-    if (optind >= argc)
-        return cli_usage_error("recode", "missing input file");
-    if (optind != argc - 1)
-        return cli_usage_error("recode", "one input file expected, got '%s' too", argv[optind + 1]);
+    const char *in;
+    if (cli_one_input("recode", argc, argv, &in))
+        return 2;
     if (!out)
         return cli_usage_error("recode", "missing -o OUT.et");
-    const char *in = argv[optind];
     etk_error err = {0};
     etk_read_opts ro = {.quiet = quiet};
     etk_trace *t;

@@ -1,6 +1,7 @@
 /* main.c — the etkit command: dispatches `etkit <command> ...` to cli/cmd_<command>.c.
  * Every command is a thin layer over libetkit (see ../shared/DESIGN.md). */
 #include <stdarg.h>
+#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,6 +44,25 @@ int cli_usage_error(const char *cmd, const char *fmt, ...)
     va_end(ap);
     fprintf(stderr, "\n(see 'etkit %s --help')\n", cmd);
     return 2;
+}
+
+int cli_getopt_error(const char *cmd, int c, char **argv)
+{
+    if (c == ':')
+        return cli_usage_error(cmd, "option '%s' needs a value", argv[optind - 1]);
+    if (optopt)
+        return cli_usage_error(cmd, "unknown option '-%c'", optopt);
+    return cli_usage_error(cmd, "unknown option '%s'", argv[optind - 1]);
+}
+
+int cli_one_input(const char *cmd, int argc, char **argv, const char **in)
+{
+    if (optind >= argc)
+        return cli_usage_error(cmd, "missing input file");
+    if (optind != argc - 1)
+        return cli_usage_error(cmd, "one input file expected, got '%s' too", argv[optind + 1]);
+    *in = argv[optind];
+    return 0;
 }
 
 int cli_fail(const char *cmd, const etk_error *err)
