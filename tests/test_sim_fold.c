@@ -223,6 +223,69 @@ static void test_gen_fold_512(void **st)
     gen_fold_equal("8", "4", "16", 64);
 }
 
+/* Class detection must not be quadratic in a data-parallel group (issue #18: `run --layers 1
+ * --dp 32768` took 97 s, 99% placing the one 32,768-rank DP group again for every rank). With
+ * a counting cost hook that delegates to the real model: DP 4,096 gives one class, and the
+ * collective cost is asked once per (group, type, size) — before the fix 4,096 times each. */
+static uint64_t n_coll_calls;
+static uint64_t count_coll(void *ctx, const etk_cluster *c, etk_coll_type type, uint64_t bytes,
+                           const uint32_t *ranks, uint32_t n)
+{
+    (void)ctx;
+    n_coll_calls++;
+    return etk_net_coll_ns(c, type, bytes, ranks, n);
+}
+
+static void test_dp_only_classes_linear(void **st)
+{
+    (void)st;
+    etk_gen_config cfg;
+    etk_gen_config_init(&cfg);
+    etk_error err = {0};
+    const char *set[][2] = {{"model", "llama2-7b"}, {"layers", "1"}, {"hidden", "512"}, {"heads", "8"},
+                            {"kv-heads", "8"}, {"ffn", "1024"}, {"vocab", "1000"}, {"seq", "128"},
+                            {"dp", "4096"}};
+    for (size_t i = 0; i < sizeof set / sizeof set[0]; i++)
+        if (etk_gen_set(&cfg, set[i][0], set[i][1], &err))
+            fail_msg("--%s: %s", set[i][0], err.msg);
+    if (etk_gen_check(&cfg, &err))
+        fail_msg("%s", err.msg);
+    etk_cluster c;
+    if (etk_cluster_preset("dgx-h100", 512, &c, &err))
+        fail_msg("%s", err.msg);
+    etk_workload *w = NULL;
+    if (etk_gen_workload(&cfg, true, &w, &err))
+        fail_msg("%s", err.msg);
+    /* the distinct (type, size) keys of the representative's collectives */
+    const etk_trace *t = w->ranks[0];
+    int64_t keys[64][2];
+    uint32_t n_keys = 0;
+    for (size_t i = 0; i < t->n_nodes; i++) {
+        if (t->nodes[i].type != ETK_NODE_COLL)
+            continue;
+        int64_t ct = 0, cs = 0;
+        etk_node_i64(&t->nodes[i], "comm_type", &ct);
+        etk_node_i64(&t->nodes[i], "comm_size", &cs);
+        bool seen = false;
+        for (uint32_t k = 0; k < n_keys && !seen; k++)
+            seen = keys[k][0] == ct && keys[k][1] == cs;
+        if (!seen && n_keys < 64) {
+            keys[n_keys][0] = ct;
+            keys[n_keys++][1] = cs;
+        }
+    }
+    assert_true(n_keys >= 1);
+    etk_sim_costs costs = {.coll_ns = count_coll};
+    etk_sim_opts o = {.quiet = true, .costs = &costs};
+    uint32_t *co = NULL, *cr = NULL;
+    n_coll_calls = 0;
+    assert_int_equal(etk_sim_classes(w, &c, &o, &co, &cr, NULL, &err), 1);
+    assert_int_equal(n_coll_calls, n_keys);
+    free(co);
+    free(cr);
+    etk_workload_free(w);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -231,6 +294,7 @@ int main(void)
         cmocka_unit_test(test_fold_refused_when_asymmetric),
         cmocka_unit_test(test_gen_fold_64),
         cmocka_unit_test(test_gen_fold_512),
+        cmocka_unit_test(test_dp_only_classes_linear),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

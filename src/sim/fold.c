@@ -458,9 +458,48 @@ static const char *check_rank(fctx *f, uint64_t sc, uint32_t *all, uint32_t r, u
 }
 
 /* Generator workloads: only representatives have traces. */
+/* Cost of one collective on group g, memoized per (type, size) key: every group is placed at
+ * most once per key (stamp = the key's number), so a class of N ranks costs O(N) placements'
+ * worth of work instead of one O(group size) placement per rank (quadratic for DP-only plans). */
+typedef struct gcache {
+    uint64_t *ns;
+    uint32_t *stamp;
+} gcache;
+
+static uint64_t group_cost(fctx *f, gcache *gc, uint32_t stamp, uint32_t g, etk_coll_type ct, uint64_t bytes)
+{
+    if (gc->ns && gc->stamp[g] == stamp)
+        return gc->ns[g];
+    const etk_group *G = &f->wl->groups->groups[g];
+    uint64_t ns = f->costs.coll_ns(f->costs.ctx, f->c, ct, bytes, G->ranks, G->n_ranks);
+    if (gc->ns) {
+        gc->ns[g] = ns;
+        gc->stamp[g] = stamp;
+    }
+    return ns;
+}
+
+static const char *check_classes_cached(fctx *f, const etk_sim_opts *o, gcache *gc);
+
 static const char *check_classes(fctx *f, const etk_sim_opts *o)
 {
+    gcache gc = {calloc(f->ng + 1, sizeof(uint64_t)), calloc(f->ng + 1, sizeof(uint32_t))};
+    if (!gc.ns || !gc.stamp) { /* no memo: the same answers, slower */
+        free(gc.ns);
+        free(gc.stamp);
+        gc.ns = NULL;
+        gc.stamp = NULL;
+    }
+    const char *why = check_classes_cached(f, o, &gc);
+    free(gc.ns);
+    free(gc.stamp);
+    return why;
+}
+
+static const char *check_classes_cached(fctx *f, const etk_sim_opts *o, gcache *gc)
+{
     uint64_t sc = scale_of(o);
+    uint32_t stamp = 0;
     for (uint32_t c = 0; c < f->ncls; c++) {
         uint32_t q = f->rep[c];
         const etk_trace *Q = f->wl->ranks[q];
@@ -497,9 +536,8 @@ static const char *check_classes(fctx *f, const etk_sim_opts *o)
                 etk_node_i64(b, "comm_size", &cs);
                 if (ct < 0 || ct >= ETK_COLL_TYPE_COUNT || cs < 0)
                     return "a collective has an invalid type or size";
-                const etk_group *G = &f->wl->groups->groups[gb];
-                uint64_t want = f->costs.coll_ns(f->costs.ctx, f->c, (etk_coll_type)ct,
-                                                 (uint64_t)cs * sc, G->ranks, G->n_ranks);
+                stamp++;
+                uint64_t want = group_cost(f, gc, stamp, (uint32_t)gb, (etk_coll_type)ct, (uint64_t)cs * sc);
                 for (uint32_t r = 0; r < f->n; r++) {
                     if (f->cls[r] != c || r == q)
                         continue;
@@ -508,9 +546,7 @@ static const char *check_classes(fctx *f, const etk_sim_opts *o)
                         uint32_t g2 = f->mem[m];
                         if (f->pattern[g2] != f->pattern[gb] || f->clsig[g2] != f->clsig[gb])
                             continue;
-                        const etk_group *H = &f->wl->groups->groups[g2];
-                        ok = f->costs.coll_ns(f->costs.ctx, f->c, (etk_coll_type)ct,
-                                              (uint64_t)cs * sc, H->ranks, H->n_ranks) == want;
+                        ok = group_cost(f, gc, stamp, g2, (etk_coll_type)ct, (uint64_t)cs * sc) == want;
                     }
                     if (!ok)
                         return "some rank has no group placed like its representative's";
