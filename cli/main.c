@@ -1,11 +1,14 @@
 /* main.c — the etkit command: dispatches `etkit <command> ...` to cli/cmd_<command>.c.
  * Every command is a thin layer over libetkit (see ../shared/DESIGN.md). */
+#define _GNU_SOURCE /* fopencookie */
 #include <stdarg.h>
+#include <stdbool.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <errno.h>
+#include <unistd.h>
 
 #include "cmd.h"
 
@@ -103,7 +106,76 @@ bad:
     return -1;
 }
 
-int main(int argc, char **argv)
+/* stdout through a cookie stream over file descriptor 1 that remembers the first write error:
+ * stdio discards the reason once a failed buffer is dropped, and the message must say it. */
+static int stdout_errno;
+
+static ssize_t stdout_write(void *cookie, const char *buf, size_t len)
+{
+    (void)cookie;
+    size_t off = 0;
+    while (off < len) {
+        ssize_t w = write(STDOUT_FILENO, buf + off, len - off);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0) {
+            if (!stdout_errno)
+                stdout_errno = w < 0 ? errno : EIO;
+            return off ? (ssize_t)off : -1;
+        }
+        off += (size_t)w;
+    }
+    return (ssize_t)off;
+}
+
+static int stdout_close(void *cookie)
+{
+    (void)cookie;
+    if (close(STDOUT_FILENO) != 0 && errno != EBADF) { /* EBADF: started with stdout closed */
+        if (!stdout_errno)
+            stdout_errno = errno;
+        return -1;
+    }
+    return 0;
+}
+
+static void watch_stdout(void)
+{
+    cookie_io_functions_t io = {.write = stdout_write, .close = stdout_close};
+    bool tty = isatty(STDOUT_FILENO);
+    FILE *f = fopencookie(NULL, "w", io);
+    if (!f)
+        return; /* the plain stream: errors still fail the command, maybe without the reason */
+    stdout = f;
+    setvbuf(stdout, NULL, tty ? _IOLBF : _IOFBF, tty ? BUFSIZ : 1 << 16);
+}
+
+/* Every command's output reaches the file system here: a write error anywhere on stdout (a full
+ * disk, /dev/full, a closed pipe's EIO) leaves the stream's error flag set, and the last
+ * buffered bytes are written by this fflush. Either makes the command fail with the reason,
+ * whatever the command returned (issue #18: `models > /dev/full` exited 0). */
+static int finish_stdout(int rc)
+{
+    errno = 0;
+    bool bad = fflush(stdout) != 0;
+    int e = stdout_errno ? stdout_errno : errno;
+    if (ferror(stdout))
+        bad = true;
+    errno = 0;
+    if (fclose(stdout) != 0 && !bad && errno != EBADF) { /* EBADF: started with stdout closed, wrote nothing */
+        bad = true;
+        e = stdout_errno ? stdout_errno : errno;
+    }
+    if (!bad)
+        return rc;
+    if (e)
+        fprintf(stderr, "etkit: error writing standard output: %s\n", strerror(e));
+    else
+        fprintf(stderr, "etkit: error writing standard output\n");
+    return rc ? rc : 2;
+}
+
+static int dispatch(int argc, char **argv)
 {
     if (argc < 2) {
         usage(stderr);
@@ -123,4 +195,10 @@ int main(int argc, char **argv)
     fprintf(stderr, "etkit: unknown command '%s'\n", argv[1]);
     usage(stderr);
     return 2;
+}
+
+int main(int argc, char **argv)
+{
+    watch_stdout();
+    return finish_stdout(dispatch(argc, argv));
 }
