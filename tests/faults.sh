@@ -69,5 +69,86 @@ else
   skip "/dev/full is not writable here: stdout write-error cases not run"
 fi
 
+# --- multi-file output (gen): all-or-nothing
+G=$T/g; mkdir -p "$G"
+gen_small() { "$ETKIT" gen "${SMALL[@]}" "$@"; }
+# a missing folder is found before any work
+expect 2 "cannot write the output: folder $G/missing: No such file or directory" gen_small --dp 2 -o "$G/missing/x"
+# stale ranks of an earlier, larger run are removed; only names that match PREFIX.<N>.et
+gen_small --dp 8 -o "$G/x" >/dev/null || fail "gen --dp 8 failed"
+touch "$G/x.05.et" "$G/x.8.et.keep" "$G/y.9.et"
+gen_small --dp 2 -o "$G/x" >/dev/null || fail "gen --dp 2 failed"
+[ "$(files "$G")" = "x.0.et x.05.et x.1.et x.8.et.keep x.json y.9.et " ] ||
+  fail "after a 2-rank run over an 8-rank set: $(files "$G") (want x.0.et x.1.et x.json and the unrelated files)"
+# temporary files of dead writers are removed, those of live ones kept
+sleep 1000 & live=$!
+( exit 0 ) & dead=$!; wait $dead
+mkdir "$G/.x.etkit-tmp.$dead" "$G/.x.etkit-tmp.$live"
+touch "$G/.x.etkit-tmp.$dead/x.0.et" "$G/x.3.et.tmp.$dead" "$G/x.json.tmp.$dead" "$G/x.3.et.tmp.$live"
+gen_small --dp 2 -o "$G/x" >/dev/null || fail "gen over dead writers' files failed"
+[ -e "$G/.x.etkit-tmp.$dead" ] && fail "the temporary folder of dead writer $dead is left"
+[ -e "$G/x.3.et.tmp.$dead" ] || [ -e "$G/x.json.tmp.$dead" ] && fail "temporary files of dead writer $dead are left"
+[ -e "$G/.x.etkit-tmp.$live" ] && [ -e "$G/x.3.et.tmp.$live" ] || fail "the files of live writer $live were removed"
+kill $live; wait $live 2>/dev/null
+rm -rf "$G"/.x.etkit-tmp.* "$G"/x.*.tmp.* "$G/x.05.et" "$G/x.8.et.keep" "$G/y.9.et"
+
+# a slow set (~100 MB, 64 ranks of 256 micro-batches): SIGKILL mid-write, then a concurrent writer
+SLOW=(--model llama2-7b --layers 8 --dp 16 --pp 4 --global-batch 4096)
+old=$(cd "$G" && md5sum x.0.et x.1.et x.json)
+wait_tmp() { # wait_tmp PID: until the writer's temporary folder holds a rank file (or it exits)
+  for _ in $(seq 200); do
+    ls "$G/.x.etkit-tmp.$1"/x.*.et >/dev/null 2>&1 && return 0
+    kill -0 "$1" 2>/dev/null || return 1
+    sleep 0.05
+  done
+  return 1
+}
+"$ETKIT" gen "${SLOW[@]}" -o "$G/x" >/dev/null 2>&1 & w=$!
+if wait_tmp $w; then
+  kill -9 $w; wait $w 2>/dev/null
+  [ "$(cd "$G" && md5sum x.0.et x.1.et x.json)" = "$old" ] || fail "SIGKILL mid-write changed the published set"
+  [ "$(files "$G")" = ".x.etkit-tmp.$w x.0.et x.1.et x.json x.lock " ] ||
+    fail "after SIGKILL mid-write: $(files "$G") (want the old set, the dead writer's folder and lock)"
+  # the next writer cleans the dead one's files up
+  gen_small --dp 2 -o "$G/x" >/dev/null || fail "gen after a killed writer failed"
+  [ "$(files "$G")" = "x.0.et x.1.et x.json " ] || fail "after the next gen: $(files "$G")"
+else
+  fail "the slow gen exited before writing a rank file (cannot test SIGKILL)"
+fi
+# two writers on one prefix: the second is refused while the first holds the lock
+"$ETKIT" gen "${SLOW[@]}" -o "$G/x" >/dev/null 2>"$T/first.err" & w=$!
+if wait_tmp $w; then
+  expect 2 "another etkit process is writing this output \\($G/x.lock is locked\\)" gen_small --dp 2 -o "$G/x"
+  wait $w || fail "the first writer failed: $(cat "$T/first.err")"
+  n=$(ls "$G"/x.*.et | wc -l)
+  [ "$n" = 64 ] && [ -e "$G/x.json" ] && [ ! -e "$G/x.lock" ] || fail "after two writers: $n rank files, $(files "$G" | head -c 300)"
+else
+  wait $w; fail "the slow gen exited before writing a rank file (cannot test two writers)"
+fi
+rm -f "$G"/x.*
+
+# a full disk and a read-only folder: small tmpfs mounts (root only)
+MNT=$T/mnt; mkdir -p "$MNT"
+if [ "$(id -u)" = 0 ] && mount -t tmpfs -o size=2m tmpfs "$MNT" 2>/dev/null; then
+  gen_small --dp 2 -o "$MNT/x" >/dev/null || fail "gen on the tmpfs failed"
+  old=$(cd "$MNT" && md5sum x.0.et x.1.et x.json)
+  expect 2 "x: nothing written: .*No space left on device" "$ETKIT" gen "${SLOW[@]}" -o "$MNT/x"
+  [ "$(cd "$MNT" && md5sum x.0.et x.1.et x.json)" = "$old" ] || fail "a full disk changed the published set"
+  [ "$(files "$MNT")" = "x.0.et x.1.et x.json " ] || fail "after a full disk: $(files "$MNT")"
+  umount "$MNT"
+  mount -t tmpfs -o ro,size=1m tmpfs "$MNT"
+  expect 2 "cannot write the output: folder $MNT is not writable: Read-only file system" gen_small --dp 2 -o "$MNT/x"
+  [ "$(files "$MNT")" = "" ] || fail "a read-only folder got files: $(files "$MNT")"
+  umount "$MNT"; MNT=
+else
+  skip "not root or tmpfs cannot be mounted here (mount -t tmpfs needs CAP_SYS_ADMIN): full-disk case not run"
+  RO=$T/ro; mkdir -p "$RO"; chmod a-w "$RO"
+  if ! touch "$RO/probe" 2>/dev/null; then
+    expect 2 "cannot write the output: folder $RO is not writable: Permission denied" gen_small --dp 2 -o "$RO/x"
+  else
+    rm -f "$RO/probe"; skip "a read-only folder is writable for this user: read-only case not run"
+  fi
+fi
+
 echo "faults.sh: $fails failure(s), $skips skipped group(s)"
 exit $((fails > 0))

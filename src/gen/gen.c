@@ -15,6 +15,7 @@
 #include "gen/fastwrite.h"
 #include "gen/infer.h"
 #include "gen/lower.h"
+#include "util/outset.h"
 
 #define ADAM_FLOPS_PER_PARAM 10 /* m, v updates 4; bias corrections 2; sqrt, divide 2; update, decay 2 */
 
@@ -1406,7 +1407,13 @@ static int train_emit(void *ctx, uint32_t stage, uint32_t tp, uint32_t cp, uint3
 int etk_gen_write_with(const etk_gen_config *cfg, uint32_t n_stages, etk_gen_emit_fn emit, void *ctx,
                        const char *prefix, uint64_t *bytes_out, etk_error *err)
 {
-    int rc = 0;
+    /* the set is written under a temporary folder and published whole (util/outset.h) */
+    etk_outset os;
+    int rc = etk_outset_begin(&os, prefix, err);
+    if (rc)
+        return rc;
+    const char *final_prefix = prefix;
+    prefix = os.tprefix;
     size_t plen = strlen(prefix) + 32;
     char *path = malloc(plen);
     etk_trace **reps = calloc(n_stages, sizeof *reps);
@@ -1465,6 +1472,12 @@ int etk_gen_write_with(const etk_gen_config *cfg, uint32_t n_stages, etk_gen_emi
     if (!rc && !cfg->no_sync)
         rc = etk_gen_sync_dir(prefix, err);
 done:
+    if (rc) {
+        etk_outset_abort(&os);
+        etk_err_prefix(err, "%s: nothing written", final_prefix);
+    } else {
+        rc = etk_outset_commit(&os, cfg->n_ranks, err);
+    }
     for (uint32_t s = 0; reps && cls && s < n_stages; s++) {
         etk_gen_class_free(&cls[s]);
         etk_trace_free(reps[s]);
@@ -1479,10 +1492,14 @@ done:
 
 int etk_gen_write_stats(const etk_gen_config *cfg, const char *prefix, uint64_t *bytes_out, etk_error *err)
 {
+    /* the output folder is checked before any work (issue #18: found missing after 28 s) */
+    int rc = etk_outset_check(prefix, err);
+    if (rc)
+        return rc;
     if (cfg->mode == ETK_GEN_MODE_INFERENCE)
         return etk_gen_infer_write(cfg, prefix, bytes_out, err);
     gen G;
-    int rc = gen_init(&G, cfg, err);
+    rc = gen_init(&G, cfg, err);
     if (rc)
         return rc;
     rc = etk_gen_write_with(cfg, G.p, train_emit, &G, prefix, bytes_out, err);

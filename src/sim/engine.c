@@ -1085,7 +1085,8 @@ static void complete(etk_sim *s, uint32_t r, uint32_t i, uint64_t t)
     R->n_done++;
     R->st.finish_ns = t;
     R->st.flops += n->flops;
-    const uint32_t *sc = R->succ + n->succ_begin;
+    /* a rank without successor edges has succ == NULL: no pointer arithmetic on it (UB) */
+    const uint32_t *sc = n->n_succ ? R->succ + n->succ_begin : NULL;
     for (uint32_t k = 0; k < n->n_succ; k++)
         if (--R->nodes[sc[k]].pending == 0)
             make_ready(s, r, sc[k]);
