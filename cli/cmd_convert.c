@@ -170,6 +170,9 @@ int cmd_convert(int argc, char **argv)
     if (have_ranks && !strstr(host, "%d"))
         return cli_usage_error(cmd, "--ranks needs a %%d in --host for the rank number (got '%s')",
                                host);
+    etk_error oerr = {0};
+    if (etk_output_check(prefix, &oerr)) /* before any work (issue #18) */
+        return cli_fail(cmd, &oerr);
     uint64_t first = have_ranks ? 0 : rank, count = have_ranks ? nranks : 1;
     for (uint64_t r = first; r < first + count; r++) {
         char hp[4096], dp[4096];

@@ -74,6 +74,14 @@ G=$T/g; mkdir -p "$G"
 gen_small() { "$ETKIT" gen "${SMALL[@]}" "$@"; }
 # a missing folder is found before any work
 expect 2 "cannot write the output: folder $G/missing: No such file or directory" gen_small --dp 2 -o "$G/missing/x"
+# the same for the other commands that write files, before they simulate or convert
+expect 2 "etkit sim: error: $G/missing/t.json: cannot write the output: folder $G/missing: No such file or directory" \
+  "$ETKIT" sim "$T/w/w" --cluster dgx-h100 --nodes 1 --timeline "$G/missing/t.json"
+expect 2 "etkit run: error: $G/missing/r.json: cannot write the output: folder $G/missing" "$ETKIT" run --json -o "$G/missing/r.json"
+expect 2 "etkit run: error: $G/missing/w: cannot write the output" "$ETKIT" run --write-traces "$G/missing/w"
+expect 2 "etkit convert: error: $G/missing/c: cannot write the output: folder $G/missing" \
+  "$ETKIT" convert pytorch -q --host tests/pytorch/mlp_host_et.json -o "$G/missing/c"
+[ -e "$G/missing" ] && fail "a command created $G/missing"
 # stale ranks of an earlier, larger run are removed; only names that match PREFIX.<N>.et
 gen_small --dp 8 -o "$G/x" >/dev/null || fail "gen --dp 8 failed"
 touch "$G/x.05.et" "$G/x.8.et.keep" "$G/y.9.et"

@@ -348,6 +348,9 @@ void etk_workload_free(etk_workload *w);
 FILE *etk_file_begin(const char *path, char **tmp_path_out, etk_error *err);
 int etk_file_commit(FILE *f, char *tmp_path, const char *path, etk_error *err); /* frees tmp_path */
 void etk_file_abort(FILE *f, char *tmp_path);                                  /* frees tmp_path */
+/* Before any work: an output file (or the prefix of a file set) can be created — its folder
+ * exists and is writable. "-", devices and pipes pass. The message names the folder. */
+int etk_output_check(const char *path, etk_error *err);
 /* Write a whole buffer atomically. */
 int etk_file_write_all(const char *path, const void *data, size_t len, etk_error *err);
 /* Read a whole file (transparently gunzipped when it starts with 1f 8b) into a malloc'ed,

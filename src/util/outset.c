@@ -89,6 +89,16 @@ out:
     return rc;
 }
 
+int etk_output_check(const char *path, etk_error *err)
+{
+    struct stat st;
+    if (!strcmp(path, "-") || (stat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)))
+        return 0; /* stdout, a device or a pipe: written in place */
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+        return etk_err(err, ETK_EIO, "%s: is a folder, expected a file name", path);
+    return etk_outset_check(path, err);
+}
+
 static bool pid_alive(long pid)
 {
     if (pid <= 0 || pid == (long)getpid())
