@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "cmd.h"
+#include "run_mem.h"
 #include "etkit/gen.h"
 #include "sim_cli.h"
 
@@ -33,6 +34,9 @@ static void help(void)
            "%s"
            "%s"
            "  --write-traces PREFIX    also write the per-rank traces and comm groups\n"
+           "  --max-memory BYTES       refuse an unfolded run (--no-fold, --slow-rank, flow model)\n"
+           "                           whose estimated memory exceeds BYTES (K, M, G, T suffixes;\n"
+           "                           default: the memory available); checked before any work\n"
            "The cluster defaults to dgx-h100 with ranks / 8 nodes.\n\n"
            "examples:\n"
            "  etkit run\n"
@@ -99,16 +103,23 @@ int cmd_run(int argc, char **argv)
         n++;
     }
     lo[n++] = (struct option){"write-traces", required_argument, 0, 'w'};
+    lo[n++] = (struct option){"max-memory", required_argument, 0, 'M'};
     lo[n] = (struct option){0, 0, 0, 0};
     sim_cli c;
     memset(&c, 0, sizeof c);
     const char *write_prefix = NULL;
+    uint64_t max_memory = 0;
     int opt, rc = 0;
     optind = 1;
     opterr = 0;
     while ((opt = getopt_long(rargc, rest, ":c:n:o:h", lo, NULL)) != -1) {
         if (opt == 'w') {
             write_prefix = optarg;
+            continue;
+        }
+        if (opt == 'M') {
+            if ((rc = run_mem_parse(cmd, optarg, &max_memory)))
+                break;
             continue;
         }
         if (opt == '?' || opt == 1 || opt == 'h') {
@@ -151,6 +162,18 @@ int cmd_run(int argc, char **argv)
     etk_workload *wl = NULL;
     /* the flow network model simulates every rank (docs/network-model.md) */
     bool flow = cl.net_model == ETK_NET_FLOW && !cl.astra_compat;
+    /* an unfolded simulation's memory is estimated before any of it is allocated */
+    bool slow = false;
+    for (uint32_t r = 0; r < c.o.n_rank_speed && c.o.rank_speed; r++)
+        slow |= c.o.rank_speed[r] != 1.0;
+    if (c.o.no_fold || flow || slow) {
+        const char *why = slow                ? "--slow-rank"
+                          : c.n_link_factor     ? "--link-factor"
+                          : c.o.no_fold         ? "--no-fold"
+                                                : "the flow network model";
+        if ((rc = run_mem_check(cmd, &cfg, max_memory, why)))
+            return rc;
+    }
     if (etk_gen_workload(&cfg, !c.o.no_fold && !flow, &wl, &err) != 0)
         return cli_fail(cmd, &err);
     if (c.o.model_flops <= 0)

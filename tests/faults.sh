@@ -158,5 +158,22 @@ else
   fi
 fi
 
+# --- memory estimate before an unfolded run (cli/run_mem.c): refused before any work with the
+# figures; the estimate agrees with the measured peak RSS within 20%
+MEMRUN=(run --model llama2-7b --layers 8 --dp 64 --pp 4 --global-batch 1024 --cluster dgx-h100 --nodes 32)
+expect 2 "simulating all 256 ranks unfolded \\(--no-fold\\) needs about 0\\.12 GB \\(325504 nodes x 362 bytes, estimated before any work\\); 0\\.00 GB allowed by --max-memory\\. Let the ranks fold" \
+  "$ETKIT" "${MEMRUN[@]}" --no-fold --max-memory 1M
+expect 2 "simulating all 256 ranks unfolded \\(--slow-rank\\)" "$ETKIT" "${MEMRUN[@]}" --slow-rank 3:0.8 --max-memory 1K
+expect 2 "--max-memory wants bytes" "$ETKIT" "${MEMRUN[@]}" --no-fold --max-memory 12X
+expect 0 "step" "$ETKIT" "${MEMRUN[@]}" --max-memory 1M # folded: not checked
+if [ -x /usr/bin/time ]; then
+  est=$("$ETKIT" "${MEMRUN[@]}" --no-fold --max-memory 1 2>&1 | sed -n 's/.*needs about \([0-9.]*\) GB.*/\1/p')
+  kb=$(/usr/bin/time -f %M "$ETKIT" "${MEMRUN[@]}" --no-fold 2>&1 >/dev/null | tail -1)
+  awk -v e="$est" -v kb="$kb" 'BEGIN { m = kb * 1024 / 1e9; r = e / m; exit !(r > 0.8 && r < 1.2) }' ||
+    fail "memory estimate $est GB vs measured peak RSS $kb KB: not within 20%"
+else
+  skip "/usr/bin/time is missing: the estimate is not compared with a measured peak"
+fi
+
 echo "faults.sh: $fails failure(s), $skips skipped group(s)"
 exit $((fails > 0))

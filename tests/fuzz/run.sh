@@ -1,17 +1,48 @@
 #!/usr/bin/env bash
-# make fuzz: runs each libFuzzer target in the fuzz build for a bounded time, seeded with
-# ../shared/data and tests/fuzz/corpus-<target>/ (regression inputs found earlier).
-set -eu
-BUILD=$1; SHARED=$2; SECONDS_EACH=$3
+# make fuzz: runs each libFuzzer target of the fuzz build for a bounded time and fails if any
+# crashes, leaks, times out or reports undefined behaviour (the fuzz build stops at the first
+# UBSan report: -fno-sanitize-recover=all). Inputs: the corpus kept in the repository
+# (tests/fuzz/corpus/<target>/), the regression inputs (tests/fuzz/corpus-<target>/, replayed by
+# tests/test_fuzz_regressions.c in `make check`) and seeds from ../shared/data. New inputs go to
+# a scratch folder; with FUZZ_MERGE=1 they are merged (minimized) into tests/fuzz/corpus/<target>/.
+# A crashing input is kept as $BUILD/fuzz-artifacts/<target>/crash-* : copy it into
+# tests/fuzz/corpus-<target>/ as a regression seed once fixed.
+# usage: run.sh BUILD SHARED SECONDS_EACH [TARGET...]
+set -u
+BUILD=$1; SHARED=$2; SECONDS_EACH=$3; shift 3
 here=$(cd "$(dirname "$0")" && pwd)
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1}
+failed=()
+summary=()
 for f in "$BUILD"/fuzz_*; do
   [ -x "$f" ] || continue
   name=$(basename "$f")
+  if [ $# -gt 0 ] && [[ " $* " != *" $name "* ]]; then continue; fi
   work=$(mktemp -d)
-  seeds=()
+  art="$BUILD/fuzz-artifacts/$name"; mkdir -p "$art"
+  mkdir -p "$here/corpus/$name"
+  seeds=("$here/corpus/$name")
   [ -d "$here/corpus-$name" ] && seeds+=("$here/corpus-$name")
   [ -f "$here/seeds-$name.sh" ] && bash "$here/seeds-$name.sh" "$SHARED" "$work/seeds" && seeds+=("$work/seeds")
+  mkdir -p "$work/new"
   echo "== $name for ${SECONDS_EACH}s"
-  "$f" -max_total_time="$SECONDS_EACH" -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 "$work" "${seeds[@]}"
+  "$f" -max_total_time="$SECONDS_EACH" -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 \
+    -artifact_prefix="$art/" "$work/new" "${seeds[@]}" 2>&1 | tee "$work/log" | grep -E "^(#[0-9]+ +DONE|==[0-9]+==ERROR|SUMMARY|.*runtime error|stat::number_of_executed_units)" 
+  rc=${PIPESTATUS[0]}
+  execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$work/log" | tail -1)
+  summary+=("$name ${execs:-?} executions in ${SECONDS_EACH}s, exit $rc")
+  if [ "$rc" != 0 ] || grep -q "runtime error:" "$work/log"; then
+    failed+=("$name")
+    tail -40 "$work/log"
+  elif [ "${FUZZ_MERGE:-0}" = 1 ]; then
+    "$f" -merge=1 -max_len=65536 "$here/corpus/$name" "$work/new" >/dev/null 2>&1 || echo "merge of $name failed"
+  fi
   rm -rf "$work"
 done
+printf '%s\n' "${summary[@]}"
+if [ ${#failed[@]} -gt 0 ]; then
+  echo "make fuzz: FAILED: ${failed[*]} (inputs in $BUILD/fuzz-artifacts/)"
+  exit 1
+fi
+echo "make fuzz: no crash, leak, timeout or UBSan report"
