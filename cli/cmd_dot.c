@@ -58,7 +58,7 @@ int cmd_dot(int argc, char **argv)
     if (argc - optind > 1)
         return cli_usage_error("dot", "one trace at a time; got %d", argc - optind);
     etk_error err = {0};
-    etk_read_opts ro = {.quiet = true};
+    etk_read_opts ro = {.quiet = true, .max_nodes = opts.max_nodes}; /* -n: read the head only */
     etk_trace *t;
     if (etk_trace_read(argv[optind], &ro, &t, &err))
         return cli_fail("dot", &err);

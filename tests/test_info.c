@@ -308,6 +308,37 @@ static void test_dot(void **state)
     etk_trace_free(t);
 }
 
+/* dot -n of a large trace reads only its head (issue #18: `dot -n 10` of a 1 GB trace loaded
+ * all of it): tests/data/small.0.et (7 nodes, a chain 1 -> 2 -> 3 -> ...) read with
+ * max_nodes 3 holds nodes 1..3, is marked partial, and its DOT says the rest was not read and
+ * counts the dependency of nothing shown on what was not read; max_nodes 7 reads it whole. */
+static void test_dot_reads_head_only(void **state)
+{
+    (void)state;
+    etk_read_opts ro = {.quiet = true, .max_nodes = 3};
+    etk_trace *t = NULL;
+    etk_error err = {0};
+    assert_int_equal(etk_trace_read(ETK_SOURCE_DIR "/tests/data/small.0.et", &ro, &t, &err), 0);
+    assert_int_equal(t->n_nodes, 3);
+    assert_true(t->partial);
+    assert_int_equal(t->nodes[2].id, 3);
+    char *buf = NULL;
+    size_t len = 0, edges = 0;
+    etk_dot_opts o = {.max_nodes = 3};
+    FILE *f = open_memstream(&buf, &len);
+    assert_int_equal(etk_dot_write(f, t, &o, &edges, &err), 0);
+    fclose(f);
+    assert_int_equal(edges, 2);
+    assert_non_null(strstr(buf, "cut by --max-nodes to the first 3 (file order; the rest of the file was not read)"));
+    free(buf);
+    etk_trace_free(t);
+    ro.max_nodes = 7;
+    assert_int_equal(etk_trace_read(ETK_SOURCE_DIR "/tests/data/small.0.et", &ro, &t, &err), 0);
+    assert_int_equal(t->n_nodes, 7);
+    assert_false(t->partial);
+    etk_trace_free(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -316,6 +347,7 @@ int main(void)
         cmocka_unit_test(test_cnn),
         cmocka_unit_test(test_diamond),
         cmocka_unit_test(test_dot),
+        cmocka_unit_test(test_dot_reads_head_only),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -230,6 +230,7 @@ typedef struct etk_trace {
     uint32_t *index_slots;    /* open addressing: node index + 1, 0 = empty */
     size_t index_mask;
     size_t n_duplicate_ids;   /* found while indexing (the first occurrence wins) */
+    bool partial;             /* read stopped at etk_read_opts.max_nodes with more file left */
 } etk_trace;
 
 typedef struct etk_read_opts {
@@ -237,6 +238,8 @@ typedef struct etk_read_opts {
     bool quiet;                 /* do not print warnings to stderr */
     bool reference_decoder;     /* decode every node with protobuf-c (the reference path; the
                                    default direct decoder must give identical results) */
+    size_t max_nodes;           /* 0: all; else stop after the first max_nodes nodes: the rest of
+                                   the file is not read (nor checked) and t->partial is set */
 } etk_read_opts;
 
 /* Read a whole trace (plain or gzip). On error *out is NULL and err names the file, the byte

@@ -50,8 +50,12 @@ int etk_dot_write(FILE *f, etk_trace *t, const etk_dot_opts *opts, size_t *n_edg
         shown = opts->max_nodes;
     size_t edges = 0, cut = 0, missing = 0;
     fprintf(f, "digraph etk {\n");
-    fprintf(f, "  // %s: %zu nodes", t->path && *t->path ? t->path : "trace", t->n_nodes);
-    if (shown < t->n_nodes)
+    if (t->partial) /* read with etk_read_opts.max_nodes: the total is unknown */
+        fprintf(f, "  // %s: cut by --max-nodes to the first %zu (file order; the rest of the file was not read)",
+                t->path && *t->path ? t->path : "trace", shown);
+    else
+        fprintf(f, "  // %s: %zu nodes", t->path && *t->path ? t->path : "trace", t->n_nodes);
+    if (shown < t->n_nodes && !t->partial)
         fprintf(f, "; cut by --max-nodes to the first %zu (file order)", shown);
     fprintf(f, "\n  // data dependencies solid, control dependencies dashed; arrows point from a dependency to its dependent\n");
     fprintf(f, "  node [shape=box, fontname=\"monospace\", fontsize=10];\n");
@@ -91,6 +95,10 @@ int etk_dot_write(FILE *f, etk_trace *t, const etk_dot_opts *opts, size_t *n_edg
             uint32_t nd = pass ? n->n_ctrl_deps : n->n_data_deps;
             for (uint32_t k = 0; k < nd; k++) {
                 ptrdiff_t j = etk_trace_find_index(t, d[k]);
+                if (j < 0 && t->partial) { /* maybe in the part not read */
+                    cut++;
+                    continue;
+                }
                 if (j < 0) {
                     missing++;
                     continue;
@@ -105,7 +113,8 @@ int etk_dot_write(FILE *f, etk_trace *t, const etk_dot_opts *opts, size_t *n_edg
         }
     }
     if (cut)
-        fprintf(f, "  // %zu dependencies on nodes beyond --max-nodes omitted\n", cut);
+        fprintf(f, "  // %zu dependencies on nodes beyond --max-nodes%s omitted\n", cut,
+                t->partial ? " (or absent: the rest of the file was not read)" : "");
     if (missing)
         fprintf(f, "  // %zu dependencies on ids absent from the trace omitted\n", missing);
     fprintf(f, "}\n");

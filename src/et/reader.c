@@ -432,6 +432,10 @@ static int read_stream(src *s, const etk_read_opts *opts, etk_trace *t, etk_erro
             break;
         if (s->pos == s->len) /* clean end of file */
             break;
+        if (msg_index > 0 && opts && opts->max_nodes && t->n_nodes >= opts->max_nodes) {
+            t->partial = true; /* the caller wants the head only: the rest stays unread */
+            break;
+        }
         uint64_t at = s->base + s->pos;
         size_t o = s->pos;
         uint64_t L;
