@@ -16,13 +16,23 @@ typedef struct etk_gen_seg {
 } etk_gen_seg;
 
 typedef struct etk_gen_class {
-    const etk_trace *t;
-    uint8_t *blob;
-    size_t len;
+    etk_trace *t;  /* copies of the rank-dependent nodes only (seg[].node indexes them) */
+    uint8_t *blob; /* the encoded rank-independent nodes */
+    size_t len, cap;
     etk_gen_seg *seg;
-    size_t nseg;
+    size_t nseg, cap_seg;
+    size_t start; /* blob offset where the open segment begins */
+    char pg[ETK_GEN_N_GROUP_KINDS][16];
+    uint32_t peers[N_PEERS];
 } etk_gen_class;
 
+/* Streaming: begin, then put every node of the representative in order (put has the generator's
+ * put_fn signature: nodes are encoded as they come, not held), then end. Memory: the encoded
+ * blob plus the few rank-dependent nodes. */
+int etk_gen_class_begin(etk_gen_class *k, const char (*pg)[16], const uint32_t *peers, etk_error *err);
+int etk_gen_class_put(void *k, const etk_node *n, etk_error *err);
+int etk_gen_class_end(etk_gen_class *k, etk_error *err);
+/* The same from a trace in memory. */
 int etk_gen_class_build(etk_gen_class *k, const etk_trace *t, const char (*pg)[16], const uint32_t *peers,
                         etk_error *err);
 void etk_gen_class_free(etk_gen_class *k);

@@ -1428,12 +1428,20 @@ int etk_gen_write_with(const etk_gen_config *cfg, uint32_t n_stages, etk_gen_emi
         uint32_t rep = etk_gen_rank(cfg, 0, 0, s), peers[N_PEERS];
         char pg[ETK_GEN_N_GROUP_KINDS][16];
         bind_rank(cfg, rep, pg, peers);
+        if (emit == train_emit) { /* streamed: each node encoded as it is emitted, none held */
+            if (!(rc = etk_gen_class_begin(&cls[s], (const char(*)[16])pg, peers, err)) &&
+                !(rc = emit_stage(ctx, s, 0, 0, 0, etk_gen_class_put, &cls[s], NULL, err)))
+                rc = etk_gen_class_end(&cls[s], err);
+            continue;
+        }
         if (!(reps[s] = etk_trace_new(ET_VERSION))) {
             rc = etk_err(err, ETK_ENOMEM, "out of memory");
             break;
         }
         if (!(rc = emit(ctx, s, 0, 0, 0, reps[s], err)))
             rc = etk_gen_class_build(&cls[s], reps[s], (const char(*)[16])pg, peers, err);
+        etk_trace_free(reps[s]); /* the class keeps what it needs */
+        reps[s] = NULL;
     }
     /* groups first: their fsync is cheap before the rank files are written */
     if (!rc) {
