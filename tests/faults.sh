@@ -10,24 +10,22 @@
 #     (the second is refused by the lock), stale ranks of an earlier larger run, temporary files
 #     of dead writers.
 set -u
-ETKIT=$1; SHARED=$2
-T=$(mktemp -d); trap 'cleanup' EXIT
+SHARED=$2
+. "$(dirname "$0")/clilib.sh" # ETKIT, T, fails, fail
 MNT=
 cleanup() {
   [ -n "$MNT" ] && umount "$MNT" 2>/dev/null
   chmod -R u+w "$T" 2>/dev/null
   rm -rf "$T"
 }
-fails=0; skips=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+trap cleanup EXIT
+skips=0
 skip() { echo "SKIP: $*"; skips=$((skips + 1)); }
-# expect STATUS PATTERN cmd... (stdout to /dev/null unless redirected by the caller)
+# expect STATUS REGEX cmd...: exit status, and stdout+stderr matching the extended regex
 expect() {
-  local want=$1 pat=$2; shift 2
-  local out rc
+  local want=$1 pat=$2 out rc; shift 2
   out=$("$@" 2>&1); rc=$?
-  [ "$rc" = "$want" ] || fail "'$*' exited $rc, expected $want: $out"
-  grep -qE -- "$pat" <<<"$out" || fail "'$*' output lacks /$pat/: $out"
+  [ "$rc" = "$want" ] && grep -qE -- "$pat" <<<"$out" || fail "'$*' exited $rc (want $want), output /$pat/?: $out"
 }
 # full STATUS cmd...: the command with stdout on /dev/full must exit STATUS and say why
 full() {

@@ -13,6 +13,7 @@
 #include "etkit/gen.h"
 #include "etkit/sim.h"
 #include "sim_testlib.h"
+#include "gen_testlib.h"
 
 static uint32_t node_size = 8;
 
@@ -240,16 +241,9 @@ static void test_dp_only_classes_linear(void **st)
 {
     (void)st;
     etk_gen_config cfg;
-    etk_gen_config_init(&cfg);
     etk_error err = {0};
-    const char *set[][2] = {{"model", "llama2-7b"}, {"layers", "1"}, {"hidden", "512"}, {"heads", "8"},
-                            {"kv-heads", "8"}, {"ffn", "1024"}, {"vocab", "1000"}, {"seq", "128"},
-                            {"dp", "4096"}};
-    for (size_t i = 0; i < sizeof set / sizeof set[0]; i++)
-        if (etk_gen_set(&cfg, set[i][0], set[i][1], &err))
-            fail_msg("--%s: %s", set[i][0], err.msg);
-    if (etk_gen_check(&cfg, &err))
-        fail_msg("%s", err.msg);
+    cfg_from(&cfg, "--model llama2-7b --layers 1 --hidden 512 --heads 8 --kv-heads 8 --ffn 1024 --vocab 1000 "
+                   "--seq 128 --dp 4096");
     etk_cluster c;
     if (etk_cluster_preset("dgx-h100", 512, &c, &err))
         fail_msg("%s", err.msg);
