@@ -12,6 +12,20 @@
 #include "etkit/net.h"
 #include "etkit/validate.h"
 
+/* The FLOPs a generated COMP node stands for: its num_ops, except that a node moving bytes
+ * without FLOPs (embedding lookup, concatenation, MoE dispatch) is written with num_ops 1 so
+ * that ASTRA-sim's roofline does not stall on 0 / 0 (docs/gen.md): that is no FLOP, and the
+ * summary leaves it out. */
+static inline double gen_node_flops(const etk_node *n)
+{
+    int64_t f = 0;
+    uint64_t b = 0;
+    if (n->type != ETK_NODE_COMP || !etk_node_i64(n, "num_ops", &f))
+        return 0;
+    etk_node_u64(n, "tensor_size", &b);
+    return f == 1 && b > 0 ? 0 : (double)f;
+}
+
 /* Parse "--model llama2-7b --tp 2 ..." and check the plan; 0 or the library's error. */
 static inline int parse(const char *line, etk_gen_config *c, etk_error *err)
 {

@@ -216,6 +216,20 @@ static void test_comm_tp(void **state)
     assert_int_equal(st->coll_count[ETK_GEN_GROUP_TP][ETK_COLL_ALL_GATHER], (4 + 2) * l * m);
     assert_int_equal(st->coll_bytes[ETK_GEN_GROUP_TP][ETK_COLL_ALL_GATHER], (4 + 2) * l * m * buf / 4);
     etk_gen_summary_free(&s);
+
+    /* TP + SP + full recompute, as Megatron runs it: the recomputed forward repeats the block's 2
+     * all-gathers and 2 reduce-scatters, and its linear layers save their sharded inputs again,
+     * so backward still all-gathers them for the weight gradients: per block per micro-batch
+     * 2 (forward) + 2 (recompute) + 2 (gradients of the reduce-scatters) + 2 (re-gathers) = 8
+     * all-gathers of b s h / t elements, 2 + 2 + 2 = 6 reduce-scatters of b s h */
+    summarize("--model megatron-22b --tp 4 --pp 4 --dp 2 --micro-batch 2 --global-batch 16 --sp --recompute full",
+              &c, &s);
+    st = &s.stages[1];
+    assert_int_equal(st->coll_count[ETK_GEN_GROUP_TP][ETK_COLL_ALL_GATHER], 8 * l * m);
+    assert_int_equal(st->coll_bytes[ETK_GEN_GROUP_TP][ETK_COLL_ALL_GATHER], 8 * l * m * buf / 4);
+    assert_int_equal(st->coll_count[ETK_GEN_GROUP_TP][ETK_COLL_REDUCE_SCATTER], 6 * l * m);
+    assert_int_equal(st->coll_bytes[ETK_GEN_GROUP_TP][ETK_COLL_REDUCE_SCATTER], 6 * l * m * buf);
+    etk_gen_summary_free(&s);
 }
 
 static void test_comm_dp_pp(void **state)

@@ -55,6 +55,7 @@ static sums phase_sums(const etk_trace *t, const char *phase)
         if (x->type != ETK_NODE_COMP || !etk_node_i64(x, "num_ops", &f))
             continue;
         etk_node_u64(x, "tensor_size", &b);
+        f = (int64_t)gen_node_flops(x);
         s.all += (double)f;
         s.bytes += b;
         for (size_t k = 0; k < sizeof gemm / sizeof gemm[0]; k++)
@@ -427,7 +428,7 @@ static double node_flops(const etk_trace *t, const char *name)
         if (!strcmp(t->nodes[i].name, name)) {
             int64_t f = -1;
             etk_node_i64(&t->nodes[i], "num_ops", &f);
-            return (double)f;
+            return f < 0 ? (double)f : gen_node_flops(&t->nodes[i]);
         }
     fail_msg("no node %s", name);
     return -1;
@@ -454,7 +455,7 @@ static void prefix_sums(const etk_trace *t, const char *prefix, double *flops, u
         if (x->type != ETK_NODE_COMP || strncmp(x->name, prefix, n) || !etk_node_i64(x, "num_ops", &f))
             continue;
         etk_node_u64(x, "tensor_size", &b);
-        *flops += (double)f;
+        *flops += gen_node_flops(x);
         *bytes += b;
     }
 }

@@ -341,9 +341,7 @@ static void test_fold_and_summary(void **state)
         assert_int_equal(st->nodes, full->ranks[r]->n_nodes);
         double flops = 0;
         for (size_t i = 0; i < full->ranks[r]->n_nodes; i++) {
-            int64_t v;
-            if (full->ranks[r]->nodes[i].type == ETK_NODE_COMP && etk_node_i64(&full->ranks[r]->nodes[i], "num_ops", &v))
-                flops += (double)v;
+            flops += gen_node_flops(&full->ranks[r]->nodes[i]);
         }
         assert_true(flops == st->flops);
     }
@@ -373,8 +371,7 @@ static void test_fold_and_summary(void **state)
             uint64_t coll = 0, send = 0;
             for (size_t k = 0; k < t->n_nodes; k++) {
                 int64_t v;
-                if (t->nodes[k].type == ETK_NODE_COMP && etk_node_i64(&t->nodes[k], "num_ops", &v))
-                    flops += (double)v;
+                flops += gen_node_flops(&t->nodes[k]);
                 if (t->nodes[k].type == ETK_NODE_COLL && etk_node_i64(&t->nodes[k], "comm_size", &v))
                     coll += (uint64_t)v;
                 if (t->nodes[k].type == ETK_NODE_SEND && etk_node_i64(&t->nodes[k], "comm_size", &v))

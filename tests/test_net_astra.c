@@ -261,15 +261,110 @@ static void test_subgroup_mixed(void **state)
     assert_int_equal(etk_net_coll_ns(&c, ETK_COLL_ALL_REDUCE, GiB, NULL, 64), 6249065);
 }
 
-/* Point-to-point: one unchunked message on the first differing dimension + endpoint delay:
- * 1 MiB from rank 0 to rank 3 on Ring 8 @ 50 GB/s, 500 ns: 3 hops → ⌊1500 + 19531.25⌋ + 10. */
+/* Point-to-point: one unchunked message on the first differing dimension and no endpoint
+ * delay. ASTRA-sim (cases.tsv p2p1_sw8*): a 1 MiB send then a dependent 1 MiB receive on
+ * Switch 8 @ 400 GB/s, 936.25 ns took 8,626 ns with endpoint-delay 10 and 1000 =
+ * 2·⌊1872.5 + 2441.41⌋. Here: 1 MiB from rank 0 to rank 3 on Ring 8 @ 50 GB/s, 500 ns:
+ * 3 hops → ⌊1500 + 19531.25⌋ = 21,031, whatever the endpoint delay. */
 static void test_p2p(void **state)
 {
     (void)state;
     etk_cluster c = ring1(8);
-    assert_int_equal(etk_net_p2p_ns(&c, 0, 3, MiB), 21031 + 10);
-    assert_int_equal(etk_net_p2p_ns(&c, 0, 7, MiB), 20031 + 10); /* wraps: 1 hop */
+    assert_int_equal(etk_net_p2p_ns(&c, 0, 3, MiB), 21031);
+    assert_int_equal(etk_net_p2p_ns(&c, 0, 7, MiB), 20031); /* wraps: 1 hop */
     assert_int_equal(etk_net_p2p_ns(&c, 5, 5, MiB), 0);
+    etk_cluster sw = switch1(8, ETK_ALGO_RING);
+    assert_int_equal(2 * etk_net_p2p_ns(&sw, 0, 4, MiB), 8626);
+    c.astra_endpoint_delay_ns = 1000; /* regression: it used to add e (22,031) */
+    assert_int_equal(etk_net_p2p_ns(&c, 0, 3, MiB), 21031);
+}
+
+/* A sub-group collective's chunk start costs a fixed 10 ns, like its hand-offs, whatever
+ * endpoint-delay says. ASTRA-sim, pair_ar_sw8_e1000 (groups {0,1} {2,3} ... on Switch 8 @ 400
+ * GB/s, 936.25 ns, endpoint-delay 1000): 18,508 ns. By hand: chunk 262,144 B, m = 131,072 B,
+ * net = ⌊1872.5 + 305.18⌋ = 2177, red = 3·⌊81.92⌋ = 243 → 4·(10 + 2·(2177 + 10) + 243). */
+static void test_subgroup_chunk_start(void **state)
+{
+    (void)state;
+    etk_cluster c = switch1(8, ETK_ALGO_RING);
+    c.astra_endpoint_delay_ns = 1000;
+    uint32_t g[2] = {2, 3};
+    assert_int_equal(4 * (10 + 2 * (2177 + 10) + 243), 18508);
+    assert_int_equal(etk_net_coll_ns(&c, ETK_COLL_ALL_REDUCE, MiB, g, 2), 18508);
+    /* a whole-cluster collective keeps paying endpoint-delay at its chunk starts and
+     * messages: m = 32,768 B, net = ⌊1872.5 + 76.29⌋ = 1948, red = 60 */
+    assert_int_equal(whole(&c, ETK_COLL_ALL_REDUCE, MiB), 4 * (1000 + 14 * (1948 + 1000) + 7 * 60));
+}
+
+/* Sub-group rings with links of unequal length, more chunks than active chunks: each rank
+ * starts its next chunk when it finishes its own. ASTRA-sim, grp_half8_Ring8 (group {0,1,2,3}
+ * on Ring 8 @ 50 GB/s, 500 ns; the link 3 -> 0 is 3 hops): 49,000 ns. By hand: with four
+ * 1-hop links it is the 4-rank ring all-reduce, 4·(10 + 6·(1720 + 10) + 3·120) = 43,000 (also
+ * measured: mb_all_reduce_4_ring_RingTopo); the 3-hop link costs 1,000 ns more per crossing
+ * and the critical path crosses it 6 times in the 4 chunks (chained chunk by chunk it would
+ * be 8: 51,000, the old figure). grp_mixed8_2x4 (groups {0,2,3} and {1,4,5,6,7} on
+ * [Ring 2 @ 400, Switch 4 @ 50]): 38,278 ns measured. */
+static void test_subgroup_unequal_links(void **state)
+{
+    (void)state;
+    etk_cluster c = ring1(8);
+    uint32_t g[4] = {0, 1, 2, 3};
+    assert_int_equal(4 * (10 + 6 * (1720 + 10) + 3 * 120) + 6 * 1000, 49000);
+    assert_int_equal(etk_net_coll_ns(&c, ETK_COLL_ALL_REDUCE, MiB, g, 4), 49000);
+    int topo[2] = {ETK_TOPO_RING, ETK_TOPO_SWITCH};
+    uint32_t size[2] = {2, 4};
+    double bw[2] = {400, 50}, lat[2] = {500, 1000};
+    etk_cluster m = astra(2, topo, size, bw, lat, ETK_ALGO_RING);
+    uint32_t g2[5] = {1, 4, 5, 6, 7};
+    assert_int_equal(etk_net_coll_ns(&m, ETK_COLL_ALL_REDUCE, MiB, g2, 5), 38278);
+    /* one chunk (C = 1): no pipelining, the worst chain of 2(N−1) = 6 links, 3-hop link
+     * twice: 10 + 6·(4·1720 + ... ) by hand: chunk 1 MiB, m = 262,144 B, net 1 hop =
+     * ⌊500 + 4882.8⌋ = 5382, 3 hops 6382, red = 3·163 = 489:
+     * 10 + 6·(5382 + 10) + 2·1000 + 3·489 */
+    c.astra_splits = 1;
+    assert_int_equal(etk_net_coll_ns(&c, ETK_COLL_ALL_REDUCE, MiB, g, 4),
+                     10 + 6 * (5382 + 10) + 2 * 1000 + 3 * 489);
+}
+
+/* Multi-dimensional localBWAware all-reduce takes every phase's algorithm from the all-reduce
+ * list. ASTRA-sim, 2d_4x4_ar_halvingDoubling_lbw ([Ring 4 @ 400 GB/s 500 ns, Switch 4 @ 50
+ * GB/s 1000 ns], 1 MiB, all-reduce list halvingDoubling, RS/AG lists ring): 43,734 ns. By hand
+ * (chunk 262,144 B): RS dim 0 halving-doubling 10 + (805 + 10) + (1152 + 10 + 120) = 2,107;
+ * AR dim 1 on 65,536 B: 10 + 2620 + (2305 + 10 + 30) + (2305 + 10) + 2620 = 9,910; AG dim 0
+ * halving-doubling 10 + (652 + 10) + (1305 + 10) = 1,987; pipelined: sum + 3·9,910. */
+static void test_lbw_uses_allreduce_list(void **state)
+{
+    (void)state;
+    int topo[2] = {ETK_TOPO_RING, ETK_TOPO_SWITCH};
+    uint32_t size[2] = {4, 4};
+    double bw[2] = {400, 50}, lat[2] = {500, 1000};
+    etk_cluster c = astra(2, topo, size, bw, lat, ETK_ALGO_RING);
+    c.astra_local_bw_aware = true;
+    for (int i = 0; i < 2; i++)
+        c.dims[i].algo[ETK_COLL_ALL_REDUCE] = ETK_ALGO_HALVING_DOUBLING;
+    assert_int_equal(2107 + 9910 + 1987 + 3 * 9910, 43734);
+    assert_int_equal(whole(&c, ETK_COLL_ALL_REDUCE, MiB), 43734);
+    /* the RS/AG lists do not matter (ASTRA-sim's result does not change with them) */
+    for (int i = 0; i < 2; i++)
+        c.dims[i].algo[ETK_COLL_REDUCE_SCATTER] = c.dims[i].algo[ETK_COLL_ALL_GATHER] =
+            ETK_ALGO_DIRECT;
+    assert_int_equal(whole(&c, ETK_COLL_ALL_REDUCE, MiB), 43734);
+}
+
+/* Double binary tree on a Ring topology: tree edges join ranks 1, 2, 4, ..., 32 apart, each
+ * costing its ring distance in hops. ASTRA-sim, dbt_ring_64 (Ring 64 @ 50 GB/s, 500 ns, 1 MiB):
+ * 492,196 ns. By hand: chunk 262,144 B, net = 500·hops + ⌊4882.8⌋, red = 489; per chunk the
+ * 2k − 1 = 11 edges up 1..32 and down 32..2 (125 hops): 10 + 11·(4882 + 10 + 489) + 500·125;
+ * four chunks plus one 1-hop leaf message (5382 + 10). */
+static void test_dbt_ring(void **state)
+{
+    (void)state;
+    int t = ETK_TOPO_RING;
+    uint32_t n = 64;
+    double bw = 50, lat = 500;
+    etk_cluster c = astra(1, &t, &n, &bw, &lat, ETK_ALGO_DOUBLE_BINARY_TREE);
+    assert_int_equal(4 * (10 + 11 * (4882 + 10 + 489) + 500 * 125) + 5392, 492196);
+    assert_int_equal(whole(&c, ETK_COLL_ALL_REDUCE, MiB), 492196);
 }
 
 /* ---------- loader ---------- */
@@ -354,15 +449,40 @@ static void test_astra_errors(void **state)
                        "expected \"baseline\" or \"localBWAware\"");
     etk_cluster c;
     etk_error err = {0};
-    /* halving-doubling on 6 NPUs is accepted with a warning saying what etkit does */
+    /* halving-doubling on 6 NPUs is accepted with a warning that ASTRA-sim itself hangs there,
+     * and what etkit does instead */
+    const char *n6 = write_tmp("n6.yml", "topology: [ Switch ]\nnpus_count: [ 6 ]\n"
+                                         "bandwidth: [ 50 ]\nlatency: [ 500 ]\n");
     assert_int_equal(etk_cluster_load_astra(
-                         write_tmp("n6.yml", "topology: [ Switch ]\nnpus_count: [ 6 ]\n"
-                                             "bandwidth: [ 50 ]\nlatency: [ 500 ]\n"),
+                         n6,
                          write_tmp("s6.json", "{\"preferred-dataset-splits\": 4, "
                                               "\"all-reduce-implementation\": [\"halvingDoubling\"]}"),
                          &c, &err),
                      0);
-    assert_non_null(strstr(c.warnings, "6 NPUs on dimension 0 is not a power of two"));
+    assert_non_null(strstr(c.warnings, "ASTRA-sim hangs on halvingDoubling with 6 NPUs on "
+                                       "dimension 0 (not a power of two)"));
+    assert_null(strstr(c.warnings, "doubleBinaryTree"));
+    /* double binary tree there: ASTRA-sim crashes */
+    assert_int_equal(etk_cluster_load_astra(
+                         n6,
+                         write_tmp("s6t.json", "{\"preferred-dataset-splits\": 4, "
+                                               "\"all-reduce-implementation\": [\"doubleBinaryTree\"]}"),
+                         &c, &err),
+                     0);
+    assert_non_null(strstr(c.warnings, "ASTRA-sim crashes (segmentation fault) on doubleBinaryTree "
+                                       "with 6 NPUs on dimension 0"));
+    assert_null(strstr(c.warnings, "halvingDoubling"));
+    /* a power of two, or ring on 6: no such warning */
+    assert_int_equal(etk_cluster_load_astra(n6, write_tmp("s6r.json", ok_sys), &c, &err), 0);
+    assert_null(strstr(c.warnings, "ASTRA-sim"));
+    assert_int_equal(etk_cluster_load_astra(
+                         write_tmp("n8.yml", "topology: [ Switch ]\nnpus_count: [ 8 ]\n"
+                                             "bandwidth: [ 50 ]\nlatency: [ 500 ]\n"),
+                         write_tmp("s8.json", "{\"preferred-dataset-splits\": 4, "
+                                              "\"all-reduce-implementation\": [\"halvingDoubling\"]}"),
+                         &c, &err),
+                     0);
+    assert_null(strstr(c.warnings, "ASTRA-sim"));
     assert_true(etk_cluster_load_astra("/nonexistent/net.yml", write_tmp("s.json", ok_sys), &c,
                                        &err) < 0);
     assert_non_null(strstr(err.msg, "/nonexistent/net.yml"));
@@ -377,6 +497,8 @@ int main(void)
         cmocka_unit_test(test_compute),        cmocka_unit_test(test_chunk_padding),
         cmocka_unit_test(test_subgroup),       cmocka_unit_test(test_subgroup_mixed),
         cmocka_unit_test(test_p2p),
+        cmocka_unit_test(test_subgroup_chunk_start), cmocka_unit_test(test_subgroup_unequal_links),
+        cmocka_unit_test(test_lbw_uses_allreduce_list), cmocka_unit_test(test_dbt_ring),
         cmocka_unit_test(test_load_astra),     cmocka_unit_test(test_astra_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

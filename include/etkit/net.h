@@ -143,6 +143,7 @@ int etk_precision_parse(const char *s);
  * Cartesian sub-grid (on every dimension an arithmetic progression of coordinates); other
  * groups fall back to one flat ring over their members in the given order (docs/cluster.md). */
 #define ETK_NET_MAX_LINK_CLASSES 8
+#define ETK_NET_MAX_RING_RUNS 32
 typedef struct etk_net_place {
     uint32_t n_ranks;
     bool whole;                         /* every NPU of the cluster, in any order */
@@ -160,6 +161,13 @@ typedef struct etk_net_place {
     uint32_t class_count[ETK_NET_MAX_LINK_CLASSES];
     uint64_t class_pairs;              /* bit a*8+b: a link of class a followed by class b */
     bool classes_overflow;             /* more than ETK_NET_MAX_LINK_CLASSES kinds of link */
+    /* the same links in ring order, run-length encoded (class, count); kept up to
+     * ETK_NET_MAX_RING_RUNS runs (runs_overflow past that). ASTRA-sim compatibility times a
+     * sub-group ring link by link from it (net/astra.c). */
+    uint32_t n_runs;
+    uint8_t run_class[ETK_NET_MAX_RING_RUNS];
+    uint32_t run_len[ETK_NET_MAX_RING_RUNS];
+    bool runs_overflow;
 } etk_net_place;
 
 int etk_net_place_group(const etk_cluster *c, const uint32_t *ranks, uint32_t n_ranks,

@@ -336,7 +336,13 @@ static int put_comp(emitter *E, const char *name, const ginst *I, uint64_t *deps
      * "attn_scores": true a memory-bound op over the attention scores (the compute model's
      * score_mem_eff); "op_kind": "attention" a fused attention kernel (attn_eff); all absent on
      * everything else */
-    etk_attr a[6] = {etk_attr_bool("is_cpu_op", false), etk_attr_i64("num_ops", (int64_t)(I->flops + 0.5)),
+    /* an op that moves bytes but does no FLOPs (embedding lookup, MoE dispatch) gets num_ops 1:
+     * ASTRA-sim's roofline divides num_ops by num_ops / tensor_size and stalls forever on 0/0,
+     * while with 1 its time is tensor_size / local-mem-bw, the memory-bound time etkit gives
+     * either way (docs/astra-compat.md); the summary's FLOPs leave it out */
+    int64_t ops = (int64_t)(I->flops + 0.5);
+    bool min_op = ops == 0 && I->bytes > 0;
+    etk_attr a[6] = {etk_attr_bool("is_cpu_op", false), etk_attr_i64("num_ops", min_op ? 1 : ops),
                      etk_attr_u64("tensor_size", I->bytes)};
     uint32_t n = 3;
     if (I->fp8)
@@ -346,6 +352,11 @@ static int put_comp(emitter *E, const char *name, const ginst *I, uint64_t *deps
     if (I->attn)
         a[n++] = etk_attr_str("op_kind", "attention");
     int rc = put_node(E, name, ETK_NODE_COMP, deps, nd, a, n);
+    if (!rc && min_op && E->st) { /* not a real FLOP: the summary leaves it out */
+        E->st->flops -= 1;
+        if (E->phase != P_RECOMP && E->phase != P_OPT)
+            E->st->model_flops -= 1;
+    }
     /* recomputed work inside a backward node is hardware, not model, FLOPs */
     if (!rc && E->st && I->recomp_flops > 0 && E->phase != P_RECOMP && E->phase != P_OPT)
         E->st->model_flops -= (double)(int64_t)(I->recomp_flops + 0.5);

@@ -322,14 +322,30 @@ static uint64_t put_comp(iemit *E, const char *name, double flops, uint64_t byte
                          const uint64_t *deps, uint32_t nd)
 {
     /* "precision": "fp8" an FP8 GEMM; "op_kind": "attention" a fused FlashAttention kernel */
-    etk_attr a[6] = {etk_attr_bool("is_cpu_op", false), etk_attr_i64("num_ops", (int64_t)(flops + 0.5)),
+    /* bytes without FLOPs (embedding lookup): num_ops 1, as in gen.c (ASTRA-sim's roofline
+     * stalls on 0 / 0); the summary's FLOPs leave it out */
+    int64_t ops = (int64_t)(flops + 0.5);
+    bool min_op = ops == 0 && bytes > 0;
+    etk_attr a[6] = {etk_attr_bool("is_cpu_op", false), etk_attr_i64("num_ops", min_op ? 1 : ops),
                      etk_attr_u64("tensor_size", bytes)};
     uint32_t n = 3;
     if (fp8)
         a[n++] = etk_attr_str("precision", "fp8");
     if (attn)
         a[n++] = etk_attr_str("op_kind", "attention");
-    return put(E, name, ETK_NODE_COMP, deps, nd, a, n);
+    uint64_t id = put(E, name, ETK_NODE_COMP, deps, nd, a, n);
+    etk_gen_stage *s = E->st;
+    if (min_op && s) { /* not a real FLOP: the summary leaves it out */
+        s->flops -= 1;
+        s->model_flops -= 1;
+        if (E->phase == 0)
+            s->prefill_flops -= 1;
+        if (E->phase == 1)
+            s->decode_first_flops -= 1;
+        if (E->phase == E->I->N)
+            s->decode_last_flops -= 1;
+    }
+    return id;
 }
 
 static uint64_t put_coll(iemit *E, const char *name, int coll, int64_t bytes, int group, const uint64_t *deps,

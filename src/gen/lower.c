@@ -890,10 +890,13 @@ static int32_t avail(ctx *c, int j, int i)
     if (c->g->t[t].weight)
         return NONE;
     int pass = (c->full || (c->selective && op->region)) ? 1 : 0;
-    if (pass == 0 && c->via_ag[j][i] && c->o->sp) {
+    /* full recompute too: Megatron's recomputed forward runs the same linear layers, which save
+     * their sharded input again and all-gather it again in backward (8 all-gathers per layer
+     * per micro-batch with SP, not 6) */
+    if ((pass == 0 || c->full) && c->via_ag[j][i] && c->o->sp) {
         if (c->regather[t] == NONE) {
             /* kept sharded (sequence parallelism), gathered again for the weight gradient */
-            int32_t deps[2] = {c->ts[0][t].inst, DEP_GRAD};
+            int32_t deps[2] = {c->ts[pass][t].inst, DEP_GRAD};
             char name[96];
             snprintf(name, sizeof name, "%s.regather", shortname(c->g->t[t].name));
             int k = emit(c, name, ETK_NODE_COLL, P_BWD, 2, deps);

@@ -20,6 +20,8 @@
 
 /* ---------- network YAML ---------- */
 
+static bool pow2(uint32_t n) { return n && !(n & (n - 1)); }
+
 static void add_warning(etk_cluster *c, const char *fmt, const char *arg)
 {
     size_t o = strlen(c->warnings);
@@ -375,19 +377,26 @@ int etk_cluster_load_astra(const char *network_yaml, const char *system_json, et
     if ((rc = load_system_json(system_json, &c, err)))
         return rc;
     net_cluster_finish(&c);
+    /* ASTRA-sim itself never finishes halving-doubling on a dimension whose size is not a power
+     * of two (it hangs) and crashes on double binary tree there (segmentation fault); etkit
+     * still gives a figure, its own extension, and says so */
     for (uint32_t i = 0; i < c.n_dims; i++) {
         uint32_t n = c.dims[i].size;
-        if ((n & (n - 1)) == 0)
+        if (pow2(n) || n < 2)
             continue;
-        for (int t = 0; t < ETK_COLL_TYPE_COUNT; t++)
-            if (c.dims[i].algo[t] == ETK_ALGO_HALVING_DOUBLING ||
-                c.dims[i].algo[t] == ETK_ALGO_DOUBLE_BINARY_TREE) {
-                char what[96];
-                snprintf(what, sizeof what, "%u NPUs on dimension %u", n, i);
-                add_warning(&c, "%s is not a power of two: halvingDoubling there is costed as "
-                                "ring (doubleBinaryTree with depth ceil(log2 N))", what);
-                break;
-            }
+        bool hd = false, dbt = false;
+        for (int t = 0; t < ETK_COLL_TYPE_COUNT; t++) {
+            hd |= c.dims[i].algo[t] == ETK_ALGO_HALVING_DOUBLING;
+            dbt |= c.dims[i].algo[t] == ETK_ALGO_DOUBLE_BINARY_TREE;
+        }
+        char what[96];
+        snprintf(what, sizeof what, "%u NPUs on dimension %u (not a power of two)", n, i);
+        if (hd)
+            add_warning(&c, "ASTRA-sim hangs on halvingDoubling with %s and never finishes; "
+                            "etkit costs it as ring there", what);
+        if (dbt)
+            add_warning(&c, "ASTRA-sim crashes (segmentation fault) on doubleBinaryTree with %s; "
+                            "etkit uses a tree of depth ceil(log2 N) there", what);
     }
     const char *b = strrchr(network_yaml, '/');
     snprintf(c.name, sizeof c.name, "%s", b ? b + 1 : network_yaml);
@@ -426,8 +435,6 @@ static uint32_t ring_dist(uint32_t n, uint64_t k)
     k %= n;
     return (uint32_t)(k < n - k ? k : n - k);
 }
-
-static bool pow2(uint32_t n) { return n && !(n & (n - 1)); }
 
 static uint32_t ilog2(uint32_t n)
 {
@@ -493,12 +500,22 @@ static uint64_t phase_ns(const etk_cluster *c, const etk_net_dim *d, etk_coll_ty
         return T;
     }
     case ETK_ALGO_DOUBLE_BINARY_TREE: {
-        /* fitted to the measured N = 8 and 64 values: (2·log2 N − 1) reduced whole-chunk
-         * messages per chunk and one more unreduced message per collective */
+        /* ASTRA-sim's binary tree numbers the ranks in order: a leaf's parent is 1 rank away,
+         * the next parent 2, then 4, ..., 2^(k−1) (the top). A chunk's critical path goes up
+         * the k edges and down again; consecutive chunks overlap by one leaf message. Fitted
+         * to the Switch values (N = 4 … 64, where all edges cost alike): (2k − 1) reduced
+         * whole-chunk messages per chunk and one more unreduced leaf message per collective;
+         * on a Ring topology each edge costs its ring distance min(2^j, N − 2^j) in hops
+         * (dbt_ring_64: 492,196 ns) */
         uint64_t k = ilog2((uint32_t)N) + (pow2((uint32_t)N) ? 0 : 1);
-        uint64_t one = anet(d, h, D) + e;
-        *tail += one;
-        return e + (2 * k - 1) * (one + ared(c, D));
+        uint64_t T = e, red = ared(c, D);
+        for (uint64_t i = 1; i < 2 * k; i++) { /* edges up 1..k then down k..2, i = 1..2k−1 */
+            uint64_t j = i <= k ? i - 1 : 2 * k - i;
+            uint32_t hh = d->topo == ETK_TOPO_RING ? ring_dist((uint32_t)N, 1ull << j) : h;
+            T += anet(d, hh, D) + e + red;
+        }
+        *tail += anet(d, h, D) + e; /* the leaf edge: 1 hop on a Ring */
+        return T;
     }
     default: { /* ring */
         uint64_t m = D / N;
@@ -567,22 +584,83 @@ static uint64_t chain_ns(const etk_cluster *c, const etk_net_place *p, uint64_t 
     return q * total + r * mx;
 }
 
+/* Most steps (chunks · ranks · messages) a sub-group ring is simulated message by message;
+ * past it (or with more link kinds than the placement keeps) the chain bound is used. */
+#define RING_SIM_MAX_STEPS (1ull << 25)
+
+/* A sub-group ring with links of unequal cost, message by message, as ASTRA-sim runs it: rank
+ * r sends its first message of a chunk h ns after the chunk starts; each later message leaves
+ * h ns (plus the reduction of the received one) after both the message from r−1 arrived and r
+ * sent its previous one; a rank finishes a chunk on receiving its K-th message and starts its
+ * own next chunk then (with A active chunks: when its chunk k−A finished), whatever the other
+ * ranks do. Returns the last finish, or UINT64_MAX when it would cost too much or memory is
+ * short. With equal links this is exactly the closed form. */
+static uint64_t ring_sim_ns(const etk_cluster *c, const etk_net_place *p, uint64_t K,
+                            uint64_t n_red, uint64_t m, uint64_t h)
+{
+    uint64_t N = p->n_ranks, C = c->astra_splits ? c->astra_splits : 1;
+    uint64_t A = c->astra_active_chunks ? c->astra_active_chunks : 1;
+    if (A > C)
+        A = C;
+    if (p->runs_overflow || p->classes_overflow || N < 2 || K > RING_SIM_MAX_STEPS ||
+        C * N > RING_SIM_MAX_STEPS / K || A * N > RING_SIM_MAX_STEPS)
+        return UINT64_MAX;
+    uint64_t *net = malloc(sizeof *net * N * (3 + A));
+    if (!net)
+        return UINT64_MAX;
+    uint64_t *prev = net + N, *cur = prev + N, *fin = cur + N; /* fin: A rows of finishes */
+    uint64_t v[ETK_NET_MAX_LINK_CLASSES], red = ared(c, m), i = 0;
+    for (uint32_t k = 0; k < p->n_classes; k++)
+        v[k] = class_net(c, p, k, m);
+    for (uint32_t r = 0; r < p->n_runs; r++) /* net[i]: link member i -> member i+1 */
+        for (uint32_t j = 0; j < p->run_len[r] && i < N; j++)
+            net[i++] = v[p->run_class[r]];
+    memset(fin, 0, sizeof *fin * N * A);
+    uint64_t last = 0;
+    for (uint64_t k = 0; k < C; k++) {
+        uint64_t *f = fin + (k % A) * N; /* finishes of chunk k − A, overwritten by chunk k's */
+        for (uint64_t r = 0; r < N; r++)
+            prev[r] = f[r] + h; /* first send: the chunk start */
+        for (uint64_t s = 1; s <= K; s++) {
+            uint64_t add = h + (s - 1 < n_red ? red : 0);
+            for (uint64_t r = 0; r < N; r++) {
+                uint64_t q = r ? r - 1 : N - 1, in = prev[q] + net[q];
+                cur[r] = (in > prev[r] ? in : prev[r]) + add;
+            }
+            uint64_t *t = prev;
+            prev = cur;
+            cur = t;
+        }
+        for (uint64_t r = 0; r < N; r++) {
+            f[r] = prev[r]; /* after K receipts: the finish */
+            if (prev[r] > last)
+                last = prev[r];
+        }
+    }
+    free(net);
+    return last;
+}
+
 /* A group that is not every NPU: ASTRA-sim runs it as one flat logical ring over the members,
- * with a fixed 10 ns hand-off per message. */
+ * with a fixed 10 ns hand-off per message and at the start of each chunk (whatever
+ * endpoint-delay says; measured: pair_ar_sw8_e1000 18,508 ns). Equal links: the closed form;
+ * unequal links: message by message (ring_sim_ns), or the chain bound when too large. */
 static uint64_t subgroup_ns(const etk_cluster *c, const etk_net_place *p, etk_coll_type t,
                             uint64_t chunk)
 {
-    uint64_t N = p->n_ranks, e = (uint64_t)llround(c->astra_endpoint_delay_ns), h = 10;
+    uint64_t N = p->n_ranks, h = 10;
     bool ar = t == ETK_COLL_ALL_REDUCE;
     bool rs = t == ETK_COLL_REDUCE_SCATTER || t == ETK_COLL_REDUCE_SCATTER_BLOCK;
-    uint64_t ph;
-    if (t == ETK_COLL_ALL_GATHER) {
-        ph = e + chain_ns(c, p, N - 1, chunk) + (N - 1) * h;
-    } else {
-        uint64_t m = chunk / N;
-        uint64_t K = ar ? 2 * (N - 1) : rs ? N - 1 : N * (N - 1) / 2;
-        ph = e + chain_ns(c, p, K, m) + K * h + (ar || rs ? (N - 1) * ared(c, m) : 0);
+    bool ag = t == ETK_COLL_ALL_GATHER;
+    uint64_t m = ag ? chunk : chunk / N;
+    uint64_t K = ar ? 2 * (N - 1) : rs || ag ? N - 1 : N * (N - 1) / 2;
+    uint64_t n_red = ar || rs ? N - 1 : 0;
+    if (p->n_classes > 1) {
+        uint64_t T = ring_sim_ns(c, p, K, n_red, m, h);
+        if (T != UINT64_MAX)
+            return T;
     }
+    uint64_t ph = h + chain_ns(c, p, K, m) + K * h + n_red * ared(c, m);
     return pipeline(c, &ph, 1, 0);
 }
 
@@ -611,17 +689,17 @@ uint64_t net_astra_coll_ns(const etk_cluster *c, const etk_net_place *p, etk_col
     switch (t) {
     case ETK_COLL_ALL_REDUCE:
         if (c->astra_local_bw_aware && nd > 1) {
+            /* ASTRA-sim takes every phase's algorithm from the all-reduce list (its result
+             * does not change with the reduce-scatter / all-gather lists: 2d_*_hd_lbw) */
             for (uint32_t i = 0; i + 1 < nd; i++) {
                 const etk_net_dim *d = &c->dims[dims[i]];
-                ph[np++] = phase_ns(c, d, ETK_COLL_REDUCE_SCATTER,
-                                    ALGO(i, ETK_COLL_REDUCE_SCATTER), D, &tail);
+                ph[np++] = phase_ns(c, d, ETK_COLL_REDUCE_SCATTER, ALGO(i, t), D, &tail);
                 D /= d->size;
             }
             ph[np++] = phase_ns(c, &c->dims[dims[nd - 1]], t, ALGO(nd - 1, t), D, &tail);
             for (uint32_t i = nd - 1; i-- > 0;) {
                 const etk_net_dim *d = &c->dims[dims[i]];
-                ph[np++] = phase_ns(c, d, ETK_COLL_ALL_GATHER, ALGO(i, ETK_COLL_ALL_GATHER), D,
-                                    &tail);
+                ph[np++] = phase_ns(c, d, ETK_COLL_ALL_GATHER, ALGO(i, t), D, &tail);
                 D *= d->size;
             }
         } else {
@@ -650,8 +728,8 @@ uint64_t net_astra_coll_ns(const etk_cluster *c, const etk_net_place *p, etk_col
     return pipeline(c, ph, np, tail);
 }
 
-/* SEND/RECV: one unchunked message on the first differing dimension, plus the endpoint delay
- * of its receipt. */
+/* SEND/RECV: one unchunked message on the first differing dimension. ASTRA-sim charges no
+ * endpoint delay here (measured: p2p1_sw8 8,626 ns with endpoint-delay 10 and 1000). */
 uint64_t net_astra_p2p_ns(const etk_cluster *c, uint32_t src, uint32_t dst, uint64_t bytes)
 {
     for (uint32_t d = 0; d < c->n_dims; d++) {
@@ -663,7 +741,7 @@ uint64_t net_astra_p2p_ns(const etk_cluster *c, uint32_t src, uint32_t dst, uint
         const etk_net_dim *nd = &c->dims[d];
         uint32_t h = nd->topo == ETK_TOPO_RING ? ring_dist(sz, x > y ? x - y : y - x)
                                                : topo_hops(nd->topo);
-        return anet(nd, h, bytes) + (uint64_t)llround(c->astra_endpoint_delay_ns);
+        return anet(nd, h, bytes); /* ASTRA-sim: no endpoint delay on SEND/RECV */
     }
     return 0;
 }

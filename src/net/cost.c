@@ -115,6 +115,12 @@ int etk_net_place_group(const etk_cluster *c, const uint32_t *ranks, uint32_t n,
         link_of(c, RANK(i), RANK((i + 1) % n), &f, &l, &hops);
         uint32_t k = class_index(p, f, l, hops);
         p->class_count[k]++;
+        if (p->n_runs && p->run_class[p->n_runs - 1] == k)
+            p->run_len[p->n_runs - 1]++;
+        else if (p->n_runs < ETK_NET_MAX_RING_RUNS)
+            p->run_class[p->n_runs] = (uint8_t)k, p->run_len[p->n_runs++] = 1;
+        else
+            p->runs_overflow = true;
         if (i == 0)
             class0 = k;
         else
