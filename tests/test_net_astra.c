@@ -324,6 +324,12 @@ static void test_subgroup_unequal_links(void **state)
     c.astra_splits = 1;
     assert_int_equal(etk_net_coll_ns(&c, ETK_COLL_ALL_REDUCE, MiB, g, 4),
                      10 + 6 * (5382 + 10) + 2 * 1000 + 3 * 489);
+    /* four chunks, four active: they run side by side, the time of one 262,144 B chunk
+     * (m = 65,536 B: net 1720 per hop-1 link, red 120), the 3-hop link twice on the chain */
+    c.astra_splits = 4;
+    c.astra_active_chunks = 4;
+    assert_int_equal(etk_net_coll_ns(&c, ETK_COLL_ALL_REDUCE, MiB, g, 4),
+                     10 + 6 * (1720 + 10) + 2 * 1000 + 3 * 120);
 }
 
 /* Multi-dimensional localBWAware all-reduce takes every phase's algorithm from the all-reduce

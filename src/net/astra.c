@@ -603,7 +603,7 @@ static uint64_t ring_sim_ns(const etk_cluster *c, const etk_net_place *p, uint64
     if (A > C)
         A = C;
     if (p->runs_overflow || p->classes_overflow || N < 2 || K > RING_SIM_MAX_STEPS ||
-        C * N > RING_SIM_MAX_STEPS / K || A * N > RING_SIM_MAX_STEPS)
+        C * N > RING_SIM_MAX_STEPS / K || A * N > (1u << 20)) /* at most 8 MB of finishes */
         return UINT64_MAX;
     uint64_t *net = malloc(sizeof *net * N * (3 + A));
     if (!net)
@@ -615,6 +615,10 @@ static uint64_t ring_sim_ns(const etk_cluster *c, const etk_net_place *p, uint64
     for (uint32_t r = 0; r < p->n_runs; r++) /* net[i]: link member i -> member i+1 */
         for (uint32_t j = 0; j < p->run_len[r] && i < N; j++)
             net[i++] = v[p->run_class[r]];
+    if (i != N) { /* the runs do not cover the ring: not a placement of this group */
+        free(net);
+        return UINT64_MAX;
+    }
     memset(fin, 0, sizeof *fin * N * A);
     uint64_t last = 0;
     for (uint64_t k = 0; k < C; k++) {
