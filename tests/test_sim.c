@@ -303,6 +303,49 @@ static void test_deadlock_coll_order(void **st)
     etk_workload_free(w);
 }
 
+/* comm_stream_per_group: each group (and the sends to each peer) has its own stream, as NCCL
+ * runs one stream per communicator. Two ranks, all nodes independent: all-reduces A and B of
+ * 1,000,000 B on group "1" (1,010,000 ns each), C on group "2", and rank 0 sends 100,000 B to
+ * rank 1 (102,000 ns). Per group: A then B on group 1's stream, C and the send beside them:
+ * step 2,020,000. One pooled stream: 3 x 1,010,000 + 102,000 = 3,132,000 on rank 0. Three
+ * pooled streams: A, B, C at once, the send after the first of them: 1,112,000 (what a pool
+ * gets wrong: two collectives of one communicator overlapping). */
+static void test_stream_per_group(void **st)
+{
+    (void)st;
+    etk_workload *w = sb_workload(2);
+    uint32_t both[2] = {0, 1};
+    etk_groups_add(w->groups, "1", both, 2);
+    etk_groups_add(w->groups, "2", both, 2);
+    for (uint32_t r = 0; r < 2; r++) {
+        etk_trace *t = etk_trace_new(NULL);
+        sb_coll(t, 1, ETK_COLL_ALL_REDUCE, 1000000, "1", NULL, 0);
+        sb_coll(t, 2, ETK_COLL_ALL_REDUCE, 1000000, "1", NULL, 0);
+        sb_coll(t, 3, ETK_COLL_ALL_REDUCE, 1000000, "2", NULL, 0);
+        sb_p2p(t, 4, r == 0, r == 0 ? 1 : 0, 5, 100000, NULL, 0);
+        w->ranks[r] = t;
+    }
+    etk_sim_opts o = {.comm_stream_per_group = true};
+    etk_sim *s = run_ok(w, &o);
+    assert_int_equal(etk_sim_result_get(s)->step_ns, 2020000);
+    assert_int_equal(etk_sim_result_get(s)->ranks[0].exposed_comm_ns, 2020000);
+    etk_sim_free(s);
+    o = (etk_sim_opts){.comm_streams = 1};
+    s = run_ok(w, &o);
+    assert_int_equal(etk_sim_result_get(s)->step_ns, 3132000);
+    etk_sim_free(s);
+    o = (etk_sim_opts){.comm_streams = 3};
+    s = run_ok(w, &o);
+    assert_int_equal(etk_sim_result_get(s)->step_ns, 1112000);
+    etk_sim_free(s);
+    /* per group with comm_streams set too: comm_streams is ignored */
+    o = (etk_sim_opts){.comm_streams = 3, .comm_stream_per_group = true};
+    s = run_ok(w, &o);
+    assert_int_equal(etk_sim_result_get(s)->step_ns, 2020000);
+    etk_sim_free(s);
+    etk_workload_free(w);
+}
+
 /* A node that depends on itself never becomes ready. */
 static void test_deadlock_cycle(void **st)
 {
@@ -484,6 +527,7 @@ int main(void)
         cmocka_unit_test(test_bad_group_and_peer),
         cmocka_unit_test(test_stage_units),
         cmocka_unit_test(test_timeline),
+        cmocka_unit_test(test_stream_per_group),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
