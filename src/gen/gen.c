@@ -16,6 +16,8 @@
 #include "gen/infer.h"
 #include "gen/lower.h"
 
+static void gen_layer_split(const etk_gen_config *cfg, uint32_t p, uint32_t v, uint32_t *nl);
+
 #define ADAM_FLOPS_PER_PARAM 10 /* m, v updates 4; bias corrections 2; sqrt, divide 2; update, decay 2 */
 
 typedef struct gen {
@@ -93,20 +95,9 @@ static int gen_init(gen *G, const etk_gen_config *cfg, etk_error *err)
         gen_free(G);
         return etk_err(err, ETK_ENOMEM, "out of memory");
     }
-    /* layers per virtual stage: l = V*q + r, the first r hold one more; with fixed first/last
-     * stage layers, the others split the rest that way */
-    uint32_t l = (uint32_t)cfg->model.layers, f = 0;
-    uint32_t a = cfg->first_stage_layers, z = cfg->last_stage_layers;
-    uint32_t s0 = a ? 1 : 0, s1 = z ? V - 1 : V, inner = s1 - s0, rest = l - a - z;
-    uint32_t q = inner ? rest / inner : 0, r = inner ? rest % inner : 0;
-    for (uint32_t s = 0; s < V; s++) {
+    gen_layer_split(cfg, G->p, G->v, G->nl);
+    for (uint32_t s = 0, f = 0; s < V; s++) {
         G->first[s] = f;
-        if (s < s0)
-            G->nl[s] = a;
-        else if (s >= s1)
-            G->nl[s] = z;
-        else
-            G->nl[s] = q + (s - s0 < r ? 1 : 0);
         f += G->nl[s];
     }
     const gsection *H = &G->g->sec[G_SEC_HEAD];
@@ -142,6 +133,49 @@ static int gen_init(gen *G, const etk_gen_config *cfg, etk_error *err)
     if (!G->bucket_bytes)
         G->bucket_bytes = 1;
     return 0;
+}
+
+/* Layers per virtual stage nl[c*p + s] (chunk c of pipeline stage s). Without fixed ends: l =
+ * V*q + r over the V = p*v virtual stages, the first r hold one more. With
+ * --first-stage-layers A / --last-stage-layers Z: A and Z are the layers of the first and last
+ * PHYSICAL stage (Meta's "one layer fewer on the first and last stage"), the other stages split
+ * the rest (the first ones one more when it does not divide), and each stage's layers are spread
+ * over its v chunks as evenly as possible: the extra layers go to the later chunks on the first
+ * stage (chunk 0 holds the embedding) and to the earlier chunks elsewhere (the last stage's last
+ * chunk holds the output layer and the loss). etk_gen_check guarantees one layer per chunk. */
+static void gen_layer_split(const etk_gen_config *cfg, uint32_t p, uint32_t v, uint32_t *nl)
+{
+    uint32_t l = (uint32_t)cfg->model.layers, V = p * v;
+    uint32_t a = cfg->first_stage_layers, z = cfg->last_stage_layers;
+    if (!a && !z) {
+        for (uint32_t k = 0; k < V; k++)
+            nl[k] = l / V + (k < l % V ? 1 : 0);
+        return;
+    }
+    uint32_t s0 = a ? 1 : 0, s1 = z ? p - 1 : p, inner = s1 - s0, rest = l - a - z;
+    uint32_t q = inner ? rest / inner : 0, r = inner ? rest % inner : 0;
+    for (uint32_t s = 0; s < p; s++) {
+        uint32_t n = s < s0 ? a : s >= s1 ? z : q + (s - s0 < r ? 1 : 0);
+        uint32_t cq = n / v, cr = n % v;
+        for (uint32_t c = 0; c < v; c++)
+            nl[c * p + s] = cq + (s < s0 ? (c >= v - cr ? 1 : 0) : (c < cr ? 1 : 0));
+    }
+}
+
+static uint32_t min_u32(const uint32_t *x, uint32_t n)
+{
+    uint32_t m = x[0];
+    for (uint32_t i = 1; i < n; i++)
+        m = x[i] < m ? x[i] : m;
+    return m;
+}
+
+static uint32_t max_u32(const uint32_t *x, uint32_t n)
+{
+    uint32_t m = x[0];
+    for (uint32_t i = 1; i < n; i++)
+        m = x[i] > m ? x[i] : m;
+    return m;
 }
 
 static uint32_t stage_layers(const gen *G, uint32_t s)
@@ -1222,7 +1256,12 @@ int etk_gen_summarize(const etk_gen_config *cfg, etk_gen_summary *out, etk_error
     out->fits = out->peak_bytes <= out->gpu_bytes;
     uint32_t l = (uint32_t)cfg->model.layers, V = G.p * G.v;
     const char *unit = G.v > 1 ? "virtual stage" : "stage";
-    if (cfg->first_stage_layers || cfg->last_stage_layers)
+    if ((cfg->first_stage_layers || cfg->last_stage_layers) && G.v > 1)
+        snprintf(out->layer_split, sizeof out->layer_split,
+                 "%u layers: first stage %u, last %u, the others %u-%u; %u chunks per stage of %u-%u layers", l,
+                 out->stages[0].layers, out->stages[G.p - 1].layers, out->stages[G.p > 2 ? 1 : 0].layers,
+                 out->stages[G.p > 2 ? G.p - 2 : 0].layers, G.v, min_u32(G.nl, V), max_u32(G.nl, V));
+    else if (cfg->first_stage_layers || cfg->last_stage_layers)
         snprintf(out->layer_split, sizeof out->layer_split, "%u layers: first %s %u, last %u, the others %u-%u", l,
                  unit, G.nl[0], G.nl[V - 1], G.nl[V > 2 ? 1 : 0], G.nl[V > 2 ? V - 2 : 0]);
     else if (l % V == 0)

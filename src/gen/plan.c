@@ -87,8 +87,9 @@ const char *etk_gen_options_help(void)
            "  --schedule S         1f1b (default) | gpipe | zb-h1 (zero bubble: weight gradients deferred)\n"
            "  --vpp V              model chunks per pipeline rank: interleaved 1F1B (Megatron) when > 1\n"
            "  --first-stage-layers N, --last-stage-layers N\n"
-           "                       layers of the first / last (virtual) pipeline stage; the others split\n"
-           "                       the rest evenly (Llama 3 405B: 126 layers, 16 stages, 7 on the ends)\n"
+           "                       layers of the first / last pipeline stage (with --vpp: over all its\n"
+           "                       chunks); the others split the rest evenly (Llama 3 405B: 126\n"
+           "                       layers, 16 stages, 7 on the ends)\n"
            "  --zero 0|1|2|3       1: optimizer state sharded over DP (reduce-scatter + all-gather);\n"
            "                       2: gradients sharded too; 3: parameters too, gathered per layer\n"
            "  --fsdp               same as --zero 3\n"
@@ -486,16 +487,28 @@ int etk_gen_check(etk_gen_config *c, etk_error *err)
         return etk_err(err, ETK_EINVAL, "--cp-comm ring: %u micro-batches x %u pipeline stages: pipeline tags would reach "
                        "the CP ring's tag range", c->micro_batches, c->pp * (c->vpp > 1 ? c->vpp : 1));
     if (c->first_stage_layers || c->last_stage_layers) {
-        uint64_t V = (uint64_t)c->pp * (c->vpp > 1 ? c->vpp : 1);
+        /* the layers of the first / last PHYSICAL stage; with --vpp V spread over its V chunks,
+         * each of which needs a layer (gen.c gen_layer_split) */
+        uint64_t v = c->vpp > 1 ? c->vpp : 1, P = c->pp;
         uint64_t ends = (uint64_t)c->first_stage_layers + c->last_stage_layers;
-        uint64_t inner = V - (c->first_stage_layers ? 1 : 0) - (c->last_stage_layers ? 1 : 0);
-        if (V < 2)
+        uint64_t inner = P - (c->first_stage_layers ? 1 : 0) - (c->last_stage_layers ? 1 : 0);
+        if (P < 2)
             return etk_err(err, ETK_EINVAL, "--first-stage-layers/--last-stage-layers need --pp > 1");
-        if (ends > (uint64_t)m->layers || (inner && (uint64_t)m->layers - ends < inner) || (!inner && ends != (uint64_t)m->layers))
+        if (ends > (uint64_t)m->layers || (inner && (uint64_t)m->layers - ends < inner * v) ||
+            (!inner && ends != (uint64_t)m->layers))
             return etk_err(err, ETK_EINVAL,
                            "--first-stage-layers %u + --last-stage-layers %u: the other %" PRIu64
-                           " (virtual) stages need at least one of the --layers %" PRId64 " each (and all layers placed)",
-                           c->first_stage_layers, c->last_stage_layers, inner, m->layers);
+                           " pipeline stages need at least %" PRIu64 " of the --layers %" PRId64
+                           " each (one per --vpp chunk; and all layers placed)",
+                           c->first_stage_layers, c->last_stage_layers, inner, v, m->layers);
+        uint32_t end[2] = {c->first_stage_layers, c->last_stage_layers};
+        for (int i = 0; i < 2; i++)
+            if (end[i] && end[i] < v)
+                return etk_err(err, ETK_EINVAL,
+                               "--%s-stage-layers %u with --vpp %" PRIu64 ": the flag counts the layers of the %s "
+                               "pipeline stage (all its model chunks), which cannot give each of its %" PRIu64
+                               " chunks a layer; use at least %" PRIu64 " or a smaller --vpp",
+                               i ? "last" : "first", end[i], v, i ? "last" : "first", v, v);
     }
     if (c->mode == ETK_GEN_MODE_INFERENCE)
         return etk_gen_infer_check(c, err);
