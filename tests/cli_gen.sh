@@ -104,16 +104,16 @@ expect 2 "--cp-comm ring needs --cp > 1" gen --model llama2-7b --cp-comm ring --
 expect 2 "--cp-comm wants allgather or ring" gen --model llama2-7b --cp 2 --cp-comm p2p --summary
 # expert parallelism: token all-to-alls over EP, expert gradients over the expert-DP group
 expect 0 "step time" run --model mixtral-8x7b --layers 4 --hidden 512 --heads 8 --kv-heads 2 --ffn 1024 --seq 512 \
-  --tp 2 --pp 2 --dp 4 --ep 2 --global-batch 8 --zero 1
-expect 0 "EP group all_to_all" gen --model mixtral-8x7b --tp 2 --ep 8 --dp 8 --pp 4 --global-batch 64 --summary
+  --tp 2 --etp 2 --pp 2 --dp 4 --ep 2 --global-batch 8 --zero 1
+expect 0 "EP group all_to_all" gen --model mixtral-8x7b --tp 2 --etp 2 --ep 8 --dp 8 --pp 4 --global-batch 64 --summary
 expect 2 "--ep 3 does not divide the 8 experts" gen --model mixtral-8x7b --dp 3 --ep 3 --summary
 # ZeRO-3 with EP: expert parameters gathered and gradients reduce-scattered over expert-DP
 expect 0 "step time" run --model mixtral-8x7b --layers 4 --hidden 512 --heads 8 --kv-heads 2 --ffn 1024 --seq 512 \
-  --tp 2 --pp 2 --dp 4 --ep 2 --global-batch 8 --zero 3
+  --tp 2 --etp 2 --pp 2 --dp 4 --ep 2 --global-batch 8 --zero 3
 expect 0 "EDP group reduce_scatter" gen --model mixtral-8x7b --layers 2 --dp 8 --ep 4 --zero 3 --summary
 # ... and with the zero-bubble schedule (gradients reduce-scattered after the deferred W units)
 expect 0 "step time" run --model mixtral-8x7b --layers 4 --hidden 512 --heads 8 --kv-heads 2 --ffn 1024 --seq 512 \
-  --tp 2 --pp 2 --dp 4 --ep 2 --global-batch 16 --zero 3 --schedule zb-h1
+  --tp 2 --etp 2 --pp 2 --dp 4 --ep 2 --global-batch 16 --zero 3 --schedule zb-h1
 # DeepSeek's 3 dense layers on the first stage: no all-to-all there
 expect 0 "stage 0: layers 0-2 + embedding" gen --model deepseek-v3 --pp 2 --first-stage-layers 3 --dp 8 --ep 8 --summary
 # zero-bubble schedule: deferred weight-gradient units

@@ -28,7 +28,7 @@ static const char *plan_error(const char *line)
 static void test_ep_bytes_and_params(void **state)
 {
     (void)state;
-    const char *base = "--model mixtral-8x7b --layers 4 --seq 4096 --tp 2 --pp 2 --dp 8 --global-batch 16";
+    const char *base = "--model mixtral-8x7b --layers 4 --seq 4096 --tp 2 --etp 2 --pp 2 --dp 8 --global-batch 16";
     const uint64_t h = 4096, E = 8, f = 14336, t = 2, b = 1, sq = 4096, k = 2, m = 2, lps = 2;
     etk_gen_config c1, c8, c4;
     etk_gen_summary s1, s8, s4;
@@ -82,7 +82,7 @@ static void test_ep_groups(void **state)
     etk_gen_config c;
     etk_error err = {0};
     if (parse("--model mixtral-8x7b --layers 2 --hidden 256 --heads 4 --kv-heads 2 --ffn 512 --vocab 512 --seq 64 "
-              "--tp 2 --dp 8 --ep 4 --global-batch 8", &c, &err))
+              "--tp 2 --etp 2 --dp 8 --ep 4 --global-batch 8", &c, &err))
         fail_msg("%s", err.msg);
     etk_workload *w;
     assert_int_equal(etk_gen_workload(&c, false, &w, &err), 0);
@@ -113,7 +113,7 @@ static void test_ep_validate(void **state)
 {
     (void)state;
     const char *plans[] = {
-        "--model mixtral-8x7b --layers 4 --hidden 256 --heads 4 --kv-heads 2 --ffn 512 --vocab 512 --seq 64 --tp 2 --pp 2 "
+        "--model mixtral-8x7b --layers 4 --hidden 256 --heads 4 --kv-heads 2 --ffn 512 --vocab 512 --seq 64 --tp 2 --etp 2 --pp 2 "
         "--dp 4 --ep 2 --global-batch 8",
         "--model mixtral-8x7b --layers 2 --hidden 256 --heads 4 --kv-heads 2 --ffn 512 --vocab 512 --seq 64 --dp 4 --ep 4 "
         "--cp 2 --global-batch 4 --zero 1 --recompute full",

@@ -18,6 +18,32 @@
 
 static void gen_layer_split(const etk_gen_config *cfg, uint32_t p, uint32_t v, uint32_t *nl);
 
+/* Node-limited routing (--moe-max-nodes M, DeepSeek-V3): a token's experts lie on at most M
+ * nodes and one copy per destination node crosses the network (forwarded inside the node over
+ * NVLink, not counted), so of its topk copies at most min(M, N, topk) leave, N the nodes of
+ * GPUS_PER_NODE GPUs the EP group spans (ranks of rank 0's group); the all-to-all bytes are
+ * scaled by min(M, N, topk) / topk. 1 when not set or not binding. */
+#define GPUS_PER_NODE 8
+static double moe_a2a_scale(const etk_gen_config *cfg)
+{
+    int64_t topk = cfg->model.topk;
+    if (!cfg->moe_max_nodes || cfg->ep < 2 || topk <= 0)
+        return 1;
+    uint32_t nodes = 0, last = UINT32_MAX;
+    for (uint32_t e = 0; e < cfg->ep; e++) { /* EP members dp 0..ep-1 at tp 0: increasing ranks */
+        uint32_t node = etk_gen_rank(cfg, 0, e, 0) / GPUS_PER_NODE;
+        if (node != last)
+            nodes++;
+        last = node;
+    }
+    int64_t m = cfg->moe_max_nodes;
+    if (m > (int64_t)nodes)
+        m = nodes;
+    if (m > topk)
+        m = topk;
+    return (double)m / (double)topk;
+}
+
 #define ADAM_FLOPS_PER_PARAM 10 /* m, v updates 4; bias corrections 2; sqrt, divide 2; update, decay 2 */
 
 typedef struct gen {
@@ -75,7 +101,17 @@ static int gen_init(gen *G, const etk_gen_config *cfg, etk_error *err)
     G->g->dim[G->g->stream_seq] /= G->cp;
     if (cfg->model.experts && G->cp > 1) /* expert capacity: tokens of the local sequence */
         G->g->dim['c' - 'a'] = (G->g->dim['c' - 'a'] + G->cp - 1) / G->cp;
-    glower_opts o = {.tp = cfg->tp, .cp = G->cp, .cp_ring = cfg->cp_comm == ETK_CP_RING && G->cp > 1,
+    /* --etp 1 (training): whole experts on every TP rank (their weights not split over TP), so
+     * the expert GEMMs run on the rank's own sequence slice; their gradients are summed over TP
+     * with the other TP-replicated weights' (sp_replicated_grads) */
+    if (cfg->mode == ETK_GEN_MODE_TRAINING && cfg->model.experts && cfg->etp == 1 && cfg->tp > 1)
+        for (int t = 0; t < G->g->nt; t++) {
+            gtensor *T = &G->g->t[t];
+            for (int k = 0; T->weight && k < T->nd; k++)
+                if (T->dims[k] == 'e' - 'a')
+                    T->split = -1;
+        }
+    glower_opts o = {.tp = cfg->tp, .moe_imbalance = cfg->moe_imbalance, .moe_a2a_scale = moe_a2a_scale(cfg), .cp = G->cp, .cp_ring = cfg->cp_comm == ETK_CP_RING && G->cp > 1,
                      .flash = cfg->attention == ETK_ATTN_FLASH, .ep = G->ep, .sp = cfg->sp, .recompute = cfg->recompute, .act_bytes = G->act_bytes,
                      .gemm_bytes = !strcmp(cfg->precision, "fp8") ? 1 : 0};
     /* DeepSeek's first_k_dense_replace: the first dense_layers layers from the dense_layer section */
@@ -369,9 +405,15 @@ static int put_comp(emitter *E, const char *name, const ginst *I, uint64_t *deps
      * "attn_scores": true a memory-bound op over the attention scores (the compute model's
      * score_mem_eff); "op_kind": "attention" a fused attention kernel (attn_eff); all absent on
      * everything else */
-    etk_attr a[6] = {etk_attr_bool("is_cpu_op", false), etk_attr_i64("num_ops", (int64_t)(I->flops + 0.5)),
-                     etk_attr_u64("tensor_size", I->bytes)};
+    etk_attr a[10] = {etk_attr_bool("is_cpu_op", false), etk_attr_i64("num_ops", (int64_t)(I->flops + 0.5)),
+                      etk_attr_u64("tensor_size", I->bytes)};
     uint32_t n = 3;
+    if (I->gemm_m > 0) { /* an expert GEMM: one expert's shape, the rank's experts (grouped GEMM) */
+        a[n++] = etk_attr_i64("gemm_m", I->gemm_m);
+        a[n++] = etk_attr_i64("gemm_n", I->gemm_n);
+        a[n++] = etk_attr_i64("gemm_k", I->gemm_k);
+        a[n++] = etk_attr_i64("gemm_groups", I->gemm_groups);
+    }
     if (I->fp8)
         a[n++] = etk_attr_str("precision", "fp8");
     if (I->scores)
