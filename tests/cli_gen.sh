@@ -124,5 +124,20 @@ expect 2 "interleaving is a 1f1b schedule, not zb-h1" gen --model llama2-7b --pp
 # an unwritable prefix is an error naming the file
 expect 2 "nonexistent-dir" gen --model llama2-7b --layers 2 -o "$T/nonexistent-dir/x"
 
+# regression (issue 16): with 2 pooled communication streams --zero 1 moved llama3-405b on 16,384
+# H100 by 20% (DP buckets blocked the TP collectives of every stage's last backward, paid 16 times
+# in the pipeline drain); with one stream per process group the two differ by ~2% (docs/sim.md)
+P405="--model llama3-405b --tp 8 --pp 16 --dp 128 --sp --global-batch 2048 --cluster llama3"
+step_of() { "$ETKIT" run $P405 "$@" --json 2>/dev/null | grep -o '"step_ns": *[0-9]*' | grep -o '[0-9]*$'; }
+s0=$(step_of) s1=$(step_of --zero 1) s2=$(step_of --comm-streams 2)
+if [ -z "$s0" ] || [ -z "$s1" ] || [ -z "$s2" ]; then
+  fail "llama3-405b runs gave no step_ns ($s0 / $s1 / $s2)"
+else
+  # --zero 1 within 3% of --zero 0; the old default (2 pooled streams) over 15% slower
+  { [ $((s0 - s1)) -lt $((s0 * 3 / 100)) ] && [ $((s1 - s0)) -lt $((s0 * 3 / 100)) ]; } ||
+    fail "llama3-405b: --zero 1 step $s1 ns vs $s0 ns: more than 3% apart"
+  [ $((s2 * 100)) -gt $((s0 * 115)) ] || fail "llama3-405b: 2 pooled streams $s2 ns not 15% slower than per group $s0 ns"
+fi
+
 [ $fails = 0 ] && echo "cli_gen: all passed"
 exit $fails
