@@ -281,14 +281,21 @@ static void test_deadlock_p2p(void **st)
     etk_workload_free(w);
 }
 
-/* Rank 0 issues collectives on groups 1 then 2, rank 1 on 2 then 1 (one comm stream each). */
-static void test_deadlock_coll_order(void **st)
+/* Two ranks and two groups "1" and "2" of both. */
+static etk_workload *two_groups(void)
 {
-    (void)st;
     etk_workload *w = sb_workload(2);
     uint32_t both[2] = {0, 1};
     etk_groups_add(w->groups, "1", both, 2);
     etk_groups_add(w->groups, "2", both, 2);
+    return w;
+}
+
+/* Rank 0 issues collectives on groups 1 then 2, rank 1 on 2 then 1 (one comm stream each). */
+static void test_deadlock_coll_order(void **st)
+{
+    (void)st;
+    etk_workload *w = two_groups();
     for (uint32_t r = 0; r < 2; r++) {
         etk_trace *t = etk_trace_new(NULL);
         sb_coll(t, 1, ETK_COLL_ALL_REDUCE, 100, r ? "2" : "1", NULL, 0);
@@ -313,10 +320,7 @@ static void test_deadlock_coll_order(void **st)
 static void test_stream_per_group(void **st)
 {
     (void)st;
-    etk_workload *w = sb_workload(2);
-    uint32_t both[2] = {0, 1};
-    etk_groups_add(w->groups, "1", both, 2);
-    etk_groups_add(w->groups, "2", both, 2);
+    etk_workload *w = two_groups();
     for (uint32_t r = 0; r < 2; r++) {
         etk_trace *t = etk_trace_new(NULL);
         sb_coll(t, 1, ETK_COLL_ALL_REDUCE, 1000000, "1", NULL, 0);
