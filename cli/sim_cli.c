@@ -69,8 +69,10 @@ const char sim_cli_help[] =
     "                           etkit run --dp 8 --cluster dgx-a100 --nodes 1 --slow-rank 3:0.8)\n"
     "engine:\n"
     "  --cpu-streams N, --comp-streams N, --comm-streams N\n"
-    "                           streams per rank (default 1 CPU, 1 compute and 2 communication\n"
-    "                           streams; --astra-compat: 1 each, like ASTRA-sim; at most 32)\n"
+    "                           streams per rank (default 1 CPU, 1 compute, and one\n"
+    "                           communication stream per process group and send peer, as\n"
+    "                           NCCL; --comm-streams N: a pool of N shared by all groups;\n"
+    "                           --astra-compat: 1 each, like ASTRA-sim; at most 32)\n"
     "  --missing-deps=error|ignore\n"
     "                           deps on ids absent from a trace: error (default), or treat as\n"
     "                           satisfied and drop control deps closing cycles (converter output)\n"
@@ -258,11 +260,11 @@ static int compute_setup(const char *cmd, sim_cli *c, uint32_t n_ranks, const et
                 return cli_usage_error(cmd, "--compute-param: %s", err.msg);
         c->o.compute = &c->comp;
     }
-    /* two communication streams per rank unless given (or ASTRA-sim compatibility: one, as
-     * ASTRA-sim): NCCL runs each communicator's kernels on its own stream, and Megatron-LM keeps
-     * pipeline send/recv and data-parallel reductions off the stream of the TP collectives */
+    /* one communication stream per communicator group (and one for point-to-point sends) unless
+     * --comm-streams is given (or ASTRA-sim compatibility: one, as ASTRA-sim): NCCL runs each
+     * communicator's kernels on its own stream (docs/sim.md "Streams") */
     if (!c->o.comm_streams && !cl->astra_compat && !c->astra_compat)
-        c->o.comm_streams = 2;
+        c->o.comm_stream_per_group = true;
     if (c->n_slow) {
         free(speed_buf);
         speed_buf = malloc((size_t)n_ranks * sizeof *speed_buf);

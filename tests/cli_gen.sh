@@ -104,16 +104,16 @@ expect 2 "--cp-comm ring needs --cp > 1" gen --model llama2-7b --cp-comm ring --
 expect 2 "--cp-comm wants allgather or ring" gen --model llama2-7b --cp 2 --cp-comm p2p --summary
 # expert parallelism: token all-to-alls over EP, expert gradients over the expert-DP group
 expect 0 "step time" run --model mixtral-8x7b --layers 4 --hidden 512 --heads 8 --kv-heads 2 --ffn 1024 --seq 512 \
-  --tp 2 --pp 2 --dp 4 --ep 2 --global-batch 8 --zero 1
-expect 0 "EP group all_to_all" gen --model mixtral-8x7b --tp 2 --ep 8 --dp 8 --pp 4 --global-batch 64 --summary
+  --tp 2 --etp 2 --pp 2 --dp 4 --ep 2 --global-batch 8 --zero 1
+expect 0 "EP group all_to_all" gen --model mixtral-8x7b --tp 2 --etp 2 --ep 8 --dp 8 --pp 4 --global-batch 64 --summary
 expect 2 "--ep 3 does not divide the 8 experts" gen --model mixtral-8x7b --dp 3 --ep 3 --summary
 # ZeRO-3 with EP: expert parameters gathered and gradients reduce-scattered over expert-DP
 expect 0 "step time" run --model mixtral-8x7b --layers 4 --hidden 512 --heads 8 --kv-heads 2 --ffn 1024 --seq 512 \
-  --tp 2 --pp 2 --dp 4 --ep 2 --global-batch 8 --zero 3
+  --tp 2 --etp 2 --pp 2 --dp 4 --ep 2 --global-batch 8 --zero 3
 expect 0 "EDP group reduce_scatter" gen --model mixtral-8x7b --layers 2 --dp 8 --ep 4 --zero 3 --summary
 # ... and with the zero-bubble schedule (gradients reduce-scattered after the deferred W units)
 expect 0 "step time" run --model mixtral-8x7b --layers 4 --hidden 512 --heads 8 --kv-heads 2 --ffn 1024 --seq 512 \
-  --tp 2 --pp 2 --dp 4 --ep 2 --global-batch 16 --zero 3 --schedule zb-h1
+  --tp 2 --etp 2 --pp 2 --dp 4 --ep 2 --global-batch 16 --zero 3 --schedule zb-h1
 # DeepSeek's 3 dense layers on the first stage: no all-to-all there
 expect 0 "stage 0: layers 0-2 + embedding" gen --model deepseek-v3 --pp 2 --first-stage-layers 3 --dp 8 --ep 8 --summary
 # zero-bubble schedule: deferred weight-gradient units
@@ -123,6 +123,21 @@ expect 2 "interleaving is a 1f1b schedule, not zb-h1" gen --model llama2-7b --pp
   --schedule zb-h1 --summary
 # an unwritable prefix is an error naming the file
 expect 2 "nonexistent-dir" gen --model llama2-7b --layers 2 -o "$T/nonexistent-dir/x"
+
+# regression (issue 16): with 2 pooled communication streams --zero 1 moved llama3-405b on 16,384
+# H100 by 20% (DP buckets blocked the TP collectives of every stage's last backward, paid 16 times
+# in the pipeline drain); with one stream per process group the two differ by ~2% (docs/sim.md)
+P405="--model llama3-405b --tp 8 --pp 16 --dp 128 --sp --global-batch 2048 --cluster llama3"
+step_of() { "$ETKIT" run $P405 "$@" --json 2>/dev/null | grep -o '"step_ns": *[0-9]*' | grep -o '[0-9]*$'; }
+s0=$(step_of) s1=$(step_of --zero 1) s2=$(step_of --comm-streams 2)
+if [ -z "$s0" ] || [ -z "$s1" ] || [ -z "$s2" ]; then
+  fail "llama3-405b runs gave no step_ns ($s0 / $s1 / $s2)"
+else
+  # --zero 1 within 3% of --zero 0; the old default (2 pooled streams) over 15% slower
+  { [ $((s0 - s1)) -lt $((s0 * 3 / 100)) ] && [ $((s1 - s0)) -lt $((s0 * 3 / 100)) ]; } ||
+    fail "llama3-405b: --zero 1 step $s1 ns vs $s0 ns: more than 3% apart"
+  [ $((s2 * 100)) -gt $((s0 * 115)) ] || fail "llama3-405b: 2 pooled streams $s2 ns not 15% slower than per group $s0 ns"
+fi
 
 [ $fails = 0 ] && echo "cli_gen: all passed"
 exit $fails

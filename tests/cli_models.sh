@@ -12,9 +12,9 @@ expect 0 "mixtral-8x7b .* 46702792704" models
 expect 0 "deepseek-v3 .* 671026404352" models
 # every sample config lowers and validates (4 layers, short sequence, TP 2 with SP)
 for f in tests/hf/*.json; do
-  case $f in *gpt2.json) tp=1 ;; *) tp=2 ;; esac   # GPT-2's vocab 50257 is odd
+  case $f in *gpt2.json) tp=1 sp= ;; *) tp=2 sp=--sp ;; esac   # GPT-2's vocab 50257 is odd
   b=$(basename "$f" .json)
-  expect 0 "wrote" gen --model-file "$f" --layers 4 --seq 256 --tp $tp -o "$T/$b"
+  expect 0 "wrote" gen --model-file "$f" --layers 4 --seq 256 --tp $tp $sp -o "$T/$b"
   expect 0 "0 errors" validate "$T/$b.0.et"
 done
 # fp8: GEMM nodes carry "precision": "fp8", elementwise ones do not

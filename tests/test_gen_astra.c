@@ -19,7 +19,7 @@
 #include "gen_testlib.h"
 
 /* Mixtral with embeddings (stage 0) and MoE layers (dispatch before the experts), EP over DP. */
-#define MOE_PLAN "--model mixtral-8x7b --layers 2 --seq 1024 --tp 2 --pp 2 --dp 2 --ep 2 --global-batch 4"
+#define MOE_PLAN "--model mixtral-8x7b --layers 2 --seq 1024 --tp 2 --pp 2 --dp 2 --ep 2 --sp --global-batch 4"
 
 /* Over every COMP node of every rank: *bad counts tensor_size > 0 with num_ops <= 0, *emb and
  * *disp the minimal (num_ops 1) embedding and dispatch nodes; returns the sum of num_ops. With

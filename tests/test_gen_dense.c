@@ -71,7 +71,7 @@ static void test_deepseek_v3_params_collectives(void **state)
     (void)state;
     etk_gen_config cfg;
     etk_gen_summary s;
-    summarize("--model deepseek-v3 --pp 2 --first-stage-layers 3 --tp 2 --dp 16 --ep 8 --global-batch 16", &cfg, &s);
+    summarize("--model deepseek-v3 --pp 2 --first-stage-layers 3 --tp 2 --etp 2 --dp 16 --ep 8 --global-batch 16", &cfg, &s);
     uint64_t H = 7168, N = 128, A = 1536, C = 512, P = 128, J = 64, W = 128, I = 18432, X = 256, F = 2048, U = 2048,
              VV = 129280, t = 2, e = 8;
     uint64_t R = H * A + A + H * (C + J) + C + 2 * H;
@@ -111,7 +111,7 @@ static void test_deepseek_stage_classes(void **state)
     etk_gen_config c2;
     etk_error err = {0};
     if (parse("--model deepseek-v3 --layers 4 --hidden 512 --heads 4 --kv-heads 4 --ffn 1024 --seq 64 --vocab 1024 "
-              "--pp 2 --tp 2 --dp 4 --ep 2 --global-batch 8 --recompute full",
+              "--pp 2 --tp 2 --etp 2 --dp 4 --ep 2 --global-batch 8 --recompute full",
               &c2, &err))
         fail_msg("%s", err.msg);
     etk_workload *wl;

@@ -128,8 +128,8 @@ static void test_flops(void **state)
         {"--model llama3-8b --layers 2 --tp 2 --cp 4 --global-batch 1", 32, 128, 4, 4},
         {"--model llama3-8b --layers 2 --tp 2 --cp 4 --cp-comm ring --global-batch 1", 32, 128, 4, 4},
         {"--model megatron-22b --layers 2 --tp 8 --sp", 64, 96, 1, 1},         /* with attention dropout */
-        {"--model mixtral-8x7b --layers 2 --tp 2 --ep 2 --dp 2 --seq 4096", 32, 128, 1, 1}, /* MoE, GQA */
-        {"--model deepseek-v3 --layers 4 --tp 8 --ep 8 --dp 8 --seq 1024", 128, 192, 1, 1}, /* MLA: 128 + 64 */
+        {"--model mixtral-8x7b --layers 2 --tp 2 --etp 2 --ep 2 --dp 2 --seq 4096", 32, 128, 1, 1}, /* MoE, GQA */
+        {"--model deepseek-v3 --layers 4 --tp 8 --etp 8 --ep 8 --dp 8 --seq 1024", 128, 192, 1, 1}, /* MLA: 128 + 64 */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char line[256];
@@ -292,8 +292,8 @@ static void test_clean(void **state)
         "--model llama3-8b --layers 4 --tp 2 --sp --pp 2 --dp 2 --global-batch 8 --recompute full",
         "--model llama3-8b --layers 2 --tp 2 --cp 2 --dp 2 --cp-comm ring --recompute full --sp --global-batch 2",
         "--model megatron-22b --layers 4 --tp 2 --pp 2 --vpp 2 --global-batch 4 --recompute selective",
-        "--model mixtral-8x7b --layers 2 --tp 2 --ep 2 --dp 2 --seq 4096",
-        "--model deepseek-v3 --layers 4 --tp 2 --ep 2 --dp 2 --seq 1024 --pp 2 --global-batch 4",
+        "--model mixtral-8x7b --layers 2 --tp 2 --etp 2 --ep 2 --dp 2 --seq 4096",
+        "--model deepseek-v3 --layers 4 --tp 2 --etp 2 --ep 2 --dp 2 --seq 1024 --pp 2 --global-batch 4",
     };
     for (size_t i = 0; i < sizeof plans / sizeof plans[0]; i++) {
         char line[256];

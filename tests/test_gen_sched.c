@@ -126,13 +126,52 @@ static void test_uneven_ends(void **state)
     assert_int_equal(s.stages[0].params, s.stages[1].params / 8 * 7 + 128256ull * 16384 / 8);
     assert_string_equal(s.layer_split, "126 layers: first stage 7, last 7, the others 8-8");
     etk_gen_summary_free(&s);
-    /* with --vpp the ends are virtual stages: 2 x 4 = 8 virtual stages, 1 + 6 x 2 + 1 = 14 */
-    cfg_from(&c, "--model llama2-7b --layers 14 --pp 4 --vpp 2 --global-batch 4 --first-stage-layers 1 --last-stage-layers 1");
+    /* with --vpp the ends still count the first and last PHYSICAL stage (Meta's "one layer fewer
+     * on the first and last stage"): 14 layers on pp 4 x vpp 2, ends 3: the middle stages hold
+     * (14 - 6) / 2 = 4 = 2 + 2; the first stage 3 = 1 (chunk 0, with the embedding) + 2, the
+     * last 3 = 2 + 1 (chunk 1, with the head). Virtual stages 0..7 (chunk c of stage s = c*4 + s):
+     * 1, 2, 2, 2, 2, 2, 2, 1 layers, so stage 0 holds layers 0 (virtual stage 0) and 7, 8
+     * (virtual stage 4 starts after 1 + 2 + 2 + 2 = 7 layers), stage 3 layers 5, 6 and 13. */
+    cfg_from(&c, "--model llama2-7b --layers 14 --pp 4 --vpp 2 --global-batch 4 --first-stage-layers 3 --last-stage-layers 3");
     assert_int_equal(etk_gen_summarize(&c, &s, &err), 0);
-    assert_int_equal(s.stages[0].layers, 1 + 2);  /* virtual stages 0 and 4 */
-    assert_int_equal(s.stages[3].layers, 2 + 1);  /* virtual stages 3 and 7 */
+    assert_int_equal(s.stages[0].layers, 3);
     assert_int_equal(s.stages[1].layers, 4);
+    assert_int_equal(s.stages[2].layers, 4);
+    assert_int_equal(s.stages[3].layers, 3);
+    assert_string_equal(s.layer_split, "14 layers: first stage 3, last 3, the others 4-4; 2 chunks per stage of 1-2 layers");
     etk_gen_summary_free(&s);
+    {
+        etk_workload *w;
+        assert_int_equal(etk_gen_workload(&c, true, &w, &err), 0);
+        const uint32_t want[4][4] = {{0, 7, 8, 7}, {1, 2, 9, 10}, {3, 4, 11, 12}, {5, 6, 13, 13}};
+        for (uint32_t st = 0; st < 4; st++) {
+            const etk_trace *t = w->ranks[w->class_rep[st]];
+            bool has[14] = {false};
+            for (size_t i = 0; i < t->n_nodes; i++) {
+                const char *L = t->nodes[i].name ? strstr(t->nodes[i].name, ".L") : NULL;
+                if (L && L[2] >= '0' && L[2] <= '9')
+                    has[atoi(L + 2)] = true;
+            }
+            uint32_t n = 0;
+            for (uint32_t k = 0; k < 14; k++)
+                n += has[k];
+            /* stages 1 and 2 hold 4 layers (2 + 2), the ends 3 (a layer repeated in want[]) */
+            assert_int_equal(n, st == 0 || st == 3 ? 3 : 4);
+            for (int k = 0; k < 4; k++)
+                if (!has[want[st][k]])
+                    fail_msg("stage %u does not hold layer %u", st, want[st][k]);
+        }
+        etk_workload_free(w);
+    }
+    /* refused: a physical end stage with fewer layers than chunks (the old reading would have
+     * given virtual stage 0 one layer) */
+    cfg_from(&c, "--model llama2-7b --layers 14 --pp 4 --global-batch 4");
+    c.vpp = 2;
+    c.first_stage_layers = 1;
+    assert_true(etk_gen_check(&c, &err) < 0);
+    assert_string_equal(err.msg, "--first-stage-layers 1 with --vpp 2: the flag counts the layers of the first pipeline "
+                                 "stage (all its model chunks), which cannot give each of its 2 chunks a layer; use at "
+                                 "least 2 or a smaller --vpp");
     /* the generated step is validator-clean and simulates (first stage only one layer) */
     double e;
     double b = simulated_bubble("--model llama2-7b --layers 6 --hidden 256 --heads 4 --ffn 512 --vocab 64 --seq 64 --pp 4 "
@@ -146,7 +185,7 @@ static void test_uneven_ends(void **state)
     int nrest;
     assert_int_equal(etk_gen_parse_args(10, argv, &bad, &nrest, rest, &err), 0);
     assert_true(etk_gen_check(&bad, &err) < 0);
-    assert_non_null(strstr(err.msg, "--first-stage-layers 4 + --last-stage-layers 3: the other 2 (virtual) stages need"));
+    assert_non_null(strstr(err.msg, "--first-stage-layers 4 + --last-stage-layers 3: the other 2 pipeline stages need at least 1 of"));
     etk_gen_config_init(&bad);
     char *argv2[] = {"--model", "llama2-7b", "--first-stage-layers", "4"};
     assert_int_equal(etk_gen_parse_args(4, argv2, &bad, &nrest, rest, &err), 0);

@@ -281,14 +281,21 @@ static void test_deadlock_p2p(void **st)
     etk_workload_free(w);
 }
 
-/* Rank 0 issues collectives on groups 1 then 2, rank 1 on 2 then 1 (one comm stream each). */
-static void test_deadlock_coll_order(void **st)
+/* Two ranks and two groups "1" and "2" of both. */
+static etk_workload *two_groups(void)
 {
-    (void)st;
     etk_workload *w = sb_workload(2);
     uint32_t both[2] = {0, 1};
     etk_groups_add(w->groups, "1", both, 2);
     etk_groups_add(w->groups, "2", both, 2);
+    return w;
+}
+
+/* Rank 0 issues collectives on groups 1 then 2, rank 1 on 2 then 1 (one comm stream each). */
+static void test_deadlock_coll_order(void **st)
+{
+    (void)st;
+    etk_workload *w = two_groups();
     for (uint32_t r = 0; r < 2; r++) {
         etk_trace *t = etk_trace_new(NULL);
         sb_coll(t, 1, ETK_COLL_ALL_REDUCE, 100, r ? "2" : "1", NULL, 0);
@@ -300,6 +307,46 @@ static void test_deadlock_coll_order(void **st)
     assert_int_equal(run_err(w, &o, &err), ETK_EINVAL);
     assert_non_null(strstr(err.msg, "deadlock at t = 0 ns: 2 rank(s)"));
     assert_non_null(strstr(err.msg, "collective #0 ALL_REDUCE of 100 bytes on group \"1\" (node id 1) waits for rank(s) 1"));
+    etk_workload_free(w);
+}
+
+/* comm_stream_per_group: each group (and the sends to each peer) has its own stream, as NCCL
+ * runs one stream per communicator. Two ranks, all nodes independent: all-reduces A and B of
+ * 1,000,000 B on group "1" (1,010,000 ns each), C on group "2", and rank 0 sends 100,000 B to
+ * rank 1 (102,000 ns). Per group: A then B on group 1's stream, C and the send beside them:
+ * step 2,020,000. One pooled stream: 3 x 1,010,000 + 102,000 = 3,132,000 on rank 0. Three
+ * pooled streams: A, B, C at once, the send after the first of them: 1,112,000 (what a pool
+ * gets wrong: two collectives of one communicator overlapping). */
+static void test_stream_per_group(void **st)
+{
+    (void)st;
+    etk_workload *w = two_groups();
+    for (uint32_t r = 0; r < 2; r++) {
+        etk_trace *t = etk_trace_new(NULL);
+        sb_coll(t, 1, ETK_COLL_ALL_REDUCE, 1000000, "1", NULL, 0);
+        sb_coll(t, 2, ETK_COLL_ALL_REDUCE, 1000000, "1", NULL, 0);
+        sb_coll(t, 3, ETK_COLL_ALL_REDUCE, 1000000, "2", NULL, 0);
+        sb_p2p(t, 4, r == 0, r == 0 ? 1 : 0, 5, 100000, NULL, 0);
+        w->ranks[r] = t;
+    }
+    etk_sim_opts o = {.comm_stream_per_group = true};
+    etk_sim *s = run_ok(w, &o);
+    assert_int_equal(etk_sim_result_get(s)->step_ns, 2020000);
+    assert_int_equal(etk_sim_result_get(s)->ranks[0].exposed_comm_ns, 2020000);
+    etk_sim_free(s);
+    o = (etk_sim_opts){.comm_streams = 1};
+    s = run_ok(w, &o);
+    assert_int_equal(etk_sim_result_get(s)->step_ns, 3132000);
+    etk_sim_free(s);
+    o = (etk_sim_opts){.comm_streams = 3};
+    s = run_ok(w, &o);
+    assert_int_equal(etk_sim_result_get(s)->step_ns, 1112000);
+    etk_sim_free(s);
+    /* per group with comm_streams set too: comm_streams is ignored */
+    o = (etk_sim_opts){.comm_streams = 3, .comm_stream_per_group = true};
+    s = run_ok(w, &o);
+    assert_int_equal(etk_sim_result_get(s)->step_ns, 2020000);
+    etk_sim_free(s);
     etk_workload_free(w);
 }
 
@@ -484,6 +531,7 @@ int main(void)
         cmocka_unit_test(test_bad_group_and_peer),
         cmocka_unit_test(test_stage_units),
         cmocka_unit_test(test_timeline),
+        cmocka_unit_test(test_stream_per_group),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -208,6 +208,14 @@ static void gen_fold_equal(const char *tp, const char *pp, const char *dp, uint3
     free(cr);
     etk_sim_free(sf);
     etk_sim_free(su);
+    /* one communication stream per group (the CLI's default): folded = unfolded too */
+    of.comm_stream_per_group = ou.comm_stream_per_group = true;
+    if (etk_sim_workload(wf, &c, &of, &sf, &err) || etk_sim_workload(wu, &c, &ou, &su, &err))
+        fail_msg("%s", err.msg);
+    assert_true(etk_sim_result_get(sf)->folded);
+    same_results(etk_sim_result_get(sf), etk_sim_result_get(su));
+    etk_sim_free(sf);
+    etk_sim_free(su);
     etk_workload_free(wf);
     etk_workload_free(wu);
 }

@@ -98,6 +98,14 @@ typedef struct etk_gen_config {
     int cp_comm;             /* ETK_CP_ALLGATHER (default) | ETK_CP_RING */
     int attention;           /* ETK_ATTN_FLASH (default) | ETK_ATTN_UNFUSED (Megatron-LM 2022) */
     uint32_t ep;             /* expert parallelism: experts split over ep ranks carved from DP (ep | dp) */
+    uint32_t etp;            /* expert tensor parallelism (training): 1 (default, Megatron's MoE recipes:
+                              * whole experts on each TP rank, each TP rank routes its own sequence
+                              * slice; needs --sp with tp > 1) or tp (experts split along their FFN
+                              * over TP, tokens all-gathered over TP after the dispatch) */
+    double moe_imbalance;    /* >= 1: tokens of the busiest expert over the mean (the expert GEMMs and
+                              * the all-to-all of every rank sized for it; 1 or 0: balanced) */
+    uint32_t moe_max_nodes;  /* node-limited routing (DeepSeek-V3): a token's experts on at most this
+                              * many nodes, one copy per node crosses the network; 0: unlimited */
     bool sp;                 /* Megatron sequence parallelism (needs tp > 1) */
     uint32_t micro_batch;    /* sequences per micro-batch per DP rank */
     uint32_t global_batch;   /* sequences per step (0: micro_batch * dp, one micro-batch) */

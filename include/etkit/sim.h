@@ -40,6 +40,10 @@ typedef struct etk_sim_opts {
     uint32_t cpu_streams;       /* per rank; 0 means 1 */
     uint32_t comp_streams;      /* GPU compute streams per rank; 0 means 1 (at most 32) */
     uint32_t comm_streams;      /* GPU communication streams per rank; 0 means 1 (at most 32) */
+    bool comm_stream_per_group; /* each communicator group a rank uses (and its point-to-point
+                                   sends) has a stream of its own, as NCCL runs one stream per
+                                   communicator; comm_streams is then ignored. A rank with more
+                                   than 32 groups shares streams (group index mod 32) */
     bool missing_deps_ignore;   /* lenient dependencies (converter output): deps on ids absent
                                    from the trace count as satisfied, and control deps that
                                    close a cycle with data deps are dropped; both warned */

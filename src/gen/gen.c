@@ -17,6 +17,34 @@
 #include "gen/lower.h"
 #include "util/outset.h"
 
+static void gen_layer_split(const etk_gen_config *cfg, uint32_t p, uint32_t v, uint32_t *nl);
+
+/* Node-limited routing (--moe-max-nodes M, DeepSeek-V3): a token's experts lie on at most M
+ * nodes and one copy per destination node crosses the network (forwarded inside the node over
+ * NVLink, not counted), so of its topk copies at most min(M, N, topk) leave, N the nodes of
+ * GPUS_PER_NODE GPUs the EP group spans (ranks of rank 0's group); the all-to-all bytes are
+ * scaled by min(M, N, topk) / topk. 1 when not set or not binding. */
+#define GPUS_PER_NODE 8
+static double moe_a2a_scale(const etk_gen_config *cfg)
+{
+    int64_t topk = cfg->model.topk;
+    if (!cfg->moe_max_nodes || cfg->ep < 2 || topk <= 0)
+        return 1;
+    uint32_t nodes = 0, last = UINT32_MAX;
+    for (uint32_t e = 0; e < cfg->ep; e++) { /* EP members dp 0..ep-1 at tp 0: increasing ranks */
+        uint32_t node = etk_gen_rank(cfg, 0, e, 0) / GPUS_PER_NODE;
+        if (node != last)
+            nodes++;
+        last = node;
+    }
+    int64_t m = cfg->moe_max_nodes;
+    if (m > (int64_t)nodes)
+        m = nodes;
+    if (m > topk)
+        m = topk;
+    return (double)m / (double)topk;
+}
+
 #define ADAM_FLOPS_PER_PARAM 10 /* m, v updates 4; bias corrections 2; sqrt, divide 2; update, decay 2 */
 
 typedef struct gen {
@@ -74,7 +102,17 @@ static int gen_init(gen *G, const etk_gen_config *cfg, etk_error *err)
     G->g->dim[G->g->stream_seq] /= G->cp;
     if (cfg->model.experts && G->cp > 1) /* expert capacity: tokens of the local sequence */
         G->g->dim['c' - 'a'] = (G->g->dim['c' - 'a'] + G->cp - 1) / G->cp;
-    glower_opts o = {.tp = cfg->tp, .cp = G->cp, .cp_ring = cfg->cp_comm == ETK_CP_RING && G->cp > 1,
+    /* --etp 1 (training): whole experts on every TP rank (their weights not split over TP), so
+     * the expert GEMMs run on the rank's own sequence slice; their gradients are summed over TP
+     * with the other TP-replicated weights' (sp_replicated_grads) */
+    if (cfg->mode == ETK_GEN_MODE_TRAINING && cfg->model.experts && cfg->etp == 1 && cfg->tp > 1)
+        for (int t = 0; t < G->g->nt; t++) {
+            gtensor *T = &G->g->t[t];
+            for (int k = 0; T->weight && k < T->nd; k++)
+                if (T->dims[k] == 'e' - 'a')
+                    T->split = -1;
+        }
+    glower_opts o = {.tp = cfg->tp, .moe_imbalance = cfg->moe_imbalance, .moe_a2a_scale = moe_a2a_scale(cfg), .cp = G->cp, .cp_ring = cfg->cp_comm == ETK_CP_RING && G->cp > 1,
                      .flash = cfg->attention == ETK_ATTN_FLASH, .ep = G->ep, .sp = cfg->sp, .recompute = cfg->recompute, .act_bytes = G->act_bytes,
                      .gemm_bytes = !strcmp(cfg->precision, "fp8") ? 1 : 0};
     /* DeepSeek's first_k_dense_replace: the first dense_layers layers from the dense_layer section */
@@ -94,20 +132,9 @@ static int gen_init(gen *G, const etk_gen_config *cfg, etk_error *err)
         gen_free(G);
         return etk_err(err, ETK_ENOMEM, "out of memory");
     }
-    /* layers per virtual stage: l = V*q + r, the first r hold one more; with fixed first/last
-     * stage layers, the others split the rest that way */
-    uint32_t l = (uint32_t)cfg->model.layers, f = 0;
-    uint32_t a = cfg->first_stage_layers, z = cfg->last_stage_layers;
-    uint32_t s0 = a ? 1 : 0, s1 = z ? V - 1 : V, inner = s1 - s0, rest = l - a - z;
-    uint32_t q = inner ? rest / inner : 0, r = inner ? rest % inner : 0;
-    for (uint32_t s = 0; s < V; s++) {
+    gen_layer_split(cfg, G->p, G->v, G->nl);
+    for (uint32_t s = 0, f = 0; s < V; s++) {
         G->first[s] = f;
-        if (s < s0)
-            G->nl[s] = a;
-        else if (s >= s1)
-            G->nl[s] = z;
-        else
-            G->nl[s] = q + (s - s0 < r ? 1 : 0);
         f += G->nl[s];
     }
     const gsection *H = &G->g->sec[G_SEC_HEAD];
@@ -143,6 +170,49 @@ static int gen_init(gen *G, const etk_gen_config *cfg, etk_error *err)
     if (!G->bucket_bytes)
         G->bucket_bytes = 1;
     return 0;
+}
+
+/* Layers per virtual stage nl[c*p + s] (chunk c of pipeline stage s). Without fixed ends: l =
+ * V*q + r over the V = p*v virtual stages, the first r hold one more. With
+ * --first-stage-layers A / --last-stage-layers Z: A and Z are the layers of the first and last
+ * PHYSICAL stage (Meta's "one layer fewer on the first and last stage"), the other stages split
+ * the rest (the first ones one more when it does not divide), and each stage's layers are spread
+ * over its v chunks as evenly as possible: the extra layers go to the later chunks on the first
+ * stage (chunk 0 holds the embedding) and to the earlier chunks elsewhere (the last stage's last
+ * chunk holds the output layer and the loss). etk_gen_check guarantees one layer per chunk. */
+static void gen_layer_split(const etk_gen_config *cfg, uint32_t p, uint32_t v, uint32_t *nl)
+{
+    uint32_t l = (uint32_t)cfg->model.layers, V = p * v;
+    uint32_t a = cfg->first_stage_layers, z = cfg->last_stage_layers;
+    if (!a && !z) {
+        for (uint32_t k = 0; k < V; k++)
+            nl[k] = l / V + (k < l % V ? 1 : 0);
+        return;
+    }
+    uint32_t s0 = a ? 1 : 0, s1 = z ? p - 1 : p, inner = s1 - s0, rest = l - a - z;
+    uint32_t q = inner ? rest / inner : 0, r = inner ? rest % inner : 0;
+    for (uint32_t s = 0; s < p; s++) {
+        uint32_t n = s < s0 ? a : s >= s1 ? z : q + (s - s0 < r ? 1 : 0);
+        uint32_t cq = n / v, cr = n % v;
+        for (uint32_t c = 0; c < v; c++)
+            nl[c * p + s] = cq + (s < s0 ? (c >= v - cr ? 1 : 0) : (c < cr ? 1 : 0));
+    }
+}
+
+static uint32_t min_u32(const uint32_t *x, uint32_t n)
+{
+    uint32_t m = x[0];
+    for (uint32_t i = 1; i < n; i++)
+        m = x[i] < m ? x[i] : m;
+    return m;
+}
+
+static uint32_t max_u32(const uint32_t *x, uint32_t n)
+{
+    uint32_t m = x[0];
+    for (uint32_t i = 1; i < n; i++)
+        m = x[i] > m ? x[i] : m;
+    return m;
 }
 
 static uint32_t stage_layers(const gen *G, uint32_t s)
@@ -342,9 +412,15 @@ static int put_comp(emitter *E, const char *name, const ginst *I, uint64_t *deps
      * either way (docs/astra-compat.md); the summary's FLOPs leave it out */
     int64_t ops = (int64_t)(I->flops + 0.5);
     bool min_op = ops == 0 && I->bytes > 0;
-    etk_attr a[6] = {etk_attr_bool("is_cpu_op", false), etk_attr_i64("num_ops", min_op ? 1 : ops),
-                     etk_attr_u64("tensor_size", I->bytes)};
+    etk_attr a[10] = {etk_attr_bool("is_cpu_op", false), etk_attr_i64("num_ops", min_op ? 1 : ops),
+                      etk_attr_u64("tensor_size", I->bytes)};
     uint32_t n = 3;
+    if (I->gemm_m > 0) { /* an expert GEMM: one expert's shape, the rank's experts (grouped GEMM) */
+        a[n++] = etk_attr_i64("gemm_m", I->gemm_m);
+        a[n++] = etk_attr_i64("gemm_n", I->gemm_n);
+        a[n++] = etk_attr_i64("gemm_k", I->gemm_k);
+        a[n++] = etk_attr_i64("gemm_groups", I->gemm_groups);
+    }
     if (I->fp8)
         a[n++] = etk_attr_str("precision", "fp8");
     if (I->scores)
@@ -1234,7 +1310,12 @@ int etk_gen_summarize(const etk_gen_config *cfg, etk_gen_summary *out, etk_error
     out->fits = out->peak_bytes <= out->gpu_bytes;
     uint32_t l = (uint32_t)cfg->model.layers, V = G.p * G.v;
     const char *unit = G.v > 1 ? "virtual stage" : "stage";
-    if (cfg->first_stage_layers || cfg->last_stage_layers)
+    if ((cfg->first_stage_layers || cfg->last_stage_layers) && G.v > 1)
+        snprintf(out->layer_split, sizeof out->layer_split,
+                 "%u layers: first stage %u, last %u, the others %u-%u; %u chunks per stage of %u-%u layers", l,
+                 out->stages[0].layers, out->stages[G.p - 1].layers, out->stages[G.p > 2 ? 1 : 0].layers,
+                 out->stages[G.p > 2 ? G.p - 2 : 0].layers, G.v, min_u32(G.nl, V), max_u32(G.nl, V));
+    else if (cfg->first_stage_layers || cfg->last_stage_layers)
         snprintf(out->layer_split, sizeof out->layer_split, "%u layers: first %s %u, last %u, the others %u-%u", l,
                  unit, G.nl[0], G.nl[V - 1], G.nl[V > 2 ? 1 : 0], G.nl[V > 2 ? V - 2 : 0]);
     else if (l % V == 0)

@@ -169,7 +169,12 @@ static bool is_combine_in(const ctx *c, const gop *op, int i)
     return c->o->ep > 1 && op->kind != G_MATMUL && !c->g->t[op->in[i]].weight &&
            has_dim(&c->g->t[op->in[i]], EXPERT_DIM) && !has_dim(&c->g->t[op->out], EXPERT_DIM);
 }
-static int32_t ep_a2a(ctx *c, const char *what, int t, int phase, int ndeps, const int32_t *deps)
+/* The all-to-all carries this rank's share of the routed tokens: with sequence parallelism the
+ * [e, c, h] buffer is split over TP along c (each TP rank dispatches the tokens of its sequence
+ * slice, as Megatron's all-to-all dispatcher: the tokens are not all-gathered first), so the
+ * per-rank buffer is the tensor's elements / tp in that layout; moe_a2a_scale (node-limited
+ * routing, --moe-max-nodes) bounds the bytes that cross nodes. */
+static int32_t ep_a2a(ctx *c, const char *what, int t, lay L, int phase, int ndeps, const int32_t *deps)
 {
     char name[96];
     snprintf(name, sizeof name, "%s%s.ep_all_to_all", phase == P_RECOMP ? "recompute." : "", what);
@@ -179,7 +184,14 @@ static int32_t ep_a2a(ctx *c, const char *what, int t, int phase, int ndeps, con
     ginst *I = &c->p->v[i];
     I->coll = ETK_COLL_ALL_TO_ALL;
     I->grp = GRP_EP;
-    I->comm_bytes = t_elems(c, t) * c->o->act_bytes;
+    int64_t n = t_elems(c, t);
+    if (L.split >= 0 && !L.partial && tp_of(c) > 1)
+        n /= tp_of(c);
+    I->comm_bytes = n * c->o->act_bytes;
+    if (c->o->moe_imbalance > 1)
+        I->comm_bytes = (int64_t)llround((double)I->comm_bytes * c->o->moe_imbalance);
+    if (c->o->moe_a2a_scale > 0 && c->o->moe_a2a_scale < 1)
+        I->comm_bytes = (int64_t)llround((double)I->comm_bytes * c->o->moe_a2a_scale);
     return i;
 }
 
@@ -293,13 +305,21 @@ static int32_t convert_fwd(ctx *c, int pass, int t, lay want, int phase)
 /* Layout of einsum(P, Q) -> O given the operands' layouts (neither partial; where both are
  * split it is along the same dimension): split along a dimension O keeps stays split, a split
  * dimension that is contracted makes O a partial sum. */
-static lay einsum_lay(lay LP, lay LQ, const gtensor *O)
+/* A tensor in the expert layout [e, c, ...] "split" along the sequence letter holds this TP
+ * rank's share of the routed tokens (those of its sequence slice, with SP): its GEMMs with
+ * TP-replicated experts (--etp 1) keep that share (token_share). */
+static bool token_share(const ctx *c, int s, const gtensor *O)
+{
+    return s >= 0 && s == c->g->stream_seq && !has_dim(O, s) && has_dim(O, CAPACITY_DIM);
+}
+
+static lay einsum_lay_c(const ctx *c, lay LP, lay LQ, const gtensor *O)
 {
     int s = LP.split >= 0 ? LP.split : LQ.split;
     if (s < 0)
         return REP;
     lay r = REP;
-    if (has_dim(O, s))
+    if (has_dim(O, s) || token_share(c, s, O))
         r.split = (int8_t)s;
     else
         r.partial = true;
@@ -581,10 +601,10 @@ static int lower_op_fwd(ctx *c, int pass, int j, int phase)
                 want[ai] = REP;           /* column parallel: full input */
             } else {
                 want[ai] = have.partial ? resolve_default(c, op->in[ai]) : have;
-                if (want[ai].split >= 0 && !has_dim(O, want[ai].split))
+                if (want[ai].split >= 0 && !has_dim(O, want[ai].split) && !token_share(c, want[ai].split, O))
                     want[ai] = REP;
             }
-            out = einsum_lay(want[ai], W, O);
+            out = einsum_lay_c(c, want[ai], W, O);
         } else if (nact == 2) {
             lay h0 = ts[op->in[0]].L;
             if (h0.partial)
@@ -599,7 +619,7 @@ static int lower_op_fwd(ctx *c, int pass, int j, int phase)
                 if (!h1.partial && h1.split >= 0 && has_dim(O, h1.split))
                     want[1] = h1;
             }
-            out = einsum_lay(want[0], want[1], O);
+            out = einsum_lay_c(c, want[0], want[1], O);
         } else {
             return etk_err(c->err, ETK_EFORMAT, "%s: op %s: matmul needs one weight and one activation or two activations",
                            g->file, op->name);
@@ -684,7 +704,7 @@ static int lower_op_fwd(ctx *c, int pass, int j, int phase)
         if (is_combine_in(c, op, i)) {
             /* expert outputs back to the ranks that own the tokens */
             int32_t dd[2] = {d, DEP_GRAD};
-            if ((d = ep_a2a(c, shortname(g->t[t].name), t, phase, phase == P_RECOMP ? 2 : 1, dd)) < 0)
+            if ((d = ep_a2a(c, shortname(g->t[t].name), t, want[i], phase, phase == P_RECOMP ? 2 : 1, dd)) < 0)
                 return c->rc ? c->rc : ETK_ENOMEM;
         }
         c->used[j][i] = want[i];
@@ -775,7 +795,7 @@ static int lower_op_fwd(ctx *c, int pass, int j, int phase)
     if (is_dispatch(c, op)) {
         /* tokens to the ranks holding their experts */
         int32_t dd[1] = {last};
-        if ((last = ep_a2a(c, shortname(g->t[op->out].name), op->out, phase, 1, dd)) < 0)
+        if ((last = ep_a2a(c, shortname(g->t[op->out].name), op->out, out, phase, 1, dd)) < 0)
             return c->rc ? c->rc : ETK_ENOMEM;
     }
     ts[op->out].inst = last;
@@ -931,7 +951,7 @@ static int ring_dgrad(ctx *c, int j, int i, const char *name, const int32_t *go,
         !(ob = cp_ring(c, 2, op->in[other], av, c->used[j][other], P_BWD, 2, ngo, go)))
         return c->rc ? c->rc : ETK_ENOMEM;
     bool acc = c->cpmark[j][i];
-    lay gl = einsum_lay(goL, c->used[j][other], &g->t[ti]);
+    lay gl = einsum_lay_c(c, goL, c->used[j][other], &g->t[ti]);
     int64_t gbytes = elems_rank(c, ti, gl) * c->o->act_bytes;
     int32_t prev = NONE, own = NONE, accr = NONE;
     char cn[160];
@@ -1129,7 +1149,7 @@ static int lower_op_bwd(ctx *c, int j)
         /* gradients of the dispatched tokens back from the expert ranks */
         char dn[96];
         snprintf(dn, sizeof dn, "d%s", shortname(g->t[op->out].name));
-        int32_t k = ep_a2a(c, dn, op->out, P_BWD, ngo, go);
+        int32_t k = ep_a2a(c, dn, op->out, goL, P_BWD, ngo, go);
         if (k < 0)
             return c->rc ? c->rc : ETK_ENOMEM;
         go[0] = k;
@@ -1183,7 +1203,7 @@ static int lower_op_bwd(ctx *c, int j)
             c->p->v[k].flops = mm;
             c->p->v[k].bytes = fbytes;
             c->p->v[k].fp8 = F ? F->fp8 : 0;
-            lay gl = einsum_lay(goL, c->used[j][other], &g->t[op->in[i]]);
+            lay gl = einsum_lay_c(c, goL, c->used[j][other], &g->t[op->in[i]]);
             if (c->cpmark[j][i] && (k = cp_reduce_scatter(c, op->in[i], k, gl)) < 0)
                 return k;
             add_contrib(c, op->in[i], k, gl);
@@ -1241,12 +1261,92 @@ static int lower_op_bwd(ctx *c, int j)
                     /* gradients of the expert outputs to the expert ranks */
                     char dn[96];
                     snprintf(dn, sizeof dn, "d%s", shortname(g->t[op->in[i]].name));
-                    if ((gi = ep_a2a(c, dn, op->in[i], P_BWD, 1, &kk)) < 0)
+                    if ((gi = ep_a2a(c, dn, op->in[i], c->used[j][i], P_BWD, 1, &kk)) < 0)
                         return c->rc ? c->rc : ETK_ENOMEM;
                 }
                 add_contrib(c, op->in[i], gi, c->used[j][i]);
             }
     return 0;
+}
+
+/* MoE: mark the nodes of the experts' work (ops reading and writing the [e, c, ...] expert
+ * layout: the expert GEMMs and their activation, forward, recompute and backward), give the
+ * expert GEMMs the shape of one expert's GEMM (gemm_m/n/k: tokens per expert x the weight's two
+ * dims per rank; gemm_groups: the rank's experts), and size them for the busiest rank
+ * (moe_imbalance: FLOPs and bytes x F, the extra F - 1 not model FLOPs). */
+static bool has_ec(const gtensor *T) { return !T->weight && has_dim(T, EXPERT_DIM) && has_dim(T, CAPACITY_DIM); }
+
+static void moe_mark(ctx *c, const gsection *S, gprog *p)
+{
+    const etk_graph *g = c->g;
+    if (g->experts <= 0)
+        return;
+    int64_t el = g->experts / (c->o->ep > 1 ? c->o->ep : 1);
+    for (int k = 0; k < p->n; k++) {
+        ginst *I = &p->v[k];
+        if (I->type != ETK_NODE_COMP)
+            continue;
+        const char *nm = I->name;
+        if (!strncmp(nm, "recompute.", 10))
+            nm += 10;
+        size_t len = strcspn(nm, ".");
+        const gop *op = NULL;
+        for (int j = 0; j < S->nops && !op; j++)
+            if (strlen(S->ops[j].name) == len && !strncmp(S->ops[j].name, nm, len))
+                op = &S->ops[j];
+        if (!op || !has_ec(&g->t[op->out]))
+            continue;
+        bool act_in = false;
+        for (int i = 0; i < op->nin; i++)
+            act_in |= has_ec(&g->t[op->in[i]]);
+        if (!act_in)
+            continue;
+        I->expert = true;
+        int wi = -1;
+        for (int i = 0; op->kind == G_MATMUL && i < op->nin; i++)
+            if (g->t[op->in[i]].weight && has_dim(&g->t[op->in[i]], EXPERT_DIM))
+                wi = i;
+        if (wi >= 0 && el > 0) {
+            const gtensor *W = &g->t[op->in[wi]], *A = &g->t[op->in[1 - wi]];
+            int64_t kd = 0, nd = 0;
+            for (int d = 0; d < W->nd; d++) {
+                if (W->dims[d] == EXPERT_DIM)
+                    continue;
+                int64_t sz = g->dim[W->dims[d]];
+                if (W->split == W->dims[d] && tp_of(c) > 1)
+                    sz /= tp_of(c);
+                if (has_dim(A, W->dims[d]))
+                    kd = sz;
+                else
+                    nd = sz;
+            }
+            if (kd > 0 && nd > 0) {
+                int64_t tok = llround(I->flops / (2.0 * (double)el * (double)kd * (double)nd));
+                if (c->o->moe_imbalance > 1)
+                    tok = llround((double)tok * c->o->moe_imbalance);
+                const char *sfx = nm + len;
+                I->gemm_groups = el;
+                if (!strcmp(sfx, ".wgrad")) {
+                    I->gemm_m = kd;
+                    I->gemm_n = nd;
+                    I->gemm_k = tok;
+                } else if (!strcmp(sfx, ".dgrad")) {
+                    I->gemm_m = tok;
+                    I->gemm_n = kd;
+                    I->gemm_k = nd;
+                } else {
+                    I->gemm_m = tok;
+                    I->gemm_n = nd;
+                    I->gemm_k = kd;
+                }
+            }
+        }
+        if (c->o->moe_imbalance > 1) {
+            I->recomp_flops += I->flops * (c->o->moe_imbalance - 1);
+            I->flops *= c->o->moe_imbalance;
+            I->bytes = (uint64_t)llround((double)I->bytes * c->o->moe_imbalance);
+        }
+    }
 }
 
 int etk_lower_section(const etk_graph *g, int sec, const glower_opts *o, etk_arena *a, gprog *p,
@@ -1361,5 +1461,6 @@ int etk_lower_section(const etk_graph *g, int sec, const glower_opts *o, etk_are
         n = n < 8 ? n : 8;
         p->nbwd_out = n;
     }
+    moe_mark(&c, S, p);
     return 0;
 }

@@ -36,6 +36,10 @@ typedef struct ginst {
     int nw;
     int w[4];           /* weights whose gradient this node produces (tensor indices) */
     bool uses_w;        /* reads a weight (forward or recompute of an op with weights; dgrad) */
+    bool expert;        /* COMP: work of the experts on their tokens (expert GEMMs, their activation) */
+    int64_t gemm_m, gemm_n, gemm_k; /* expert GEMMs: the shape of one expert's GEMM (m tokens per
+                                     * expert forward and dgrad; k tokens for wgrad), 0: not set */
+    int64_t gemm_groups;            /* and the experts of the rank (one grouped GEMM) */
 } ginst;
 
 typedef struct gprog {
@@ -54,6 +58,10 @@ typedef struct glower_opts {
     int64_t tp;
     int64_t cp;         /* context parallel degree: the graph's query dim s is already seq / cp */
     bool cp_ring;       /* CP by send/recv around the ring (blockwise attention) instead of all-gathers */
+    double moe_imbalance; /* > 1: the busiest EP rank's expert tokens over the mean (the expert
+                           * nodes and the all-to-alls sized for it; the extra is not model FLOPs) */
+    double moe_a2a_scale; /* (0, 1): the EP all-to-all bytes scaled by node-limited routing
+                           * (--moe-max-nodes, gen.c); 0 or 1: none */
     bool flash;         /* each attention region (ops with region: attn) as one fused kernel forward
                          * and one backward (FlashAttention); not with cp_ring */
     int64_t ep;         /* expert parallel degree: weights with the expert dim 'e' hold 1/ep */

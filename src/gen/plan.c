@@ -37,7 +37,7 @@ static const struct {
     bool value;
 } options[] = {
     {"model", true}, {"model-file", true}, {"layers", true}, {"hidden", true}, {"heads", true},
-    {"kv-heads", true}, {"ffn", true}, {"vocab", true}, {"seq", true}, {"dp", true}, {"tp", true}, {"cp", true}, {"cp-comm", true}, {"ep", true}, {"attention", true},
+    {"kv-heads", true}, {"ffn", true}, {"vocab", true}, {"seq", true}, {"dp", true}, {"tp", true}, {"cp", true}, {"cp-comm", true}, {"ep", true}, {"etp", true}, {"moe-imbalance", true}, {"moe-max-nodes", true}, {"attention", true},
     {"pp", true}, {"sp", false}, {"micro-batch", true}, {"global-batch", true}, {"schedule", true}, {"vpp", true}, {"first-stage-layers", true}, {"last-stage-layers", true},
     {"zero", true}, {"fsdp", false}, {"recompute", true}, {"precision", true}, {"grad-precision", true},
     {"dp-bucket-mb", true}, {"rank-order", true}, {"gpu", true},
@@ -48,7 +48,8 @@ static const struct {
 /* flags that only make sense in one mode: the first one given is remembered and refused by
  * etk_gen_check in the other mode (whatever the order of --mode and the flag) */
 static const char *const training_only[] = {"sp", "cp", "micro-batch", "global-batch", "schedule", "vpp", "zero",
-                                            "fsdp", "recompute", "grad-precision", "dp-bucket-mb", NULL};
+                                            "fsdp", "recompute", "grad-precision", "dp-bucket-mb", "etp", "moe-imbalance",
+                                            "moe-max-nodes", NULL};
 static const char *const inference_only[] = {"prompt-len", "decode-steps", "batch", "micro-batches", "kv-precision",
                                              NULL};
 
@@ -76,6 +77,13 @@ const char *etk_gen_options_help(void)
            "                       passed around the CP ring by send/recv, overlapped with blockwise attention)\n"
            "  --ep N               expert parallel degree (MoE models): experts split over N of the DP\n"
            "                       ranks, tokens exchanged by all-to-all (N divides --dp)\n"
+           "  --etp N              expert tensor parallelism: 1 (default, as Megatron's MoE recipes:\n"
+           "                       whole experts per TP rank, each TP rank dispatches its own sequence\n"
+           "                       slice; needs --sp with --tp > 1) or --tp (experts split over TP)\n"
+           "  --moe-imbalance F    tokens of the busiest expert / the mean (>= 1, default 1: balanced);\n"
+           "                       expert GEMMs and all-to-alls sized for the busiest\n"
+           "  --moe-max-nodes M    node-limited routing (DeepSeek-V3: 4): a token's experts on at most M\n"
+           "                       nodes of 8 GPUs, one copy per node crosses the network\n"
            "  --sp                 Megatron sequence parallelism (with --tp > 1)\n"
            "  --attention A        flash (default: one fused FlashAttention kernel forward and one\n"
            "                       backward, op_kind attention; Q, K, V, O and the log-sum-exp saved;\n"
@@ -87,8 +95,9 @@ const char *etk_gen_options_help(void)
            "  --schedule S         1f1b (default) | gpipe | zb-h1 (zero bubble: weight gradients deferred)\n"
            "  --vpp V              model chunks per pipeline rank: interleaved 1F1B (Megatron) when > 1\n"
            "  --first-stage-layers N, --last-stage-layers N\n"
-           "                       layers of the first / last (virtual) pipeline stage; the others split\n"
-           "                       the rest evenly (Llama 3 405B: 126 layers, 16 stages, 7 on the ends)\n"
+           "                       layers of the first / last pipeline stage (with --vpp: over all its\n"
+           "                       chunks); the others split the rest evenly (Llama 3 405B: 126\n"
+           "                       layers, 16 stages, 7 on the ends)\n"
            "  --zero 0|1|2|3       1: optimizer state sharded over DP (reduce-scatter + all-gather);\n"
            "                       2: gradients sharded too; 3: parameters too, gathered per layer\n"
            "  --fsdp               same as --zero 3\n"
@@ -213,6 +222,20 @@ int etk_gen_set(etk_gen_config *c, const char *name, const char *v, etk_error *e
         return parse_u32(name, v, &c->cp, err);
     if (!strcmp(name, "ep"))
         return parse_u32(name, v, &c->ep, err);
+    if (!strcmp(name, "etp"))
+        return parse_u32(name, v, &c->etp, err);
+    if (!strcmp(name, "moe-max-nodes"))
+        return parse_u32(name, v, &c->moe_max_nodes, err);
+    if (!strcmp(name, "moe-imbalance")) {
+        char *end;
+        errno = 0;
+        double x = strtod(v, &end);
+        if (errno || *end || !(x >= 1) || x > 1e3)
+            return etk_err(err, ETK_EINVAL, "--moe-imbalance wants the busiest expert's tokens over the mean, a number "
+                           "in [1, 1000], got '%s'", v);
+        c->moe_imbalance = x;
+        return 0;
+    }
     if (!strcmp(name, "attention"))
         return parse_pair(name, v, "unfused", "flash", &c->attention, err); /* ETK_ATTN_* */
     if (!strcmp(name, "cp-comm"))
@@ -449,6 +472,19 @@ int etk_gen_check(etk_gen_config *c, etk_error *err)
     if (c->ep > 1 && c->dp % c->ep)
         return etk_err(err, ETK_EINVAL, "--ep %u does not divide --dp %u (expert parallel ranks are carved from the "
                        "data-parallel ones)", c->ep, c->dp);
+    if (c->mode == ETK_GEN_MODE_TRAINING && m->experts) {
+        if (!c->etp)
+            c->etp = 1;
+        if (c->etp != 1 && c->etp != c->tp)
+            return etk_err(err, ETK_EINVAL, "--etp %u: expert tensor parallelism is 1 or --tp %u", c->etp, c->tp);
+        if (c->etp == 1 && c->tp > 1 && !c->sp)
+            return etk_err(err, ETK_EINVAL,
+                           "--etp 1 (the default) with --tp %u needs --sp: each TP rank routes the tokens of its "
+                           "sequence slice (Megatron requires sequence parallelism for MoE with TP); or --etp %u "
+                           "(experts split over TP)", c->tp, c->tp);
+    } else if ((c->etp > 1 || c->moe_imbalance > 1 || c->moe_max_nodes) && !m->experts) {
+        return etk_err(err, ETK_EINVAL, "--%s: model %s has no experts", c->etp > 1 ? "etp" : c->moe_imbalance > 1 ? "moe-imbalance" : "moe-max-nodes", m->name);
+    }
     if ((int64_t)c->pp > m->layers)
         return etk_err(err, ETK_EINVAL, "--pp %u: more pipeline stages than --layers %" PRId64, c->pp, m->layers);
     uint64_t per_step = (uint64_t)c->micro_batch * c->dp;
@@ -486,16 +522,28 @@ int etk_gen_check(etk_gen_config *c, etk_error *err)
         return etk_err(err, ETK_EINVAL, "--cp-comm ring: %u micro-batches x %u pipeline stages: pipeline tags would reach "
                        "the CP ring's tag range", c->micro_batches, c->pp * (c->vpp > 1 ? c->vpp : 1));
     if (c->first_stage_layers || c->last_stage_layers) {
-        uint64_t V = (uint64_t)c->pp * (c->vpp > 1 ? c->vpp : 1);
+        /* the layers of the first / last PHYSICAL stage; with --vpp V spread over its V chunks,
+         * each of which needs a layer (gen.c gen_layer_split) */
+        uint64_t v = c->vpp > 1 ? c->vpp : 1, P = c->pp;
         uint64_t ends = (uint64_t)c->first_stage_layers + c->last_stage_layers;
-        uint64_t inner = V - (c->first_stage_layers ? 1 : 0) - (c->last_stage_layers ? 1 : 0);
-        if (V < 2)
+        uint64_t inner = P - (c->first_stage_layers ? 1 : 0) - (c->last_stage_layers ? 1 : 0);
+        if (P < 2)
             return etk_err(err, ETK_EINVAL, "--first-stage-layers/--last-stage-layers need --pp > 1");
-        if (ends > (uint64_t)m->layers || (inner && (uint64_t)m->layers - ends < inner) || (!inner && ends != (uint64_t)m->layers))
+        if (ends > (uint64_t)m->layers || (inner && (uint64_t)m->layers - ends < inner * v) ||
+            (!inner && ends != (uint64_t)m->layers))
             return etk_err(err, ETK_EINVAL,
                            "--first-stage-layers %u + --last-stage-layers %u: the other %" PRIu64
-                           " (virtual) stages need at least one of the --layers %" PRId64 " each (and all layers placed)",
-                           c->first_stage_layers, c->last_stage_layers, inner, m->layers);
+                           " pipeline stages need at least %" PRIu64 " of the --layers %" PRId64
+                           " each (one per --vpp chunk; and all layers placed)",
+                           c->first_stage_layers, c->last_stage_layers, inner, v, m->layers);
+        uint32_t end[2] = {c->first_stage_layers, c->last_stage_layers};
+        for (int i = 0; i < 2; i++)
+            if (end[i] && end[i] < v)
+                return etk_err(err, ETK_EINVAL,
+                               "--%s-stage-layers %u with --vpp %" PRIu64 ": the flag counts the layers of the %s "
+                               "pipeline stage (all its model chunks), which cannot give each of its %" PRIu64
+                               " chunks a layer; use at least %" PRIu64 " or a smaller --vpp",
+                               i ? "last" : "first", end[i], v, i ? "last" : "first", v, v);
     }
     if (c->mode == ETK_GEN_MODE_INFERENCE)
         return etk_gen_infer_check(c, err);

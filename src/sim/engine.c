@@ -405,6 +405,8 @@ int etk_sim_new(const etk_cluster *c, uint32_t n_ranks, const etk_groups *groups
         }
         s->nstreams[k] = ns[k];
     }
+    if (s->o.comm_stream_per_group)
+        s->nstreams[2] = 32;
     s->n_ranks = n_ranks;
     s->eg = groups;
     s->r = calloc(n_ranks, sizeof(srank));
@@ -619,6 +621,21 @@ static inline void make_ready(etk_sim *s, uint32_t r, uint32_t i)
     mark_dirty(s, r);
 }
 
+/* comm_stream_per_group: the stream of a group on a rank (key: the group index, or 2^31 + the
+ * destination of a send: the sends to each peer have a stream), numbered in order of first use,
+ * so the ranks of a class number them alike */
+static uint8_t comm_lane(srank *R, uint32_t key)
+{
+    for (uint32_t l = 0; l < R->n_lanes; l++)
+        if (R->lane_key[l] == key)
+            return (uint8_t)l;
+    if (R->n_lanes < 32) {
+        R->lane_key[R->n_lanes] = key;
+        return (uint8_t)R->n_lanes++;
+    }
+    return (uint8_t)(key % 32);
+}
+
 /* Fill one node's timing fields from its Chakra attributes. */
 static int setup_node(etk_sim *s, uint32_t rank, snode *n, const etk_node *e, etk_error *err)
 {
@@ -770,6 +787,10 @@ static int setup_node(etk_sim *s, uint32_t rank, snode *n, const etk_node *e, et
     }
     if (o)
         return oom(err);
+    if (n->kind == K_COMM && s->o.comm_stream_per_group)
+        n->lane = comm_lane(&s->r[rank], n->type == ETK_NODE_COLL
+                                             ? n->aux
+                                             : 0x80000000u | (uint32_t)s->ch[n->aux].dst);
     return 0;
 }
 
@@ -1302,12 +1323,47 @@ static int start_node(etk_sim *s, uint32_t r, uint32_t i, uint64_t t, etk_error 
     }
 }
 
+/* comm_stream_per_group: start every ready communication node whose group's stream is free,
+ * smallest id first; those whose stream is busy stay ready */
+static int dispatch_lanes(etk_sim *s, uint32_t r, uint64_t t, etk_error *err)
+{
+    srank *R = &s->r[r];
+    uheap *h = &R->ready[K_COMM];
+    uint32_t n_held = 0;
+    while (h->n) {
+        uint32_t i = uheap_pop(h);
+        snode *n = &R->nodes[i];
+        uint32_t bit = 1u << n->lane;
+        if (R->busy[K_COMM] & bit) {
+            if (grow((void **)&s->held, &s->cap_held, n_held + 1, sizeof(uint32_t)) != 0)
+                return oom(err);
+            s->held[n_held++] = i;
+            continue;
+        }
+        R->busy[K_COMM] |= bit;
+        n->stream = n->lane;
+        int rc = start_node(s, r, i, t, err);
+        if (rc)
+            return rc;
+    }
+    for (uint32_t j = 0; j < n_held; j++)
+        if (uheap_push(h, R->nodes[s->held[j]].id, s->held[j]) != 0)
+            return oom(err);
+    return 0;
+}
+
 static int dispatch(etk_sim *s, uint32_t r, uint64_t t, etk_error *err)
 {
     srank *R = &s->r[r];
     R->dirty = false;
     for (int k = 0; k < K_COUNT; k++) {
         uheap *h = &R->ready[k];
+        if (k == K_COMM && s->o.comm_stream_per_group) {
+            int rc = dispatch_lanes(s, r, t, err);
+            if (rc)
+                return rc;
+            continue;
+        }
         while (h->n) {
             uint32_t stream = 0;
             if (k < 3) {
@@ -1645,6 +1701,7 @@ void etk_sim_free(etk_sim *s)
     free(s->ch);
     free(s->ev);
     free(s->dirty);
+    free(s->held);
     free(s->res.ranks);
     free(s->res.coll);
     free(s->res.phase_end_ns);

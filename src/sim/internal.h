@@ -34,6 +34,8 @@ typedef struct snode {
     uint32_t qnext;              /* channel queue link */
     uint32_t seq;                /* COLL: instance number on its group */
     uint8_t kind, type, ctype, state, stream;
+    uint8_t lane;                /* K_COMM with comm_stream_per_group: the rank's stream of the
+                                  * node's group (point-to-point: one stream of its own) */
 } snode;
 
 typedef struct heapent {
@@ -70,6 +72,8 @@ typedef struct srank {
     uint32_t dense_n;
     uheap ready[K_COUNT];
     uint32_t busy[3]; /* bitmask of busy streams per limited kind */
+    uint32_t lane_key[32]; /* comm_stream_per_group: group (or send peer) of each stream */
+    uint32_t n_lanes;
     uint32_t n_done;
     uint32_t n_comp, n_xfer, n_cpu;
     uint64_t last_t;
@@ -155,6 +159,8 @@ struct etk_sim {
                                  each collective costs its isolated time) */
     uint32_t *dirty;
     uint32_t n_dirty, cap_dirty;
+    uint32_t *held;          /* dispatch_lanes: ready nodes whose stream is busy */
+    uint32_t cap_held;
     bool finished, broken;
     etk_sim_result res;
     uint64_t missing_total;
