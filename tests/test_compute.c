@@ -177,6 +177,74 @@ static void param_errors(void **st)
     assert_non_null(strstr(err.msg, "overlap_slowdown"));
 }
 
+static void gemm_fp8(void **st)
+{
+    (void)st;
+    /* an FP8 GEMM (precision: "fp8") 8192^3 on an H100 runs at the FP8 peak (1979 TFLOP/s) with
+     * fp8_gemm_eff 0.6 and fp8_gemm_half_dim 64: h = 2730.67, efficiency 0.6 * 2730.67 /
+     * 2794.67 = 0.58626; 1.0995e12 FLOPs / (1979e12 * 0.58626) = 947,685 ns + 2,000 */
+    etk_cluster c = preset("dgx-h100", ETK_PREC_BF16);
+    etk_compute_params p = P();
+    etk_op_desc op = {.kind = ETK_OP_GEMM, .m = 8192, .n = 8192, .k = 8192, .fp8 = true};
+    op.bytes = 3ull * 8192 * 8192 + 8192ull * 8192; /* 1-byte inputs, 2-byte output */
+    uint64_t ns = etk_compute_op_ns(&c, &p, &op);
+    assert_true(ns >= 949684 && ns <= 949686);
+    /* without its shape: h = 2/3 FLOPs per byte, exact for a square GEMM: the same time */
+    etk_op_desc bare = {.kind = ETK_OP_AUTO, .flops = 2ull * 8192 * 8192 * 8192, .bytes = op.bytes,
+                        .fp8 = true};
+    uint64_t nb = etk_compute_op_ns(&c, &p, &bare);
+    assert_true(nb + 1 >= ns && nb <= ns + 1);
+    /* fp8_gemm_eff 0 falls back to gemm_eff (0.8): 1.0995e12 / (1979e12 * 0.78168) = 710,764 */
+    p.fp8_gemm_eff = 0;
+    ns = etk_compute_op_ns(&c, &p, &op);
+    assert_true(ns >= 712763 && ns <= 712765);
+    /* an A100 has no FP8 peak: the mark is ignored, the BF16 time of gemm_large_square */
+    etk_cluster a = preset("dgx-a100", ETK_PREC_BF16);
+    assert_int_equal(etk_compute_op_ns(&a, &p, &op), 4510339); /* compute-bound */
+}
+
+static void attention_causal_bwd_dim(void **st)
+{
+    (void)st;
+    /* a fused attention node without a shape but causal: half its FLOPs (the kernel skips the
+     * masked blocks): 5.4976e11 / 2 / (989e12 * 0.6) = 463,225 ns + 2,000 */
+    etk_cluster c = preset("dgx-h100", ETK_PREC_BF16);
+    etk_compute_params p = P();
+    etk_op_desc op = {.kind = ETK_OP_ATTENTION, .flops = 549755813888ull, .bytes = 1 << 20,
+                      .attn_causal = true};
+    uint64_t f = etk_compute_op_ns(&c, &p, &op);
+    assert_true(f >= 465225 && f <= 465226);
+    /* backward at attn_bwd_eff 0.5: 5.4976e11 / 2 / (989e12 * 0.5) = 555,870 + 2,000 */
+    p.attn_bwd_eff = 0.5;
+    op.attn_bwd = true;
+    uint64_t b = etk_compute_op_ns(&c, &p, &op);
+    assert_true(b >= 557870 && b <= 557871);
+    /* under an FP8 cluster precision attention still runs at the BF16 peak */
+    etk_cluster c8 = preset("dgx-h100", ETK_PREC_FP8);
+    assert_int_equal(etk_compute_op_ns(&c8, &p, &op), b);
+    /* head dimension 64 with attn_half_dim 54: efficiency x (64/118) / (128/182) = 0.77119
+     * (FA3: hd64 reaches ~0.77 of hd128) */
+    etk_op_desc s64 = {.kind = ETK_OP_ATTENTION, .attn_b = 1, .attn_s = 8192, .attn_heads = 64,
+                       .attn_d = 64, .attn_causal = true};
+    etk_op_desc s128 = s64;
+    s128.attn_heads = 32;
+    s128.attn_d = 128; /* the same FLOPs */
+    p.attn_half_dim = 54;
+    p.launch_ns = 0;
+    double r = (double)etk_compute_op_ns(&c, &p, &s64) / (double)etk_compute_op_ns(&c, &p, &s128);
+    assert_true(fabs(r - (128.0 / 182.0) / (64.0 / 118.0)) < 1e-5);
+    /* attn_half_seq 610: s = 610 halves the efficiency (FA3 causal hd128 curve) */
+    p.attn_half_dim = 0;
+    p.attn_half_seq = 610;
+    etk_op_desc sh = s128;
+    sh.attn_s = 610;
+    sh.bytes = 1; /* compute-bound whatever the efficiency */
+    uint64_t slow = etk_compute_op_ns(&c, &p, &sh);
+    p.attn_half_seq = 0;
+    uint64_t fast = etk_compute_op_ns(&c, &p, &sh);
+    assert_true(fabs((double)slow / (double)fast - 2.0) < 1e-3);
+}
+
 static void gpu_yaml_compute_mapping(void **st)
 {
     (void)st;
@@ -290,6 +358,8 @@ int main(void)
         cmocka_unit_test(defaults_are_valid),
         cmocka_unit_test(param_errors),
         cmocka_unit_test(gpu_yaml_compute_mapping),
+        cmocka_unit_test(gemm_fp8),
+        cmocka_unit_test(attention_causal_bwd_dim),
         cmocka_unit_test(gpu_capacities_as_reported),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -10,9 +10,15 @@
  *                    have a small h and do not reach peak)
  *   elementwise / normalization (memory-bound):  t = bytes / (HBM * mem_eff) + launch
  *                    (over attention scores, attn_scores: HBM * score_mem_eff)
- *   attention (FlashAttention-style fused kernel):  t = max(FLOPs / (peak * attn_eff),
+ *   FP8 GEMM (precision: "fp8"):  the same at the FP8 peak with fp8_gemm_eff and
+ *                    fp8_gemm_half_dim (without a shape, h = 2/3 num_ops / tensor_size: the
+ *                    inputs are 1-byte elements)
+ *   attention (FlashAttention-style fused kernel):  t = max(FLOPs / (peak * eff),
  *                    bytes / (HBM * mem_eff)) + launch, FLOPs = 4 b s^2 heads d (forward,
- *                    halved when causal; backward 2.5x the forward)
+ *                    halved when causal: the kernel skips masked blocks; backward 2.5x the
+ *                    forward), eff = attn_eff (attn_bwd_eff backward) times s/(s + attn_half_seq)
+ *                    and (d/(d + attn_half_dim)) / (128/(128 + attn_half_dim)) where the shape
+ *                    is known; attention runs at the BF16 peak under FP8 plans
  *
  * What an op is comes from node attributes when present (op_kind, gemm_m/n/k, attn_*); without
  * them (real traces, the generator's nodes) the op is classified from num_ops and tensor_size:
@@ -48,6 +54,8 @@ typedef struct etk_op_desc {
     bool attn_bwd;          /* backward pass (2.5x the forward FLOPs) */
     bool attn_scores;       /* memory-bound op over attention scores (unfused softmax, dropout
                                over b x heads x s^2 elements): timed at score_mem_eff */
+    bool fp8;               /* a GEMM run in FP8 (attribute precision: "fp8"): the FP8 peak at
+                               fp8_gemm_eff, fp8_gemm_half_dim */
 } etk_op_desc;
 
 typedef struct etk_compute_params {

@@ -75,7 +75,8 @@ static int gen_init(gen *G, const etk_gen_config *cfg, etk_error *err)
         G->g->dim['c' - 'a'] = (G->g->dim['c' - 'a'] + G->cp - 1) / G->cp;
     glower_opts o = {.tp = cfg->tp, .cp = G->cp, .cp_ring = cfg->cp_comm == ETK_CP_RING && G->cp > 1,
                      .flash = cfg->attention == ETK_ATTN_FLASH, .ep = G->ep, .sp = cfg->sp, .recompute = cfg->recompute, .act_bytes = G->act_bytes,
-                     .gemm_bytes = !strcmp(cfg->precision, "fp8") ? 1 : 0};
+                     .gemm_bytes = !strcmp(cfg->precision, "fp8") ? 1 : 0,
+                     .fp8_cast_mb = !strcmp(cfg->precision, "fp8") ? (int64_t)cfg->micro_batches : 0};
     /* DeepSeek's first_k_dense_replace: the first dense_layers layers from the dense_layer section */
     G->dense = G->g->dense.nops && cfg->model.dense_layers > 0 ? (uint32_t)cfg->model.dense_layers : 0;
     for (int s = 0; s < G_N_SEC + (G->dense ? 1 : 0); s++)
@@ -335,7 +336,7 @@ static int put_comp(emitter *E, const char *name, const ginst *I, uint64_t *deps
      * "attn_scores": true a memory-bound op over the attention scores (the compute model's
      * score_mem_eff); "op_kind": "attention" a fused attention kernel (attn_eff); all absent on
      * everything else */
-    etk_attr a[6] = {etk_attr_bool("is_cpu_op", false), etk_attr_i64("num_ops", (int64_t)(I->flops + 0.5)),
+    etk_attr a[8] = {etk_attr_bool("is_cpu_op", false), etk_attr_i64("num_ops", (int64_t)(I->flops + 0.5)),
                      etk_attr_u64("tensor_size", I->bytes)};
     uint32_t n = 3;
     if (I->fp8)
@@ -344,6 +345,10 @@ static int put_comp(emitter *E, const char *name, const ginst *I, uint64_t *deps
         a[n++] = etk_attr_bool("attn_scores", true);
     if (I->attn)
         a[n++] = etk_attr_str("op_kind", "attention");
+    if (I->attn && I->causal) /* the kernel skips the masked blocks: half the s^2 FLOPs */
+        a[n++] = etk_attr_bool("attn_causal", true);
+    if (I->attn && I->phase == P_BWD)
+        a[n++] = etk_attr_bool("attn_bwd", true);
     int rc = put_node(E, name, ETK_NODE_COMP, deps, nd, a, n);
     /* recomputed work inside a backward node is hardware, not model, FLOPs */
     if (!rc && E->st && I->recomp_flops > 0 && E->phase != P_RECOMP && E->phase != P_OPT)
