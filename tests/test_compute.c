@@ -245,6 +245,28 @@ static void attention_causal_bwd_dim(void **st)
     assert_true(fabs((double)slow / (double)fast - 2.0) < 1e-3);
 }
 
+static void gemm_grouped_experts(void **st)
+{
+    (void)st;
+    /* 128 experts of 512 rows, K 2048, N 1536 on an H100 (spec/kernels-measured.md section 2:
+     * CUTLASS grouped 160.5 TFLOP/s): one group's h = 1/(1/512 + 1/1536 + 1/2048) = 323.37;
+     * grouped, half dimension 1100: 0.8 * 323.37 / 1423.37 = 0.18175 of 989 = 179.7 TFLOP/s
+     * (measured 160.5), where a dense GEMM of that shape would get 0.8 * 323.37 / 387.37 =
+     * 0.668. The node holds all 128 groups: 2 * 128 * 512 * 1536 * 2048 FLOPs. */
+    etk_cluster c = preset("dgx-h100", ETK_PREC_BF16);
+    etk_compute_params p = P();
+    p.grouped_gemm_half_dim = 1100;
+    p.launch_ns = 0;
+    etk_op_desc op = {.kind = ETK_OP_GEMM, .grouped = true};
+    op.flops = 2ull * 128 * 512 * 1536 * 2048;
+    op.bytes = 2ull * 128 * (512 * 2048 + 2048 * 1536 + 512 * 1536);
+    double tf = (double)op.flops / (double)etk_compute_op_ns(&c, &p, &op) / 1e3;
+    assert_true(fabs(tf - 989 * 0.8 * 323.37 / 1423.37) < 0.2);
+    op.grouped = false;
+    double dense = (double)op.flops / (double)etk_compute_op_ns(&c, &p, &op) / 1e3;
+    assert_true(fabs(dense - 989 * 0.8 * 323.37 / 387.37) < 0.3);
+}
+
 static void gpu_yaml_compute_mapping(void **st)
 {
     (void)st;
@@ -359,6 +381,7 @@ int main(void)
         cmocka_unit_test(param_errors),
         cmocka_unit_test(gpu_yaml_compute_mapping),
         cmocka_unit_test(gemm_fp8),
+        cmocka_unit_test(gemm_grouped_experts),
         cmocka_unit_test(attention_causal_bwd_dim),
         cmocka_unit_test(gpu_capacities_as_reported),
     };

@@ -200,6 +200,8 @@ static void check_structure(etk_workload *w)
                     /* etkit's compute-model attributes of the fused attention kernel */
                     assert_string_equal(etk_node_str(n, "op_kind"), "attention");
                     want = ETK_ATTR_BOOL;
+                } else if (want == ETK_ATTR_NONE && !strcmp(n->attr[k].name, "gemm_grouped")) {
+                    want = ETK_ATTR_BOOL; /* a grouped expert GEMM (compute model) */
                 } else if (want == ETK_ATTR_NONE) { /* etkit's memory-over-time attributes */
                     assert_true(!strcmp(n->attr[k].name, "mem_alloc_bytes") ||
                                 !strcmp(n->attr[k].name, "mem_free_bytes"));

@@ -54,6 +54,8 @@ typedef struct etk_op_desc {
     bool attn_bwd;          /* backward pass (2.5x the forward FLOPs) */
     bool attn_scores;       /* memory-bound op over attention scores (unfused softmax, dropout
                                over b x heads x s^2 elements): timed at score_mem_eff */
+    bool grouped;           /* a grouped GEMM over experts (attribute gemm_grouped): its shape
+                               measure is one group's, timed with grouped_gemm_half_dim */
     bool fp8;               /* a GEMM run in FP8 (attribute precision: "fp8"): the FP8 peak at
                                fp8_gemm_eff, fp8_gemm_half_dim */
 } etk_op_desc;
@@ -74,6 +76,7 @@ typedef struct etk_compute_params {
     double attn_bwd_eff;     /* attn_eff of the attention backward kernel (0: attn_eff) */
     double attn_half_seq;    /* sequence length at which attention reaches half of attn_eff
                                 (0: no dependence on the length) */
+    double grouped_gemm_half_dim; /* gemm_half_dim of grouped expert GEMMs */
     double attn_half_dim;    /* head dimension d: efficiency scales as d/(d + attn_half_dim),
                                 relative to d = 128 (0: no dependence) */
 } etk_compute_params;

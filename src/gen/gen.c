@@ -336,7 +336,7 @@ static int put_comp(emitter *E, const char *name, const ginst *I, uint64_t *deps
      * "attn_scores": true a memory-bound op over the attention scores (the compute model's
      * score_mem_eff); "op_kind": "attention" a fused attention kernel (attn_eff); all absent on
      * everything else */
-    etk_attr a[8] = {etk_attr_bool("is_cpu_op", false), etk_attr_i64("num_ops", (int64_t)(I->flops + 0.5)),
+    etk_attr a[10] = {etk_attr_bool("is_cpu_op", false), etk_attr_i64("num_ops", (int64_t)(I->flops + 0.5)),
                      etk_attr_u64("tensor_size", I->bytes)};
     uint32_t n = 3;
     if (I->fp8)
@@ -345,6 +345,8 @@ static int put_comp(emitter *E, const char *name, const ginst *I, uint64_t *deps
         a[n++] = etk_attr_bool("attn_scores", true);
     if (I->attn)
         a[n++] = etk_attr_str("op_kind", "attention");
+    if (I->grouped) /* a grouped GEMM over the rank's experts: small groups reach less */
+        a[n++] = etk_attr_bool("gemm_grouped", true);
     if (I->attn && I->causal) /* the kernel skips the masked blocks: half the s^2 FLOPs */
         a[n++] = etk_attr_bool("attn_causal", true);
     if (I->attn && I->phase == P_BWD)

@@ -793,6 +793,7 @@ static int lower_op_fwd(ctx *c, int pass, int j, int phase)
         c->p->v[i].flops = flops / (double)nchunk;
         c->p->v[i].bytes = bytes / (uint64_t)nchunk;
         c->p->v[i].fp8 = fp8;
+        c->p->v[i].grouped = op->kind == G_MATMUL && wi >= 0 && has_dim(&g->t[op->in[wi]], EXPERT_DIM);
         /* the attention core's non-GEMM ops (softmax, dropout) work on the b heads s^2 scores */
         c->p->v[i].scores = op->region && op->kind != G_MATMUL;
         for (int k = 0; k < op->nin; k++)
@@ -1231,6 +1232,7 @@ static int lower_op_bwd(ctx *c, int j)
             c->p->v[k].flops = mm;
             c->p->v[k].bytes = fbytes;
             c->p->v[k].fp8 = F ? F->fp8 : 0;
+            c->p->v[k].grouped = F ? F->grouped : 0;
             lay gl = einsum_lay(goL, c->used[j][other], &g->t[op->in[i]]);
             if (c->cpmark[j][i] && (k = cp_reduce_scatter(c, op->in[i], k, gl)) < 0)
                 return k;
@@ -1252,6 +1254,7 @@ static int lower_op_bwd(ctx *c, int j)
             I->flops = mm + (op->bias >= 0 ? (double)elems_rank(c, op->out, c->outL[j]) : 0);
             I->bytes = F ? F->bytes : 0;
             I->fp8 = F ? F->fp8 : 0;
+            I->grouped = F ? F->grouped : 0;
             I->w[I->nw++] = op->in[wi];
             if (op->bias >= 0)
                 I->w[I->nw++] = op->bias;
