@@ -267,22 +267,26 @@ static void gemm_grouped_experts(void **st)
     assert_true(fabs(dense - 989 * 0.8 * 323.37 / 387.37) < 0.3);
 }
 
+/* a cluster file whose gpu: mapping ends with the given lines (indented two spaces) */
+static int gpu_yaml(const char *tail, const char *file, etk_cluster *c, etk_error *err)
+{
+    char text[1024];
+    int n = snprintf(text, sizeof text,
+                     "gpu:\n  name: A100-test\n  peak_tflops: {bf16: 312}\n  hbm_bw_GBps: 2040\n%s"
+                     "network:\n  - {size: 8, topology: Switch, bandwidth: 300, latency: 700}\n",
+                     tail);
+    return etk_cluster_parse(text, (size_t)n, file, c, err);
+}
+
 static void gpu_yaml_compute_mapping(void **st)
 {
     (void)st;
     /* a cluster file's gpu: mapping with compute: overrides the built-in defaults of
      * etk_compute_defaults (A100-like name: gemm_eff 0.78 built in) */
-    static const char ok[] = "gpu:\n"
-                             "  name: A100-test\n"
-                             "  peak_tflops: {bf16: 312}\n"
-                             "  hbm_bw_GBps: 2040\n"
-                             "  hbm_MiB: 81920\n"
-                             "  compute: {gemm_eff: 0.7, fp8_gemm_eff: 0.6, launch_ns: 4000}\n"
-                             "network:\n"
-                             "  - {size: 8, topology: Switch, bandwidth: 300, latency: 700}\n";
     etk_cluster c;
     etk_error err = {0};
-    if (etk_cluster_parse(ok, sizeof ok - 1, "my.yaml", &c, &err) != 0)
+    if (gpu_yaml("  hbm_MiB: 81920\n  compute: {gemm_eff: 0.7, fp8_gemm_eff: 0.6, launch_ns: 4000}\n",
+                 "my.yaml", &c, &err) != 0)
         fail_msg("%s", err.msg);
     assert_int_equal(c.gpu.hbm_bytes, 85899345920ull); /* 81920 * 2^20 */
     etk_compute_params p, base;
@@ -295,52 +299,23 @@ static void gpu_yaml_compute_mapping(void **st)
     assert_true(p.gemm_eff == 0.75);
 
     /* an unknown name: file, line, the name and every accepted name */
-    static const char bad[] = "gpu:\n"
-                              "  name: x\n"
-                              "  peak_tflops: {bf16: 312}\n"
-                              "  hbm_bw_GBps: 2040\n"
-                              "  compute:\n"
-                              "    gemm_eff: 0.7\n"
-                              "    gemm_speed: 2\n"
-                              "network:\n"
-                              "  - {size: 8, topology: Switch, bandwidth: 300, latency: 700}\n";
-    assert_int_equal(etk_cluster_parse(bad, sizeof bad - 1, "my.yaml", &c, &err), ETK_EFORMAT);
+    assert_int_equal(gpu_yaml("  compute:\n    gemm_eff: 0.7\n    gemm_speed: 2\n", "my.yaml", &c, &err),
+                     ETK_EFORMAT);
     assert_non_null(strstr(err.msg, "my.yaml:7: gpu.compute.gemm_speed: compute parameter "
                                     "'gemm_speed' is unknown; expected one of gemm_eff, "));
     assert_non_null(strstr(err.msg, etk_compute_param_names()));
     assert_non_null(strstr(etk_compute_param_names(), "fp8_gemm_eff"));
     /* a value out of range: the line of the value and the range */
-    static const char range[] = "gpu:\n"
-                                "  name: x\n"
-                                "  peak_tflops: {bf16: 312}\n"
-                                "  hbm_bw_GBps: 2040\n"
-                                "  compute:\n"
-                                "    fp8_gemm_eff:\n"
-                                "      1.5\n"
-                                "network:\n"
-                                "  - {size: 8, topology: Switch, bandwidth: 300, latency: 700}\n";
-    assert_int_equal(etk_cluster_parse(range, sizeof range - 1, "r.yaml", &c, &err), ETK_EINVAL);
+    assert_int_equal(gpu_yaml("  compute:\n    fp8_gemm_eff:\n      1.5\n", "r.yaml", &c, &err), ETK_EINVAL);
     assert_non_null(strstr(err.msg, "r.yaml:7: gpu.compute.fp8_gemm_eff: compute model: "
                                     "fp8_gemm_eff: expected a fraction in [0, 1] (0: gemm_eff), "
                                     "got 1.5"));
-    static const char text[] = "gpu:\n"
-                               "  name: x\n"
-                               "  peak_tflops: {bf16: 312}\n"
-                               "  hbm_bw_GBps: 2040\n"
-                               "  compute: {launch_ns: fast}\n"
-                               "network:\n"
-                               "  - {size: 8, topology: Switch, bandwidth: 300, latency: 700}\n";
-    assert_int_equal(etk_cluster_parse(text, sizeof text - 1, "t.yaml", &c, &err), ETK_EFORMAT);
+    assert_int_equal(gpu_yaml("  compute: {launch_ns: fast}\n", "t.yaml", &c, &err), ETK_EFORMAT);
     assert_non_null(strstr(err.msg, "t.yaml:5: gpu.compute.launch_ns: expected a number"));
-    static const char list[] = "gpu:\n"
-                               "  name: x\n"
-                               "  peak_tflops: {bf16: 312}\n"
-                               "  hbm_bw_GBps: 2040\n"
-                               "  compute: [gemm_eff]\n"
-                               "network:\n"
-                               "  - {size: 8, topology: Switch, bandwidth: 300, latency: 700}\n";
-    assert_int_equal(etk_cluster_parse(list, sizeof list - 1, "l.yaml", &c, &err), ETK_EFORMAT);
+    assert_int_equal(gpu_yaml("  compute: [gemm_eff]\n", "l.yaml", &c, &err), ETK_EFORMAT);
     assert_non_null(strstr(err.msg, "l.yaml:5: gpu.compute: expected a mapping, got a list"));
+    assert_int_equal(gpu_yaml("  hbm_MiB: -1\n", "m.yaml", &c, &err), ETK_EINVAL);
+    assert_non_null(strstr(err.msg, "m.yaml:5: gpu.hbm_MiB: expected a positive number (MiB, 2^20 B)"));
 }
 
 static void gpu_capacities_as_reported(void **st)

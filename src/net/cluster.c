@@ -285,19 +285,15 @@ static int parse_gpu_map(ydoc *y, const yaml_node_t *map, const char *where, etk
                 return rc;
             g->hbm_bw_Bps = v2 * 1e9;
             have_bw = true;
-        } else if (strcmp(key, "hbm_GB") == 0) {
-            snprintf(what, sizeof what, "%s.hbm_GB", where);
+        } else if (strcmp(key, "hbm_GB") == 0 || strcmp(key, "hbm_MiB") == 0) {
+            /* capacity in GB as vendors state it, or in MiB as the device reports it
+             * (nvidia-smi's total) */
+            bool mib = key[4] == 'M';
+            snprintf(what, sizeof what, "%s.%s", where, key);
             double v2;
-            if ((rc = ypositive(y, v, what, "GB, 10^9 B", &v2)))
+            if ((rc = ypositive(y, v, what, mib ? "MiB, 2^20 B" : "GB, 10^9 B", &v2)))
                 return rc;
-            g->hbm_bytes = (uint64_t)(v2 * 1e9);
-        } else if (strcmp(key, "hbm_MiB") == 0) {
-            /* the capacity as the device reports it (nvidia-smi's total, MiB) */
-            snprintf(what, sizeof what, "%s.hbm_MiB", where);
-            double v2;
-            if ((rc = ypositive(y, v, what, "MiB, 2^20 B", &v2)))
-                return rc;
-            g->hbm_bytes = (uint64_t)(v2 * 1048576.0);
+            g->hbm_bytes = (uint64_t)(v2 * (mib ? 1048576.0 : 1e9));
         } else if (strcmp(key, "compute") == 0) {
             if ((rc = parse_gpu_compute(y, v, where, g)))
                 return rc;
