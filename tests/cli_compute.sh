@@ -57,4 +57,13 @@ expect "bf16 MFU labelled" 0 "% of 989 TFLOP/s BF16 peak" "$ETKIT" run --model l
 check "fp8 JSON: peak_precision fp8, mfu = mfu_bf16 * 989 / 1979" "$(python3 -c "
 import json,sys; j=json.load(open('$T/f8.json'))
 sys.exit(0 if j['peak_precision']=='fp8' and j['peak_tflops']==1979 and abs(j['mfu']-j['mfu_bf16']*989/1979)<1e-9 and 0<j['mfu']<1 else 1)"; echo $?)"
+# the fused attention of a prefill is causal (the compute model halves its s^2 FLOPs); no decode
+# node carries the mark (one query sees every cached key)
+"$ETKIT" gen --mode inference --model llama2-7b --layers 2 --batch 2 --prompt-len 128 --decode-steps 2 \
+  --out "$T/inf" >/dev/null 2>&1
+"$ETKIT" json "$T/inf.0.et" > "$T/inf.json"
+check "prefill attention causal, decode not" "$(python3 -c "
+import json,sys; j=json.load(open('$T/inf.json'))
+c=[n['name'] for n in j['nodes'] if any(a['name']=='attn_causal' for a in n.get('attr',[]))]
+sys.exit(0 if len(c)==2 and all(x.startswith('prefill/') and x.endswith('flash_attn') for x in c) else 1)"; echo $?)"
 exit $fail
