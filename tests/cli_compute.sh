@@ -42,9 +42,28 @@ check "--slow-rank 3:0.5 slows the whole step ($base -> $slow ns)" \
 check "the compute model is slower than the peak roofline ($roof -> $base ns)" \
   "$(awk "BEGIN{exit !($base > $roof)}"; echo $?)"
 expect "--slow-rank runs unfolded" 0 "8 (8 simulated, not folded)" "$ETKIT" run $M --slow-rank 3:0.9
-expect "memory line" 0 "; HBM 74.51 GiB: fits" "$ETKIT" run $M
+expect "memory line" 0 "; HBM 80.00 GiB: fits" "$ETKIT" run $M
 "$ETKIT" run $M --timeline "$T/tl.json" >/dev/null 2>&1
 check "timeline has a memory counter track" "$(grep -q '"ph":"C","pid":0,"name":"memory"' "$T/tl.json"; echo $?)"
 expect "OOM predicted" 0 "OUT OF MEMORY on 8 rank(s)" "$ETKIT" run --model llama2-13b --dp 8 \
   --micro-batch 1 --global-batch 8 --seq 1024 --cluster dgx-a100 --nodes 1
+# FP8 plans: MFU against the FP8 peak, labelled, and the BF16-peak MFU in JSON (issue 16: an FP8
+# run never reports MFU > 100% of a peak it did not run at)
+F8="--model llama3-8b --dp 8 --micro-batch 1 --global-batch 16 --precision fp8 --cluster dgx-h100 --nodes 1"
+expect "fp8 MFU labelled" 0 "% of 1979 TFLOP/s FP8 peak" "$ETKIT" run $F8
+expect "bf16 MFU labelled" 0 "% of 989 TFLOP/s BF16 peak" "$ETKIT" run --model llama3-8b --dp 8 \
+  --micro-batch 1 --global-batch 16 --cluster dgx-h100 --nodes 1
+"$ETKIT" run $F8 --json > "$T/f8.json"
+check "fp8 JSON: peak_precision fp8, mfu = mfu_bf16 * 989 / 1979" "$(python3 -c "
+import json,sys; j=json.load(open('$T/f8.json'))
+sys.exit(0 if j['peak_precision']=='fp8' and j['peak_tflops']==1979 and abs(j['mfu']-j['mfu_bf16']*989/1979)<1e-9 and 0<j['mfu']<1 else 1)"; echo $?)"
+# the fused attention of a prefill is causal (the compute model halves its s^2 FLOPs); no decode
+# node carries the mark (one query sees every cached key)
+"$ETKIT" gen --mode inference --model llama2-7b --layers 2 --batch 2 --prompt-len 128 --decode-steps 2 \
+  --out "$T/inf" >/dev/null 2>&1
+"$ETKIT" json "$T/inf.0.et" > "$T/inf.json"
+check "prefill attention causal, decode not" "$(python3 -c "
+import json,sys; j=json.load(open('$T/inf.json'))
+c=[n['name'] for n in j['nodes'] if any(a['name']=='attn_causal' for a in n.get('attr',[]))]
+sys.exit(0 if len(c)==2 and all(x.startswith('prefill/') and x.endswith('flash_attn') for x in c) else 1)"; echo $?)"
 exit $fail

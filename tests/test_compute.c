@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "etkit/compute.h"
+#include "etkit/gen.h"
 #include "etkit/net.h"
 #include "testutil.h"
 
@@ -14,7 +15,8 @@ static etk_compute_params P(void)
 {
     etk_compute_params p = {.gemm_eff = 0.8, .gemm_half_dim = 64, .gemm_min_dim = 16,
                             .mem_eff = 0.8, .score_mem_eff = 0.8, .attn_eff = 0.6, .launch_ns = 2000,
-                            .overlap_slowdown = 0.1};
+                            .overlap_slowdown = 0.1, .fp8_gemm_eff = 0.6, .fp8_gemm_half_dim = 64,
+                            .attn_bwd_eff = 0.6, .attn_half_seq = 0, .attn_half_dim = 0};
     return p;
 }
 
@@ -175,6 +177,172 @@ static void param_errors(void **st)
     assert_non_null(strstr(err.msg, "overlap_slowdown"));
 }
 
+static void gemm_fp8(void **st)
+{
+    (void)st;
+    /* an FP8 GEMM (precision: "fp8") 8192^3 on an H100 runs at the FP8 peak (1979 TFLOP/s) with
+     * fp8_gemm_eff 0.6 and fp8_gemm_half_dim 64: h = 2730.67, efficiency 0.6 * 2730.67 /
+     * 2794.67 = 0.58626; 1.0995e12 FLOPs / (1979e12 * 0.58626) = 947,685 ns + 2,000 */
+    etk_cluster c = preset("dgx-h100", ETK_PREC_BF16);
+    etk_compute_params p = P();
+    etk_op_desc op = {.kind = ETK_OP_GEMM, .m = 8192, .n = 8192, .k = 8192, .fp8 = true};
+    op.bytes = 3ull * 8192 * 8192 + 8192ull * 8192; /* 1-byte inputs, 2-byte output */
+    uint64_t ns = etk_compute_op_ns(&c, &p, &op);
+    assert_true(ns >= 949684 && ns <= 949686);
+    /* without its shape: h = 2/3 FLOPs per byte, exact for a square GEMM: the same time */
+    etk_op_desc bare = {.kind = ETK_OP_AUTO, .flops = 2ull * 8192 * 8192 * 8192, .bytes = op.bytes,
+                        .fp8 = true};
+    uint64_t nb = etk_compute_op_ns(&c, &p, &bare);
+    assert_true(nb + 1 >= ns && nb <= ns + 1);
+    /* fp8_gemm_eff 0 falls back to gemm_eff (0.8): 1.0995e12 / (1979e12 * 0.78168) = 710,764 */
+    p.fp8_gemm_eff = 0;
+    ns = etk_compute_op_ns(&c, &p, &op);
+    assert_true(ns >= 712763 && ns <= 712765);
+    /* an A100 has no FP8 peak: the mark is ignored, the BF16 time of gemm_large_square */
+    etk_cluster a = preset("dgx-a100", ETK_PREC_BF16);
+    assert_int_equal(etk_compute_op_ns(&a, &p, &op), 4510339); /* compute-bound */
+}
+
+static void attention_causal_bwd_dim(void **st)
+{
+    (void)st;
+    /* a fused attention node without a shape but causal: half its FLOPs (the kernel skips the
+     * masked blocks): 5.4976e11 / 2 / (989e12 * 0.6) = 463,225 ns + 2,000 */
+    etk_cluster c = preset("dgx-h100", ETK_PREC_BF16);
+    etk_compute_params p = P();
+    etk_op_desc op = {.kind = ETK_OP_ATTENTION, .flops = 549755813888ull, .bytes = 1 << 20,
+                      .attn_causal = true};
+    uint64_t f = etk_compute_op_ns(&c, &p, &op);
+    assert_true(f >= 465225 && f <= 465226);
+    /* backward at attn_bwd_eff 0.5: 5.4976e11 / 2 / (989e12 * 0.5) = 555,870 + 2,000 */
+    p.attn_bwd_eff = 0.5;
+    op.attn_bwd = true;
+    uint64_t b = etk_compute_op_ns(&c, &p, &op);
+    assert_true(b >= 557870 && b <= 557871);
+    /* under an FP8 cluster precision attention still runs at the BF16 peak */
+    etk_cluster c8 = preset("dgx-h100", ETK_PREC_FP8);
+    assert_int_equal(etk_compute_op_ns(&c8, &p, &op), b);
+    /* head dimension 64 with attn_half_dim 54: efficiency x (64/118) / (128/182) = 0.77119
+     * (FA3: hd64 reaches ~0.77 of hd128) */
+    etk_op_desc s64 = {.kind = ETK_OP_ATTENTION, .attn_b = 1, .attn_s = 8192, .attn_heads = 64,
+                       .attn_d = 64, .attn_causal = true};
+    etk_op_desc s128 = s64;
+    s128.attn_heads = 32;
+    s128.attn_d = 128; /* the same FLOPs */
+    p.attn_half_dim = 54;
+    p.launch_ns = 0;
+    double r = (double)etk_compute_op_ns(&c, &p, &s64) / (double)etk_compute_op_ns(&c, &p, &s128);
+    assert_true(fabs(r - (128.0 / 182.0) / (64.0 / 118.0)) < 1e-5);
+    /* attn_half_seq 610: s = 610 halves the efficiency (FA3 causal hd128 curve) */
+    p.attn_half_dim = 0;
+    p.attn_half_seq = 610;
+    etk_op_desc sh = s128;
+    sh.attn_s = 610;
+    sh.bytes = 1; /* compute-bound whatever the efficiency */
+    uint64_t slow = etk_compute_op_ns(&c, &p, &sh);
+    p.attn_half_seq = 0;
+    uint64_t fast = etk_compute_op_ns(&c, &p, &sh);
+    assert_true(fabs((double)slow / (double)fast - 2.0) < 1e-3);
+}
+
+static void gemm_grouped_experts(void **st)
+{
+    (void)st;
+    /* 128 experts of 512 rows, K 2048, N 1536 on an H100 (spec/kernels-measured.md section 2:
+     * CUTLASS grouped 160.5 TFLOP/s): one group's h = 1/(1/512 + 1/1536 + 1/2048) = 323.37;
+     * grouped, half dimension 1100: 0.8 * 323.37 / 1423.37 = 0.18175 of 989 = 179.7 TFLOP/s
+     * (measured 160.5), where a dense GEMM of that shape would get 0.8 * 323.37 / 387.37 =
+     * 0.668. The node holds all 128 groups: 2 * 128 * 512 * 1536 * 2048 FLOPs. */
+    etk_cluster c = preset("dgx-h100", ETK_PREC_BF16);
+    etk_compute_params p = P();
+    p.grouped_gemm_half_dim = 1100;
+    p.launch_ns = 0;
+    etk_op_desc op = {.kind = ETK_OP_GEMM, .grouped = true};
+    op.flops = 2ull * 128 * 512 * 1536 * 2048;
+    op.bytes = 2ull * 128 * (512 * 2048 + 2048 * 1536 + 512 * 1536);
+    double tf = (double)op.flops / (double)etk_compute_op_ns(&c, &p, &op) / 1e3;
+    assert_true(fabs(tf - 989 * 0.8 * 323.37 / 1423.37) < 0.2);
+    op.grouped = false;
+    double dense = (double)op.flops / (double)etk_compute_op_ns(&c, &p, &op) / 1e3;
+    assert_true(fabs(dense - 989 * 0.8 * 323.37 / 387.37) < 0.3);
+}
+
+/* a cluster file whose gpu: mapping ends with the given lines (indented two spaces) */
+static int gpu_yaml(const char *tail, const char *file, etk_cluster *c, etk_error *err)
+{
+    char text[1024];
+    int n = snprintf(text, sizeof text,
+                     "gpu:\n  name: A100-test\n  peak_tflops: {bf16: 312}\n  hbm_bw_GBps: 2040\n%s"
+                     "network:\n  - {size: 8, topology: Switch, bandwidth: 300, latency: 700}\n",
+                     tail);
+    return etk_cluster_parse(text, (size_t)n, file, c, err);
+}
+
+static void gpu_yaml_compute_mapping(void **st)
+{
+    (void)st;
+    /* a cluster file's gpu: mapping with compute: overrides the built-in defaults of
+     * etk_compute_defaults (A100-like name: gemm_eff 0.78 built in) */
+    etk_cluster c;
+    etk_error err = {0};
+    if (gpu_yaml("  hbm_MiB: 81920\n  compute: {gemm_eff: 0.7, fp8_gemm_eff: 0.6, launch_ns: 4000}\n",
+                 "my.yaml", &c, &err) != 0)
+        fail_msg("%s", err.msg);
+    assert_int_equal(c.gpu.hbm_bytes, 85899345920ull); /* 81920 * 2^20 */
+    etk_compute_params p, base;
+    etk_compute_defaults(&c.gpu, &p);
+    etk_compute_defaults(NULL, &base);
+    assert_true(p.gemm_eff == 0.7 && p.fp8_gemm_eff == 0.6 && p.launch_ns == 4000);
+    assert_true(p.mem_eff == base.mem_eff); /* the others stay the defaults */
+    /* --compute-param still applies on top */
+    assert_int_equal(etk_compute_set(&p, "gemm_eff=0.75", &err), 0);
+    assert_true(p.gemm_eff == 0.75);
+
+    /* an unknown name: file, line, the name and every accepted name */
+    assert_int_equal(gpu_yaml("  compute:\n    gemm_eff: 0.7\n    gemm_speed: 2\n", "my.yaml", &c, &err),
+                     ETK_EFORMAT);
+    assert_non_null(strstr(err.msg, "my.yaml:7: gpu.compute.gemm_speed: compute parameter "
+                                    "'gemm_speed' is unknown; expected one of gemm_eff, "));
+    assert_non_null(strstr(err.msg, etk_compute_param_names()));
+    assert_non_null(strstr(etk_compute_param_names(), "fp8_gemm_eff"));
+    /* a value out of range: the line of the value and the range */
+    assert_int_equal(gpu_yaml("  compute:\n    fp8_gemm_eff:\n      1.5\n", "r.yaml", &c, &err), ETK_EINVAL);
+    assert_non_null(strstr(err.msg, "r.yaml:7: gpu.compute.fp8_gemm_eff: compute model: "
+                                    "fp8_gemm_eff: expected a fraction in [0, 1] (0: gemm_eff), "
+                                    "got 1.5"));
+    assert_int_equal(gpu_yaml("  compute: {launch_ns: fast}\n", "t.yaml", &c, &err), ETK_EFORMAT);
+    assert_non_null(strstr(err.msg, "t.yaml:5: gpu.compute.launch_ns: expected a number"));
+    assert_int_equal(gpu_yaml("  compute: [gemm_eff]\n", "l.yaml", &c, &err), ETK_EFORMAT);
+    assert_non_null(strstr(err.msg, "l.yaml:5: gpu.compute: expected a mapping, got a list"));
+    assert_int_equal(gpu_yaml("  hbm_MiB: -1\n", "m.yaml", &c, &err), ETK_EINVAL);
+    assert_non_null(strstr(err.msg, "m.yaml:5: gpu.hbm_MiB: expected a positive number (MiB, 2^20 B)"));
+}
+
+static void gpu_capacities_as_reported(void **st)
+{
+    (void)st;
+    /* nvidia-smi totals (spec/kernels-measured.md section 4), MiB; MI300X 192 GB
+     * (spec/hardware.md); the generator's table (etkit gen --gpu) holds the same */
+    static const struct {
+        const char *name;
+        uint64_t bytes;
+    } caps[] = {{"a100", 81920ull * 1048576}, {"h100", 81559ull * 1048576},
+                {"h200", 143771ull * 1048576}, {"b200", 183359ull * 1048576},
+                {"mi300x", 192000000000ull}};
+    for (size_t i = 0; i < sizeof caps / sizeof caps[0]; i++) {
+        etk_gpu g;
+        etk_error err = {0};
+        assert_int_equal(etk_gpu_preset(caps[i].name, &g, &err), 0);
+        assert_int_equal(g.hbm_bytes, caps[i].bytes);
+        assert_int_equal(etk_gen_gpu_bytes(caps[i].name), caps[i].bytes);
+    }
+    /* H100: 79.65 GiB, not the 74.51 GiB that 80e9 bytes are */
+    etk_gpu g;
+    etk_error err = {0};
+    assert_int_equal(etk_gpu_preset("h100", &g, &err), 0);
+    assert_true(fabs((double)g.hbm_bytes / 1073741824.0 - 79.647) < 0.001);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -186,6 +354,11 @@ int main(void)
         cmocka_unit_test(launch_overhead_dominates_tiny_kernels),
         cmocka_unit_test(defaults_are_valid),
         cmocka_unit_test(param_errors),
+        cmocka_unit_test(gpu_yaml_compute_mapping),
+        cmocka_unit_test(gemm_fp8),
+        cmocka_unit_test(gemm_grouped_experts),
+        cmocka_unit_test(attention_causal_bwd_dim),
+        cmocka_unit_test(gpu_capacities_as_reported),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

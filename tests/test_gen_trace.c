@@ -195,6 +195,13 @@ static void check_structure(etk_workload *w)
                     assert_int_equal(n->attr[k].kind, ETK_ATTR_STRING);
                     assert_string_equal(etk_node_str(n, "op_kind"), "attention");
                     want = ETK_ATTR_STRING;
+                } else if (want == ETK_ATTR_NONE && (!strcmp(n->attr[k].name, "attn_causal") ||
+                                                     !strcmp(n->attr[k].name, "attn_bwd"))) {
+                    /* etkit's compute-model attributes of the fused attention kernel */
+                    assert_string_equal(etk_node_str(n, "op_kind"), "attention");
+                    want = ETK_ATTR_BOOL;
+                } else if (want == ETK_ATTR_NONE && !strcmp(n->attr[k].name, "gemm_grouped")) {
+                    want = ETK_ATTR_BOOL; /* a grouped expert GEMM (compute model) */
                 } else if (want == ETK_ATTR_NONE) { /* etkit's memory-over-time attributes */
                     assert_true(!strcmp(n->attr[k].name, "mem_alloc_bytes") ||
                                 !strcmp(n->attr[k].name, "mem_free_bytes"));

@@ -207,7 +207,9 @@ static void test_fp8_lowering(void **state)
             char *dot = strchr(op, '.');
             if (dot)
                 *dot = 0;
-            static const char *const gemms[] = {"q", "k", "v", "scores", "av", "proj", "gate", "up", "down"};
+            /* Transformer Engine's linear layers run in FP8; the attention core (scores, av)
+             * stays BF16 */
+            static const char *const gemms[] = {"q", "k", "v", "proj", "gate", "up", "down"};
             bool gemm = false;
             for (size_t k = 0; k < sizeof gemms / sizeof gemms[0]; k++)
                 gemm |= !strcmp(op, gemms[k]);
@@ -216,6 +218,47 @@ static void test_fp8_lowering(void **state)
             assert_true(I->phase != P_BWD || !gemm || strchr(I->name, '.')); /* dgrad/wgrad names */
         }
         assert_int_equal(seen, 1);
+        etk_arena_free(a);
+    }
+    /* FP8 training with Transformer Engine's casts, 4 micro-batches per step: before each FP8
+     * GEMM its activation input is cast (read 2 B, write the 1-byte copy and its 1-byte
+     * transpose: 4 B per element) and its weight once per step (4 B per element, a quarter per
+     * micro-batch); backward, its output gradient (4 B per element); none for the attention
+     * core's GEMMs, none in the head (Megatron's output layer is BF16) */
+    {
+        etk_arena *a = etk_arena_new(0);
+        gprog p;
+        glower_opts o = {.tp = 1, .cp = 1, .ep = 1, .act_bytes = 2, .gemm_bytes = 1, .fp8_cast_mb = 4};
+        assert_int_equal(etk_lower_section(g, G_SEC_LAYER, &o, a, &p, &err), 0);
+        int seen = 0, casts = 0;
+        for (int i = 0; i < p.n; i++) {
+            const ginst *I = &p.v[i];
+            if (!strstr(I->name, "fp8_cast"))
+                continue;
+            casts++;
+            assert_true(I->type == ETK_NODE_COMP && I->flops == 0 && !I->fp8);
+            if (!strcmp(I->name, "gate.fp8_cast")) { /* x [s, h], weight [h, f] */
+                assert_int_equal(I->bytes, 4 * s * h + 4 * h * f / 4);
+                seen++;
+            } else if (!strcmp(I->name, "down.fp8_cast")) { /* [s, f], weight [f, h] */
+                assert_int_equal(I->bytes, 4 * s * f + 4 * f * h / 4);
+                seen++;
+            } else if (!strcmp(I->name, "down.fp8_cast_grad")) { /* d out [s, h] */
+                assert_int_equal(I->bytes, 4 * s * h);
+                assert_int_equal(I->phase, P_BWD);
+                seen++;
+            } else if (!strcmp(I->name, "gate.fp8_cast_grad")) { /* d out [s, f] */
+                assert_int_equal(I->bytes, 4 * s * f);
+                seen++;
+            }
+            assert_null(strstr(I->name, "scores"));
+            assert_null(strstr(I->name, "av."));
+        }
+        assert_int_equal(seen, 4);
+        assert_int_equal(casts, 14); /* 7 FP8 GEMMs: one forward and one backward cast each */
+        assert_int_equal(etk_lower_section(g, G_SEC_HEAD, &o, a, &p, &err), 0);
+        for (int i = 0; i < p.n; i++)
+            assert_true(!p.v[i].fp8 && !strstr(p.v[i].name, "fp8_cast"));
         etk_arena_free(a);
     }
     etk_graph_free(g);

@@ -10,9 +10,15 @@
  *                    have a small h and do not reach peak)
  *   elementwise / normalization (memory-bound):  t = bytes / (HBM * mem_eff) + launch
  *                    (over attention scores, attn_scores: HBM * score_mem_eff)
- *   attention (FlashAttention-style fused kernel):  t = max(FLOPs / (peak * attn_eff),
+ *   FP8 GEMM (precision: "fp8"):  the same at the FP8 peak with fp8_gemm_eff and
+ *                    fp8_gemm_half_dim (without a shape, h = 2/3 num_ops / tensor_size: the
+ *                    inputs are 1-byte elements)
+ *   attention (FlashAttention-style fused kernel):  t = max(FLOPs / (peak * eff),
  *                    bytes / (HBM * mem_eff)) + launch, FLOPs = 4 b s^2 heads d (forward,
- *                    halved when causal; backward 2.5x the forward)
+ *                    halved when causal: the kernel skips masked blocks; backward 2.5x the
+ *                    forward), eff = attn_eff (attn_bwd_eff backward) times s/(s + attn_half_seq)
+ *                    and (d/(d + attn_half_dim)) / (128/(128 + attn_half_dim)) where the shape
+ *                    is known; attention runs at the BF16 peak under FP8 plans
  *
  * What an op is comes from node attributes when present (op_kind, gemm_m/n/k, attn_*); without
  * them (real traces, the generator's nodes) the op is classified from num_ops and tensor_size:
@@ -48,6 +54,10 @@ typedef struct etk_op_desc {
     bool attn_bwd;          /* backward pass (2.5x the forward FLOPs) */
     bool attn_scores;       /* memory-bound op over attention scores (unfused softmax, dropout
                                over b x heads x s^2 elements): timed at score_mem_eff */
+    bool grouped;           /* a grouped GEMM over experts (attribute gemm_grouped): its shape
+                               measure is one group's, timed with grouped_gemm_half_dim */
+    bool fp8;               /* a GEMM run in FP8 (attribute precision: "fp8"): the FP8 peak at
+                               fp8_gemm_eff, fp8_gemm_half_dim */
 } etk_op_desc;
 
 typedef struct etk_compute_params {
@@ -60,14 +70,28 @@ typedef struct etk_compute_params {
     double launch_ns;        /* per-kernel overhead (launch latency and ramp) */
     double overlap_slowdown; /* compute that starts while a transfer of its rank is in flight
                                 takes (1 + overlap_slowdown) times longer (>= 0) */
+    double fp8_gemm_eff;     /* fraction of the FP8 peak a large FP8 GEMM reaches, [0, 1]
+                                (0: gemm_eff) */
+    double fp8_gemm_half_dim; /* gemm_half_dim of FP8 GEMMs */
+    double attn_bwd_eff;     /* attn_eff of the attention backward kernel (0: attn_eff) */
+    double attn_half_seq;    /* sequence length at which attention reaches half of attn_eff
+                                (0: no dependence on the length) */
+    double grouped_gemm_half_dim; /* gemm_half_dim of grouped expert GEMMs */
+    double attn_half_dim;    /* head dimension d: efficiency scales as d/(d + attn_half_dim),
+                                relative to d = 128 (0: no dependence) */
 } etk_compute_params;
 
 /* The documented defaults for a GPU (by its preset name; unknown GPUs get the A100 figures). */
 void etk_compute_defaults(const etk_gpu *gpu, etk_compute_params *out);
 /* Check every field; the message names the field and the expected range. */
 int etk_compute_check(const etk_compute_params *p, etk_error *err);
-/* Set one parameter by name ("gemm_eff", ...) from text; for --compute-param NAME=VALUE. */
+/* Set one parameter by name ("gemm_eff", ...) from text; for --compute-param NAME=VALUE.
+ * etk_compute_set_value: the same from a name and a number (a GPU YAML's compute: mapping).
+ * The one table of names and ranges; p is unchanged on error. */
 int etk_compute_set(etk_compute_params *p, const char *name_eq_value, etk_error *err);
+int etk_compute_set_value(etk_compute_params *p, const char *name, double value, etk_error *err);
+/* The accepted parameter names, comma-separated ("gemm_eff, gemm_half_dim, ..."). */
+const char *etk_compute_param_names(void);
 /* Describe a trace node as an op: attributes op_kind ("gemm" | "elementwise" | "attention"),
  * gemm_m/gemm_n/gemm_k, attn_b/attn_s/attn_heads/attn_d, attn_causal, attn_bwd, attn_scores; flops and bytes
  * as given (already scaled by the caller). */

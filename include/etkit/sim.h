@@ -114,8 +114,11 @@ typedef struct etk_sim_result {
     double flops_per_step;     /* model FLOPs of the step over all ranks */
     bool model_flops_given;    /* true: from the caller (generator); false: sum of num_ops */
     double tflops_per_gpu;     /* flops_per_step / n_ranks / step time, in TFLOP/s */
-    double peak_tflops;        /* the GPU's peak at the cluster's precision */
+    double peak_tflops;        /* the GPU's peak at the precision used: the cluster's, or FP8
+                                  where GEMMs ran in FP8 (peak_precision) */
     double mfu;                /* tflops_per_gpu / peak_tflops (0 if unknown) */
+    int peak_precision;        /* etk_precision of peak_tflops */
+    double mfu_bf16;           /* tflops_per_gpu / the BF16 peak (0 if unknown) */
     double tokens_per_step;
     double tokens_per_s;       /* 0 if unknown */
     const char *cluster;

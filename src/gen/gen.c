@@ -114,7 +114,8 @@ static int gen_init(gen *G, const etk_gen_config *cfg, etk_error *err)
         }
     glower_opts o = {.tp = cfg->tp, .moe_imbalance = cfg->moe_imbalance, .moe_a2a_scale = moe_a2a_scale(cfg), .cp = G->cp, .cp_ring = cfg->cp_comm == ETK_CP_RING && G->cp > 1,
                      .flash = cfg->attention == ETK_ATTN_FLASH, .ep = G->ep, .sp = cfg->sp, .recompute = cfg->recompute, .act_bytes = G->act_bytes,
-                     .gemm_bytes = !strcmp(cfg->precision, "fp8") ? 1 : 0};
+                     .gemm_bytes = !strcmp(cfg->precision, "fp8") ? 1 : 0,
+                     .fp8_cast_mb = !strcmp(cfg->precision, "fp8") ? (int64_t)cfg->micro_batches : 0};
     /* DeepSeek's first_k_dense_replace: the first dense_layers layers from the dense_layer section */
     G->dense = G->g->dense.nops && cfg->model.dense_layers > 0 ? (uint32_t)cfg->model.dense_layers : 0;
     for (int s = 0; s < G_N_SEC + (G->dense ? 1 : 0); s++)
@@ -412,7 +413,7 @@ static int put_comp(emitter *E, const char *name, const ginst *I, uint64_t *deps
      * either way (docs/astra-compat.md); the summary's FLOPs leave it out */
     int64_t ops = (int64_t)(I->flops + 0.5);
     bool min_op = ops == 0 && I->bytes > 0;
-    etk_attr a[10] = {etk_attr_bool("is_cpu_op", false), etk_attr_i64("num_ops", min_op ? 1 : ops),
+    etk_attr a[14] = {etk_attr_bool("is_cpu_op", false), etk_attr_i64("num_ops", min_op ? 1 : ops),
                       etk_attr_u64("tensor_size", I->bytes)};
     uint32_t n = 3;
     if (I->gemm_m > 0) { /* an expert GEMM: one expert's shape, the rank's experts (grouped GEMM) */
@@ -427,6 +428,12 @@ static int put_comp(emitter *E, const char *name, const ginst *I, uint64_t *deps
         a[n++] = etk_attr_bool("attn_scores", true);
     if (I->attn)
         a[n++] = etk_attr_str("op_kind", "attention");
+    if (I->grouped) /* a grouped GEMM over the rank's experts: small groups reach less */
+        a[n++] = etk_attr_bool("gemm_grouped", true);
+    if (I->attn && I->causal) /* the kernel skips the masked blocks: half the s^2 FLOPs */
+        a[n++] = etk_attr_bool("attn_causal", true);
+    if (I->attn && I->phase == P_BWD)
+        a[n++] = etk_attr_bool("attn_bwd", true);
     int rc = put_node(E, name, ETK_NODE_COMP, deps, nd, a, n);
     if (!rc && min_op && E->st) { /* not a real FLOP: the summary leaves it out */
         E->st->flops -= 1;

@@ -319,20 +319,25 @@ static uint64_t put(iemit *E, const char *name, int type, const uint64_t *deps, 
 }
 
 static uint64_t put_comp(iemit *E, const char *name, double flops, uint64_t bytes, bool fp8, bool attn,
-                         const uint64_t *deps, uint32_t nd)
+                         bool causal, bool grouped, const uint64_t *deps, uint32_t nd)
 {
-    /* "precision": "fp8" an FP8 GEMM; "op_kind": "attention" a fused FlashAttention kernel */
+    /* "precision": "fp8" an FP8 GEMM; "op_kind": "attention" a fused FlashAttention kernel,
+     * "attn_causal" under a causal mask (prefill); "gemm_grouped" a grouped expert GEMM */
     /* bytes without FLOPs (embedding lookup): num_ops 1, as in gen.c (ASTRA-sim's roofline
      * stalls on 0 / 0); the summary's FLOPs leave it out */
     int64_t ops = (int64_t)(flops + 0.5);
     bool min_op = ops == 0 && bytes > 0;
-    etk_attr a[6] = {etk_attr_bool("is_cpu_op", false), etk_attr_i64("num_ops", min_op ? 1 : ops),
+    etk_attr a[8] = {etk_attr_bool("is_cpu_op", false), etk_attr_i64("num_ops", min_op ? 1 : ops),
                      etk_attr_u64("tensor_size", bytes)};
     uint32_t n = 3;
     if (fp8)
         a[n++] = etk_attr_str("precision", "fp8");
     if (attn)
         a[n++] = etk_attr_str("op_kind", "attention");
+    if (attn && causal)
+        a[n++] = etk_attr_bool("attn_causal", true);
+    if (grouped)
+        a[n++] = etk_attr_bool("gemm_grouped", true);
     uint64_t id = put(E, name, ETK_NODE_COMP, deps, nd, a, n);
     etk_gen_stage *s = E->st;
     if (min_op && s) { /* not a real FLOP: the summary leaves it out */
@@ -399,7 +404,7 @@ static uint64_t emit_sec(iemit *E, const ginst *v, int n, int32_t out, const cha
         if (E->t) /* names only for traces that are kept */
             snprintf(name, sizeof name, "%s/mb%u.%s.%s", ph, j, lab, I->name);
         if (I->type == ETK_NODE_COMP)
-            put_comp(E, name, I->flops, I->bytes, I->fp8, I->attn, deps, nd);
+            put_comp(E, name, I->flops, I->bytes, I->fp8, I->attn, I->causal, I->grouped, deps, nd);
         else
             put_coll(E, name, I->coll, I->comm_bytes,
                      I->grp == GRP_EP ? ETK_GEN_GROUP_EP : ETK_GEN_GROUP_TP, deps, nd);
@@ -468,7 +473,7 @@ static void emit_unit(iemit *E, uint32_t j, const ginst *const layer[2])
     if (E->t)
         snprintf(name, sizeof name, "%s/mb%u.sample", ph, j);
     /* argmax / top-p over the vocabulary: one comparison per logit */
-    uint64_t smp = put_comp(E, name, (double)I->b * (double)V, (uint64_t)I->b * (uint64_t)V * 2, false, false, &in, 1);
+    uint64_t smp = put_comp(E, name, (double)I->b * (double)V, (uint64_t)I->b * (uint64_t)V * 2, false, false, false, false, &in, 1);
     E->sample[j] = smp;
     E->ctrl = smp;
     if (E->phase < I->N && I->p > 1) {

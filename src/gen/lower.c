@@ -533,6 +533,29 @@ static uint64_t region_out_bytes(const ctx *c, int hi)
     return (uint64_t)elems_rank(c, c->S->ops[hi - 1].out, c->outL[hi - 1]) * (uint64_t)c->o->act_bytes;
 }
 
+/* decoder attention is causal except in a decode step (one query sees every cached key) */
+static bool is_causal(const ctx *c)
+{
+    return c->p->sec != G_SEC_DECODE && c->p->sec != G_SEC_DECODE_DENSE;
+}
+
+/* FP8 GEMM (Transformer Engine's linear layers): a GEMM with a weight, outside the attention
+ * region and the head (Megatron's output layer is not a TE module: BF16) */
+static bool fp8_gemm(const ctx *c, const gop *op)
+{
+    if (op->kind != G_MATMUL || c->o->gemm_bytes != 1 || op->region || c->p->sec == G_SEC_HEAD)
+        return false;
+    for (int i = 0; i < op->nin; i++)
+        if (c->g->t[op->in[i]].weight)
+            return true;
+    return false;
+}
+
+/* Transformer Engine's FP8 casts (delayed scaling: the amax is taken during the cast): every
+ * cast reads the 2-byte tensor and writes the 1-byte FP8 copy and its 1-byte transpose (the
+ * other operand layout of a backward GEMM): 4 bytes per element. */
+#define FP8_CAST_BYTES 4
+
 /* The fused forward (or recompute) kernel of the region ending at op hi - 1: the FLOPs of all
  * its ops (model FLOPs unchanged), Q, K, V read, O and the log-sum-exp written. With the CP ring,
  * one kernel per K/V block as it arrives (each reads Q and the block, writes a partial O and
@@ -561,6 +584,7 @@ static int flash_fwd(ctx *c, int pass, int lo, int hi, int phase)
         I->flops = flops / (double)nchunk;
         I->bytes = bytes;
         I->attn = 1;
+        I->causal = is_causal(c);
     }
     c->ts[pass][c->S->ops[hi - 1].out].inst = i;
     return 0;
@@ -668,7 +692,7 @@ static int lower_op_fwd(ctx *c, int pass, int j, int phase)
     }
     }
     /* conversions and the compute node; FP8 GEMMs read 1-byte operands (output in BF16) */
-    bool fp8 = op->kind == G_MATMUL && c->o->gemm_bytes == 1;
+    bool fp8 = fp8_gemm(c, op);
     int in_bytes = fp8 ? 1 : c->o->act_bytes;
     int32_t deps[G_MAX_IN + 3];
     int nd = 0;
@@ -724,6 +748,22 @@ static int lower_op_fwd(ctx *c, int pass, int j, int phase)
         }
     if (phase == P_RECOMP)
         deps[nd++] = DEP_GRAD;
+    if (fp8 && c->o->fp8_cast_mb > 0) {
+        /* the FP8 casts before the GEMM: its activation input (forward and recompute) and, once
+         * per step, its weight (cached over the step's micro-batches: the share of one) */
+        uint64_t cb = 0;
+        for (int k = 0; k < nact; k++)
+            cb += (uint64_t)elems_rank(c, op->in[act[k]], want[act[k]]) * FP8_CAST_BYTES;
+        if (phase == P_FWD && wi >= 0)
+            cb += (uint64_t)elems_rank(c, op->in[wi], want[wi]) * FP8_CAST_BYTES / (uint64_t)c->o->fp8_cast_mb;
+        char cn[104];
+        snprintf(cn, sizeof cn, "%s%s.fp8_cast", phase == P_RECOMP ? "recompute." : "", op->name);
+        int32_t ci = emit(c, cn, ETK_NODE_COMP, phase, nd, deps);
+        if (ci < 0)
+            return ci;
+        c->p->v[ci].bytes = cb;
+        deps[nd++] = ci;
+    }
     int64_t oel = elems_rank(c, op->out, out);
     bytes += (uint64_t)oel * (uint64_t)c->o->act_bytes;
     if (op->kind == G_DROPOUT)
@@ -773,6 +813,7 @@ static int lower_op_fwd(ctx *c, int pass, int j, int phase)
         c->p->v[i].flops = flops / (double)nchunk;
         c->p->v[i].bytes = bytes / (uint64_t)nchunk;
         c->p->v[i].fp8 = fp8;
+        c->p->v[i].grouped = op->kind == G_MATMUL && wi >= 0 && has_dim(&g->t[op->in[wi]], EXPERT_DIM);
         /* the attention core's non-GEMM ops (softmax, dropout) work on the b heads s^2 scores */
         c->p->v[i].scores = op->region && op->kind != G_MATMUL;
         for (int k = 0; k < op->nin; k++)
@@ -1092,6 +1133,7 @@ static int flash_bwd(ctx *c, int lo, int hi)
         I->recomp_flops = recomp / (double)C;
         I->bytes = bytes;
         I->attn = 1;
+        I->causal = is_causal(c);
         prev = b;
         for (int n = 0; n < nin; n++) {
             if (!blk[n])
@@ -1170,6 +1212,16 @@ static int lower_op_bwd(ctx *c, int j)
         }
     int32_t deps[MAX_CONTRIB * 2 + G_MAX_IN + 2];
     char name[96];
+    if (op->kind == G_MATMUL && F && F->fp8 && c->o->fp8_cast_mb > 0) {
+        /* the output gradient cast to FP8 (and transposed) for the dgrad and wgrad GEMMs */
+        snprintf(name, sizeof name, "%s.fp8_cast_grad", op->name);
+        int32_t k = emit(c, name, ETK_NODE_COMP, P_BWD, ngo, go);
+        if (k < 0)
+            return k;
+        c->p->v[k].bytes = (uint64_t)elems_rank(c, op->out, goL) * FP8_CAST_BYTES;
+        go[0] = k;
+        ngo = 1;
+    }
     if (op->kind == G_MATMUL) {
         int wi = -1;
         for (int i = 0; i < 2; i++)
@@ -1203,6 +1255,7 @@ static int lower_op_bwd(ctx *c, int j)
             c->p->v[k].flops = mm;
             c->p->v[k].bytes = fbytes;
             c->p->v[k].fp8 = F ? F->fp8 : 0;
+            c->p->v[k].grouped = F ? F->grouped : 0;
             lay gl = einsum_lay_c(c, goL, c->used[j][other], &g->t[op->in[i]]);
             if (c->cpmark[j][i] && (k = cp_reduce_scatter(c, op->in[i], k, gl)) < 0)
                 return k;
@@ -1224,6 +1277,7 @@ static int lower_op_bwd(ctx *c, int j)
             I->flops = mm + (op->bias >= 0 ? (double)elems_rank(c, op->out, c->outL[j]) : 0);
             I->bytes = F ? F->bytes : 0;
             I->fp8 = F ? F->fp8 : 0;
+            I->grouped = F ? F->grouped : 0;
             I->w[I->nw++] = op->in[wi];
             if (op->bias >= 0)
                 I->w[I->nw++] = op->bias;

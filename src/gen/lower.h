@@ -23,6 +23,9 @@ typedef struct ginst {
     uint8_t fp8;        /* a GEMM run in FP8 (--precision fp8): the roofline uses the fp8 peak */
     uint8_t scores;     /* COMP: memory-bound op over the attention scores (attn_scores) */
     uint8_t attn;       /* COMP: a fused attention kernel (--attention flash): op_kind "attention" */
+    uint8_t grouped;    /* COMP: a grouped GEMM over this rank's experts (gemm_grouped) */
+    uint8_t causal;     /* COMP: that kernel under a causal mask (attn_causal: the kernel skips the
+                           masked half of the s^2 work; every section but decode) */
     uint8_t grp;        /* COLL: GRP_TP, GRP_CP or GRP_EP */
     uint8_t peer;       /* SEND/RECV: PEER_CP_NEXT or PEER_CP_PREV */
     int32_t tag;        /* SEND/RECV: comm_tag (ETK_GEN_CP_TAG_BASE + ..., gen.h) */
@@ -68,7 +71,13 @@ typedef struct glower_opts {
     bool sp;
     int recompute;      /* ETK_RECOMPUTE_* (full applies to transformer layers) */
     int act_bytes;      /* bytes per activation element (2) */
-    int gemm_bytes;     /* bytes per GEMM input element: 1 for FP8 GEMMs (0: act_bytes) */
+    int gemm_bytes;     /* bytes per GEMM input element: 1 for FP8 GEMMs (0: act_bytes); FP8
+                         * applies to the GEMMs with a weight outside the attention region and
+                         * the head (Transformer Engine's linear layers) */
+    int64_t fp8_cast_mb; /* FP8 training (Transformer Engine): emit the casts (amax/scale, cast
+                          * and transposed copy) of GEMM inputs, output gradients and weights;
+                          * weights are cast once per step, spread over this many micro-batches
+                          * (0: no casts, e.g. inference with weights stored in FP8) */
     int kv_bytes;       /* bytes per element of K/V read over a longer key sequence (inference
                          * decode: the KV cache; 0: as the other GEMM inputs) */
     bool routed;        /* inference, dropless routing: an activation in the expert layout

@@ -682,13 +682,15 @@ static int setup_node(etk_sim *s, uint32_t rank, snode *n, const etk_node *e, et
             uint64_t fl = n->flops;
             const char *prec = etk_node_str(e, "precision");
             int cp = (int)s->cl.precision;
+            if (prec && !strcmp(prec, "fp8") && s->cl.gpu.peak_flops[ETK_PREC_FP8] > 0)
+                s->any_fp8 = true;
             if (prec && !strcmp(prec, "fp8") && cp >= 0 && cp < ETK_PREC_COUNT && cp != ETK_PREC_FP8 &&
                 s->cl.gpu.peak_flops[ETK_PREC_FP8] > 0 && s->cl.gpu.peak_flops[cp] > 0)
                 fl = (uint64_t)((long double)fl * (long double)s->cl.gpu.peak_flops[cp] /
                                 (long double)s->cl.gpu.peak_flops[ETK_PREC_FP8] + 0.5L);
             if (s->o.compute && s->costs.compute_ns == def_comp) { /* compute model */
-                etk_op_desc op;
-                etk_compute_op_from_node(e, fl, n->bytes, &op);
+                etk_op_desc op; /* it reads "precision" itself: the FP8 peak and efficiency */
+                etk_compute_op_from_node(e, n->flops, n->bytes, &op);
                 n->dur_ns = etk_compute_op_ns(&s->cl, s->o.compute, &op);
             } else {
                 n->dur_ns = s->costs.compute_ns(s->costs.ctx, &s->cl, fl, n->bytes);

@@ -131,6 +131,7 @@ enum { EV_NODE = 0, EV_COLL = 1, EV_P2P = 2 };
 
 struct etk_sim {
     etk_cluster cl;
+    bool any_fp8;              /* a node ran at the FP8 peak ("precision": "fp8"): MFU against it */
     etk_sim_opts o;
     etk_sim_costs costs;
     uint32_t n_ranks;

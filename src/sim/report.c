@@ -103,8 +103,13 @@ int sim_build_result(etk_sim *s, etk_error *err)
     res->flops_per_step = res->model_flops_given ? s->o.model_flops : flops;
     double secs = step * 1e-9;
     res->tflops_per_gpu = secs > 0 ? res->flops_per_step / s->n_ranks / secs / 1e12 : 0;
-    res->peak_tflops = s->cl.gpu.peak_flops[s->cl.precision < ETK_PREC_COUNT ? s->cl.precision : 0] / 1e12;
+    /* MFU against the peak of the precision the GEMMs ran at (FP8 plans: the FP8 peak), and
+     * against the BF16 peak for comparison across precisions */
+    res->peak_precision = s->any_fp8 ? ETK_PREC_FP8 : s->cl.precision < ETK_PREC_COUNT ? (int)s->cl.precision : 0;
+    res->peak_tflops = s->cl.gpu.peak_flops[res->peak_precision] / 1e12;
     res->mfu = res->peak_tflops > 0 ? res->tflops_per_gpu / res->peak_tflops : 0;
+    double bf16 = s->cl.gpu.peak_flops[ETK_PREC_BF16] / 1e12;
+    res->mfu_bf16 = bf16 > 0 ? res->tflops_per_gpu / bf16 : 0;
     res->tokens_per_step = s->o.tokens_per_step;
     res->tokens_per_s = secs > 0 ? s->o.tokens_per_step / secs : 0;
 
@@ -182,6 +187,14 @@ static const char *commas(uint64_t v, char *buf)
 
 static double pct(uint64_t a, uint64_t b) { return b ? 100.0 * (double)a / (double)b : 0; }
 
+
+/* "BF16", "FP8", ... for the MFU label */
+static const char *prec_label(int p)
+{
+    static const char *const up[] = {"BF16", "FP16", "FP8", "FP32", "TF32"};
+    return p >= 0 && p < ETK_PREC_COUNT && p < 5 ? up[p] : "";
+}
+
 void etk_sim_print_text(const etk_sim_result *r, FILE *f)
 {
     char b1[32], b2[32];
@@ -201,7 +214,8 @@ void etk_sim_print_text(const etk_sim_result *r, FILE *f)
             r->model_flops_given ? "model FLOPs from the generator" : "sum of num_ops");
     fprintf(f, "per GPU        %.2f TFLOP/s", r->tflops_per_gpu);
     if (r->peak_tflops > 0)
-        fprintf(f, ", MFU %.1f%% of %.0f TFLOP/s peak", 100 * r->mfu, r->peak_tflops);
+        fprintf(f, ", MFU %.1f%% of %.0f TFLOP/s %s peak", 100 * r->mfu, r->peak_tflops,
+                prec_label(r->peak_precision));
     fprintf(f, "\n");
     if (r->tokens_per_s > 0)
         fprintf(f, "tokens/s       %.0f (%.0f tokens per step)\n", r->tokens_per_s,
@@ -295,6 +309,8 @@ int etk_sim_print_json(const etk_sim_result *r, FILE *f)
     json_object_set_new(o, "tflops_per_gpu", json_real(r->tflops_per_gpu));
     json_object_set_new(o, "peak_tflops", json_real(r->peak_tflops));
     json_object_set_new(o, "mfu", json_real(r->mfu));
+    json_object_set_new(o, "peak_precision", json_string(etk_precision_name(r->peak_precision)));
+    json_object_set_new(o, "mfu_bf16", json_real(r->mfu_bf16));
     json_object_set_new(o, "tokens_per_step", json_real(r->tokens_per_step));
     json_object_set_new(o, "tokens_per_s", json_real(r->tokens_per_s));
     if (r->mem_tracked) {
