@@ -18,6 +18,7 @@
 #include "etkit/net.h"
 #include "etkit/presets.h"
 #include "net/net_internal.h"
+#include "util/check.h"
 
 static const char *const cluster_presets[] = {"dgx-a100", "dgx-h100", "hgx-h200", "dgx-b200",
                                               "dgx-h100-superpod", "llama3",
@@ -107,9 +108,61 @@ static const char *yscalar(const yaml_node_t *n)
     return n && n->type == YAML_SCALAR_NODE ? (const char *)n->data.scalar.value : NULL;
 }
 
-/* Parse a YAML text into y->doc; syntax errors name the file, line and column. */
+#define YFOR_PAIRS(y, map, pair)                                                          \
+    for (yaml_node_pair_t *pair = (map)->data.mapping.pairs.start;                        \
+         pair < (map)->data.mapping.pairs.top; pair++)
+#define YNODE(y, id) yaml_document_get_node(&(y)->doc, (id))
+
+typedef struct {
+    const char *key;
+    int line;
+} ykey;
+
+static int ykey_cmp(const void *a, const void *b)
+{
+    const ykey *x = a, *y = b;
+    int c = strcmp(x->key, y->key);
+    return c ? c : x->line - y->line;
+}
+
+/* Duplicate keys in any mapping of the document are errors naming both lines (the last value
+ * used to win silently). Sorted, so a hostile mapping of a million keys is not quadratic. */
+static int ydups(ydoc *y)
+{
+    for (yaml_node_t *n = y->doc.nodes.start; n < y->doc.nodes.top; n++) {
+        if (n->type != YAML_MAPPING_NODE)
+            continue;
+        size_t k = (size_t)(n->data.mapping.pairs.top - n->data.mapping.pairs.start), m = 0;
+        if (k < 2)
+            continue;
+        ykey *v = malloc(k * sizeof *v);
+        if (!v)
+            return etk_err(y->err, ETK_ENOMEM, "%s: out of memory", y->file);
+        YFOR_PAIRS(y, n, pr) {
+            yaml_node_t *kn = YNODE(y, pr->key);
+            if (yscalar(kn))
+                v[m++] = (ykey){yscalar(kn), yline(kn)};
+        }
+        qsort(v, m, sizeof *v, ykey_cmp);
+        for (size_t i = 1; i < m; i++)
+            if (!strcmp(v[i].key, v[i - 1].key)) {
+                int rc = etk_err(y->err, ETK_EFORMAT, "%s:%d: duplicate key '%s' (first given on line %d)",
+                                 y->file, v[i].line, v[i].key, v[i - 1].line);
+                free(v);
+                return rc;
+            }
+        free(v);
+    }
+    return 0;
+}
+
+/* Parse a YAML text into y->doc; syntax errors name the file, line and column; nesting past
+ * ETK_YAML_MAX_DEPTH is refused before the document is built (`[` x 80,000 took 19 s). */
 static int yload(ydoc *y, const char *text, size_t len)
 {
+    int drc = etk_yaml_depth_check(text, len, y->file, ETK_YAML_MAX_DEPTH, y->err);
+    if (drc)
+        return drc;
     yaml_parser_t p;
     if (!yaml_parser_initialize(&p))
         return etk_err(y->err, ETK_ENOMEM, "%s: cannot initialise the YAML parser", y->file);
@@ -123,7 +176,10 @@ static int yload(ydoc *y, const char *text, size_t len)
         return rc;
     }
     yaml_parser_delete(&p);
-    return 0;
+    int rc = ydups(y);
+    if (rc)
+        yaml_document_delete(&y->doc);
+    return rc;
 }
 
 /* A non-negative finite number; `what` names the key path for the message. */
@@ -158,6 +214,20 @@ static int ypositive(ydoc *y, const yaml_node_t *n, const char *what, const char
     return 0;
 }
 
+/* A number in [lo, hi]: outside it a time or bandwidth is nonsense (bandwidth 1e-14 GB/s or
+ * latency 1e300 ns made communication take 0 ns); docs/cluster.md lists the ranges. */
+static int yrange(ydoc *y, const yaml_node_t *n, const char *what, const char *unit, double lo,
+                  double hi, double *out)
+{
+    int rc = ynumber(y, n, what, unit, out);
+    if (rc)
+        return rc;
+    if (!(*out >= lo && *out <= hi))
+        return etk_err(y->err, ETK_EINVAL, "%s:%d: %s: expected %s in [%g, %g], got %s", y->file,
+                       yline(n), what, unit, lo, hi, yscalar(n));
+    return 0;
+}
+
 static int ycount(ydoc *y, const yaml_node_t *n, const char *what, uint32_t *out)
 {
     double v;
@@ -182,17 +252,24 @@ static int yexpect(ydoc *y, const yaml_node_t *n, yaml_node_type_t t, const char
                    what, want, ykind(n));
 }
 
-/* Unknown keys are errors: a misspelt key silently ignored is a wrong simulation. */
+/* Unknown keys are errors: a misspelt key silently ignored is a wrong simulation. `known` is
+ * the comma-separated list of the keys of `where`; the closest one is suggested. */
 static int yunknown(ydoc *y, const yaml_node_t *k, const char *where, const char *known)
 {
+    const char *word = yscalar(k) ? yscalar(k) : "?";
+    char buf[400], *names[32];
+    size_t n = 0;
+    snprintf(buf, sizeof buf, "%s", known);
+    for (char *save = NULL, *t = strtok_r(buf, ", ", &save); t && n < 32; t = strtok_r(NULL, ", ", &save))
+        names[n++] = t;
+    const char *near = etk_suggest(word, (const char *const *)names, n);
+    if (near)
+        return etk_err(y->err, ETK_EFORMAT, "%s:%d: unknown key '%s' in %s: did you mean '%s'? (known keys: %s)",
+                       y->file, yline(k), word, where, near, known);
     return etk_err(y->err, ETK_EFORMAT, "%s:%d: unknown key '%s' in %s (known keys: %s)",
                    y->file, yline(k), yscalar(k) ? yscalar(k) : "?", where, known);
 }
 
-#define YFOR_PAIRS(y, map, pair)                                                          \
-    for (yaml_node_pair_t *pair = (map)->data.mapping.pairs.start;                        \
-         pair < (map)->data.mapping.pairs.top; pair++)
-#define YNODE(y, id) yaml_document_get_node(&(y)->doc, (id))
 
 /* ---------- GPU ---------- */
 
@@ -228,24 +305,24 @@ static int parse_gpu_map(ydoc *y, const yaml_node_t *map, const char *where, etk
                 double tf;
                 if ((rc = ynumber(y, pv, w2, "TFLOP/s, 10^12 FLOP/s", &tf)))
                     return rc;
-                if (tf < 0)
+                if (tf < 0 || (tf > 0 && tf < 1e-3) || tf > 1e6)
                     return etk_err(y->err, ETK_EINVAL,
-                                   "%s:%d: %s: expected TFLOP/s >= 0 (0: unsupported), got %s",
-                                   y->file, yline(pv), w2, yscalar(pv));
+                                   "%s:%d: %s: expected TFLOP/s in [0.001, 1e6] or 0 (0: unsupported), "
+                                   "got %s", y->file, yline(pv), w2, yscalar(pv));
                 g->peak_flops[prec] = tf * 1e12;
                 have_peak = have_peak || tf > 0;
             }
         } else if (strcmp(key, "hbm_bw_GBps") == 0) {
             snprintf(what, sizeof what, "%s.hbm_bw_GBps", where);
             double v2;
-            if ((rc = ypositive(y, v, what, "GB/s, 10^9 B/s", &v2)))
+            if ((rc = yrange(y, v, what, "GB/s, 10^9 B/s,", 1e-3, 1e6, &v2)))
                 return rc;
             g->hbm_bw_Bps = v2 * 1e9;
             have_bw = true;
         } else if (strcmp(key, "hbm_GB") == 0) {
             snprintf(what, sizeof what, "%s.hbm_GB", where);
             double v2;
-            if ((rc = ypositive(y, v, what, "GB, 10^9 B", &v2)))
+            if ((rc = yrange(y, v, what, "GB, 10^9 B,", 1e-3, 1e6, &v2)))
                 return rc;
             g->hbm_bytes = (uint64_t)(v2 * 1e9);
         } else {
@@ -335,16 +412,13 @@ static int parse_dim(ydoc *y, const yaml_node_t *map, uint32_t idx, etk_net_dim 
             have[1] = true;
         } else if (strcmp(key, "bandwidth") == 0) {
             double bw;
-            if ((rc = ypositive(y, v, what, "GB/s per direction, 10^9 B/s", &bw)))
+            if ((rc = yrange(y, v, what, "GB/s per direction, 10^9 B/s,", 1e-3, 1e6, &bw)))
                 return rc;
             d->bw_Bps = bw * 1e9;
             have[2] = true;
         } else if (strcmp(key, "latency") == 0) {
-            if ((rc = ynumber(y, v, what, "ns", &d->latency_ns)))
+            if ((rc = yrange(y, v, what, "ns", 0, 1e9, &d->latency_ns)))
                 return rc;
-            if (d->latency_ns < 0)
-                return etk_err(y->err, ETK_EINVAL, "%s:%d: %s: expected ns >= 0, got %s",
-                               y->file, yline(v), what, yscalar(v));
             have[3] = true;
         } else if (strcmp(key, "algorithm") == 0) {
             if ((rc = yexpect(y, v, YAML_MAPPING_NODE, what)))
@@ -415,15 +489,15 @@ static int parse_fabric(ydoc *y, const yaml_node_t *map, etk_fabric *f)
             double *dst = key[0] == 'l' ? &f->leaf_oversub : &f->pod_oversub;
             if ((rc = ypositive(y, v, key, "a ratio >= 1 (7 for 1:7)", dst)))
                 return rc;
-            if (*dst < 1)
-                return etk_err(y->err, ETK_EINVAL, "%s:%d: fabric.%s: expected a ratio >= 1 "
+            if (*dst < 1 || *dst > 1e4)
+                return etk_err(y->err, ETK_EINVAL, "%s:%d: fabric.%s: expected a ratio >= 1 and <= 10000 "
                                "(downlink:uplink, 7 for 1:7), got %s", y->file, yline(v), key,
                                yscalar(v));
         } else if (strcmp(key, "nic_latency") == 0) {
-            if ((rc = ynumber(y, v, "fabric.nic_latency", "ns", &f->nic_lat_ns)))
+            if ((rc = yrange(y, v, "fabric.nic_latency", "ns", 0, 1e9, &f->nic_lat_ns)))
                 return rc;
         } else if (strcmp(key, "switch_latency") == 0) {
-            if ((rc = ynumber(y, v, "fabric.switch_latency", "ns", &f->switch_lat_ns)))
+            if ((rc = yrange(y, v, "fabric.switch_latency", "ns", 0, 1e9, &f->switch_lat_ns)))
                 return rc;
         } else {
             return yunknown(y, k, "fabric", "rail, leaf_nodes, pod_nodes, leaf_oversubscription, "
@@ -505,9 +579,9 @@ static int parse_cluster(ydoc *y, const yaml_node_t *root, etk_cluster *c)
             if ((rc = ypositive(y, v, "compute_efficiency", "a fraction in (0, 1]",
                                 &c->compute_efficiency)))
                 return rc;
-            if (c->compute_efficiency > 1)
+            if (c->compute_efficiency > 1 || c->compute_efficiency < 1e-3)
                 return etk_err(y->err, ETK_EINVAL,
-                               "%s:%d: compute_efficiency: expected a fraction in (0, 1], got %s",
+                               "%s:%d: compute_efficiency: expected a fraction in [0.001, 1], got %s",
                                y->file, yline(v), yscalar(v));
         } else if (strcmp(key, "precision") == 0) {
             int p = yscalar(v) ? etk_precision_parse(yscalar(v)) : -1;
@@ -624,7 +698,7 @@ int etk_cluster_load(const char *path, etk_cluster *out, etk_error *err)
 {
     char *text;
     size_t len;
-    int rc = etk_file_read_all(path, &text, &len, err);
+    int rc = etk_file_read_max(path, ETK_MAX_CONFIG_BYTES, "cluster file", &text, &len, err);
     if (rc)
         return rc;
     rc = cluster_from_text(path, text, len, out, err);
