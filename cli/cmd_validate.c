@@ -48,7 +48,7 @@ static json_t *finding_json(const etk_finding *x)
     json_object_set_new(o, "node_id",
                         x->node_index >= 0 ? json_integer((json_int_t)x->node_id) : json_null());
     json_object_set_new(o, "count", json_integer((json_int_t)x->count));
-    json_object_set_new(o, "message", json_string(x->message));
+    json_object_set_new(o, "message", etk_json_text(x->message));
     return o;
 }
 
@@ -120,7 +120,7 @@ int cmd_validate(int argc, char **argv)
             nodes += w->ranks[r] ? w->ranks[r]->n_nodes : 0;
         if (json) {
             json_t *o = json_object(), *arr = json_array();
-            json_object_set_new(o, "spec", json_string(argv[a]));
+            json_object_set_new(o, "spec", etk_json_text(argv[a]));
             json_object_set_new(o, "ranks", json_integer(w->n_ranks));
             json_object_set_new(o, "nodes", json_integer((json_int_t)nodes));
             json_object_set_new(o, "groups", w->groups_path ? etk_json_text(w->groups_path) : json_null());

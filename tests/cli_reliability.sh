@@ -94,6 +94,53 @@ printf '{"model_type": "llama", "hidden_size": 256, "num_hidden_layers": 2, "num
  "intermediate_size": 512, "vocab_size": 1000, "max_position_embeddings": 64, "hidden_size": 512}\n' >"$T/hfdup.json"
 expectf 2 "hfdup.json:2: duplicate key 'hidden_size' (first given on line 1)" gen --model-file "$T/hfdup.json" --summary
 
+# 6. validate and sim agree: what validate flags, sim at least warns about
+mkj() { # mkj FILE NODE-JSON...: a lossless-JSON trace written as FILE (.et)
+  local out=$1; shift
+  local IFS=,
+  printf '{"format": "etkit-chakra-json", "version": 1, "metadata": {"version": "0.0.4", "attr": []},\n"nodes": [%s]}\n' "$*" >"$out.json"
+  "$ETKIT" json --to-et "$out.json" -o "$out" >/dev/null 2>&1 || fail "cannot build $out"
+}
+coll() { # coll ID COMM_TYPE
+  printf '{"id": %s, "name": "c%s", "type": "COMM_COLL_NODE", "attr": [{"name": "comm_type", "kind": "int64_val", "value": %s}, {"name": "comm_size", "kind": "int64_val", "value": 1024}]}' "$1" "$1" "$2"
+}
+comp() { # comp ID NUM_OPS [DURATION_MICROS]
+  printf '{"id": %s, "name": "m%s", "type": "COMP_NODE", "duration_micros": %s, "attr": [{"name": "num_ops", "kind": "int64_val", "value": %s}]}' "$1" "$1" "${3:-0}" "$2"
+}
+mkj "$T/ct.0.et" "$(coll 1 100)" "$(coll 2 -1)" "$(comp 3 -1)"
+expectf 1 "error [bad-comm-type]: COMM_COLL_NODE with comm_type outside ALL_REDUCE..BARRIER (0..9); the simulator rejects it: 2 nodes" validate "$T/ct.0.et"
+expectf 1 "error [negative-ops]: COMP_NODE with a negative num_ops: 1 nodes" validate "$T/ct.0.et"
+printf 'gpu: h100\nnetwork:\n  - {size: 1, topology: Switch, bandwidth: 450, latency: 500}\n' >"$T/one.yaml"
+# sim: a collective without comm_type, a negative num_ops, a duplicate id
+nt='{"id": 1, "name": "ar", "type": "COMM_COLL_NODE", "attr": [{"name": "comm_size", "kind": "int64_val", "value": 1024}]}'
+mkj "$T/w.0.et" "$nt" "$(comp 2 -1)" "$(comp 2 1000)"
+expectf 0 "1 collectives without comm_type, timed as ALL_REDUCE" sim "$T/w.0.et" --cluster "$T/one.yaml"
+expectf 0 "1 compute nodes with a negative num_ops, timed as 0 FLOPs" sim "$T/w.0.et" --cluster "$T/one.yaml"
+expectf 0 "1 nodes repeat the id of an earlier node" sim "$T/w.0.et" --cluster "$T/one.yaml"
+# a rank set with a gap: validate saw one rank and said nothing
+mkj "$T/gap.0.et" "$(comp 1 1000)"
+cp "$T/gap.0.et" "$T/gap.2.et"
+expectf 2 "rank 1 is missing (no $T/gap.1.et) but rank files up to $T/gap.2.et exist" validate "$T/gap"
+expectf 2 "rank 1 is missing" sim "$T/gap.0.et" --cluster "$T/one.yaml"
+# a simulated time past 1e18 ns is an error naming the node (9e18 FLOPs on the slowest GPU allowed)
+printf 'gpu: {name: slow, peak_tflops: {bf16: 0.001}, hbm_bw_GBps: 1}\nnetwork:\n  - {size: 1, topology: Switch, bandwidth: 450, latency: 500}\n' >"$T/slow.yaml"
+mkj "$T/long.0.et" "$(comp 7 9000000000000000000)"
+expectf 2 "rank 0 node id 7 (m7): simulated duration 9e+18 ns is past 1e18 ns" sim "$T/long.0.et" --cluster "$T/slow.yaml" --compute roofline
+# three nodes of num_ops 2^63-1: FLOPs/step saturated at 9.22e18
+mkj "$T/sat.0.et" "$(comp 1 9223372036854775807 1)" "$(comp 2 9223372036854775807 1)" "$(comp 3 9223372036854775807 1)"
+expectf 2 "rank 0: the sum of num_ops passes 1.8e19 FLOPs" sim "$T/sat.0.et" --cluster "$T/one.yaml"
+
+# 8. a file name that is not UTF-8 kept every field of --json (jansson dropped them)
+bad=$(printf "$T/caf\xe9.0.et")
+cp "$T/gap.0.et" "$bad"
+"$ETKIT" validate --json "$bad" >"$T/v.json" 2>/dev/null
+python3 - "$T/v.json" <<'PY' || fail "validate --json with a non-UTF-8 name: $(head -c 300 "$T/v.json")"
+import json, sys
+d = json.load(open(sys.argv[1]))
+s = json.dumps(d)
+assert "caf\\\\xe9.0.et" in s, s[:300]
+PY
+
 # 8. misleading messages: 1e400 said "expected a YAML mapping"
 printf '{"model_type": "llama",\n "hidden_size": 1e400}\n' >"$T/hf400.json"
 expectf 2 "hf400.json:2: number 1e400 is out of range" gen --model-file "$T/hf400.json" --summary

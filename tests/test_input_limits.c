@@ -290,6 +290,23 @@ static void test_rank_gap(void **state)
     HAS(err.msg, "gap.2.et exist");
 }
 
+/* n GPUs of 1000 TFLOP/s on one switch of 100 GB/s, 1 us */
+static etk_cluster one_switch(uint32_t n)
+{
+    etk_cluster c;
+    memset(&c, 0, sizeof c);
+    snprintf(c.name, sizeof c.name, "test");
+    c.n_dims = 1;
+    c.dims[0].size = c.n_npus = n;
+    c.dims[0].topo = ETK_TOPO_SWITCH;
+    c.dims[0].bw_Bps = 100e9;
+    c.dims[0].latency_ns = 1000;
+    c.gpu.peak_flops[ETK_PREC_BF16] = 1000e12;
+    c.gpu.hbm_bw_Bps = 2000e9;
+    c.compute_efficiency = 1;
+    return c;
+}
+
 /* what validate flags the simulator warns about, once per kind with counts */
 static void test_sim_warnings(void **state)
 {
@@ -308,17 +325,7 @@ static void test_sim_warnings(void **state)
         /* rank 0 sends 100 B, rank 1 expects 1 GiB */
         sb_p2p(t, 4, r == 0, 1 - r, 7, r == 0 ? 100 : (uint64_t)1 << 30, NULL, 0);
     }
-    etk_cluster c;
-    memset(&c, 0, sizeof c);
-    snprintf(c.name, sizeof c.name, "test");
-    c.n_dims = 1;
-    c.dims[0].size = c.n_npus = 2;
-    c.dims[0].topo = ETK_TOPO_SWITCH;
-    c.dims[0].bw_Bps = 100e9;
-    c.dims[0].latency_ns = 1000;
-    c.gpu.peak_flops[ETK_PREC_BF16] = 1000e12;
-    c.gpu.hbm_bw_Bps = 2000e9;
-    c.compute_efficiency = 1;
+    etk_cluster c = one_switch(2);
     etk_sim_opts o = {0};
     o.no_fold = true;
     etk_sim *s = NULL;
@@ -343,16 +350,7 @@ static void test_sim_flops_overflow(void **state)
     w->ranks[0] = etk_trace_new(NULL);
     for (uint64_t id = 1; id <= 3; id++)
         sb_comp(w->ranks[0], id, 1, (uint64_t)INT64_MAX, 0, NULL, 0);
-    etk_cluster c;
-    memset(&c, 0, sizeof c);
-    snprintf(c.name, sizeof c.name, "test");
-    c.n_dims = 1;
-    c.dims[0].size = c.n_npus = 1;
-    c.dims[0].topo = ETK_TOPO_SWITCH;
-    c.dims[0].bw_Bps = 100e9;
-    c.gpu.peak_flops[ETK_PREC_BF16] = 1000e12;
-    c.gpu.hbm_bw_Bps = 2000e9;
-    c.compute_efficiency = 1;
+    etk_cluster c = one_switch(1);
     etk_sim_opts o = {0};
     etk_sim *s = NULL;
     memset(&err, 0, sizeof err);
