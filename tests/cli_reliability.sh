@@ -83,7 +83,7 @@ expectf 2 "lat.yaml:3: network[0].latency: expected ns in [0, 1e+09], got 1e300"
 
 # 7. unknown and duplicate keys
 printf '%s\nkv_head: 1\n' "$GOOD" >"$T/typo.yaml"
-expectf 2 "typo.yaml: unknown key 'kv_head': did you mean 'kv_heads'?" gen --model-file "$T/typo.yaml" --summary
+expectf 2 "typo.yaml:9: unknown key 'kv_head': did you mean 'kv_heads'?" gen --model-file "$T/typo.yaml" --summary
 printf '%s\nhidden: 512\n' "$GOOD" >"$T/dup.yaml"
 expectf 2 "dup.yaml:9: duplicate key 'hidden' (first given on line 4)" gen --model-file "$T/dup.yaml" --summary
 printf 'gpu: h100\nnetwork:\n  - {size: 8, topology: Switch, bandwith: 450, latency: 500}\n' >"$T/typoc.yaml"

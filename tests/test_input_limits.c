@@ -74,7 +74,7 @@ static void test_deep_nesting(void **state)
     free(o);
     /* 255 levels are fine for the parser (the key check then refuses the content) */
     char *ok = repeat("{\"a\":", "1", "}", 255);
-    HAS(model_error(ok, strlen(ok), "ok.json"), "ok.json: unknown key 'a'");
+    HAS(model_error(ok, strlen(ok), "ok.json"), "ok.json:1: unknown key 'a'");
     free(ok);
 }
 
@@ -82,8 +82,8 @@ static void test_model_keys(void **state)
 {
     (void)state;
     /* a typo was ignored and kv_heads silently became heads */
-    HAS(MODEL_ERR(GOOD "kv_head: 1\n"), "m.yaml: unknown key 'kv_head': did you mean 'kv_heads'?");
-    HAS(MODEL_ERR(GOOD "layer: 1\n"), "unknown key 'layer': did you mean 'layers'?");
+    HAS(MODEL_ERR(GOOD "kv_head: 1\n"), "m.yaml:9: unknown key 'kv_head': did you mean 'kv_heads'?");
+    HAS(MODEL_ERR(GOOD "layer: 1\n"), "m.yaml:9: unknown key 'layer': did you mean 'layers'?");
     HAS(MODEL_ERR(GOOD "colour: blue\n"), "unknown key 'colour' (known keys: layers, hidden,");
     /* the last of two values was taken */
     HAS(MODEL_ERR(GOOD "hidden: 512\n"), "m.yaml:9: duplicate key 'hidden' (first given on line 4)");

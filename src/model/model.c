@@ -193,13 +193,14 @@ static int parse_hf(json_t *root, const char *fname, etk_model *out, etk_error *
 int etk_model_parse(const char *text, size_t len, const char *fname, etk_model *out, etk_error *err)
 {
     memset(out, 0, sizeof *out);
-    json_t *root;
-    int rc = etk_yaml_to_json(text, len, fname, &root, err);
+    json_t *root, *lines = NULL;
+    int rc = etk_yaml_to_json_lines(text, len, fname, &root, &lines, err);
     if (rc)
         return rc;
     if (json_object_get(root, "hidden_size") || json_object_get(root, "n_embd")) {
         rc = parse_hf(root, fname, out, err);
         json_decref(root);
+        json_decref(lines);
         return rc;
     }
     /* unknown keys are errors: a misspelt key (kv_head) silently ignored is a wrong model */
@@ -220,13 +221,16 @@ int etk_model_parse(const char *text, size_t len, const char *fname, etk_model *
             size_t l = strlen(list);
             snprintf(list + l, sizeof list - l, "%s%s", i ? ", " : "", known[i]);
         }
+        long long line = (long long)json_integer_value(json_object_get(lines, key));
         if (near)
-            rc = etk_err(err, ETK_EFORMAT, "%s: unknown key '%s': did you mean '%s'?", fname, key, near);
+            rc = etk_err(err, ETK_EFORMAT, "%s:%lld: unknown key '%s': did you mean '%s'?", fname, line, key, near);
         else
-            rc = etk_err(err, ETK_EFORMAT, "%s: unknown key '%s' (known keys: %s)", fname, key, list);
+            rc = etk_err(err, ETK_EFORMAT, "%s:%lld: unknown key '%s' (known keys: %s)", fname, line, key, list);
         json_decref(root);
+        json_decref(lines);
         return rc;
     }
+    json_decref(lines);
     const char *name = json_string_value(json_object_get(root, "name"));
     const char *arch = json_string_value(json_object_get(root, "arch"));
     const char *src = json_string_value(json_object_get(root, "source"));

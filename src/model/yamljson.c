@@ -69,7 +69,7 @@ static json_t *scalar(const yaml_event_t *ev, const char *name, etk_error *err)
 /* Recursive descent over parser events; *ev holds the event that starts the node. The depth is
  * bounded by etk_yaml_depth_check before the descent starts. Duplicate keys are errors naming
  * both lines (`lines` maps each key of this mapping to its line). */
-static json_t *node(yaml_parser_t *p, yaml_event_t *ev, const char *name, etk_error *err)
+static json_t *node(yaml_parser_t *p, yaml_event_t *ev, const char *name, json_t **lines_out, etk_error *err)
 {
     if (ev->type == YAML_SCALAR_EVENT)
         return scalar(ev, name, err);
@@ -102,11 +102,14 @@ static json_t *node(yaml_parser_t *p, yaml_event_t *ev, const char *name, etk_er
         }
         if (k.type == YAML_MAPPING_END_EVENT || k.type == YAML_SEQUENCE_END_EVENT) {
             yaml_event_delete(&k);
-            json_decref(lines);
+            if (lines_out && lines)
+                *lines_out = lines;
+            else
+                json_decref(lines);
             return out;
         }
         if (!is_map) {
-            json_t *v = node(p, &k, name, err);
+            json_t *v = node(p, &k, name, NULL, err);
             yaml_event_delete(&k);
             if (!v) {
                 json_decref(out);
@@ -144,7 +147,7 @@ static json_t *node(yaml_parser_t *p, yaml_event_t *ev, const char *name, etk_er
             json_decref(lines);
             return NULL;
         }
-        json_t *jv = node(p, &v, name, err);
+        json_t *jv = node(p, &v, name, NULL, err);
         yaml_event_delete(&v);
         bool bad = !jv;
         if (jv && (json_object_set_new(out, key, jv) ||
@@ -164,7 +167,14 @@ static json_t *node(yaml_parser_t *p, yaml_event_t *ev, const char *name, etk_er
 
 int etk_yaml_to_json(const char *text, size_t len, const char *name, json_t **out, etk_error *err)
 {
+    return etk_yaml_to_json_lines(text, len, name, out, NULL, err);
+}
+
+int etk_yaml_to_json_lines(const char *text, size_t len, const char *name, json_t **out, json_t **key_lines,
+                           etk_error *err)
+{
     *out = NULL;
+    json_t *kl = NULL;
     int drc = etk_yaml_depth_check(text, len, name, ETK_YAML_MAX_DEPTH, err);
     if (drc)
         return drc;
@@ -192,7 +202,7 @@ int etk_yaml_to_json(const char *text, size_t len, const char *name, json_t **ou
                 rc = etk_err(err, ETK_EFORMAT, "%s: more than one YAML document", name);
                 break;
             }
-            root = node(&p, &ev, name, err);
+            root = node(&p, &ev, name, &kl, err);
             yaml_event_delete(&ev);
             if (!root) {
                 rc = err ? err->code : ETK_EFORMAT;
@@ -203,6 +213,10 @@ int etk_yaml_to_json(const char *text, size_t len, const char *name, json_t **ou
         yaml_event_delete(&ev);
     }
     yaml_parser_delete(&p);
+    if (rc || !key_lines || !root || !json_is_object(root))
+        json_decref(kl);
+    else
+        *key_lines = kl;
     if (rc) {
         json_decref(root);
         return rc;

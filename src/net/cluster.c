@@ -271,12 +271,54 @@ static int yunknown(ydoc *y, const yaml_node_t *k, const char *where, const char
 }
 
 
+/* The keys each mapping accepts: one table per mapping, checked before the values are read, so
+ * adding a key is one line here (plus the code that reads it). */
+static const char *const gpu_keys[] = {"name", "peak_tflops", "hbm_bw_GBps", "hbm_GB"};
+static const char *const dim_keys[] = {"size", "topology", "bandwidth", "latency", "algorithm"};
+static const char *const fabric_keys[] = {"rail", "leaf_nodes", "pod_nodes", "leaf_oversubscription",
+                                          "pod_oversubscription", "nic_latency", "switch_latency"};
+static const char *const cluster_keys[] = {"name", "preset", "nodes", "gpu", "network", "compute_efficiency",
+                                           "precision", "fabric", "network_model"};
+#define YKEYS(y, map, where, keys) ykeys(y, map, where, keys, sizeof keys / sizeof keys[0])
+
+/* A key of the table that no branch reads: a programming error, never silently ignored. */
+static int yunread(ydoc *y, const yaml_node_t *k, const char *where)
+{
+    return etk_err(y->err, ETK_EINVAL, "%s:%d: %s: key '%s' is accepted but not read (internal error)", y->file,
+                   yline(k), where, yscalar(k) ? yscalar(k) : "?");
+}
+
+/* Every key of `map` is a scalar from keys[0..n); else an error with the closest one. */
+static int ykeys(ydoc *y, const yaml_node_t *map, const char *where, const char *const *keys, size_t n)
+{
+    if (map->type != YAML_MAPPING_NODE)
+        return 0; /* the caller's yexpect reports it */
+    YFOR_PAIRS(y, map, pr) {
+        yaml_node_t *k = YNODE(y, pr->key);
+        const char *key = yscalar(k);
+        if (!key)
+            return etk_err(y->err, ETK_EFORMAT, "%s:%d: %s: keys must be scalars", y->file, yline(k), where);
+        size_t i = 0;
+        while (i < n && strcmp(key, keys[i]))
+            i++;
+        if (i < n)
+            continue;
+        char list[300] = "";
+        for (i = 0; i < n; i++) {
+            size_t l = strlen(list);
+            snprintf(list + l, sizeof list - l, "%s%s", i ? ", " : "", keys[i]);
+        }
+        return yunknown(y, k, where, list);
+    }
+    return 0;
+}
+
 /* ---------- GPU ---------- */
 
 static int parse_gpu_map(ydoc *y, const yaml_node_t *map, const char *where, etk_gpu *g)
 {
     int rc = yexpect(y, map, YAML_MAPPING_NODE, where);
-    if (rc)
+    if (rc || (rc = YKEYS(y, map, where, gpu_keys)))
         return rc;
     memset(g, 0, sizeof *g);
     bool have_peak = false, have_bw = false;
@@ -326,7 +368,7 @@ static int parse_gpu_map(ydoc *y, const yaml_node_t *map, const char *where, etk
                 return rc;
             g->hbm_bytes = (uint64_t)(v2 * 1e9);
         } else {
-            return yunknown(y, k, where, "name, peak_tflops, hbm_bw_GBps, hbm_GB");
+            return yunread(y, k, where);
         }
     }
     if (!have_peak)
@@ -389,7 +431,7 @@ static int parse_dim(ydoc *y, const yaml_node_t *map, uint32_t idx, etk_net_dim 
     char where[64], what[128];
     snprintf(where, sizeof where, "network[%u]", idx);
     int rc = yexpect(y, map, YAML_MAPPING_NODE, where);
-    if (rc)
+    if (rc || (rc = YKEYS(y, map, where, dim_keys)))
         return rc;
     memset(d, 0, sizeof *d);
     bool have[4] = {false, false, false, false};
@@ -447,7 +489,7 @@ static int parse_dim(ydoc *y, const yaml_node_t *map, uint32_t idx, etk_net_dim 
                     d->algo[ETK_COLL_REDUCE_SCATTER_BLOCK] = a;
             }
         } else {
-            return yunknown(y, k, where, "size, topology, bandwidth, latency, algorithm");
+            return yunread(y, k, where);
         }
     }
     static const char *const names[4] = {"size", "topology", "bandwidth (GB/s)",
@@ -465,7 +507,7 @@ static int parse_dim(ydoc *y, const yaml_node_t *map, uint32_t idx, etk_net_dim 
 static int parse_fabric(ydoc *y, const yaml_node_t *map, etk_fabric *f)
 {
     int rc = yexpect(y, map, YAML_MAPPING_NODE, "fabric");
-    if (rc)
+    if (rc || (rc = YKEYS(y, map, "fabric", fabric_keys)))
         return rc;
     f->on = true;
     f->leaf_oversub = f->pod_oversub = 1;
@@ -500,8 +542,7 @@ static int parse_fabric(ydoc *y, const yaml_node_t *map, etk_fabric *f)
             if ((rc = yrange(y, v, "fabric.switch_latency", "ns", 0, 1e9, &f->switch_lat_ns)))
                 return rc;
         } else {
-            return yunknown(y, k, "fabric", "rail, leaf_nodes, pod_nodes, leaf_oversubscription, "
-                            "pod_oversubscription, nic_latency, switch_latency");
+            return yunread(y, k, "fabric");
         }
     }
     if (!f->leaf_nodes)
@@ -516,7 +557,7 @@ static int parse_fabric(ydoc *y, const yaml_node_t *map, etk_fabric *f)
 static int parse_cluster(ydoc *y, const yaml_node_t *root, etk_cluster *c)
 {
     int rc = yexpect(y, root, YAML_MAPPING_NODE, "top level");
-    if (rc)
+    if (rc || (rc = YKEYS(y, root, "the cluster", cluster_keys)))
         return rc;
     bool have_gpu = false, have_net = false;
     uint32_t nodes = 0;
@@ -603,9 +644,7 @@ static int parse_cluster(ydoc *y, const yaml_node_t *root, etk_cluster *c)
                 return etk_err(y->err, ETK_EINVAL, "%s:%d: network_model: expected flow or "
                                "analytical, got %s", y->file, yline(v), s ? s : ykind(v));
         } else {
-            return yunknown(y, k, "the cluster",
-                            "name, preset, nodes, gpu, network, compute_efficiency, precision, "
-                            "fabric, network_model");
+            return yunread(y, k, "the cluster");
         }
     }
     if (!have_gpu)
