@@ -80,6 +80,9 @@ printf 'gpu: h100\nnetwork:\n  - {size: 8, topology: Switch, bandwidth: 1e-14, l
 expectf 2 "bw.yaml:3: network[0].bandwidth: expected GB/s per direction, 10^9 B/s, in [0.001, 1e+06], got 1e-14" run --cluster "$T/bw.yaml" --layers 1 --dp 8
 printf 'gpu: h100\nnetwork:\n  - {size: 8, topology: Switch, bandwidth: 450, latency: 1e300}\n' >"$T/lat.yaml"
 expectf 2 "lat.yaml:3: network[0].latency: expected ns in [0, 1e+09], got 1e300" run --cluster "$T/lat.yaml" --layers 1 --dp 8
+three='  - {size: 1000000000, topology: Switch, bandwidth: 450, latency: 500}'
+printf 'gpu: h100\nnetwork:\n%s\n%s\n%s\n' "$three" "$three" "$three" >"$T/npus.yaml"
+expectf 2 "the dimension sizes multiply to 1e+27 NPUs, more than etkit supports" run --cluster "$T/npus.yaml" --layers 1
 
 # 7. unknown and duplicate keys
 printf '%s\nkv_head: 1\n' "$GOOD" >"$T/typo.yaml"

@@ -668,7 +668,8 @@ void net_cluster_finish(etk_cluster *c)
 {
     uint64_t n = 1;
     for (uint32_t i = 0; i < c->n_dims; i++)
-        n *= c->dims[i].size;
+        if (__builtin_mul_overflow(n, (uint64_t)c->dims[i].size, &n)) /* sizes up to 1e9 each */
+            n = UINT64_MAX;
     c->n_npus = n > UINT32_MAX ? UINT32_MAX : (uint32_t)n;
     if (c->fabric.on && c->n_dims >= 1) {
         /* a described fabric takes its sizes and bandwidths from the dimensions:
@@ -779,6 +780,7 @@ int etk_cluster_check(const etk_cluster *c, uint32_t n_ranks, etk_error *err)
         return etk_err(err, ETK_EINVAL, "cluster '%s': expected 1 to %d network dimensions, got %u",
                        c->name, ETK_MAX_DIMS, c->n_dims);
     uint64_t n = 1;
+    double prod = 1; /* for the message when n saturates */
     for (uint32_t i = 0; i < c->n_dims; i++) {
         const etk_net_dim *d = &c->dims[i];
         if (d->size < 1)
@@ -802,11 +804,13 @@ int etk_cluster_check(const etk_cluster *c, uint32_t n_ranks, etk_error *err)
                 return etk_err(err, ETK_EINVAL,
                                "cluster '%s': network[%u]: unknown algorithm %d for %s", c->name,
                                i, d->algo[t], etk_coll_type_name(t));
-        n *= d->size;
+        if (__builtin_mul_overflow(n, (uint64_t)d->size, &n))
+            n = UINT64_MAX;
+        prod *= d->size;
     }
     if (n > UINT32_MAX)
-        return etk_err(err, ETK_EINVAL, "cluster '%s': %llu NPUs is more than etkit supports",
-                       c->name, (unsigned long long)n);
+        return etk_err(err, ETK_EINVAL, "cluster '%s': the dimension sizes multiply to %.3g NPUs, more than "
+                       "etkit supports (4294967295)", c->name, prod);
     if (c->n_npus != n)
         return etk_err(err, ETK_EINVAL,
                        "cluster '%s': n_npus is %u but the dimensions multiply to %llu", c->name,
