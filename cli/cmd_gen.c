@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "cmd.h"
+#include "etkit/json.h"
 #include "etkit/gen.h"
 
 static void help(void)
@@ -151,10 +152,10 @@ static json_t *infer_json(const etk_gen_config *c, const etk_gen_summary *s)
                       (json_int_t)st->act_bytes, "comm_buffers", (json_int_t)st->comm_buffer_bytes, "total",
                       (json_int_t)st->total_bytes));
     }
-    return json_pack("{s:s,s:{s:s,s:s,s:I,s:I,s:I,s:I,s:I,s:I},"
+    return json_pack("{s:s,s:{s:o,s:s,s:I,s:I,s:I,s:I,s:I,s:I},"
                      "s:{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:s,s:I,s:s},"
                      "s:s,s:I,s:I,s:f,s:f,s:f,s:f,s:I,s:I,s:o,s:{s:I,s:I,s:s,s:I,s:b}}",
-                     "mode", "inference", "model", "name", m->name, "arch", m->arch, "layers", (json_int_t)m->layers,
+                     "mode", "inference", "model", "name", (json_t *)etk_json_text(m->name), "arch", m->arch, "layers", (json_int_t)m->layers,
                      "hidden", (json_int_t)m->hidden, "heads", (json_int_t)m->heads, "kv_heads",
                      (json_int_t)m->kv_heads, "vocab", (json_int_t)m->vocab, "params", (json_int_t)s->params_total,
                      "plan", "ranks", (json_int_t)s->n_ranks, "tp", (json_int_t)c->tp, "ep", (json_int_t)c->ep, "dp",
@@ -254,10 +255,10 @@ static json_t *summary_json(const etk_gen_config *c, const etk_gen_summary *s)
         json_array_append_new(stages, sj);
     }
     return json_pack(
-        "{s:{s:s,s:s,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I},"
+        "{s:{s:o,s:s,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I},"
         "s:{s:I,s:I,s:I,s:s,s:I,s:s,s:I,s:I,s:s,s:b,s:I,s:I,s:I,s:s,s:I,s:i,s:s,s:s,s:I,s:f},"
         "s:s,s:f,s:f,s:I,s:o,s:{s:I,s:I,s:s,s:I,s:b}}",
-        "model", "name", m->name, "arch", m->arch, "layers", (json_int_t)m->layers, "hidden", (json_int_t)m->hidden,
+        "model", "name", (json_t *)etk_json_text(m->name), "arch", m->arch, "layers", (json_int_t)m->layers, "hidden", (json_int_t)m->hidden,
         "heads", (json_int_t)m->heads, "kv_heads", (json_int_t)m->kv_heads, "ffn", (json_int_t)m->ffn, "vocab",
         (json_int_t)m->vocab, "seq", (json_int_t)m->seq, "params", (json_int_t)s->params_total,
         "plan", "ranks", (json_int_t)s->n_ranks, "tp", (json_int_t)c->tp, "cp", (json_int_t)c->cp, "cp_comm", c->cp_comm == ETK_CP_RING ? "ring" : "allgather", "ep", (json_int_t)c->ep,

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cmd.h"
+#include "etkit/json.h"
 #include "etkit/validate.h"
 
 static void help(void)
@@ -119,7 +120,7 @@ int cmd_info(int argc, char **argv)
         }
         if (json) {
             json_t *o = json_object(), *t = json_object();
-            json_object_set_new(o, "spec", json_string(argv[a]));
+            json_object_set_new(o, "spec", etk_json_text(argv[a]));
             json_object_set_new(o, "n_ranks", json_integer(w->n_ranks));
             json_object_set_new(t, "nodes", json_integer((json_int_t)s.nodes));
             json_object_set_new(t, "num_ops_flops", json_integer((json_int_t)s.flops));

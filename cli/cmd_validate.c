@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cmd.h"
+#include "etkit/json.h"
 #include "etkit/validate.h"
 
 static void help(void)
@@ -42,12 +43,12 @@ static json_t *finding_json(const etk_finding *x)
     json_object_set_new(o, "severity", json_string(etk_severity_name(x->severity)));
     json_object_set_new(o, "code", json_string(x->code));
     json_object_set_new(o, "rank", x->rank >= 0 ? json_integer(x->rank) : json_null());
-    json_object_set_new(o, "file", json_string(x->file));
+    json_object_set_new(o, "file", etk_json_text(x->file));
     json_object_set_new(o, "node_index", x->node_index >= 0 ? json_integer(x->node_index) : json_null());
     json_object_set_new(o, "node_id",
                         x->node_index >= 0 ? json_integer((json_int_t)x->node_id) : json_null());
     json_object_set_new(o, "count", json_integer((json_int_t)x->count));
-    json_object_set_new(o, "message", json_string(x->message));
+    json_object_set_new(o, "message", etk_json_text(x->message));
     return o;
 }
 
@@ -119,10 +120,10 @@ int cmd_validate(int argc, char **argv)
             nodes += w->ranks[r] ? w->ranks[r]->n_nodes : 0;
         if (json) {
             json_t *o = json_object(), *arr = json_array();
-            json_object_set_new(o, "spec", json_string(argv[a]));
+            json_object_set_new(o, "spec", etk_json_text(argv[a]));
             json_object_set_new(o, "ranks", json_integer(w->n_ranks));
             json_object_set_new(o, "nodes", json_integer((json_int_t)nodes));
-            json_object_set_new(o, "groups", w->groups_path ? json_string(w->groups_path) : json_null());
+            json_object_set_new(o, "groups", w->groups_path ? etk_json_text(w->groups_path) : json_null());
             json_object_set_new(o, "errors", json_integer((json_int_t)f->n_errors));
             json_object_set_new(o, "warnings", json_integer((json_int_t)f->n_warnings));
             for (size_t i = 0; i < f->n; i++)

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <errno.h>
 #include <unistd.h>
+#include <math.h>
 
 #include "cmd.h"
 
@@ -97,12 +98,12 @@ int cli_parse_double(const char *cmd, const char *opt, const char *s, double *ou
     if (!s || !*s)
         goto bad;
     double v = strtod(s, &end);
-    if (errno || *end)
+    if (errno || *end || !isfinite(v)) /* nan, inf, 1e400: never a valid value */
         goto bad;
     *out = v;
     return 0;
 bad:
-    cli_usage_error(cmd, "%s wants a number, got '%s'", opt, s ? s : "");
+    cli_usage_error(cmd, "%s wants a finite number, got '%s'", opt, s ? s : "");
     return -1;
 }
 

@@ -128,8 +128,8 @@ int sim_cli_option(const char *cmd, sim_cli *c, int opt, const char *arg)
     case SO_EFF:
         if (cli_parse_double(cmd, "--efficiency", arg, &c->eff) != 0)
             return 2;
-        if (!(c->eff > 0 && c->eff <= 1))
-            return cli_usage_error(cmd, "--efficiency must be in (0, 1], got %s", arg);
+        if (!(c->eff >= 1e-3 && c->eff <= 1)) /* 1e-17 made the step faster (overflow) */
+            return cli_usage_error(cmd, "--efficiency must be in [0.001, 1], got %s", arg);
         c->eff_set = true;
         return 0;
     case SO_NETMODEL:
@@ -185,8 +185,8 @@ int sim_cli_option(const char *cmd, sim_cli *c, int opt, const char *arg)
                                    arg);
         const char *fs = end + 1;
         f = strtod(fs, &end);
-        if (end == fs || *end || !(f > 0 && f <= 1e6))
-            return cli_usage_error(cmd, "--slow-rank %s: the factor must be a number in (0, 1e6] "
+        if (end == fs || *end || !(f >= 1e-3 && f <= 1e3)) /* 1e-300 made the step faster */
+            return cli_usage_error(cmd, "--slow-rank %s: the factor must be a number in [0.001, 1000] "
                                         "(e.g. 17:0.8), got '%s'", arg, fs);
         if (c->n_slow >= sizeof c->slow_rank / sizeof c->slow_rank[0])
             return cli_usage_error(cmd, "--slow-rank: at most 256 are supported");
@@ -220,8 +220,8 @@ int sim_cli_option(const char *cmd, sim_cli *c, int opt, const char *arg)
     case SO_MFLOPS:
         if (cli_parse_double(cmd, "--model-flops", arg, &c->o.model_flops) != 0)
             return 2;
-        if (c->o.model_flops < 0)
-            return cli_usage_error(cmd, "--model-flops must be >= 0, got %s", arg);
+        if (!(c->o.model_flops > 0))
+            return cli_usage_error(cmd, "--model-flops must be a positive number of FLOPs, got %s", arg);
         return 0;
     case SO_QUIET:
         c->o.quiet = true;
@@ -237,10 +237,12 @@ int sim_cli_option(const char *cmd, sim_cli *c, int opt, const char *arg)
 /* above this many ranks a preset's default flow model gives way to the analytical one */
 #define SIM_FLOW_AUTO_MAX_RANKS 1024u
 
+/* a cluster file: a regular file, or any existing path with a '/' (/dev/zero, a FIFO or a
+ * directory are then refused by the reader naming what they are) */
 static bool is_file(const char *p)
 {
     struct stat st;
-    return stat(p, &st) == 0 && S_ISREG(st.st_mode);
+    return stat(p, &st) == 0 && (S_ISREG(st.st_mode) || strchr(p, '/'));
 }
 
 /* per-rank speeds of --slow-rank; kept reachable until exit (one simulation per process) */

@@ -21,7 +21,7 @@ expect() { # name, want-exit, want-text, command...
 M="--model llama2-7b --layers 2 --seq 1024 --dp 8 --micro-batch 1 --global-batch 16 --cluster dgx-a100 --nodes 1"
 expect "help lists --slow-rank" 0 "--slow-rank R:F" "$ETKIT" run --help
 expect "bad --slow-rank" 2 "--slow-rank wants RANK:FACTOR (e.g. 17:0.8), got '17'" "$ETKIT" run $M --slow-rank 17
-expect "bad --slow-rank factor" 2 "the factor must be a number in (0, 1e6]" "$ETKIT" run $M --slow-rank 3:0
+expect "bad --slow-rank factor" 2 "the factor must be a number in [0.001, 1000]" "$ETKIT" run $M --slow-rank 3:0
 expect "--slow-rank rank out of range" 2 "rank 17 does not exist (the workload has ranks 0..7)" \
   "$ETKIT" run $M --slow-rank 17:0.8
 expect "bad --compute" 2 "--compute wants 'model' or 'roofline', got 'fast'" "$ETKIT" run $M --compute fast

@@ -175,9 +175,9 @@ static void test_yaml_errors(void **state)
     expect_error("gpu: h100\nnetwork:\n  - {size: 8, topology: Torus, bandwidth: 4, latency: 5}\n",
                  ":3: network[0].topology: unknown topology 'Torus'", "Ring, FullyConnected or Switch");
     expect_error("gpu: h100\nnetwork:\n  - {size: 8, topology: Ring, bandwidth: 0, latency: 5}\n",
-                 "network[0].bandwidth: expected a positive number", "got 0");
+                 "network[0].bandwidth: expected GB/s per direction, 10^9 B/s, in [0.001, 1e+06]", "got 0");
     expect_error("gpu: h100\nnetwork:\n  - {size: 8, topology: Ring, bandwidth: -5, latency: 5}\n",
-                 "network[0].bandwidth: expected a positive number", "GB/s");
+                 "network[0].bandwidth: expected GB/s per direction, 10^9 B/s, in [0.001, 1e+06]", "got -5");
     expect_error("gpu: h100\nnetwork:\n  - {size: 8, topology: Ring, bandwidth: fast, latency: 5}\n",
                  "network[0].bandwidth: expected a number", "'fast'");
     expect_error("gpu: h100\nnetwork:\n  - {size: 8, topology: Ring, bandwidth: [1], latency: 5}\n",
@@ -185,7 +185,7 @@ static void test_yaml_errors(void **state)
     expect_error("gpu: h100\nnetwork:\n  - {size: 2.5, topology: Ring, bandwidth: 5, latency: 5}\n",
                  "network[0].size: expected a whole number >= 1", "2.5");
     expect_error("gpu: h100\nnetwork:\n  - {size: 8, topology: Ring, bandwidth: 5, latency: -1}\n",
-                 "network[0].latency: expected ns >= 0", NULL);
+                 "network[0].latency: expected ns in [0, 1e+09]", "got -1");
     expect_error("gpu: h100\nnetwork:\n  - {size: 8, topology: Ring, latency: 5}\n",
                  "network[0]: missing bandwidth", NULL);
     expect_error("gpu: h100\nnetwork:\n  - {size: 8, topology: Ring, bandwidth: 5, latency: 5, mtu: 9}\n",
@@ -209,7 +209,7 @@ static void test_yaml_errors(void **state)
                  "unknown key 'bf17' in gpu.peak_tflops", NULL);
     expect_error("gpu: a100\nprecision: fp8\n" NET1, "has no fp8 peak", NULL);
     expect_error("gpu: h100\ncompute_efficiency: 1.5\n" NET1,
-                 "compute_efficiency: expected a fraction in (0, 1]", NULL);
+                 "compute_efficiency: expected a fraction in [0.001, 1]", NULL);
     expect_error("gpu: h100\nprecision: int4\n" NET1, "precision: expected bf16", NULL);
     /* syntax error: line and column */
     expect_error("gpu: h100\nnetwork:\n  - {size: 8, topology: Ring\n  bandwidth: 5\n",

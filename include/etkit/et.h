@@ -356,9 +356,18 @@ void etk_file_abort(FILE *f, char *tmp_path);                                  /
 int etk_output_check(const char *path, etk_error *err);
 /* Write a whole buffer atomically. */
 int etk_file_write_all(const char *path, const void *data, size_t len, etk_error *err);
-/* Read a whole file (transparently gunzipped when it starts with 1f 8b) into a malloc'ed,
- * NUL-terminated buffer. */
+/* Read a whole regular file (transparently gunzipped when it starts with 1f 8b) into a malloc'ed,
+ * NUL-terminated buffer of at most max_bytes (after decompression); a directory, FIFO or device
+ * and a larger file are errors naming `what` ("model file") and the limit. */
+int etk_file_read_max(const char *path, size_t max_bytes, const char *what, char **data, size_t *len,
+                      etk_error *err);
+/* The same with the limit for a large input (a JSON trace): ETK_MAX_INPUT_BYTES. */
+#define ETK_MAX_INPUT_BYTES ((size_t)8 << 30)
+/* model, cluster, GPU and ASTRA-sim configuration files */
+#define ETK_MAX_CONFIG_BYTES ((size_t)8 << 20)
 int etk_file_read_all(const char *path, char **data, size_t *len, etk_error *err);
+/* "is a directory", "is a FIFO (named pipe), not a regular file", ... for a stat() st_mode. */
+const char *etk_file_kind(unsigned mode);
 
 #ifdef __cplusplus
 }

@@ -48,6 +48,10 @@ int etk_json_import(const char *json, size_t len, const char *name, etk_trace **
                     etk_error *err);
 int etk_json_import_file(const char *path, etk_trace **out, etk_error *err);
 
+/* A jansson string (json_t *, caller decrefs) of s; bytes that are not UTF-8 (a file name in
+ * another encoding) are written as the four characters \xNN instead of dropping the field. */
+void *etk_json_text(const char *s);
+
 /* Base64 (RFC 4648, standard alphabet, '=' padding). etk_base64_encode writes
  * etk_base64_len(n) + 1 bytes (NUL-terminated). etk_base64_decode accepts only canonical
  * input (length a multiple of 4, padding only at the end, zero unused bits), writes at most

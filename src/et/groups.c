@@ -136,7 +136,7 @@ int etk_groups_read(const char *path, etk_groups **out, etk_error *err)
 {
     char *data;
     size_t len;
-    int rc = etk_file_read_all(path, &data, &len, err);
+    int rc = etk_file_read_max(path, (size_t)256 << 20, "comm-group JSON file", &data, &len, err);
     if (rc)
         return rc;
     rc = etk_groups_parse(data, len, path, out, err);

@@ -5,6 +5,7 @@
  * per communicator group, point-to-point bytes per peer, and the shape of the dependency graph
  * (roots, longest path) from the shared depgraph. One linear pass plus a sort of the
  * communication nodes; text and JSON output are produced from the same etk_trace_info. */
+#include "etkit/json.h"
 #include "etkit/validate.h"
 
 #include <inttypes.h>
@@ -232,7 +233,7 @@ void *etk_info_to_json(const etk_trace_info *in, int64_t rank)
            *peers = json_array();
     if (rank >= 0)
         json_object_set_new(o, "rank", json_integer(rank));
-    json_object_set_new(o, "path", json_string(in->path ? in->path : ""));
+    json_object_set_new(o, "path", etk_json_text(in->path));
     json_object_set_new(o, "version", in->version ? json_string(in->version) : json_null());
     json_object_set_new(o, "file_bytes", json_integer((json_int_t)in->file_bytes));
     json_object_set_new(o, "nodes", json_integer((json_int_t)in->n_nodes));

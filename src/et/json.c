@@ -229,6 +229,33 @@ static void put_str_replacing(FILE *f, const char *s)
     fputc('"', f);
 }
 
+void *etk_json_text(const char *s)
+{
+    json_t *j = json_string(s ? s : "");
+    if (j)
+        return j;
+    /* not UTF-8 (a file name in another encoding): each stray byte as \xNN, so no field is lost */
+    size_t n = strlen(s);
+    char *b = malloc(4 * n + 1), *o = b;
+    if (!b)
+        return NULL;
+    const unsigned char *end = (const unsigned char *)s + n;
+    for (const unsigned char *p = (const unsigned char *)s; *p;) {
+        size_t k = utf8_seq(p, (size_t)(end - p));
+        if (k) {
+            memcpy(o, p, k);
+            o += k;
+            p += k;
+        } else {
+            o += sprintf(o, "\\x%02x", *p++);
+        }
+    }
+    *o = 0;
+    j = json_string(b);
+    free(b);
+    return j;
+}
+
 static void put_str(FILE *f, const char *s)
 {
     if (!s)

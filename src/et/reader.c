@@ -14,6 +14,17 @@
 #include "trace_priv.h"
 
 #define DEFAULT_MAX_MSG (64u << 20)
+/* Bounds on what a trace may grow to (issue #18: a 510 KB gzip of empty frames grew to 7.5 GB
+ * before failing). deflate expands at most 1032:1, so more decompressed bytes than
+ * GZ_MAX_RATIO x the compressed size (+ 1 MiB) is not a gzip stream a writer produced; a real
+ * Chakra node is 20 to 300 bytes (id, name, type, attributes), so fewer than MIN_NODE_BYTES per
+ * node on average over a million nodes is not a trace either (each node costs ~88 bytes of
+ * memory, whatever its size on disk). */
+#define GZ_MAX_RATIO 1100u
+#define MAX_TRACE_BYTES ((uint64_t)64 << 30)
+#define MAX_TRACE_NODES ((uint64_t)1 << 30)
+#define MIN_NODE_BYTES 8u
+#define NODE_CHECK_EVERY ((size_t)1 << 20)
 
 /* ---- protobuf-c allocator over a scratch arena, reset per message ---- */
 static void *scratch_alloc(void *data, size_t n) { return etk_arena_alloc_uninit(data, n); }
@@ -36,6 +47,7 @@ typedef struct src {
     bool eof;
     uint64_t file_size;   /* plain files: known size; 0 if unknown */
     bool gz_direct;
+    uint64_t gz_size;     /* gzip files: the compressed size (for the expansion bound) */
 } src;
 
 /* Make at least `need` bytes available from pos (or all that remain). 0 ok, <0 I/O error. */
@@ -84,6 +96,19 @@ static int src_fill(src *s, size_t need, etk_error *err)
             s->eof = true;
         }
         s->len += (size_t)r;
+        uint64_t got = s->base + s->len;
+        uint64_t lim = s->gz_size ? s->gz_size * GZ_MAX_RATIO + (1u << 20) : MAX_TRACE_BYTES;
+        if (lim > MAX_TRACE_BYTES)
+            lim = MAX_TRACE_BYTES;
+        if (got > lim && s->gz_size)
+            return etk_err(err, ETK_EFORMAT,
+                           "%s: more than %llu bytes decompressed from a %llu-byte gzip file (at most %u times "
+                           "the compressed size + 1 MiB, and %llu GiB): a gzip bomb or not a trace",
+                           s->name, (unsigned long long)lim, (unsigned long long)s->gz_size, GZ_MAX_RATIO,
+                           (unsigned long long)(MAX_TRACE_BYTES >> 30));
+        if (got > lim)
+            return etk_err(err, ETK_EFORMAT, "%s: more than %llu bytes: a trace is at most %llu GiB", s->name,
+                           (unsigned long long)lim, (unsigned long long)(MAX_TRACE_BYTES >> 30));
     }
     return 0;
 }
@@ -512,6 +537,18 @@ static int read_stream(src *s, const etk_read_opts *opts, etk_trace *t, etk_erro
         }
         s->pos += (size_t)(hdr + L);
         msg_index++;
+        if (msg_index % NODE_CHECK_EVERY == 0) {
+            uint64_t used = s->base + s->pos;
+            if (used < (uint64_t)MIN_NODE_BYTES * (msg_index - 1) || msg_index > MAX_TRACE_NODES) {
+                rc = etk_err(err, ETK_EFORMAT,
+                             "%s: %zu nodes in %llu bytes (%.1f bytes per node; a Chakra node takes at least %u, "
+                             "and a trace at most %llu nodes): not a trace (empty or padding messages)",
+                             s->name, msg_index - 1, (unsigned long long)used,
+                             (double)used / (double)(msg_index - 1), MIN_NODE_BYTES,
+                             (unsigned long long)MAX_TRACE_NODES);
+                break;
+            }
+        }
     }
     t->file_bytes = s->base + s->pos;
     etk_arena_free(scratch);
@@ -557,8 +594,8 @@ int etk_trace_read(const char *path, const etk_read_opts *opts, etk_trace **out,
     struct stat st;
     if (stat(path, &st) != 0)
         return etk_err(err, ETK_EIO, "%s: cannot open: %s", path, strerror(errno));
-    if (S_ISDIR(st.st_mode))
-        return etk_err(err, ETK_EIO, "%s: is a directory, expected a .et trace file", path);
+    if (!S_ISREG(st.st_mode))
+        return etk_err(err, ETK_EIO, "%s: %s, expected a .et trace file", path, etk_file_kind(st.st_mode));
     gzFile gz = gzopen(path, "rb");
     if (!gz)
         return etk_err(err, ETK_EIO, "%s: cannot open: %s", path, strerror(errno));
@@ -576,6 +613,8 @@ int etk_trace_read(const char *path, const etk_read_opts *opts, etk_trace **out,
         s.gz_direct = gzdirect(gz) != 0;
         if (s.gz_direct)
             s.file_size = (uint64_t)st.st_size;
+        else
+            s.gz_size = (uint64_t)st.st_size;
         /* gzip: assume ~4x compression for the size hint */
         t = etk__trace_new_hint(s.gz_direct ? (uint64_t)st.st_size : (uint64_t)st.st_size * 4);
         if (!t || !(t->path = etk_arena_strdup(t->arena, path)))

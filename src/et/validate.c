@@ -476,7 +476,7 @@ static bool has_value(const etk_node *n, const char *name)
 
 /* Required attributes, zero/negative sizes and unknown node types, aggregated per problem.
  * The first P_N_REQUIRED entries are (node type, attribute it needs). */
-enum { P_N_REQUIRED = 8, P_COMP_COST = 8, P_ZERO_SIZE, P_NEG_SIZE, P_BAD_TYPE, P_COUNT };
+enum { P_N_REQUIRED = 8, P_COMP_COST = 8, P_ZERO_SIZE, P_NEG_SIZE, P_BAD_TYPE, P_BAD_COMM_TYPE, P_NEG_OPS, P_COUNT };
 
 static const struct {
     const char *code;
@@ -502,6 +502,9 @@ static const struct {
     {"unknown-node-type", ETK_SEV_WARNING,
      "node type outside METADATA_NODE..COMM_COLL_NODE (1..7); consumers skip or reject it", 0,
      NULL},
+    {"bad-comm-type", ETK_SEV_ERROR,
+     "COMM_COLL_NODE with comm_type outside ALL_REDUCE..BARRIER (0..9); the simulator rejects it", 0, NULL},
+    {"negative-ops", ETK_SEV_ERROR, "COMP_NODE with a negative num_ops", 0, NULL},
 };
 
 static int check_node_attrs(etk_trace *t, int64_t rank, etk_findings *out)
@@ -523,12 +526,18 @@ static int check_node_attrs(etk_trace *t, int64_t rank, etk_findings *out)
                 if (problems[p].type == n->type && !has_value(n, problems[p].attr))
                     HIT(p);
         } else if (n->type == ETK_NODE_COMP) {
+            int64_t ops;
             if (!has_value(n, "num_ops") && n->duration_micros == 0)
                 HIT(P_COMP_COST);
+            else if (etk_node_i64(n, "num_ops", &ops) && ops < 0)
+                HIT(P_NEG_OPS);
         } else if (n->type < ETK_NODE_METADATA || n->type > ETK_NODE_COLL) {
             HIT(P_BAD_TYPE);
         }
-        int64_t size;
+        int64_t size, ctype;
+        if (n->type == ETK_NODE_COLL && etk_node_i64(n, "comm_type", &ctype) &&
+            (ctype < 0 || ctype >= ETK_COLL_TYPE_COUNT))
+            HIT(P_BAD_COMM_TYPE);
         if (comm && etk_node_i64(n, "comm_size", &size)) {
             int64_t ct = -1;
             if (size < 0)

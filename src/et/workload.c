@@ -1,6 +1,7 @@
 /* workload.c — a workload is the per-rank traces of one job plus its communicator groups.
  * Opened from a prefix (<prefix>.<rank>.et, <prefix>.json), from one rank file, or from a
  * single trace; written back as files of the same shape. */
+#include <dirent.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -25,6 +26,32 @@ static char *rank_file_prefix(const char *s)
     if (b == e || b == 0 || s[b - 1] != '.')
         return NULL;
     return strndup(s, b - 1);
+}
+
+/* The highest rank r of an existing file "<prefix>.<r>.et" in prefix's folder, or -1: the rank
+ * files after a gap would otherwise be skipped without a word. */
+static long long highest_rank_file(const char *prefix)
+{
+    const char *slash = strrchr(prefix, '/');
+    char *dir = slash ? strndup(prefix, (size_t)(slash - prefix + 1)) : strdup(".");
+    const char *base = slash ? slash + 1 : prefix;
+    size_t bl = strlen(base);
+    long long best = -1;
+    DIR *d = dir ? opendir(dir) : NULL;
+    for (struct dirent *e; d && (e = readdir(d));) {
+        const char *nm = e->d_name;
+        size_t n = strlen(nm);
+        if (n < bl + 5 || strncmp(nm, base, bl) || nm[bl] != '.' || strcmp(nm + n - 3, ".et"))
+            continue;
+        char *end;
+        long long r = strtoll(nm + bl + 1, &end, 10);
+        if (end == nm + n - 3 && end > nm + bl + 1 && nm[bl + 1] >= '0' && nm[bl + 1] <= '9' && r > best)
+            best = r;
+    }
+    if (d)
+        closedir(d);
+    free(dir);
+    return best;
 }
 
 void etk_workload_free(etk_workload *w)
@@ -90,8 +117,13 @@ int etk_workload_open(const char *spec, const char *groups_path, const etk_read_
             path = p;
             snprintf(path, plen, "%s.%u.et", prefix, r);
             if (!exists(path)) {
+                long long hi = highest_rank_file(prefix);
                 if (r == 0)
                     rc = etk_err(err, ETK_ENOTFOUND, "%s: no rank 0 trace (expected %s)", spec, path);
+                else if (hi > (long long)r)
+                    rc = etk_err(err, ETK_ENOTFOUND,
+                                 "%s: rank %u is missing (no %s) but rank files up to %s.%lld.et exist: "
+                                 "a workload's ranks are 0..N-1 without gaps", spec, r, path, prefix, hi);
                 break;
             }
             etk_trace *t;
@@ -105,7 +137,11 @@ int etk_workload_open(const char *spec, const char *groups_path, const etk_read_
         }
         w->prefix = prefix;
     } else {
-        if (!exists(spec)) {
+        struct stat st;
+        if (!exists(spec) && stat(spec, &st) == 0) { /* a directory, FIFO or device */
+            rc = etk_err(err, ETK_EIO, "%s: %s, expected a .et trace file or a prefix of rank files", spec,
+                         etk_file_kind(st.st_mode));
+        } else if (!exists(spec)) {
             rc = etk_err(err, ETK_ENOTFOUND,
                          "%s: no such trace file, and no rank files %s.<rank>.et", spec, spec);
         } else {

@@ -407,6 +407,12 @@ static int put_comp(emitter *E, const char *name, const ginst *I, uint64_t *deps
      * "attn_scores": true a memory-bound op over the attention scores (the compute model's
      * score_mem_eff); "op_kind": "attention" a fused attention kernel (attn_eff); all absent on
      * everything else */
+    if (!(I->flops >= 0 && I->flops < 9.2e18)) { /* num_ops is an int64: never a wrapped value */
+        if (!E->rc)
+            E->rc = etk_err(E->err, ETK_EINVAL, "node %s: %.3g FLOPs does not fit num_ops (at most 9.2e18): the "
+                            "micro-batch or the model dimensions are too large", name[0] ? name : I->name ? I->name : "?", I->flops);
+        return E->rc;
+    }
     /* an op that moves bytes but does no FLOPs (embedding lookup, MoE dispatch) gets num_ops 1:
      * ASTRA-sim's roofline divides num_ops by num_ops / tensor_size and stalls forever on 0/0,
      * while with 1 its time is tensor_size / local-mem-bw, the memory-bound time etkit gives

@@ -491,13 +491,18 @@ int etk_gen_check(etk_gen_config *c, etk_error *err)
     if ((int64_t)c->pp > m->layers)
         return etk_err(err, ETK_EINVAL, "--pp %u: more pipeline stages than --layers %" PRId64, c->pp, m->layers);
     uint64_t per_step = (uint64_t)c->micro_batch * c->dp;
+    if (!c->global_batch && per_step > UINT32_MAX)
+        return etk_err(err, ETK_EINVAL, "--micro-batch %u x --dp %u = %" PRIu64 " sequences per step: more than "
+                       "--global-batch can hold (2^32 - 1)", c->micro_batch, c->dp, per_step);
     if (!c->global_batch)
         c->global_batch = (uint32_t)per_step;
     if (c->global_batch % per_step)
         return etk_err(err, ETK_EINVAL,
                        "--global-batch %u is not divisible by --micro-batch %u x --dp %u = %" PRIu64, c->global_batch,
                        c->micro_batch, c->dp, per_step);
-    uint64_t ranks = (uint64_t)c->dp * c->tp * c->pp * c->cp;
+    uint64_t ranks = (uint64_t)c->dp * c->tp, r2 = (uint64_t)c->pp * c->cp;
+    if (__builtin_mul_overflow(ranks, r2, &ranks)) /* four 32-bit flags: the product may pass 2^64 */
+        ranks = UINT64_MAX;
     if (ranks > (1u << 24))
         return etk_err(err, ETK_EINVAL, "--dp x --tp x --pp x --cp = %" PRIu64 " ranks: more than 16M is not supported",
                        ranks);

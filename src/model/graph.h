@@ -10,6 +10,9 @@
 #define G_MAX_SAVE 4
 #define G_MAX_RANK 6
 #define G_MAX_TENSORS 512
+/* The largest tensor a graph may hold (elements): 2^52, so FLOPs and bytes formed from it stay
+ * far inside 64 bits. */
+#define ETK_MAX_TENSOR_ELEMS ((int64_t)1 << 52)
 
 enum { G_MATMUL, G_ELEMENTWISE, G_NORM, G_SOFTMAX, G_DROPOUT, G_EMBEDDING, G_LOSS };
 enum { G_SEC_EMBED, G_SEC_LAYER, G_SEC_HEAD, G_N_SEC };

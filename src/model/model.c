@@ -6,6 +6,7 @@
  * Parameter counts (total and active per token) are sums over the graph's weights. gen/lower.c
  * turns that graph into per-rank work under a parallel plan. */
 #include <ctype.h>
+#include <stddef.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,8 +15,45 @@
 #include "etkit/presets.h"
 #include "model/graph.h"
 #include "model/yamljson.h"
+#include "util/check.h"
 
 /* ---------- model files ---------- */
+
+/* One table of the model dimensions: their model-file keys, whether a model file must give
+ * them, and the largest value accepted whatever the source (a --hidden style flag, a model
+ * file or a Hugging Face config.json; etk_model_check). Real models sit far below: Megatron-1T
+ * has hidden 25600, DeepSeek-V3 256 experts. Adding a key is one line. */
+static const struct {
+    const char *key;
+    size_t off;
+    bool required;
+    int64_t max;
+} dim_table[] = {
+    {"layers", offsetof(etk_model, layers), true, 1 << 16},
+    {"hidden", offsetof(etk_model, hidden), true, 1 << 20},
+    {"heads", offsetof(etk_model, heads), true, 1 << 16},
+    {"kv_heads", offsetof(etk_model, kv_heads), false, 1 << 16},
+    {"ffn", offsetof(etk_model, ffn), true, 1 << 22},
+    {"vocab", offsetof(etk_model, vocab), true, 1 << 24},
+    {"seq", offsetof(etk_model, seq), true, 1 << 24},
+    {"head_dim", offsetof(etk_model, head_dim), false, 1 << 16},
+    {"experts", offsetof(etk_model, experts), false, 1 << 14},
+    {"topk", offsetof(etk_model, topk), false, 1 << 14},
+    {"shared_experts", offsetof(etk_model, shared_experts), false, 1 << 14},
+    {"moe_ffn", offsetof(etk_model, moe_ffn), false, 1 << 22},
+    {"dense_layers", offsetof(etk_model, dense_layers), false, 1 << 16},
+    {"q_lora", offsetof(etk_model, q_lora), false, 1 << 20},
+    {"kv_lora", offsetof(etk_model, kv_lora), false, 1 << 20},
+    {"qk_nope", offsetof(etk_model, qk_nope), false, 1 << 16},
+    {"qk_rope", offsetof(etk_model, qk_rope), false, 1 << 16},
+    {"v_head", offsetof(etk_model, v_head), false, 1 << 16},
+};
+#define N_DIMS (sizeof dim_table / sizeof dim_table[0])
+/* the other keys of a model file */
+static const char *const text_keys[] = {"name", "arch", "source", "capacity_factor"};
+#define N_TEXT_KEYS (sizeof text_keys / sizeof text_keys[0])
+
+static int64_t *dim_ptr(etk_model *m, size_t i) { return (int64_t *)((char *)m + dim_table[i].off); }
 
 static int get_int(json_t *root, const char *key, const char *fname, int64_t *out, bool required,
                    etk_error *err)
@@ -155,15 +193,44 @@ static int parse_hf(json_t *root, const char *fname, etk_model *out, etk_error *
 int etk_model_parse(const char *text, size_t len, const char *fname, etk_model *out, etk_error *err)
 {
     memset(out, 0, sizeof *out);
-    json_t *root;
-    int rc = etk_yaml_to_json(text, len, fname, &root, err);
+    json_t *root, *lines = NULL;
+    int rc = etk_yaml_to_json_lines(text, len, fname, &root, &lines, err);
     if (rc)
         return rc;
     if (json_object_get(root, "hidden_size") || json_object_get(root, "n_embd")) {
         rc = parse_hf(root, fname, out, err);
         json_decref(root);
+        json_decref(lines);
         return rc;
     }
+    /* unknown keys are errors: a misspelt key (kv_head) silently ignored is a wrong model */
+    const char *key;
+    json_t *val;
+    json_object_foreach(root, key, val) {
+        const char *known[N_DIMS + N_TEXT_KEYS];
+        bool found = false;
+        for (size_t i = 0; i < N_DIMS + N_TEXT_KEYS; i++) {
+            known[i] = i < N_DIMS ? dim_table[i].key : text_keys[i - N_DIMS];
+            found |= !strcmp(key, known[i]);
+        }
+        if (found)
+            continue;
+        const char *near = etk_suggest(key, known, N_DIMS + N_TEXT_KEYS);
+        char list[400] = "";
+        for (size_t i = 0; i < N_DIMS + N_TEXT_KEYS; i++) {
+            size_t l = strlen(list);
+            snprintf(list + l, sizeof list - l, "%s%s", i ? ", " : "", known[i]);
+        }
+        long long line = (long long)json_integer_value(json_object_get(lines, key));
+        if (near)
+            rc = etk_err(err, ETK_EFORMAT, "%s:%lld: unknown key '%s': did you mean '%s'?", fname, line, key, near);
+        else
+            rc = etk_err(err, ETK_EFORMAT, "%s:%lld: unknown key '%s' (known keys: %s)", fname, line, key, list);
+        json_decref(root);
+        json_decref(lines);
+        return rc;
+    }
+    json_decref(lines);
     const char *name = json_string_value(json_object_get(root, "name"));
     const char *arch = json_string_value(json_object_get(root, "arch"));
     const char *src = json_string_value(json_object_get(root, "source"));
@@ -175,29 +242,15 @@ int etk_model_parse(const char *text, size_t len, const char *fname, etk_model *
     snprintf(out->arch, sizeof out->arch, "%s", arch);
     snprintf(out->source, sizeof out->source, "%s", src ? src : "");
     out->kv_heads = 0;
-    if ((rc = get_int(root, "layers", fname, &out->layers, true, err)) ||
-        (rc = get_int(root, "hidden", fname, &out->hidden, true, err)) ||
-        (rc = get_int(root, "heads", fname, &out->heads, true, err)) ||
-        (rc = get_int(root, "kv_heads", fname, &out->kv_heads, false, err)) ||
-        (rc = get_int(root, "ffn", fname, &out->ffn, true, err)) ||
-        (rc = get_int(root, "vocab", fname, &out->vocab, true, err)) ||
-        (rc = get_int(root, "seq", fname, &out->seq, true, err))) {
-        json_decref(root);
-        return rc;
-    }
-    static const char *opt_keys[] = {"head_dim", "experts", "topk", "shared_experts", "moe_ffn", "dense_layers",
-                                     "q_lora", "kv_lora", "qk_nope", "qk_rope", "v_head"};
-    int64_t *opt_dst[] = {&out->head_dim, &out->experts, &out->topk, &out->shared_experts, &out->moe_ffn, &out->dense_layers,
-                          &out->q_lora, &out->kv_lora, &out->qk_nope, &out->qk_rope, &out->v_head};
-    for (size_t i = 0; i < sizeof opt_keys / sizeof opt_keys[0]; i++)
-        if ((rc = get_int(root, opt_keys[i], fname, opt_dst[i], false, err))) {
+    for (size_t i = 0; i < N_DIMS; i++)
+        if ((rc = get_int(root, dim_table[i].key, fname, dim_ptr(out, i), dim_table[i].required, err))) {
             json_decref(root);
             return rc;
         }
     json_t *cf = json_object_get(root, "capacity_factor");
-    if (cf && (!json_is_number(cf) || json_number_value(cf) < 0)) {
+    if (cf && (!json_is_number(cf) || json_number_value(cf) < 0 || json_number_value(cf) > 1000)) {
         json_decref(root);
-        return etk_err(err, ETK_EFORMAT, "%s: field 'capacity_factor' must be a number >= 0 (0: no dropping)",
+        return etk_err(err, ETK_EFORMAT, "%s: field 'capacity_factor' must be a number >= 0 (0: no dropping) and at most 1000",
                        fname);
     }
     out->capacity_factor = cf ? json_number_value(cf) : 0;
@@ -211,7 +264,7 @@ int etk_model_load(const char *path, etk_model *out, etk_error *err)
 {
     char *data;
     size_t len;
-    int rc = etk_file_read_all(path, &data, &len, err);
+    int rc = etk_file_read_max(path, ETK_MAX_CONFIG_BYTES, "model file", &data, &len, err);
     if (rc)
         return rc;
     rc = etk_model_parse(data, len, path, out, err);
@@ -255,6 +308,14 @@ int etk_model_check(const etk_model *m, etk_error *err)
     if (m->layers <= 0 || m->hidden <= 0 || m->heads <= 0 || m->kv_heads <= 0 || m->ffn <= 0 ||
         m->vocab <= 0 || m->seq <= 0)
         return etk_err(err, ETK_EINVAL, "model %s: every dimension must be positive", m->name);
+    for (size_t i = 0; i < N_DIMS; i++) {
+        int64_t v = *dim_ptr((etk_model *)m, i);
+        if (v < 0 || v > dim_table[i].max)
+            return etk_err(err, ETK_EINVAL,
+                           "model %s: %s %" PRId64 " is out of range (at most %" PRId64 ", the same limit for "
+                           "flags, model files and Hugging Face configs)", m->name, dim_table[i].key, v,
+                           dim_table[i].max);
+    }
     if (!m->head_dim && m->hidden % m->heads)
         return etk_err(err, ETK_EINVAL, "model %s: --heads %" PRId64 " does not divide --hidden %" PRId64,
                        m->name, m->heads, m->hidden);
@@ -342,7 +403,8 @@ static int64_t e_atom(expr *e)
     if (isdigit((unsigned char)*e->p)) {
         int64_t v = 0;
         while (isdigit((unsigned char)*e->p))
-            v = v * 10 + (*e->p++ - '0');
+            if (!etk_mul_i64(v, 10, &v) || !etk_add_i64(v, *e->p++ - '0', &v))
+                return e_fail(e, "number out of the 64-bit range");
         return v;
     }
     const char *b = e->p;
@@ -375,9 +437,10 @@ static int64_t e_prod(expr *e)
             return v;
         e->p++;
         int64_t r = e_atom(e);
-        if (op == '*')
-            v *= r;
-        else if (r == 0 || v % r)
+        if (op == '*') {
+            if (!etk_mul_i64(v, r, &v))
+                return e_fail(e, "the product overflows 64 bits for this model (dimensions too large)");
+        } else if (r == 0 || v % r)
             return e_fail(e, "division is not exact for this model");
         else
             v /= r;
@@ -394,7 +457,8 @@ static int64_t e_sum(expr *e)
             return v;
         e->p++;
         int64_t r = e_prod(e);
-        v = op == '+' ? v + r : v - r;
+        if (op == '+' ? !etk_add_i64(v, r, &v) : !etk_add_i64(v, -r, &v))
+            return e_fail(e, "the sum overflows 64 bits for this model (dimensions too large)");
     }
 }
 
@@ -783,6 +847,20 @@ int etk_graph_load(const etk_model *m, int64_t batch, etk_graph **out, etk_error
         if (js && (rc = same_weights(&L, s, of)))
             goto out;
     }
+    /* every tensor's element count fits with room for the products formed from it downstream
+     * (FLOPs, bytes, times layers), so etk_graph_elems never wraps */
+    for (int i = 0; i < g->nt && !rc; i++) {
+        int64_t n = 1;
+        bool ok = true;
+        for (int k = 0; k < g->t[i].nd && ok; k++)
+            ok = etk_mul_i64(n, g->dim[g->t[i].dims[k]], &n);
+        if (!ok || n > ETK_MAX_TENSOR_ELEMS)
+            rc = etk_err(err, ETK_EINVAL,
+                         "model %s: tensor %s has %s%.3g elements at batch %" PRId64 " (at most 2^52 = %.3g): "
+                         "the dimensions or the batch are too large",
+                         m->name, g->t[i].name, ok ? "" : "more than ", ok ? (double)n : 9.22e18, batch,
+                         (double)ETK_MAX_TENSOR_ELEMS);
+    }
 out:
     json_decref(root);
     if (rc) {
@@ -822,7 +900,13 @@ static int count_params(const etk_model *m, bool active, uint64_t *out, etk_erro
                          : t->section == G_SEC_DENSE ? dense
                          : t->section > G_SEC_DENSE  ? 0 /* decode forms: the same weights */
                                                      : 1;
-        n += el * times;
+        uint64_t part;
+        if (__builtin_mul_overflow(el, times, &part) || __builtin_add_overflow(n, part, &n) ||
+            n > (uint64_t)INT64_MAX) {
+            etk_graph_free(g);
+            return etk_err(err, ETK_EINVAL, "model %s: the parameter count overflows 64 bits (dimensions too large)",
+                           m->name);
+        }
     }
     etk_graph_free(g);
     *out = n;
@@ -853,10 +937,14 @@ int64_t etk_model_capacity(const etk_model *m, int64_t batch)
         return 0;
     double cf = m->capacity_factor > 0 ? m->capacity_factor : 1.0;
     /* exact integer ceiling when cf is 1 (no floating-point rounding of large products) */
-    int64_t routed = batch * m->seq * m->topk;
+    int64_t routed;
+    if (!etk_mul_i64(batch, m->seq, &routed) || !etk_mul_i64(routed, m->topk, &routed))
+        return INT64_MAX; /* refused by the tensor-size check of etk_graph_load */
     if (cf == 1.0)
         return (routed + m->experts - 1) / m->experts;
     double c = cf * (double)routed / (double)m->experts;
+    if (!(c < 9.2e18))
+        return INT64_MAX;
     int64_t ci = (int64_t)c;
     return (double)ci < c ? ci + 1 : ci;
 }

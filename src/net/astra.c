@@ -17,6 +17,7 @@
 
 #include "etkit/net.h"
 #include "net/net_internal.h"
+#include "util/check.h"
 
 /* ---------- network YAML ---------- */
 
@@ -76,9 +77,13 @@ static int load_network_yaml(const char *path, etk_cluster *c, etk_error *err)
 {
     char *text;
     size_t len;
-    int rc = etk_file_read_all(path, &text, &len, err);
+    int rc = etk_file_read_max(path, ETK_MAX_CONFIG_BYTES, "ASTRA-sim network file", &text, &len, err);
     if (rc)
         return rc;
+    if ((rc = etk_yaml_depth_check(text, len, path, ETK_YAML_MAX_DEPTH, err))) {
+        free(text);
+        return rc;
+    }
     yaml_parser_t p;
     yaml_document_t doc;
     if (!yaml_parser_initialize(&p)) {
@@ -239,7 +244,7 @@ static int load_system_json(const char *path, etk_cluster *c, etk_error *err)
 {
     char *text;
     size_t len;
-    int rc = etk_file_read_all(path, &text, &len, err);
+    int rc = etk_file_read_max(path, ETK_MAX_CONFIG_BYTES, "ASTRA-sim system file", &text, &len, err);
     if (rc)
         return rc;
     json_error_t je;

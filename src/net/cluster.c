@@ -19,6 +19,7 @@
 #include "etkit/net.h"
 #include "etkit/presets.h"
 #include "net/net_internal.h"
+#include "util/check.h"
 
 static const char *const cluster_presets[] = {"dgx-a100", "dgx-h100", "hgx-h200", "dgx-b200",
                                               "dgx-h100-superpod", "llama3",
@@ -108,9 +109,61 @@ static const char *yscalar(const yaml_node_t *n)
     return n && n->type == YAML_SCALAR_NODE ? (const char *)n->data.scalar.value : NULL;
 }
 
-/* Parse a YAML text into y->doc; syntax errors name the file, line and column. */
+#define YFOR_PAIRS(y, map, pair)                                                          \
+    for (yaml_node_pair_t *pair = (map)->data.mapping.pairs.start;                        \
+         pair < (map)->data.mapping.pairs.top; pair++)
+#define YNODE(y, id) yaml_document_get_node(&(y)->doc, (id))
+
+typedef struct {
+    const char *key;
+    int line;
+} ykey;
+
+static int ykey_cmp(const void *a, const void *b)
+{
+    const ykey *x = a, *y = b;
+    int c = strcmp(x->key, y->key);
+    return c ? c : x->line - y->line;
+}
+
+/* Duplicate keys in any mapping of the document are errors naming both lines (the last value
+ * used to win silently). Sorted, so a hostile mapping of a million keys is not quadratic. */
+static int ydups(ydoc *y)
+{
+    for (yaml_node_t *n = y->doc.nodes.start; n < y->doc.nodes.top; n++) {
+        if (n->type != YAML_MAPPING_NODE)
+            continue;
+        size_t k = (size_t)(n->data.mapping.pairs.top - n->data.mapping.pairs.start), m = 0;
+        if (k < 2)
+            continue;
+        ykey *v = malloc(k * sizeof *v);
+        if (!v)
+            return etk_err(y->err, ETK_ENOMEM, "%s: out of memory", y->file);
+        YFOR_PAIRS(y, n, pr) {
+            yaml_node_t *kn = YNODE(y, pr->key);
+            if (yscalar(kn))
+                v[m++] = (ykey){yscalar(kn), yline(kn)};
+        }
+        qsort(v, m, sizeof *v, ykey_cmp);
+        for (size_t i = 1; i < m; i++)
+            if (!strcmp(v[i].key, v[i - 1].key)) {
+                int rc = etk_err(y->err, ETK_EFORMAT, "%s:%d: duplicate key '%s' (first given on line %d)",
+                                 y->file, v[i].line, v[i].key, v[i - 1].line);
+                free(v);
+                return rc;
+            }
+        free(v);
+    }
+    return 0;
+}
+
+/* Parse a YAML text into y->doc; syntax errors name the file, line and column; nesting past
+ * ETK_YAML_MAX_DEPTH is refused before the document is built (`[` x 80,000 took 19 s). */
 static int yload(ydoc *y, const char *text, size_t len)
 {
+    int drc = etk_yaml_depth_check(text, len, y->file, ETK_YAML_MAX_DEPTH, y->err);
+    if (drc)
+        return drc;
     yaml_parser_t p;
     if (!yaml_parser_initialize(&p))
         return etk_err(y->err, ETK_ENOMEM, "%s: cannot initialise the YAML parser", y->file);
@@ -124,7 +177,10 @@ static int yload(ydoc *y, const char *text, size_t len)
         return rc;
     }
     yaml_parser_delete(&p);
-    return 0;
+    int rc = ydups(y);
+    if (rc)
+        yaml_document_delete(&y->doc);
+    return rc;
 }
 
 /* A non-negative finite number; `what` names the key path for the message. */
@@ -159,6 +215,20 @@ static int ypositive(ydoc *y, const yaml_node_t *n, const char *what, const char
     return 0;
 }
 
+/* A number in [lo, hi]: outside it a time or bandwidth is nonsense (bandwidth 1e-14 GB/s or
+ * latency 1e300 ns made communication take 0 ns); docs/cluster.md lists the ranges. */
+static int yrange(ydoc *y, const yaml_node_t *n, const char *what, const char *unit, double lo,
+                  double hi, double *out)
+{
+    int rc = ynumber(y, n, what, unit, out);
+    if (rc)
+        return rc;
+    if (!(*out >= lo && *out <= hi))
+        return etk_err(y->err, ETK_EINVAL, "%s:%d: %s: expected %s in [%g, %g], got %s", y->file,
+                       yline(n), what, unit, lo, hi, yscalar(n));
+    return 0;
+}
+
 static int ycount(ydoc *y, const yaml_node_t *n, const char *what, uint32_t *out)
 {
     double v;
@@ -183,17 +253,66 @@ static int yexpect(ydoc *y, const yaml_node_t *n, yaml_node_type_t t, const char
                    what, want, ykind(n));
 }
 
-/* Unknown keys are errors: a misspelt key silently ignored is a wrong simulation. */
+/* Unknown keys are errors: a misspelt key silently ignored is a wrong simulation. `known` is
+ * the comma-separated list of the keys of `where`; the closest one is suggested. */
 static int yunknown(ydoc *y, const yaml_node_t *k, const char *where, const char *known)
 {
+    const char *word = yscalar(k) ? yscalar(k) : "?";
+    char buf[400], *names[32];
+    size_t n = 0;
+    snprintf(buf, sizeof buf, "%s", known);
+    for (char *save = NULL, *t = strtok_r(buf, ", ", &save); t && n < 32; t = strtok_r(NULL, ", ", &save))
+        names[n++] = t;
+    const char *near = etk_suggest(word, (const char *const *)names, n);
+    if (near)
+        return etk_err(y->err, ETK_EFORMAT, "%s:%d: unknown key '%s' in %s: did you mean '%s'? (known keys: %s)",
+                       y->file, yline(k), word, where, near, known);
     return etk_err(y->err, ETK_EFORMAT, "%s:%d: unknown key '%s' in %s (known keys: %s)",
                    y->file, yline(k), yscalar(k) ? yscalar(k) : "?", where, known);
 }
 
-#define YFOR_PAIRS(y, map, pair)                                                          \
-    for (yaml_node_pair_t *pair = (map)->data.mapping.pairs.start;                        \
-         pair < (map)->data.mapping.pairs.top; pair++)
-#define YNODE(y, id) yaml_document_get_node(&(y)->doc, (id))
+
+/* The keys each mapping accepts: one table per mapping, checked before the values are read, so
+ * adding a key is one line here (plus the code that reads it). */
+static const char *const gpu_keys[] = {"name", "peak_tflops", "hbm_bw_GBps", "hbm_GB", "hbm_MiB", "compute"};
+static const char *const dim_keys[] = {"size", "topology", "bandwidth", "latency", "algorithm"};
+static const char *const fabric_keys[] = {"rail", "leaf_nodes", "pod_nodes", "leaf_oversubscription",
+                                          "pod_oversubscription", "nic_latency", "switch_latency"};
+static const char *const cluster_keys[] = {"name", "preset", "nodes", "gpu", "network", "compute_efficiency",
+                                           "precision", "fabric", "network_model"};
+#define YKEYS(y, map, where, keys) ykeys(y, map, where, keys, sizeof keys / sizeof keys[0])
+
+/* A key of the table that no branch reads: a programming error, never silently ignored. */
+static int yunread(ydoc *y, const yaml_node_t *k, const char *where)
+{
+    return etk_err(y->err, ETK_EINVAL, "%s:%d: %s: key '%s' is accepted but not read (internal error)", y->file,
+                   yline(k), where, yscalar(k) ? yscalar(k) : "?");
+}
+
+/* Every key of `map` is a scalar from keys[0..n); else an error with the closest one. */
+static int ykeys(ydoc *y, const yaml_node_t *map, const char *where, const char *const *keys, size_t n)
+{
+    if (map->type != YAML_MAPPING_NODE)
+        return 0; /* the caller's yexpect reports it */
+    YFOR_PAIRS(y, map, pr) {
+        yaml_node_t *k = YNODE(y, pr->key);
+        const char *key = yscalar(k);
+        if (!key)
+            return etk_err(y->err, ETK_EFORMAT, "%s:%d: %s: keys must be scalars", y->file, yline(k), where);
+        size_t i = 0;
+        while (i < n && strcmp(key, keys[i]))
+            i++;
+        if (i < n)
+            continue;
+        char list[300] = "";
+        for (i = 0; i < n; i++) {
+            size_t l = strlen(list);
+            snprintf(list + l, sizeof list - l, "%s%s", i ? ", " : "", keys[i]);
+        }
+        return yunknown(y, k, where, list);
+    }
+    return 0;
+}
 
 /* ---------- GPU ---------- */
 
@@ -242,7 +361,7 @@ static int parse_gpu_compute(ydoc *y, const yaml_node_t *map, const char *where,
 static int parse_gpu_map(ydoc *y, const yaml_node_t *map, const char *where, etk_gpu *g)
 {
     int rc = yexpect(y, map, YAML_MAPPING_NODE, where);
-    if (rc)
+    if (rc || (rc = YKEYS(y, map, where, gpu_keys)))
         return rc;
     memset(g, 0, sizeof *g);
     bool have_peak = false, have_bw = false;
@@ -271,17 +390,17 @@ static int parse_gpu_map(ydoc *y, const yaml_node_t *map, const char *where, etk
                 double tf;
                 if ((rc = ynumber(y, pv, w2, "TFLOP/s, 10^12 FLOP/s", &tf)))
                     return rc;
-                if (tf < 0)
+                if (tf < 0 || (tf > 0 && tf < 1e-3) || tf > 1e6)
                     return etk_err(y->err, ETK_EINVAL,
-                                   "%s:%d: %s: expected TFLOP/s >= 0 (0: unsupported), got %s",
-                                   y->file, yline(pv), w2, yscalar(pv));
+                                   "%s:%d: %s: expected TFLOP/s in [0.001, 1e6] or 0 (0: unsupported), "
+                                   "got %s", y->file, yline(pv), w2, yscalar(pv));
                 g->peak_flops[prec] = tf * 1e12;
                 have_peak = have_peak || tf > 0;
             }
         } else if (strcmp(key, "hbm_bw_GBps") == 0) {
             snprintf(what, sizeof what, "%s.hbm_bw_GBps", where);
             double v2;
-            if ((rc = ypositive(y, v, what, "GB/s, 10^9 B/s", &v2)))
+            if ((rc = yrange(y, v, what, "GB/s, 10^9 B/s,", 1e-3, 1e6, &v2)))
                 return rc;
             g->hbm_bw_Bps = v2 * 1e9;
             have_bw = true;
@@ -291,14 +410,14 @@ static int parse_gpu_map(ydoc *y, const yaml_node_t *map, const char *where, etk
             bool mib = key[4] == 'M';
             snprintf(what, sizeof what, "%s.%s", where, key);
             double v2;
-            if ((rc = ypositive(y, v, what, mib ? "MiB, 2^20 B" : "GB, 10^9 B", &v2)))
+            if ((rc = yrange(y, v, what, mib ? "MiB, 2^20 B," : "GB, 10^9 B,", 1e-3, mib ? 1e9 : 1e6, &v2)))
                 return rc;
             g->hbm_bytes = (uint64_t)(v2 * (mib ? 1048576.0 : 1e9));
         } else if (strcmp(key, "compute") == 0) {
             if ((rc = parse_gpu_compute(y, v, where, g)))
                 return rc;
         } else {
-            return yunknown(y, k, where, "name, peak_tflops, hbm_bw_GBps, hbm_GB, hbm_MiB, compute");
+            return yunread(y, k, where);
         }
     }
     if (!have_peak)
@@ -361,7 +480,7 @@ static int parse_dim(ydoc *y, const yaml_node_t *map, uint32_t idx, etk_net_dim 
     char where[64], what[128];
     snprintf(where, sizeof where, "network[%u]", idx);
     int rc = yexpect(y, map, YAML_MAPPING_NODE, where);
-    if (rc)
+    if (rc || (rc = YKEYS(y, map, where, dim_keys)))
         return rc;
     memset(d, 0, sizeof *d);
     bool have[4] = {false, false, false, false};
@@ -384,16 +503,13 @@ static int parse_dim(ydoc *y, const yaml_node_t *map, uint32_t idx, etk_net_dim 
             have[1] = true;
         } else if (strcmp(key, "bandwidth") == 0) {
             double bw;
-            if ((rc = ypositive(y, v, what, "GB/s per direction, 10^9 B/s", &bw)))
+            if ((rc = yrange(y, v, what, "GB/s per direction, 10^9 B/s,", 1e-3, 1e6, &bw)))
                 return rc;
             d->bw_Bps = bw * 1e9;
             have[2] = true;
         } else if (strcmp(key, "latency") == 0) {
-            if ((rc = ynumber(y, v, what, "ns", &d->latency_ns)))
+            if ((rc = yrange(y, v, what, "ns", 0, 1e9, &d->latency_ns)))
                 return rc;
-            if (d->latency_ns < 0)
-                return etk_err(y->err, ETK_EINVAL, "%s:%d: %s: expected ns >= 0, got %s",
-                               y->file, yline(v), what, yscalar(v));
             have[3] = true;
         } else if (strcmp(key, "algorithm") == 0) {
             if ((rc = yexpect(y, v, YAML_MAPPING_NODE, what)))
@@ -422,7 +538,7 @@ static int parse_dim(ydoc *y, const yaml_node_t *map, uint32_t idx, etk_net_dim 
                     d->algo[ETK_COLL_REDUCE_SCATTER_BLOCK] = a;
             }
         } else {
-            return yunknown(y, k, where, "size, topology, bandwidth, latency, algorithm");
+            return yunread(y, k, where);
         }
     }
     static const char *const names[4] = {"size", "topology", "bandwidth (GB/s)",
@@ -440,7 +556,7 @@ static int parse_dim(ydoc *y, const yaml_node_t *map, uint32_t idx, etk_net_dim 
 static int parse_fabric(ydoc *y, const yaml_node_t *map, etk_fabric *f)
 {
     int rc = yexpect(y, map, YAML_MAPPING_NODE, "fabric");
-    if (rc)
+    if (rc || (rc = YKEYS(y, map, "fabric", fabric_keys)))
         return rc;
     f->on = true;
     f->leaf_oversub = f->pod_oversub = 1;
@@ -464,19 +580,18 @@ static int parse_fabric(ydoc *y, const yaml_node_t *map, etk_fabric *f)
             double *dst = key[0] == 'l' ? &f->leaf_oversub : &f->pod_oversub;
             if ((rc = ypositive(y, v, key, "a ratio >= 1 (7 for 1:7)", dst)))
                 return rc;
-            if (*dst < 1)
-                return etk_err(y->err, ETK_EINVAL, "%s:%d: fabric.%s: expected a ratio >= 1 "
+            if (*dst < 1 || *dst > 1e4)
+                return etk_err(y->err, ETK_EINVAL, "%s:%d: fabric.%s: expected a ratio >= 1 and <= 10000 "
                                "(downlink:uplink, 7 for 1:7), got %s", y->file, yline(v), key,
                                yscalar(v));
         } else if (strcmp(key, "nic_latency") == 0) {
-            if ((rc = ynumber(y, v, "fabric.nic_latency", "ns", &f->nic_lat_ns)))
+            if ((rc = yrange(y, v, "fabric.nic_latency", "ns", 0, 1e9, &f->nic_lat_ns)))
                 return rc;
         } else if (strcmp(key, "switch_latency") == 0) {
-            if ((rc = ynumber(y, v, "fabric.switch_latency", "ns", &f->switch_lat_ns)))
+            if ((rc = yrange(y, v, "fabric.switch_latency", "ns", 0, 1e9, &f->switch_lat_ns)))
                 return rc;
         } else {
-            return yunknown(y, k, "fabric", "rail, leaf_nodes, pod_nodes, leaf_oversubscription, "
-                            "pod_oversubscription, nic_latency, switch_latency");
+            return yunread(y, k, "fabric");
         }
     }
     if (!f->leaf_nodes)
@@ -491,7 +606,7 @@ static int parse_fabric(ydoc *y, const yaml_node_t *map, etk_fabric *f)
 static int parse_cluster(ydoc *y, const yaml_node_t *root, etk_cluster *c)
 {
     int rc = yexpect(y, root, YAML_MAPPING_NODE, "top level");
-    if (rc)
+    if (rc || (rc = YKEYS(y, root, "the cluster", cluster_keys)))
         return rc;
     bool have_gpu = false, have_net = false;
     uint32_t nodes = 0;
@@ -554,9 +669,9 @@ static int parse_cluster(ydoc *y, const yaml_node_t *root, etk_cluster *c)
             if ((rc = ypositive(y, v, "compute_efficiency", "a fraction in (0, 1]",
                                 &c->compute_efficiency)))
                 return rc;
-            if (c->compute_efficiency > 1)
+            if (c->compute_efficiency > 1 || c->compute_efficiency < 1e-3)
                 return etk_err(y->err, ETK_EINVAL,
-                               "%s:%d: compute_efficiency: expected a fraction in (0, 1], got %s",
+                               "%s:%d: compute_efficiency: expected a fraction in [0.001, 1], got %s",
                                y->file, yline(v), yscalar(v));
         } else if (strcmp(key, "precision") == 0) {
             int p = yscalar(v) ? etk_precision_parse(yscalar(v)) : -1;
@@ -578,9 +693,7 @@ static int parse_cluster(ydoc *y, const yaml_node_t *root, etk_cluster *c)
                 return etk_err(y->err, ETK_EINVAL, "%s:%d: network_model: expected flow or "
                                "analytical, got %s", y->file, yline(v), s ? s : ykind(v));
         } else {
-            return yunknown(y, k, "the cluster",
-                            "name, preset, nodes, gpu, network, compute_efficiency, precision, "
-                            "fabric, network_model");
+            return yunread(y, k, "the cluster");
         }
     }
     if (!have_gpu)
@@ -604,7 +717,8 @@ void net_cluster_finish(etk_cluster *c)
 {
     uint64_t n = 1;
     for (uint32_t i = 0; i < c->n_dims; i++)
-        n *= c->dims[i].size;
+        if (__builtin_mul_overflow(n, (uint64_t)c->dims[i].size, &n)) /* sizes up to 1e9 each */
+            n = UINT64_MAX;
     c->n_npus = n > UINT32_MAX ? UINT32_MAX : (uint32_t)n;
     if (c->fabric.on && c->n_dims >= 1) {
         /* a described fabric takes its sizes and bandwidths from the dimensions:
@@ -673,7 +787,7 @@ int etk_cluster_load(const char *path, etk_cluster *out, etk_error *err)
 {
     char *text;
     size_t len;
-    int rc = etk_file_read_all(path, &text, &len, err);
+    int rc = etk_file_read_max(path, ETK_MAX_CONFIG_BYTES, "cluster file", &text, &len, err);
     if (rc)
         return rc;
     rc = cluster_from_text(path, text, len, out, err);
@@ -715,6 +829,7 @@ int etk_cluster_check(const etk_cluster *c, uint32_t n_ranks, etk_error *err)
         return etk_err(err, ETK_EINVAL, "cluster '%s': expected 1 to %d network dimensions, got %u",
                        c->name, ETK_MAX_DIMS, c->n_dims);
     uint64_t n = 1;
+    double prod = 1; /* for the message when n saturates */
     for (uint32_t i = 0; i < c->n_dims; i++) {
         const etk_net_dim *d = &c->dims[i];
         if (d->size < 1)
@@ -738,11 +853,13 @@ int etk_cluster_check(const etk_cluster *c, uint32_t n_ranks, etk_error *err)
                 return etk_err(err, ETK_EINVAL,
                                "cluster '%s': network[%u]: unknown algorithm %d for %s", c->name,
                                i, d->algo[t], etk_coll_type_name(t));
-        n *= d->size;
+        if (__builtin_mul_overflow(n, (uint64_t)d->size, &n))
+            n = UINT64_MAX;
+        prod *= d->size;
     }
     if (n > UINT32_MAX)
-        return etk_err(err, ETK_EINVAL, "cluster '%s': %llu NPUs is more than etkit supports",
-                       c->name, (unsigned long long)n);
+        return etk_err(err, ETK_EINVAL, "cluster '%s': the dimension sizes multiply to %.3g NPUs, more than "
+                       "etkit supports (4294967295)", c->name, prod);
     if (c->n_npus != n)
         return etk_err(err, ETK_EINVAL,
                        "cluster '%s': n_npus is %u but the dimensions multiply to %llu", c->name,

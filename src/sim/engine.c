@@ -408,6 +408,7 @@ int etk_sim_new(const etk_cluster *c, uint32_t n_ranks, const etk_groups *groups
     if (s->o.comm_stream_per_group)
         s->nstreams[2] = 32;
     s->n_ranks = n_ranks;
+    s->flops_overflow_rank = SIM_NONE;
     s->eg = groups;
     s->r = calloc(n_ranks, sizeof(srank));
     s->cls = malloc(sizeof(uint32_t) * n_ranks);
@@ -663,8 +664,10 @@ static int setup_node(etk_sim *s, uint32_t rank, snode *n, const etk_node *e, et
         uint64_t tb = 0;
         etk_node_i64(e, "num_ops", &fl);
         etk_node_u64(e, "tensor_size", &tb);
-        if (fl < 0)
+        if (fl < 0) { /* validate reports negative-ops */
             fl = 0;
+            s->neg_ops++;
+        }
         n->flops = cpu ? 0 : (uint64_t)fl * scale;
         n->bytes = tb * scale;
         n->kind = cpu ? K_CPU : K_COMP;
@@ -715,7 +718,8 @@ static int setup_node(etk_sim *s, uint32_t rank, snode *n, const etk_node *e, et
     }
     case ETK_NODE_COLL: {
         int64_t ct = 0, cs = 0;
-        etk_node_i64(e, "comm_type", &ct); /* absent: ALL_REDUCE, as other tools read it */
+        if (!etk_node_i64(e, "comm_type", &ct)) /* absent: ALL_REDUCE, as other tools read it */
+            s->no_type++;
         if (!etk_node_i64(e, "comm_size", &cs)) {
             /* Chakra's converter writes some collectives (e.g. broadcast) without a size:
              * time them as 0 bytes (latency only), like a replay of an unknown size */
@@ -793,6 +797,10 @@ static int setup_node(etk_sim *s, uint32_t rank, snode *n, const etk_node *e, et
         n->lane = comm_lane(&s->r[rank], n->type == ETK_NODE_COLL
                                              ? n->aux
                                              : 0x80000000u | (uint32_t)s->ch[n->aux].dst);
+    if (n->dur_ns > SIM_MAX_NS) /* 10^18 ns = 31.7 years: an input out of range, not a step time */
+        return etk_err(err, ETK_EINVAL,
+                       "rank %u node id %" PRIu64 " (%s): simulated duration %.3g ns is past 1e18 ns (31.7 years): "
+                       "a bandwidth, efficiency or size out of range", rank, e->id, tp, (double)n->dur_ns);
     return 0;
 }
 
@@ -924,6 +932,7 @@ int etk_sim_add_rank_trace(etk_sim *s, uint32_t rank, const etk_trace *t, etk_er
     if (grow_p(s, (void **)&R->nodes, &R->cap, base + m, sizeof(snode)) != 0)
         return oom(err);
     bool o = false;
+    uint64_t dup_ids = 0; /* validate reports duplicate-id */
     if (base == 0 && m && !R->dense) {
         /* dense ids (generators number nodes 0..n or 1..n): a direct table, 4 bytes per id */
         uint64_t lo = UINT64_MAX, hi = 0;
@@ -952,8 +961,10 @@ int etk_sim_add_rank_trace(etk_sim *s, uint32_t rank, const etk_trace *t, etk_er
         if (e->id - R->dense_lo < R->dense_n) {
             if (R->dense[e->id - R->dense_lo] == SIM_NONE)
                 R->dense[e->id - R->dense_lo] = base + i;
+            else
+                dup_ids++;
         } else {
-            kmap_put(&R->ids, e->id, 0, base + i, &o);
+            dup_ids += kmap_put(&R->ids, e->id, 0, base + i, &o) != base + i; /* keeps the first */
         }
     }
     if (o)
@@ -1067,7 +1078,16 @@ int etk_sim_add_rank_trace(etk_sim *s, uint32_t rank, const etk_trace *t, etk_er
     if (s->no_size)
         note(s, "%s (rank %u): %" PRIu64 " collectives without comm_size, timed as 0 bytes",
              path, rank, s->no_size);
-    s->no_size = 0;
+    if (s->no_type)
+        note(s, "%s (rank %u): %" PRIu64 " collectives without comm_type, timed as ALL_REDUCE", path, rank,
+             s->no_type);
+    if (s->neg_ops)
+        note(s, "%s (rank %u): %" PRIu64 " compute nodes with a negative num_ops, timed as 0 FLOPs", path, rank,
+             s->neg_ops);
+    if (dup_ids)
+        note(s, "%s (rank %u): %" PRIu64 " nodes repeat the id of an earlier node (dependencies go to the "
+             "first)", path, rank, dup_ids);
+    s->no_size = s->no_type = s->neg_ops = 0;
     s->broken = false;
     s->finished = false;
     for (uint32_t i = 0; i < m; i++)
@@ -1107,7 +1127,13 @@ static void complete(etk_sim *s, uint32_t r, uint32_t i, uint64_t t)
         sim_mem_free(R, n);
     R->n_done++;
     R->st.finish_ns = t;
-    R->st.flops += n->flops;
+    if (R->st.flops > UINT64_MAX - n->flops) { /* never a wrapped sum */
+        R->st.flops = UINT64_MAX;
+        if (s->flops_overflow_rank == SIM_NONE)
+            s->flops_overflow_rank = r;
+    } else {
+        R->st.flops += n->flops;
+    }
     /* a rank without successor edges has succ == NULL: no pointer arithmetic on it (UB) */
     const uint32_t *sc = n->n_succ ? R->succ + n->succ_begin : NULL;
     for (uint32_t k = 0; k < n->n_succ; k++)
@@ -1234,6 +1260,11 @@ static int p2p_try(etk_sim *s, uint32_t c, uint64_t t, etk_error *err)
         ch->rq_head = rn->qnext;
         if (ch->rq_head == SIM_NONE)
             ch->rq_tail = SIM_NONE;
+        if (rn->bytes != sn->bytes && !s->p2p_mismatch++) { /* validate: size-mismatch */
+            uint64_t f[4] = {ch->src, sn->id, ch->dst, rn->id}, b[2] = {sn->bytes, rn->bytes};
+            memcpy(s->p2p_first, f, sizeof f);
+            memcpy(s->p2p_first_b, b, sizeof b);
+        }
         rn->bytes = sn->bytes;
         rn->xfer_ns = sn->start_ns > rn->start_ns ? sn->start_ns : rn->start_ns;
         rn->pos = 0;
@@ -1611,6 +1642,13 @@ int etk_sim_finish(etk_sim *s, etk_error *err)
     int rc = etk_sim_run_until(s, UINT64_MAX, err);
     if (rc)
         return rc;
+    if (s->flops_overflow_rank != SIM_NONE)
+        return etk_err(err, ETK_EINVAL,
+                       "rank %u: the sum of num_ops passes 1.8e19 FLOPs (nodes with num_ops near 2^63: saturated or "
+                       "corrupt values); FLOPs/step and MFU would be wrong", s->flops_overflow_rank);
+    if (s->now > SIM_MAX_NS)
+        return etk_err(err, ETK_EINVAL, "simulated step time %.3g ns is past 1e18 ns (31.7 years): an input out of range",
+                       (double)s->now);
     uint32_t blocked = 0;
     for (uint32_t r = 0; r < s->n_ranks; r++)
         if (s->r[r].simulated && s->r[r].n_done < s->r[r].n)
@@ -1641,6 +1679,11 @@ int etk_sim_finish(etk_sim *s, etk_error *err)
         s->broken = true;
         return etk_err(err, ETK_EINVAL, "%s", msg);
     }
+    if (s->p2p_mismatch)
+        note(s, "%" PRIu64 " send/recv pairs of different comm_size, timed at the send's size (the first: "
+             "rank %" PRIu64 " id %" PRIu64 " sends %" PRIu64 " B, rank %" PRIu64 " id %" PRIu64 " expects %" PRIu64 " B)",
+             s->p2p_mismatch, s->p2p_first[0], s->p2p_first[1], s->p2p_first_b[0], s->p2p_first[2],
+             s->p2p_first[3], s->p2p_first_b[1]);
     rc = sim_build_result(s, err);
     if (rc)
         return rc;

@@ -16,6 +16,10 @@
 enum { K_CPU = 0, K_COMP = 1, K_COMM = 2, K_RECV = 3, K_FREE = 4, K_COUNT = 5 };
 enum { ST_WAIT = 0, ST_READY = 1, ST_ISSUED = 2, ST_DONE = 3 };
 
+/* The longest simulated time accepted (ns): 10^18 ns = 31.7 years; past it an input is out of
+ * range (and sums would near the 64-bit limit). */
+#define SIM_MAX_NS 1000000000000000000ull
+
 typedef struct snode {
     uint64_t id;
     uint64_t dur_ns;   /* compute/replay time; COLL: collective cost; SEND: transfer cost */
@@ -166,6 +170,11 @@ struct etk_sim {
     etk_sim_result res;
     uint64_t missing_total;
     uint64_t no_size; /* collectives without comm_size in the trace being added */
+    uint64_t no_type, neg_ops; /* ... without comm_type (ALL_REDUCE), with num_ops < 0 (0) */
+    uint64_t p2p_mismatch;     /* matched send/recv pairs of different comm_size */
+    uint32_t flops_overflow_rank; /* the first rank whose FLOP sum passed 2^64, or SIM_NONE */
+    uint64_t p2p_first[4];     /* the first: send rank, send id, recv rank, recv id */
+    uint64_t p2p_first_b[2];   /* its send and recv bytes */
     char notes[1024]; /* warnings for the user (etk_sim_result.warnings) */
     uint32_t notes_dropped;
     char *pool;       /* see sim_reserve */

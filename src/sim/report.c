@@ -8,6 +8,7 @@
 
 #include <jansson.h>
 
+#include "etkit/json.h"
 #include "sim/internal.h"
 
 /* nccl-tests bus bandwidth: busbw = algbw * factor, where algbw = comm_size / time.
@@ -293,8 +294,8 @@ void etk_sim_print_text(const etk_sim_result *r, FILE *f)
 int etk_sim_print_json(const etk_sim_result *r, FILE *f)
 {
     json_t *o = json_object();
-    json_object_set_new(o, "workload", r->workload ? json_string(r->workload) : json_null());
-    json_object_set_new(o, "cluster", json_string(r->cluster ? r->cluster : ""));
+    json_object_set_new(o, "workload", r->workload ? etk_json_text(r->workload) : json_null());
+    json_object_set_new(o, "cluster", etk_json_text(r->cluster));
     json_object_set_new(o, "n_ranks", json_integer(r->n_ranks));
     json_object_set_new(o, "n_simulated", json_integer(r->n_simulated));
     json_object_set_new(o, "n_classes", json_integer(r->n_classes));
@@ -320,7 +321,7 @@ int etk_sim_print_json(const etk_sim_result *r, FILE *f)
         json_object_set_new(x, "peak_rank", json_integer(r->mem_peak_rank));
         json_object_set_new(x, "peak_ns", json_integer((json_int_t)m->mem_peak_ns));
         json_object_set_new(x, "peak_node", json_integer((json_int_t)m->mem_peak_node));
-        json_object_set_new(x, "peak_op", json_string(r->mem_peak_op ? r->mem_peak_op : ""));
+        json_object_set_new(x, "peak_op", etk_json_text(r->mem_peak_op));
         json_object_set_new(x, "capacity_bytes", json_integer((json_int_t)r->mem_capacity_bytes));
         json_object_set_new(x, "oom_ranks", json_integer(r->mem_oom_ranks));
         json_object_set_new(o, "memory", x);
@@ -365,7 +366,7 @@ int etk_sim_print_json(const etk_sim_result *r, FILE *f)
         const etk_sim_coll_stats *c = &r->coll[i];
         json_t *x = json_object();
         json_object_set_new(x, "type", json_string(row_type(c)));
-        json_object_set_new(x, "group", json_string(c->group));
+        json_object_set_new(x, "group", etk_json_text(c->group));
         json_object_set_new(x, "group_size", json_integer(c->group_size));
         json_object_set_new(x, "n_groups", json_integer(c->n_groups));
         json_object_set_new(x, "count", json_integer((json_int_t)c->count));

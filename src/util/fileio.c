@@ -1,5 +1,6 @@
 /* fileio.c — atomic output (write "<path>.tmp.<pid>", fsync, rename) and whole-file input
- * (transparently gunzipped) shared by every module that reads or writes files. */
+ * (transparently gunzipped, regular files only, bounded by a size limit fit for the kind of
+ * file) shared by every module that reads or writes files. */
 #include <errno.h>
 #include <sys/stat.h>
 #include <stdlib.h>
@@ -96,10 +97,38 @@ int etk_file_write_all(const char *path, const void *data, size_t len, etk_error
     return etk_file_commit(f, tmp, path, err);
 }
 
+const char *etk_file_kind(unsigned mode)
+{
+    switch (mode & S_IFMT) {
+    case S_IFREG: return "is a regular file";
+    case S_IFDIR: return "is a directory";
+    case S_IFIFO: return "is a FIFO (named pipe), not a regular file";
+    case S_IFCHR: return "is a character device, not a regular file";
+    case S_IFBLK: return "is a block device, not a regular file";
+    case S_IFSOCK: return "is a socket, not a regular file";
+    default: return "is not a regular file";
+    }
+}
+
 int etk_file_read_all(const char *path, char **data, size_t *len, etk_error *err)
+{
+    return etk_file_read_max(path, ETK_MAX_INPUT_BYTES, "input file", data, len, err);
+}
+
+int etk_file_read_max(const char *path, size_t max_bytes, const char *what, char **data, size_t *len,
+                      etk_error *err)
 {
     *data = NULL;
     *len = 0;
+    /* a FIFO, /dev/zero or a directory would be read until memory runs out (or fail oddly) */
+    struct stat st;
+    if (stat(path, &st) != 0)
+        return etk_err(err, ETK_EIO, "%s: cannot open: %s", path, strerror(errno));
+    if (!S_ISREG(st.st_mode))
+        return etk_err(err, ETK_EIO, "%s: %s, expected a %s", path, etk_file_kind(st.st_mode), what);
+    if ((uint64_t)st.st_size > max_bytes)
+        return etk_err(err, ETK_EINVAL, "%s: %llu bytes, more than the limit of %zu bytes (%.0f MiB) for a %s",
+                       path, (unsigned long long)st.st_size, max_bytes, (double)max_bytes / 1048576.0, what);
     gzFile gz = gzopen(path, "rb");
     if (!gz)
         return etk_err(err, ETK_EIO, "%s: cannot open: %s", path, strerror(errno));
@@ -110,12 +139,14 @@ int etk_file_read_all(const char *path, char **data, size_t *len, etk_error *err
         return etk_err(err, ETK_ENOMEM, "%s: out of memory", path);
     }
     for (;;) {
+        if (n > max_bytes) { /* a gzip file decompressing past the limit */
+            free(buf);
+            gzclose(gz);
+            return etk_err(err, ETK_EINVAL,
+                           "%s: decompresses to more than the limit of %zu bytes (%.0f MiB) for a %s", path,
+                           max_bytes, (double)max_bytes / 1048576.0, what);
+        }
         if (cap - n < (1u << 15)) {
-            if (cap > ((size_t)1 << 40)) {
-                free(buf);
-                gzclose(gz);
-                return etk_err(err, ETK_EINVAL, "%s: file too large", path);
-            }
             char *nb = realloc(buf, cap * 2);
             if (!nb) {
                 free(buf);
