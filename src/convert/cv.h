@@ -4,6 +4,7 @@
 #define ETK_CONVERT_CV_H
 
 #include <jansson.h>
+#include <stddef.h>
 
 #include "etkit/convert.h"
 #include "etkit/et.h"
@@ -107,6 +108,70 @@ typedef struct cv_dev {
 } cv_dev;
 
 int cv_dev_parse(const char *path, etk_arena *a, cv_dev *d, uint64_t *bytes, etk_error *err);
+
+/* ---------- the conversion state (pytorch.c, match.c, gpu.c, kineto_only.c) ---------- */
+typedef struct kv {
+    int64_t key;
+    uint32_t ix;
+} kv;
+int cv_kv_cmp(const void *a, const void *b);
+/* First entry with that key in a sorted kv table, or -1. */
+ptrdiff_t cv_kv_find(const kv *t, size_t n, int64_t key);
+
+typedef struct gpu_node {
+    uint64_t id;
+    uint32_t ev;      /* index in dev.ev */
+    int64_t ts;       /* start on the GPU */
+    int32_t launch;   /* host op index, -1 */
+    int64_t launch_ts;
+    int64_t launch_tid; /* thread of the launching runtime call, -1 */
+    int64_t stream;
+    uint64_t prev;    /* previous node id on the stream, 0 */
+    uint64_t wait;    /* GPU node of another stream this one waits for (stream wait event), 0 */
+    uint64_t max_launch_id; /* max launch-op id over this node and its stream predecessors */
+    int type;
+    int coll;
+    int64_t comm_size;
+    const char *pg;
+    int64_t peer, tag;
+} gpu_node;
+
+typedef struct edge {
+    uint32_t from; /* host op index */
+    uint64_t to;   /* node id */
+} edge;
+
+typedef struct conv {
+    const etk_convert_opts *o;
+    etk_convert_stats *st;
+    cv_host h;
+    cv_dev d;
+    bool have_dev;
+    bool kineto_only; /* host ops made from the Kineto cpu_ops (no host trace) */
+    int64_t win_lo, win_hi; /* window of the matched host ops (ns); GPU work outside is dropped */
+    gpu_node *gpu;
+    size_t n_gpu;
+    edge *edges; /* extra ctrl deps of host ops (cross-thread, sync), sorted by from */
+    size_t n_edges, cap_edges;
+} conv;
+
+int cv_add_edge(conv *c, uint32_t from, uint64_t to);
+
+/* match.c: host op <-> device event linking */
+int cv_match_by_name(conv *c, etk_error *err);
+int cv_match_by_rf(conv *c, etk_error *err);
+int cv_check_pair(conv *c, size_t n_matchable, etk_error *err);
+
+/* gpu.c: GPU nodes (kernels, memcpys, NCCL), stream order, stream waits, synchronisation */
+int cv_build_gpu(conv *c, etk_error *err);
+
+/* kineto_only.c: the host op table made from a Kineto trace's cpu_op events */
+int cv_host_from_kineto(conv *c, etk_error *err);
+
+/* flops.c: FLOPs and tensor bytes of an op from its input shapes (mm, addmm, bmm, matmul,
+ * linear, baddbmm, conv, attention); false when the op's FLOPs do not follow from its shapes. */
+bool cv_flops_from_shapes(const char *name, const char *shapes_json, const char *types_json,
+                          uint64_t *flops, uint64_t *bytes);
 
 /* ---------- shared helpers ---------- */
 void cv_warn(etk_convert_stats *st, bool quiet, const char *fmt, ...)
