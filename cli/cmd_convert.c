@@ -80,7 +80,8 @@ static void print_stats(const etk_convert_stats *st, long long rank, const char 
                "\"host_nodes\": %zu, \"nodes\": %zu, \"comp\": %zu, \"metadata\": %zu, "
                "\"comm_coll\": %zu, \"send\": %zu, \"recv\": %zu, \"cpu_ops\": %zu, "
                "\"gpu_ops\": %zu, \"matched_host_ops\": %zu, \"zero_duration_ops\": %zu, "
-               "\"unlinked_gpu_ops\": %zu, \"cross_thread_deps\": %zu, \"sync_deps\": %zu, "
+               "\"unlinked_gpu_ops\": %zu, \"dropped_gpu_ops\": %zu, \"cross_thread_deps\": %zu, "
+               "\"sync_deps\": %zu, \"stream_wait_deps\": %zu, "
                "\"groups\": %zu, \"trace_span_us\": %llu, \"input_bytes\": %llu, "
                "\"warnings\": %zu}%s\n",
                first ? "[" : " ", rank, jesc(out, eo, sizeof eo), jesc(st->schema, es, sizeof es),
@@ -89,7 +90,8 @@ static void print_stats(const etk_convert_stats *st, long long rank, const char 
                st->n_type[ETK_NODE_METADATA], st->n_type[ETK_NODE_COLL],
                st->n_type[ETK_NODE_SEND], st->n_type[ETK_NODE_RECV], st->n_cpu_ops,
                st->n_gpu_ops, st->n_matched, st->n_zero_dur, st->n_unlinked_kernels,
-               st->n_cross_thread_deps, st->n_sync_deps, st->n_groups,
+               st->n_dropped_gpu, st->n_cross_thread_deps, st->n_sync_deps,
+               st->n_stream_wait_deps, st->n_groups,
                (unsigned long long)st->trace_span_us, (unsigned long long)st->input_bytes,
                st->n_warnings, last ? "]" : ",");
         return;
@@ -103,8 +105,8 @@ static void print_stats(const etk_convert_stats *st, long long rank, const char 
     printf("  durations: %zu host ops matched to the device trace, %zu without duration; "
            "trace span %llu us\n",
            st->n_matched, st->n_zero_dur, (unsigned long long)st->trace_span_us);
-    printf("  dependencies: %zu cross-thread, %zu sync; %zu process groups\n",
-           st->n_cross_thread_deps, st->n_sync_deps, st->n_groups);
+    printf("  dependencies: %zu cross-thread, %zu sync, %zu stream-wait; %zu process groups\n",
+           st->n_cross_thread_deps, st->n_sync_deps, st->n_stream_wait_deps, st->n_groups);
 }
 
 int cmd_convert(int argc, char **argv)

@@ -42,6 +42,8 @@ typedef struct etk_convert_stats {
     size_t n_unlinked_kernels;  /* GPU events whose launching host op was not found */
     size_t n_cross_thread_deps; /* dependencies added between threads */
     size_t n_sync_deps;         /* host op after GPU work (device/stream synchronize) */
+    size_t n_stream_wait_deps;  /* GPU op after a GPU op of another stream (stream wait event) */
+    size_t n_dropped_gpu;       /* GPU events outside the matched ops' window (not written) */
     size_t n_groups;            /* process groups found */
     bool device_is_profiler_list; /* the device trace was a bare PyTorch 1.13 profiler list */
     uint64_t trace_span_us;     /* span of the matched device events (0 without device trace) */

@@ -61,6 +61,7 @@ typedef struct cv_op {
     int32_t parent_ix;     /* index of the parent op, -1 */
     int64_t dev_ts_ns, dev_dur_ns; /* matched device event, dev_dur_ns < 0: none */
     const char *dev_pg;    /* "Process Group Name" of the matched Kineto op */
+    int64_t sync_ns;       /* time blocked in synchronizing calls modelled as dependencies */
     uint64_t dur_us;       /* final exclusive duration */
     uint64_t start_us;
 } cv_op;
@@ -87,7 +88,7 @@ typedef struct cv_host {
 int cv_host_parse(const char *path, cv_host *h, etk_convert_stats *st, etk_error *err);
 
 /* ---------- kineto.c ---------- */
-enum { EV_OTHER = 0, EV_CPU_OP, EV_ANNOT, EV_KERNEL, EV_MEMCPY, EV_MEMSET, EV_RUNTIME };
+enum { EV_OTHER = 0, EV_CPU_OP, EV_ANNOT, EV_KERNEL, EV_MEMCPY, EV_MEMSET, EV_RUNTIME, EV_SYNC };
 
 typedef struct cv_ev {
     uint8_t cat;
@@ -96,6 +97,11 @@ typedef struct cv_ev {
     int64_t pid, tid;
     int64_t ext_id, rf_id, corr, stream; /* -1 when absent */
     const char *pg_name;
+    const char *coll_name;               /* NCCL kernel "Collective name" arg, NULL */
+    int64_t msg_bytes;                   /* NCCL kernel message bytes from its args, -1 */
+    uint64_t in_bytes;                   /* cpu_op "Input Dims" x "Input type" bytes, 0 */
+    const char *in_dims, *in_types;      /* cpu_op "Input Dims"/"Input type" JSON, NULL */
+    int64_t wait_stream, wait_corr;      /* cuda_sync Stream Wait Event, -1 */
     int32_t host;                        /* matched host op index, -1 */
 } cv_ev;
 
@@ -105,6 +111,9 @@ typedef struct cv_dev {
     bool profiler_list; /* bare list without cat / Record function id (PyTorch 1.13) */
     bool has_rf;        /* some event has a Record function id (else: match by name) */
     int64_t rank;       /* distributedInfo.rank, -1 */
+    int64_t world_size; /* distributedInfo.world_size, -1 */
+    cv_pg *pgs;         /* distributedInfo.pg_config groups */
+    size_t n_pgs, cap_pgs;
 } cv_dev;
 
 int cv_dev_parse(const char *path, etk_arena *a, cv_dev *d, uint64_t *bytes, etk_error *err);

@@ -143,7 +143,88 @@ static int gpu_cmp(const void *a, const void *b)
 
 static bool is_sync(const char *name)
 {
-    return strstr(name, "Synchronize") != NULL;
+    /* cuda/hip Device/Stream/Event Synchronize; a plain cudaMemcpy blocks the same way */
+    return strstr(name, "Synchronize") != NULL || !strcmp(name, "cudaMemcpy") ||
+           !strcmp(name, "hipMemcpy");
+}
+
+/* The GPU node on stream s launched last at or before time t (NULL). */
+static gpu_node *last_launched(conv *c, int64_t s, int64_t t, bool other)
+{
+    gpu_node *best = NULL;
+    for (size_t k = 0; k < c->n_gpu; k++) {
+        gpu_node *g = &c->gpu[k];
+        if ((other ? g->stream != s : g->stream == s) && g->launch_ts <= t &&
+            (!best || g->launch_ts >= best->launch_ts))
+            best = g;
+    }
+    return best;
+}
+
+/* The GPU node on stream s (any stream: s < 0, launched by thread tid) launched first at or
+ * after time t (NULL). */
+static gpu_node *first_launched(conv *c, int64_t s, int64_t tid, int64_t t)
+{
+    gpu_node *best = NULL;
+    for (size_t k = 0; k < c->n_gpu; k++) {
+        gpu_node *g = &c->gpu[k];
+        if ((s >= 0 ? g->stream == s : g->launch_tid == tid) && g->launch_ts >= t &&
+            (!best || g->launch_ts < best->launch_ts))
+            best = g;
+    }
+    return best;
+}
+
+static void add_wait(conv *c, gpu_node *waiting, const gpu_node *waited)
+{
+    /* the waited-for op started first on the GPU, so its id is smaller: acyclic */
+    if (!waiting || !waited || waited->id >= waiting->id || waited->stream == waiting->stream ||
+        waiting->wait >= waited->id)
+        return;
+    if (!waiting->wait)
+        c->st->n_stream_wait_deps++;
+    waiting->wait = waited->id;
+}
+
+/* Stream-to-stream dependencies. Kineto's cuda_sync "Stream Wait Event" names the waiting
+ * stream, the stream waited for and the correlation id of the cudaEventRecord: the first op
+ * launched on the waiting stream after the cudaStreamWaitEvent call depends on the last op
+ * launched on the other stream before the record. Older traces only have the
+ * cudaStreamWaitEvent runtime call: the next op its thread launches waits for the op launched
+ * last on any other stream before the call (ProcessGroupNCCL's pattern: the NCCL stream waits
+ * for the compute stream before a collective, the compute stream for the NCCL stream after). */
+static int stream_waits(conv *c, const kv *corr, size_t n_corr, etk_error *err)
+{
+    const cv_ev *ev = c->d.ev;
+    kv *synced = malloc(sizeof(kv) * (c->d.n_ev + 1));
+    size_t n_synced = 0;
+    if (!synced)
+        return etk_err(err, ETK_ENOMEM, "out of memory");
+    for (size_t i = 0; i < c->d.n_ev; i++) {
+        const cv_ev *e = &ev[i];
+        if (e->cat != EV_SYNC || e->wait_stream < 0 || e->stream < 0)
+            continue;
+        ptrdiff_t k = e->corr >= 0 ? cv_kv_find(corr, n_corr, e->corr) : -1;
+        int64_t call = k >= 0 ? ev[corr[k].ix].ts_ns : e->ts_ns;
+        ptrdiff_t q = e->wait_corr >= 0 ? cv_kv_find(corr, n_corr, e->wait_corr) : -1;
+        int64_t rec = q >= 0 ? ev[corr[q].ix].ts_ns : call;
+        add_wait(c, first_launched(c, e->stream, -1, call),
+                 last_launched(c, e->wait_stream, rec, false));
+        if (e->corr >= 0)
+            synced[n_synced++] = (kv){e->corr, (uint32_t)i};
+    }
+    qsort(synced, n_synced, sizeof(kv), cv_kv_cmp);
+    for (size_t i = 0; i < c->d.n_ev; i++) {
+        const cv_ev *e = &ev[i];
+        if (e->cat != EV_RUNTIME || strcmp(e->name, "cudaStreamWaitEvent") ||
+            (e->corr >= 0 && cv_kv_find(synced, n_synced, e->corr) >= 0))
+            continue;
+        gpu_node *waiting = first_launched(c, -1, e->tid, e->ts_ns);
+        if (waiting)
+            add_wait(c, waiting, last_launched(c, waiting->stream, e->ts_ns, true));
+    }
+    free(synced);
+    return 0;
 }
 
 int cv_build_gpu(conv *c, etk_error *err)
@@ -179,20 +260,30 @@ int cv_build_gpu(conv *c, etk_error *err)
     for (size_t i = 0; i < d->n_ev; i++) {
         if (ev[i].cat != EV_KERNEL && ev[i].cat != EV_MEMCPY && ev[i].cat != EV_MEMSET)
             continue;
-        gpu_node *g = &c->gpu[n++];
+        gpu_node *g = &c->gpu[n];
         memset(g, 0, sizeof *g);
         g->ev = (uint32_t)i;
         g->ts = ev[i].ts_ns;
         g->launch = -1;
         g->launch_ts = ev[i].ts_ns;
+        g->launch_tid = -1;
         g->stream = ev[i].stream >= 0 ? ev[i].stream : ev[i].tid;
         g->peer = g->tag = -1;
         ptrdiff_t k = ev[i].corr >= 0 ? cv_kv_find(corr, n_corr, ev[i].corr) : -1;
-        if (k >= 0) {
-            const cv_ev *r = &ev[corr[k].ix];
+        const cv_ev *r = k >= 0 ? &ev[corr[k].ix] : NULL;
+        if (r) {
             g->launch_ts = r->ts_ns;
+            g->launch_tid = r->tid;
             g->launch = launcher(c, &L, r);
         }
+        /* a device trace covering more than the host ops (more iterations, or outside the
+         * chosen ProfilerStep): keep only the GPU work launched inside the ops' window */
+        if (c->win_hi > c->win_lo && g->launch < 0 &&
+            (g->launch_ts < c->win_lo || g->launch_ts > c->win_hi)) {
+            c->st->n_dropped_gpu++;
+            continue;
+        }
+        n++;
         if (g->launch < 0)
             c->st->n_unlinked_kernels++;
     }
@@ -205,7 +296,8 @@ int cv_build_gpu(conv *c, etk_error *err)
         uint64_t last_id, max_launch;
     } sstate;
     sstate streams[64];
-    size_t n_streams = 0;
+    size_t n_streams = 0, n_unnamed = 0;
+    char unnamed[200] = "";
     for (size_t i = 0; i < n; i++) {
         gpu_node *g = &c->gpu[i];
         const cv_ev *e = &ev[g->ev];
@@ -215,16 +307,19 @@ int cv_build_gpu(conv *c, etk_error *err)
         if (e->cat == EV_KERNEL && is_nccl_kernel(e->name)) {
             const char *lname = g->launch >= 0 ? c->h.ops[g->launch].name : "";
             int coll = etk_convert_coll_from_name(e->name);
-            bool p2p = strstr(e->name, "SendRecv") || strstr(e->name, "Send") ||
-                       strstr(e->name, "Recv");
-            if (coll >= 0 && !strstr(e->name, "SendRecv")) {
-                g->type = ETK_NODE_COLL;
-                g->coll = coll;
-            } else if (p2p || coll < 0) {
-                /* direction from the launching op or its ancestors */
+            if (coll < 0 || strstr(e->name, "SendRecv")) {
+                /* SendRecv kernels implement all-to-all and point-to-point alike: the launching
+                 * op (or an ancestor) says which: nccl:all_to_all -> ALL_TO_ALL, send/recv ->
+                 * SEND/RECV with the peer and tag of its integer inputs */
+                coll = -1;
                 int32_t a = g->launch;
                 for (int depth = 0; a >= 0 && depth < 8; depth++, a = c->h.ops[a].parent_ix) {
                     const cv_op *op = &c->h.ops[a];
+                    int oc = etk_convert_coll_from_name(op->name);
+                    if (oc >= 0) {
+                        coll = oc;
+                        break;
+                    }
                     bool s = strstr(op->name, "send") != NULL, r = strstr(op->name, "recv") != NULL;
                     if (s || r) {
                         g->type = s ? ETK_NODE_SEND : ETK_NODE_RECV;
@@ -235,12 +330,18 @@ int cv_build_gpu(conv *c, etk_error *err)
                         break;
                     }
                 }
-                if (g->type == ETK_NODE_COMP) {
-                    g->type = ETK_NODE_COLL; /* unknown NCCL kernel: keep it a collective */
-                    g->coll = coll >= 0 ? coll : ETK_COLL_ALL_REDUCE;
-                    cv_warn(c->st, c->o->quiet, "NCCL kernel \"%s\" (launched by \"%s\") names "
-                            "no collective; written as ALL_REDUCE", e->name, lname);
+                if (g->type == ETK_NODE_COMP && coll < 0 && e->coll_name)
+                    coll = etk_convert_coll_from_name(e->coll_name);
+                if (g->type == ETK_NODE_COMP && coll < 0) {
+                    coll = ETK_COLL_ALL_REDUCE; /* unknown NCCL kernel: keep it a collective */
+                    if (n_unnamed++ == 0)
+                        snprintf(unnamed, sizeof unnamed, "\"%s\" (launched by \"%s\")", e->name,
+                                 lname);
                 }
+            }
+            if (g->type == ETK_NODE_COMP) {
+                g->type = ETK_NODE_COLL;
+                g->coll = coll;
             }
             int32_t a = g->launch;
             for (int depth = 0; a >= 0 && depth < 8 && g->comm_size == 0;
@@ -267,6 +368,12 @@ int cv_build_gpu(conv *c, etk_error *err)
         g->max_launch_id = streams[s].max_launch;
     }
 
+    if (n_unnamed)
+        cv_warn(c->st, c->o->quiet, "%zu NCCL kernels name no collective and neither does their "
+                "launching op; written as ALL_REDUCE (the first: %s)", n_unnamed, unnamed);
+    if ((rc = stream_waits(c, corr, n_corr, err)))
+        goto out;
+
     /* synchronizing runtime calls: the issuing host op waits for the GPU work launched before
      * it. Only edges whose GPU side depends on strictly older host ops are kept (acyclic). */
     for (size_t i = 0; i < d->n_ev; i++) {
@@ -276,6 +383,7 @@ int cv_build_gpu(conv *c, etk_error *err)
         if (hix < 0)
             continue;
         uint64_t hid = c->h.ops[hix].id;
+        bool waited = false;
         for (size_t s = 0; s < n_streams; s++) {
             const gpu_node *best = NULL;
             for (size_t k = 0; k < n; k++)
@@ -287,8 +395,13 @@ int cv_build_gpu(conv *c, etk_error *err)
                     goto out;
                 }
                 c->st->n_sync_deps++;
+                waited = true;
             }
         }
+        /* the time the op spent blocked in the call is the wait the dependency models: it is
+         * not the op's own work (replaying both would count the wait twice) */
+        if (waited)
+            c->h.ops[hix].sync_ns += ev[i].dur_ns;
     }
 out:
     free(L.ext);

@@ -41,9 +41,43 @@ static int ev_ts_cmp(const void *a, const void *b)
     return x->dur_ns > y->dur_ns ? -1 : x->dur_ns < y->dur_ns; /* outer op first */
 }
 
+/* Align the host ops of one host thread (id order = start order) with the cpu_op events of one
+ * device thread (start order, outer op first) by name; an event missing on either side is
+ * skipped by a short look-ahead. commit: record the matches; else only count them. */
+static size_t align(conv *c, uint64_t htid, const uint32_t *cpu, size_t n, bool commit)
+{
+    cv_host *h = &c->h;
+    cv_dev *d = &c->d;
+    size_t j = 0, matched = 0;
+    enum { LOOKAHEAD = 16 };
+    for (size_t i = 0; i < h->n_ops && j < n; i++) {
+        cv_op *op = &h->ops[i];
+        if (op->kind != OP_NORMAL || op->tid != htid)
+            continue;
+        for (size_t k = j; k < n && k < j + LOOKAHEAD; k++) {
+            cv_ev *e = &d->ev[cpu[k]];
+            if (e->host < 0 && !strcmp(e->name, op->name)) {
+                if (commit) {
+                    op->dev_ts_ns = e->ts_ns;
+                    op->dev_dur_ns = e->dur_ns;
+                    op->dev_pg = e->pg_name;
+                    e->host = (int32_t)i;
+                }
+                matched++;
+                j = k + 1;
+                break;
+            }
+        }
+    }
+    return matched;
+}
+
+#define MAX_MATCH_THREADS 64
+
 /* Device traces without Record function ids (PyTorch 1.13's profiler list, Kineto before
- * PyTorch 2.0): align host ops (id order = start order) and cpu_op events (start order, outer
- * first) by name; an event missing on either side is skipped by a short look-ahead. */
+ * PyTorch 2.0): each host thread is aligned by name with the device thread whose events it
+ * matches best (pairs taken greedily, most matches first; each thread used once). Matching all
+ * threads at once pairs the ops of one thread with the interleaved events of another. */
 int cv_match_by_name(conv *c, etk_error *err)
 {
     cv_host *h = &c->h;
@@ -53,28 +87,71 @@ int cv_match_by_name(conv *c, etk_error *err)
     uint32_t *cpu = malloc(sizeof *cpu * (d->n_ev + 1));
     if (!cpu)
         return etk_err(err, ETK_ENOMEM, "out of memory");
-    size_t n = 0;
-    for (size_t i = 0; i < d->n_ev; i++)
-        if (d->ev[i].cat == EV_CPU_OP || d->ev[i].cat == EV_ANNOT)
-            cpu[n++] = (uint32_t)i;
-    size_t j = 0;
-    enum { LOOKAHEAD = 16 };
-    for (size_t i = 0; i < h->n_ops && j < n; i++) {
-        cv_op *op = &h->ops[i];
-        if (op->kind != OP_NORMAL)
-            continue;
-        for (size_t k = j; k < n && k < j + LOOKAHEAD; k++) {
-            cv_ev *e = &d->ev[cpu[k]];
-            if (!strcmp(e->name, op->name)) {
-                op->dev_ts_ns = e->ts_ns;
-                op->dev_dur_ns = e->dur_ns;
-                op->dev_pg = e->pg_name;
-                e->host = (int32_t)i;
-                j = k + 1;
-                break;
+    /* device threads: cpu_op events grouped by tid (stable: start order inside a thread) */
+    int64_t dtid[MAX_MATCH_THREADS];
+    size_t dstart[MAX_MATCH_THREADS + 1], dn = 0, n = 0;
+    for (size_t pass = 0; pass < MAX_MATCH_THREADS; pass++) {
+        int64_t t = 0;
+        bool found = false;
+        for (size_t i = 0; i < d->n_ev && !found; i++) {
+            if (d->ev[i].cat != EV_CPU_OP && d->ev[i].cat != EV_ANNOT)
+                continue;
+            bool seen = false;
+            for (size_t k = 0; k < dn && !seen; k++)
+                seen = dtid[k] == d->ev[i].tid;
+            if (!seen) {
+                t = d->ev[i].tid;
+                found = true;
             }
         }
+        if (!found)
+            break;
+        dtid[dn] = t;
+        dstart[dn] = n;
+        for (size_t i = 0; i < d->n_ev; i++)
+            if ((d->ev[i].cat == EV_CPU_OP || d->ev[i].cat == EV_ANNOT) && d->ev[i].tid == t)
+                cpu[n++] = (uint32_t)i;
+        dn++;
     }
+    dstart[dn] = n;
+    /* host threads */
+    uint64_t htid[MAX_MATCH_THREADS];
+    size_t hn = 0;
+    for (size_t i = 0; i < h->n_ops; i++) {
+        if (h->ops[i].kind != OP_NORMAL)
+            continue;
+        size_t k;
+        for (k = 0; k < hn && htid[k] != h->ops[i].tid; k++)
+            ;
+        if (k == hn && hn < MAX_MATCH_THREADS)
+            htid[hn++] = h->ops[i].tid;
+    }
+    /* score every pair, then take the best pairs greedily */
+    size_t *score = calloc(hn * dn + 1, sizeof *score);
+    if (!score) {
+        free(cpu);
+        return etk_err(err, ETK_ENOMEM, "out of memory");
+    }
+    for (size_t a = 0; a < hn; a++)
+        for (size_t b = 0; b < dn; b++)
+            score[a * dn + b] = align(c, htid[a], cpu + dstart[b], dstart[b + 1] - dstart[b],
+                                      false);
+    bool hused[MAX_MATCH_THREADS] = {false}, dused[MAX_MATCH_THREADS] = {false};
+    for (;;) {
+        size_t best = 0, ba = 0, bb = 0;
+        for (size_t a = 0; a < hn; a++)
+            for (size_t b = 0; b < dn; b++)
+                if (!hused[a] && !dused[b] && score[a * dn + b] > best) {
+                    best = score[a * dn + b];
+                    ba = a;
+                    bb = b;
+                }
+        if (best == 0)
+            break;
+        hused[ba] = dused[bb] = true;
+        align(c, htid[ba], cpu + dstart[bb], dstart[bb + 1] - dstart[bb], true);
+    }
+    free(score);
     free(cpu);
     return 0;
 }

@@ -61,6 +61,7 @@ static void conv_free(conv *c)
     free(c->h.ops);
     free(c->h.pgs);
     free(c->d.ev);
+    free(c->d.pgs);
     free(c->gpu);
     free(c->edges);
     etk_arena_free(c->h.arena);
@@ -94,8 +95,11 @@ static void durations(conv *c)
             continue;
         int64_t excl = -1;
         if (dev) {
-            if (op->dev_dur_ns >= 0)
-                excl = op->dev_dur_ns - (child ? child[i] : 0);
+            if (op->dev_dur_ns >= 0) {
+                excl = op->dev_dur_ns - (child ? child[i] : 0) - op->sync_ns;
+                if (excl < 0)
+                    excl = 0;
+            }
         } else if (op->host_excl_ns >= 0) {
             excl = op->host_excl_ns;
         } else if (op->host_incl_ns >= 0) {
@@ -324,12 +328,14 @@ static int emit_all(conv *c, const uint64_t *prev, emit_fn emit, void *ctx, etk_
         n.id = g->id;
         n.name = ev->name;
         n.type = g->type;
-        uint64_t dd[2];
+        uint64_t dd[3];
         size_t nd = 0;
         if (g->launch >= 0)
             dd[nd++] = h->ops[g->launch].id;
         if (g->prev)
             dd[nd++] = g->prev;
+        if (g->wait)
+            dd[nd++] = g->wait;
         n.data_deps = dd;
         n.n_data_deps = (uint32_t)nd;
         n.duration_micros = (uint64_t)((ev->dur_ns + 500) / 1000);
@@ -420,6 +426,8 @@ static int convert(const etk_convert_opts *o, etk_convert_stats *st, conv *c, ui
         }
         if ((rc = cv_check_pair(c, matchable, err)))
             return rc;
+        c->win_lo = lo;
+        c->win_hi = hi;
         if (!c->d.profiler_list && (rc = cv_build_gpu(c, err)))
             return rc;
         for (size_t i = 0; i < c->n_gpu; i++) {
@@ -430,6 +438,10 @@ static int convert(const etk_convert_opts *o, etk_convert_stats *st, conv *c, ui
                 hi = e->ts_ns + e->dur_ns;
         }
         st->trace_span_us = hi > lo ? (uint64_t)((hi - lo + 500) / 1000) : 0;
+        if (st->n_dropped_gpu)
+            cv_warn(st, o->quiet, "%s covers more than the host trace: %zu GPU events launched "
+                    "outside the matched host ops' window (%.3f ms) were dropped",
+                    o->device_path, st->n_dropped_gpu, (double)(c->win_hi - c->win_lo) / 1e6);
         if (st->n_unlinked_kernels)
             cv_warn(st, o->quiet, "%zu GPU events of %s have no launching host op (kept, "
                     "ordered on their stream only)", st->n_unlinked_kernels, o->device_path);
