@@ -1,6 +1,7 @@
 /* cmd_convert.c — `etkit convert pytorch`: PyTorch host execution traces (+ Kineto device traces)
  * to Chakra, one rank per trace pair. A thin layer over etk_convert_pytorch_write (convert.h):
  * parses flags, expands %d patterns for --ranks, prints a summary (text or --json). */
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -109,6 +110,45 @@ static void print_stats(const etk_convert_stats *st, long long rank, const char 
            st->n_cross_thread_deps, st->n_sync_deps, st->n_stream_wait_deps, st->n_groups);
 }
 
+/* Remove PREFIX.<r>.et for r in [first, end) and PREFIX.json (a --ranks run that failed). */
+static void remove_written(const char *prefix, uint64_t first, uint64_t end)
+{
+    char p[4200];
+    for (uint64_t r = first; r < end; r++) {
+        snprintf(p, sizeof p, "%s.%llu.et", prefix, (unsigned long long)r);
+        remove(p);
+    }
+    if (end > first) {
+        snprintf(p, sizeof p, "%s.json", prefix);
+        remove(p);
+    }
+}
+
+/* What a conversion changed or left out, on stderr. */
+static void notes(const etk_convert_stats *st, const char *device, uint64_t count, bool *warned)
+{
+    if (count == 1 && st->job_ranks > 1)
+        fprintf(stderr, "etkit convert: note: rank %lld of a %lld-rank job converted alone: "
+                "written as rank 0 of a 1-rank workload; %zu process groups cut to it, %zu "
+                "without it dropped; %zu NCCL kernels kept as GPU work with their measured "
+                "durations (a 1-rank collective moves no data)\n",
+                (long long)st->orig_rank, (long long)st->job_ranks, st->n_groups,
+                st->n_groups_dropped, st->n_comm_replayed);
+    if (count > 1 && !*warned && st->world_size > 0 && (uint64_t)st->world_size != count) {
+        fprintf(stderr, "etkit convert: warning: %s: distributedInfo.world_size is %lld but "
+                "--ranks is %llu%s\n", device ? device : "?", (long long)st->world_size,
+                (unsigned long long)count, (uint64_t)st->world_size > count ? ": process groups "
+                "keep only ranks below --ranks" : "");
+        *warned = true;
+    }
+    if (count > 1 && st->n_group_ranks_dropped && !*warned) {
+        fprintf(stderr, "etkit convert: warning: the process groups name ranks up to %lld; %zu "
+                "members >= --ranks %llu were left out\n", (long long)st->job_ranks - 1,
+                st->n_group_ranks_dropped, (unsigned long long)count);
+        *warned = true;
+    }
+}
+
 int cmd_convert(int argc, char **argv)
 {
     const char *cmd = "convert";
@@ -163,27 +203,51 @@ int cmd_convert(int argc, char **argv)
     }
     if (optind < argc)
         return cli_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
-    if (!host)
-        return cli_usage_error(cmd, "--host HOST.json is required");
+    if (!host && !device)
+        return cli_usage_error(cmd, "--host HOST.json or --device KINETO.json (a Kineto trace "
+                               "alone) is required");
     if (!prefix)
         return cli_usage_error(cmd, "-o PREFIX is required");
     if (have_rank && have_ranks)
         return cli_usage_error(cmd, "--rank and --ranks exclude each other");
-    if (have_ranks && !strstr(host, "%d"))
-        return cli_usage_error(cmd, "--ranks needs a %%d in --host for the rank number (got '%s')",
-                               host);
+    const char *pat = host ? host : device;
+    if (have_ranks && !strstr(pat, "%d"))
+        return cli_usage_error(cmd, "--ranks needs a %%d in %s for the rank number (got '%s')",
+                               host ? "--host" : "--device", pat);
     uint64_t first = have_ranks ? 0 : rank, count = have_ranks ? nranks : 1;
+    /* every input first: a missing rank file must not leave a partial workload behind */
+    for (uint64_t r = first; r < first + count; r++) {
+        char p[4096];
+        for (int k = 0; k < 2; k++) {
+            const char *pt = k ? device : host;
+            if (!pt)
+                continue;
+            if (expand(pt, (long long)r, p, sizeof p))
+                return cli_usage_error(cmd, "--host/--device may contain one %%d (the rank)");
+            FILE *f = fopen(p, "rb");
+            if (!f)
+                return cli_usage_error(cmd, "%s: cannot open (%s)%s: nothing written", p,
+                                       strerror(errno), have_ranks ? "; --ranks N needs the "
+                                       "files of ranks 0..N-1" : "");
+            fclose(f);
+        }
+    }
+    bool warned_world = false;
     for (uint64_t r = first; r < first + count; r++) {
         char hp[4096], dp[4096];
-        if (expand(host, (long long)r, hp, sizeof hp) ||
+        if ((host && expand(host, (long long)r, hp, sizeof hp)) ||
             (device && expand(device, (long long)r, dp, sizeof dp)))
             return cli_usage_error(cmd, "--host/--device may contain one %%d (the rank)");
-        etk_convert_opts o = {hp, device ? dp : NULL, have_rank || have_ranks ? (int64_t)r : -1,
-                              quiet};
+        etk_convert_opts o = {host ? hp : NULL, device ? dp : NULL,
+                              have_rank || have_ranks ? (int64_t)r : -1, quiet, (int64_t)count};
         etk_convert_stats st;
         etk_error err = {0};
-        if (etk_convert_pytorch_write(&o, prefix, &st, &err))
+        if (etk_convert_pytorch_write(&o, prefix, &st, &err)) {
+            remove_written(prefix, first, r); /* no partial workload */
             return cli_fail(cmd, &err);
+        }
+        if (!quiet)
+            notes(&st, o.device_path, count, &warned_world);
         char out[4200];
         snprintf(out, sizeof out, "%s.%lld.et", prefix, (long long)st.rank);
         print_stats(&st, (long long)st.rank, out, json, r == first, r + 1 == first + count);

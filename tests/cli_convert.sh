@@ -26,24 +26,29 @@ expect 2 'usage' "$ETKIT" convert
 expect 2 "unknown input format 'onnx'" "$ETKIT" convert onnx --host x -o y
 expect 2 "unknown option '--bogus'" "$ETKIT" convert pytorch --bogus --host "$H102" -o "$T/x"
 expect 2 'needs a value' "$ETKIT" convert pytorch --host
-expect 2 '--host HOST.json is required' "$ETKIT" convert pytorch -o "$T/x"
+expect 2 '--host HOST.json or --device KINETO.json .* is required' "$ETKIT" convert pytorch -o "$T/x"
 expect 2 '-o PREFIX is required' "$ETKIT" convert pytorch --host "$H102"
 expect 2 '--rank wants a non-negative integer' "$ETKIT" convert pytorch --host "$H102" --rank x -o "$T/x"
 expect 2 '--ranks needs a %d in --host' "$ETKIT" convert pytorch --host "$H102" --ranks 2 -o "$T/x"
 expect 2 'exclude each other' "$ETKIT" convert pytorch --host "$H102" --rank 1 --ranks 2 -o "$T/x"
 expect 2 "unexpected argument 'extra'" "$ETKIT" convert pytorch --host "$H102" -o "$T/x" extra
 
-# --- the real 1.0.2 trace: 263 host nodes -> 262 (261 COMP + 1 METADATA), group "0" = [0, 1]
+# --- the real 1.0.2 trace: 263 host nodes -> 262 (261 COMP + 1 METADATA). Its group "0" is
+# [0, 1]: rank 1 converted alone is written as rank 0 of a 1-rank workload, group "0" cut to [0],
+# and the result passes etkit validate (it named rank 1 in a 1-rank workload before)
 expect 0 '263 host nodes -> 262 nodes \(261 COMP, 1 METADATA' \
   "$ETKIT" convert pytorch -q --host "$H102" --rank 1 -o "$T/pt"
-[ -s "$T/pt.1.et" ] || fail "no $T/pt.1.et"
-tr -d ' \n' < "$T/pt.json" | grep -qF '{"0":[0,1]}' || fail "comm groups: $(cat "$T/pt.json")"
+[ -s "$T/pt.0.et" ] || fail "no $T/pt.0.et"
+tr -d ' \n' < "$T/pt.json" | grep -qF '{"0":[0]}' || fail "comm groups: $(cat "$T/pt.json")"
 ls "$T" | grep -q tmp && fail "temporary files left in $T: $(ls "$T")"
+expect 0 'note: rank 1 of a 2-rank job converted alone: written as rank 0 of a 1-rank workload; 1 process groups cut to it' \
+  "$ETKIT" convert pytorch --host "$H102" --rank 1 -o "$T/pt"
+expect 0 '1 ranks, 262 nodes, groups .*: 0 errors' "$ETKIT" validate "$T/pt"
 
 # --- gzip-compressed input is read transparently
 gzip -c "$H102" > "$T/h102.json.gz"
 expect 0 '263 host nodes -> 262 nodes' "$ETKIT" convert pytorch -q --host "$T/h102.json.gz" -o "$T/gz"
-cmp -s "$T/gz.0.et" "$T/pt.1.et" || fail "gzip input gives different bytes than plain input"
+cmp -s "$T/gz.0.et" "$T/pt.0.et" || fail "gzip input gives different bytes than plain input"
 
 # --- recorded PyTorch 1.13 (schema 1.0.1) traces with their profiler lists, --json
 "$ETKIT" convert pytorch -q --json --host $P/mlp_host_et.json --device $P/mlp_profiler.json \
@@ -61,8 +66,11 @@ expect 0 'rank 1: .*job.1.et' "$ETKIT" convert pytorch -q --host "$P/kineto_host
   --device "$P/kineto_device_%d.json" --ranks 2 -o "$T/job"
 [ -s "$T/job.0.et" ] && [ -s "$T/job.1.et" ] || fail "--ranks 2 wrote $(ls "$T")"
 expect 0 '2 ranks, 28 nodes, groups .*: 0 errors' "$ETKIT" validate "$T/job"
-# without --rank the Kineto trace's distributedInfo.rank names the file
-expect 0 'rank 1: .*r.1.et' "$ETKIT" convert pytorch -q --host $P/kineto_host_1.json --device $P/kineto_device_1.json -o "$T/r"
+# rank 1 (the Kineto trace's distributedInfo.rank) of the 2-rank job alone: rank 0 of a 1-rank
+# workload, its all-reduce and receive kept as GPU work (13 COMP, no COMM nodes), validates
+expect 0 'rank 0: .*r.0.et .*13 COMP, 1 METADATA, 0 COMM_COLL, 0 SEND, 0 RECV' "$ETKIT" convert pytorch -q --host $P/kineto_host_1.json --device $P/kineto_device_1.json -o "$T/r"
+expect 0 'rank 1 of a 2-rank job converted alone.* 2 NCCL kernels kept as GPU work' "$ETKIT" convert pytorch --host $P/kineto_host_1.json --device $P/kineto_device_1.json -o "$T/r"
+expect 0 '1 ranks, 14 nodes, groups .*: 0 errors' "$ETKIT" validate "$T/r"
 # rank 1's host trace with rank 0's Kineto trace: refused, naming the file
 cp $P/kineto_host_1.json "$T/h_1.json"; cp $P/kineto_device_0.json "$T/d_1.json"
 cp $P/kineto_host_0.json "$T/h_0.json"; cp $P/kineto_device_0.json "$T/d_0.json"
@@ -70,12 +78,14 @@ expect 2 'd_1.json' "$ETKIT" convert pytorch -q --host "$T/h_%d.json" --device "
 expect 0 '"gpu_ops": 3' "$ETKIT" convert pytorch -q --json --host $P/kineto_host_0.json --device $P/kineto_device_0.json -o "$T/k"
 
 # --- etkit sim on converted traces: the MLP step replays its exclusive durations, one CPU chain
-# summing to 10,548 us (= the outermost profiler events); the 2-rank job ends at 210.5 us: its
-# 210 us CPU chain plus the 500 ns link latency of the 64-byte send that aten::item waits for
+# summing to 10,548 us (= the outermost profiler events); the 2-rank job ends at 130.5 us: the
+# 90 us CPU chain up to c10d::send, the 500 ns link latency of the 64-byte send that aten::item
+# waits for, aten::item's 10 us (90 us minus 80 us blocked in cudaStreamSynchronize, modelled by
+# that dependency) and MmBackward0's 30 us
 printf 'gpu: h100\nnetwork:\n  - {size: 1, topology: Switch, bandwidth: 450, latency: 500}\n' > "$T/one.yaml"
 printf 'gpu: h100\nnetwork:\n  - {size: 2, topology: Switch, bandwidth: 450, latency: 500}\n' > "$T/two.yaml"
 expect 0 'step time +10,548,000 ns' "$ETKIT" sim "$T/mlp" --cluster "$T/one.yaml"
-expect 0 '"step_ns": 210500' "$ETKIT" sim "$T/job" --cluster "$T/two.yaml" --json
+expect 0 '"step_ns": 130500' "$ETKIT" sim "$T/job" --cluster "$T/two.yaml" --json
 
 # --- bad inputs
 head -c 20000 $P/mlp_host_et.json > "$T/trunc.json"

@@ -157,6 +157,7 @@ typedef struct conv {
     cv_dev d;
     bool have_dev;
     bool kineto_only; /* host ops made from the Kineto cpu_ops (no host trace) */
+    bool alone;       /* one rank of a larger job: written as rank 0 of a 1-rank workload */
     int64_t win_lo, win_hi; /* window of the matched host ops (ns); GPU work outside is dropped */
     gpu_node *gpu;
     size_t n_gpu;

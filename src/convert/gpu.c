@@ -343,6 +343,8 @@ int cv_build_gpu(conv *c, etk_error *err)
                 g->type = ETK_NODE_COLL;
                 g->coll = coll;
             }
+            if (e->msg_bytes >= 0)
+                g->comm_size = e->msg_bytes; /* the kernel's own args (PyTorch 2.1+) */
             int32_t a = g->launch;
             for (int depth = 0; a >= 0 && depth < 8 && g->comm_size == 0;
                  depth++, a = c->h.ops[a].parent_ix)

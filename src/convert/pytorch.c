@@ -328,6 +328,12 @@ static int emit_all(conv *c, const uint64_t *prev, emit_fn emit, void *ctx, etk_
         n.id = g->id;
         n.name = ev->name;
         n.type = g->type;
+        if (c->alone && g->type != ETK_NODE_COMP) {
+            /* one rank of a larger job: a 1-rank collective moves nothing, so the measured
+             * kernel time is kept as GPU work */
+            n.type = ETK_NODE_COMP;
+            c->st->n_comm_replayed++;
+        }
         uint64_t dd[3];
         size_t nd = 0;
         if (g->launch >= 0)
@@ -343,7 +349,8 @@ static int emit_all(conv *c, const uint64_t *prev, emit_fn emit, void *ctx, etk_
         size_t na = 0;
         at[na++] = etk_attr_bool("is_cpu_op", false);
         at[na++] = etk_attr_i64("stream", g->stream);
-        if (g->type == ETK_NODE_COLL) {
+        if (n.type == ETK_NODE_COMP) {
+        } else if (g->type == ETK_NODE_COLL) {
             at[na++] = etk_attr_i64("comm_type", g->coll);
             at[na++] = etk_attr_i64("comm_size", g->comm_size);
         } else if (g->type == ETK_NODE_SEND || g->type == ETK_NODE_RECV) {
@@ -353,7 +360,7 @@ static int emit_all(conv *c, const uint64_t *prev, emit_fn emit, void *ctx, etk_
                                         (int32_t)g->peer);
             at[na++] = etk_attr_i32("comm_tag", g->tag >= 0 ? (int32_t)g->tag : 0);
         }
-        if (g->pg && g->type != ETK_NODE_COMP)
+        if (g->pg && n.type != ETK_NODE_COMP)
             at[na++] = etk_attr_str("pg_name", g->pg);
         n.attr = at;
         n.n_attr = (uint32_t)na;
@@ -366,6 +373,104 @@ static int emit_all(conv *c, const uint64_t *prev, emit_fn emit, void *ctx, etk_
 }
 
 /* ---------- driver ---------- */
+/* The ranks of the job the trace belongs to: the Kineto world_size, else the largest rank a
+ * process group names, plus one. */
+static int64_t job_ranks(const conv *c)
+{
+    int64_t n = c->d.world_size > 0 ? c->d.world_size : 1;
+    for (size_t i = 0; i < c->h.n_pgs; i++)
+        for (uint32_t k = 0; k < c->h.pgs[i].n_ranks; k++)
+            if ((int64_t)c->h.pgs[i].ranks[k] + 1 > n)
+                n = (int64_t)c->h.pgs[i].ranks[k] + 1;
+    return n;
+}
+
+/* Decide how the groups are written: all of them as declared (n_ranks 0: unknown), restricted
+ * to ranks < n_ranks (a --ranks N run short of the job), or, for one rank converted alone, the
+ * groups holding that rank as 1-rank groups of rank 0 (the rank itself is written as 0). */
+static void plan_ranks(conv *c)
+{
+    etk_convert_stats *st = c->st;
+    st->job_ranks = job_ranks(c);
+    st->orig_rank = st->rank;
+    if (c->o->n_ranks == 1 && st->job_ranks > 1) {
+        c->alone = true;
+        st->rank = 0;
+    }
+}
+
+static void finish_stats(conv *c)
+{
+    etk_convert_stats *st = c->st;
+    st->n_groups = c->h.n_pgs;
+    st->rank = c->o->rank >= 0 ? c->o->rank : c->d.rank >= 0 ? c->d.rank : 0;
+    st->world_size = c->d.world_size;
+    plan_ranks(c);
+    st->arena_bytes = etk_arena_bytes(c->h.arena) + c->h.cap_ops * sizeof *c->h.ops +
+                      c->d.cap_ev * sizeof *c->d.ev;
+}
+
+static void gpu_span(conv *c, int64_t lo, int64_t hi)
+{
+    for (size_t i = 0; i < c->n_gpu; i++) {
+        const cv_ev *e = &c->d.ev[c->gpu[i].ev];
+        if (e->ts_ns < lo)
+            lo = e->ts_ns;
+        if (e->ts_ns + e->dur_ns > hi)
+            hi = e->ts_ns + e->dur_ns;
+    }
+    c->st->trace_span_us = hi > lo ? (uint64_t)((hi - lo + 500) / 1000) : 0;
+}
+
+/* A Kineto trace alone: host ops from its cpu_ops (kineto_only.c), then the same pipeline. */
+static int convert_kineto_only(conv *c, uint64_t **prev, etk_error *err)
+{
+    const etk_convert_opts *o = c->o;
+    etk_convert_stats *st = c->st;
+    int rc;
+    c->have_dev = true;
+    c->kineto_only = true;
+    if ((rc = cv_dev_parse(o->device_path, c->h.arena, &c->d, &st->input_bytes, err)))
+        return rc;
+    if (c->d.profiler_list)
+        return etk_err(err, ETK_EINVAL, "%s: a PyTorch 1.13 profiler list has no GPU events and "
+                       "no ids: convert it with its host trace (--host)", o->device_path);
+    if (c->d.rank >= 0 && o->rank >= 0 && c->d.rank != o->rank)
+        return etk_err(err, ETK_EINVAL, "%s is the trace of rank %lld (distributedInfo.rank) but "
+                       "--rank is %lld", o->device_path, (long long)c->d.rank,
+                       (long long)o->rank);
+    if ((rc = cv_host_from_kineto(c, err)))
+        return rc;
+    snprintf(st->schema, sizeof st->schema, "kineto");
+    st->n_host_nodes = c->h.n_ops;
+    st->n_matched = c->h.n_ops;
+    int64_t lo = INT64_MAX, hi = INT64_MIN;
+    for (size_t i = 0; i < c->h.n_ops; i++) {
+        const cv_op *op = &c->h.ops[i];
+        if (op->dev_ts_ns < lo)
+            lo = op->dev_ts_ns;
+        if (op->dev_ts_ns + op->dev_dur_ns > hi)
+            hi = op->dev_ts_ns + op->dev_dur_ns;
+    }
+    if ((rc = cv_build_gpu(c, err)))
+        return rc;
+    gpu_span(c, lo, hi);
+    if (st->n_kineto_steps > 1 && !o->quiet)
+        fprintf(stderr, "etkit convert: note: %s holds %zu ProfilerSteps; converting the last, "
+                "%s (%.3f ms)\n", o->device_path, st->n_kineto_steps, st->kineto_step,
+                (double)st->kineto_step_ns / 1e6);
+    if (st->n_dropped_gpu && !o->quiet)
+        fprintf(stderr, "etkit convert: note: %zu GPU events launched outside %s were left "
+                "out\n", st->n_dropped_gpu, st->kineto_step);
+    durations(c);
+    if ((rc = cross_thread(c, prev, err)))
+        return rc;
+    if (c->n_edges)
+        qsort(c->edges, c->n_edges, sizeof *c->edges, edge_cmp);
+    finish_stats(c);
+    return 0;
+}
+
 static int convert(const etk_convert_opts *o, etk_convert_stats *st, conv *c, uint64_t **prev,
                    etk_error *err)
 {
@@ -373,13 +478,16 @@ static int convert(const etk_convert_opts *o, etk_convert_stats *st, conv *c, ui
     memset(st, 0, sizeof *st);
     c->o = o;
     c->st = st;
-    if (!o || !o->host_path)
-        return etk_err(err, ETK_EINVAL, "convert pytorch: a host execution trace is required");
+    if (!o || (!o->host_path && !o->device_path))
+        return etk_err(err, ETK_EINVAL, "convert pytorch: a host execution trace (--host) or a "
+                       "Kineto trace (--device) is required");
     c->h.arena = etk_arena_new(0);
     if (!c->h.arena)
         return etk_err(err, ETK_ENOMEM, "out of memory");
-    int rc = cv_host_parse(o->host_path, &c->h, st, err);
-    if (rc)
+    int rc;
+    if (!o->host_path)
+        return convert_kineto_only(c, prev, err);
+    if ((rc = cv_host_parse(o->host_path, &c->h, st, err)))
         return rc;
     cv_host *h = &c->h;
     if (!h->schema)
@@ -430,14 +538,7 @@ static int convert(const etk_convert_opts *o, etk_convert_stats *st, conv *c, ui
         c->win_hi = hi;
         if (!c->d.profiler_list && (rc = cv_build_gpu(c, err)))
             return rc;
-        for (size_t i = 0; i < c->n_gpu; i++) {
-            const cv_ev *e = &c->d.ev[c->gpu[i].ev];
-            if (e->ts_ns < lo)
-                lo = e->ts_ns;
-            if (e->ts_ns + e->dur_ns > hi)
-                hi = e->ts_ns + e->dur_ns;
-        }
-        st->trace_span_us = hi > lo ? (uint64_t)((hi - lo + 500) / 1000) : 0;
+        gpu_span(c, lo, hi);
         if (st->n_dropped_gpu)
             cv_warn(st, o->quiet, "%s covers more than the host trace: %zu GPU events launched "
                     "outside the matched host ops' window (%.3f ms) were dropped",
@@ -454,29 +555,60 @@ static int convert(const etk_convert_opts *o, etk_convert_stats *st, conv *c, ui
     if (st->n_zero_dur)
         cv_warn(st, o->quiet, "%zu host ops have no duration in %s (written as 0 us)",
                 st->n_zero_dur, o->device_path ? "the device trace" : "the host trace");
-    st->n_groups = h->n_pgs;
-    st->rank = o->rank >= 0 ? o->rank : c->d.rank >= 0 ? c->d.rank : 0;
-    st->arena_bytes = etk_arena_bytes(h->arena) + h->cap_ops * sizeof *h->ops +
-                      c->d.cap_ev * sizeof *c->d.ev;
+    finish_stats(c);
     return 0;
 }
 
-static etk_groups *make_groups(const conv *c)
+static etk_groups *make_groups(conv *c)
 {
     if (c->h.n_pgs == 0)
         return NULL;
     etk_groups *g = etk_groups_new();
     if (!g)
         return NULL;
-    for (size_t i = 0; i < c->h.n_pgs; i++) {
+    uint32_t me = (uint32_t)c->st->orig_rank, zero = 0;
+    int64_t lim = c->o->n_ranks;
+    uint32_t *keep = malloc(sizeof(uint32_t) * (job_ranks(c) + 1));
+    c->st->n_groups = 0;
+    c->st->n_groups_dropped = 0;
+    for (size_t i = 0; keep && i < c->h.n_pgs; i++) {
         const cv_pg *pg = &c->h.pgs[i];
         if (etk_groups_find(g, pg->name))
             continue;
-        if (etk_groups_add(g, pg->name, pg->ranks, pg->n_ranks)) {
+        const uint32_t *r = pg->ranks;
+        uint32_t n = pg->n_ranks;
+        if (c->alone) {
+            bool has = false;
+            for (uint32_t k = 0; k < n && !has; k++)
+                has = r[k] == me;
+            r = &zero;
+            n = has ? 1 : 0;
+        } else if (lim > 0) {
+            uint32_t m = 0;
+            for (uint32_t k = 0; k < n; k++)
+                if ((int64_t)r[k] < lim)
+                    keep[m++] = r[k];
+            if (m < n)
+                c->st->n_group_ranks_dropped += n - m;
+            r = keep;
+            n = m;
+        }
+        if (n == 0) {
+            c->st->n_groups_dropped++;
+            continue;
+        }
+        if (etk_groups_add(g, pg->name, r, n)) {
             etk_groups_free(g);
+            free(keep);
             return NULL;
         }
+        c->st->n_groups++;
     }
+    if (!keep) {
+        etk_groups_free(g);
+        return NULL;
+    }
+    free(keep);
     return g;
 }
 

@@ -47,7 +47,7 @@ int FUZZ_ENTRY(const uint8_t *data, size_t size)
     } else if (write_file(a, data, size)) {
         return 0;
     }
-    etk_convert_opts o = {a, device ? b : NULL, -1, true};
+    etk_convert_opts o = {a, device ? b : NULL, -1, true, 0};
     etk_trace *t = NULL;
     etk_groups *g = NULL;
     etk_convert_stats st;
