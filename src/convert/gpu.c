@@ -385,7 +385,7 @@ int cv_build_gpu(conv *c, etk_error *err)
         if (hix < 0)
             continue;
         uint64_t hid = c->h.ops[hix].id;
-        bool waited = false;
+        int64_t gpu_end = INT64_MIN;
         for (size_t s = 0; s < n_streams; s++) {
             const gpu_node *best = NULL;
             for (size_t k = 0; k < n; k++)
@@ -397,13 +397,19 @@ int cv_build_gpu(conv *c, etk_error *err)
                     goto out;
                 }
                 c->st->n_sync_deps++;
-                waited = true;
+                const cv_ev *b = &ev[best->ev];
+                if (b->ts_ns + b->dur_ns > gpu_end)
+                    gpu_end = b->ts_ns + b->dur_ns;
             }
         }
-        /* the time the op spent blocked in the call is the wait the dependency models: it is
-         * not the op's own work (replaying both would count the wait twice) */
-        if (waited)
-            c->h.ops[hix].sync_ns += ev[i].dur_ns;
+        /* the part of the time blocked in the call that the GPU work explains (until that work
+         * ended) is the wait the dependency models: it is not the op's own work (replaying
+         * both would count it twice). The rest (GPU initialisation, lazy loading: nothing the
+         * trace records) stays the op's time. */
+        if (gpu_end > ev[i].ts_ns) {
+            int64_t w = gpu_end - ev[i].ts_ns;
+            c->h.ops[hix].sync_ns += w < ev[i].dur_ns ? w : ev[i].dur_ns;
+        }
     }
 out:
     free(L.ext);

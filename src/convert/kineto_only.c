@@ -43,7 +43,14 @@ int cv_host_from_kineto(conv *c, etk_error *err)
         const cv_ev *e = &d->ev[i];
         if ((e->cat == EV_ANNOT || e->cat == EV_CPU_OP) && is_step(e->name)) {
             n_steps++;
-            if (!step || e->ts_ns > step->ts_ns)
+            /* the last step that holds ops (the profiler may close with an empty one) */
+            bool ops = false;
+            for (size_t j = 0; j < d->n_ev && !ops; j++) {
+                const cv_ev *x = &d->ev[j];
+                ops = x->cat == EV_CPU_OP && x->ts_ns >= e->ts_ns &&
+                      x->ts_ns + x->dur_ns <= e->ts_ns + e->dur_ns;
+            }
+            if (ops && (!step || e->ts_ns > step->ts_ns))
                 step = e;
         }
     }

@@ -442,6 +442,7 @@ static int convert_kineto_only(conv *c, uint64_t **prev, etk_error *err)
     if ((rc = cv_host_from_kineto(c, err)))
         return rc;
     snprintf(st->schema, sizeof st->schema, "kineto");
+    st->schema_known = true;
     st->n_host_nodes = c->h.n_ops;
     st->n_matched = c->h.n_ops;
     int64_t lo = INT64_MAX, hi = INT64_MIN;
