@@ -60,6 +60,8 @@ typedef struct etk_convert_stats {
     int64_t orig_rank;          /* the trace's own rank (rank differs when converted alone) */
     size_t n_groups_dropped;    /* groups left out (none of their ranks is written) */
     size_t n_group_ranks_dropped; /* group members >= n_ranks left out */
+    size_t n_flop_ops;          /* ops given num_ops/tensor_size from their input shapes */
+    size_t n_flop_gpu_ops;      /* of them, written as GPU work (host trace alone, no duration) */
     size_t n_comm_replayed;     /* NCCL kernels written as timed GPU work (rank alone) */
     size_t n_kineto_steps;      /* Kineto-only: ProfilerStep annotations in the trace */
     char kineto_step[64];       /* Kineto-only: the one converted (the last), "" if none */

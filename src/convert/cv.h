@@ -61,6 +61,8 @@ typedef struct cv_op {
     int32_t parent_ix;     /* index of the parent op, -1 */
     int64_t dev_ts_ns, dev_dur_ns; /* matched device event, dev_dur_ns < 0: none */
     const char *dev_pg;    /* "Process Group Name" of the matched Kineto op */
+    uint64_t flops, flop_bytes; /* from the input shapes (flops.c), 0 when unknown */
+    bool flop_child;       /* a descendant carries the FLOPs (they are written there once) */
     int64_t sync_ns;       /* time blocked in synchronizing calls modelled as dependencies */
     uint64_t dur_us;       /* final exclusive duration */
     uint64_t start_us;
@@ -181,7 +183,7 @@ int cv_host_from_kineto(conv *c, etk_error *err);
 /* flops.c: FLOPs and tensor bytes of an op from its input shapes (mm, addmm, bmm, matmul,
  * linear, baddbmm, conv, attention); false when the op's FLOPs do not follow from its shapes. */
 bool cv_flops_from_shapes(const char *name, const char *shapes_json, const char *types_json,
-                          uint64_t *flops, uint64_t *bytes);
+                          const char *values_json, uint64_t *flops, uint64_t *bytes);
 
 /* ---------- shared helpers ---------- */
 void cv_warn(etk_convert_stats *st, bool quiet, const char *fmt, ...)

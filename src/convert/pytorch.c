@@ -118,6 +118,27 @@ static void durations(conv *c)
     free(child);
 }
 
+/* ---------- FLOPs from shapes ---------- */
+/* FLOPs of the ops whose work follows from their input shapes; written on the innermost such
+ * op only (aten::linear calls aten::addmm: the FLOPs are counted once). */
+static void shape_flops(conv *c)
+{
+    cv_host *h = &c->h;
+    for (size_t i = 0; i < h->n_ops; i++) {
+        cv_op *op = &h->ops[i];
+        if (op->kind == OP_NORMAL)
+            cv_flops_from_shapes(op->name, op->is, op->it, op->iv, &op->flops, &op->flop_bytes);
+    }
+    for (size_t i = h->n_ops; i-- > 0;) {
+        const cv_op *op = &h->ops[i];
+        if ((op->flops || op->flop_child) && op->parent_ix >= 0)
+            h->ops[op->parent_ix].flop_child = true;
+    }
+    for (size_t i = 0; i < h->n_ops; i++)
+        if (h->ops[i].flops && !h->ops[i].flop_child)
+            c->st->n_flop_ops++;
+}
+
 /* ---------- host dependencies across threads ---------- */
 typedef struct tstate {
     uint64_t tid;
@@ -313,12 +334,20 @@ static int emit_all(conv *c, const uint64_t *prev, emit_fn emit, void *ctx, etk_
         at[na++] = etk_attr_i64("tid", (int64_t)op->tid);
         at[na++] = etk_attr_i64("fw_tid", (int64_t)op->fw_tid);
         at[na++] = etk_attr_str("op_schema", op->op_schema ? op->op_schema : "");
-        at[na++] = etk_attr_bool("is_cpu_op", true);
+        bool cpu = true;
+        if (op->flops && !op->flop_child) {
+            at[na++] = etk_attr_i64("num_ops", (int64_t)op->flops);
+            at[na++] = etk_attr_u64("tensor_size", op->flop_bytes);
+            /* host trace alone: the op's GPU work, timed by the compute model */
+            cpu = c->have_dev || op->dur_us > 0;
+            c->st->n_flop_gpu_ops += !cpu;
+        }
+        at[na++] = etk_attr_bool("is_cpu_op", cpu);
         n.attr = at;
         n.n_attr = (uint32_t)na;
         if ((rc = emit(ctx, &n, err)))
             return rc;
-        count_node(c->st, &n, true);
+        count_node(c->st, &n, cpu);
     }
     for (size_t i = 0; i < c->n_gpu; i++) {
         const gpu_node *g = &c->gpu[i];
@@ -464,6 +493,7 @@ static int convert_kineto_only(conv *c, uint64_t **prev, etk_error *err)
         fprintf(stderr, "etkit convert: note: %zu GPU events launched outside %s were left "
                 "out\n", st->n_dropped_gpu, st->kineto_step);
     durations(c);
+    shape_flops(c);
     if ((rc = cross_thread(c, prev, err)))
         return rc;
     if (c->n_edges)
@@ -549,6 +579,7 @@ static int convert(const etk_convert_opts *o, etk_convert_stats *st, conv *c, ui
                     "ordered on their stream only)", st->n_unlinked_kernels, o->device_path);
     }
     durations(c);
+    shape_flops(c);
     if ((rc = cross_thread(c, prev, err)))
         return rc;
     if (c->n_edges)
