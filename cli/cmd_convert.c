@@ -83,7 +83,8 @@ static void print_stats(const etk_convert_stats *st, long long rank, const char 
                "\"gpu_ops\": %zu, \"matched_host_ops\": %zu, \"zero_duration_ops\": %zu, "
                "\"unlinked_gpu_ops\": %zu, \"dropped_gpu_ops\": %zu, \"cross_thread_deps\": %zu, "
                "\"sync_deps\": %zu, \"stream_wait_deps\": %zu, "
-               "\"groups\": %zu, \"trace_span_us\": %llu, \"input_bytes\": %llu, "
+               "\"groups\": %zu, \"host_threads\": %zu, \"flop_ops\": %zu, "
+               "\"trace_span_us\": %llu, \"input_bytes\": %llu, "
                "\"warnings\": %zu}%s\n",
                first ? "[" : " ", rank, jesc(out, eo, sizeof eo), jesc(st->schema, es, sizeof es),
                st->schema_known ? "true" : "false",
@@ -92,7 +93,7 @@ static void print_stats(const etk_convert_stats *st, long long rank, const char 
                st->n_type[ETK_NODE_SEND], st->n_type[ETK_NODE_RECV], st->n_cpu_ops,
                st->n_gpu_ops, st->n_matched, st->n_zero_dur, st->n_unlinked_kernels,
                st->n_dropped_gpu, st->n_cross_thread_deps, st->n_sync_deps,
-               st->n_stream_wait_deps, st->n_groups,
+               st->n_stream_wait_deps, st->n_groups, st->n_threads, st->n_flop_ops,
                (unsigned long long)st->trace_span_us, (unsigned long long)st->input_bytes,
                st->n_warnings, last ? "]" : ",");
         return;
@@ -108,6 +109,12 @@ static void print_stats(const etk_convert_stats *st, long long rank, const char 
            st->n_matched, st->n_zero_dur, (unsigned long long)st->trace_span_us);
     printf("  dependencies: %zu cross-thread, %zu sync, %zu stream-wait; %zu process groups\n",
            st->n_cross_thread_deps, st->n_sync_deps, st->n_stream_wait_deps, st->n_groups);
+    if (st->n_flop_ops)
+        printf("  FLOPs from shapes: %zu ops (%zu written as GPU work)\n", st->n_flop_ops,
+               st->n_flop_gpu_ops);
+    if (st->n_threads > 1)
+        printf("  %zu host threads: simulate with 'etkit sim --cpu-streams %zu' so they run "
+               "concurrently\n", st->n_threads, st->n_threads);
 }
 
 /* Remove PREFIX.<r>.et for r in [first, end) and PREFIX.json (a --ranks run that failed). */

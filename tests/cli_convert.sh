@@ -96,5 +96,60 @@ expect 2 'do not belong together: only 40 of 126' \
 expect 2 '/nonexistent.json' "$ETKIT" convert pytorch --host /nonexistent.json -o "$T/y"
 [ -e "$T/y.0.et" ] && fail "a failed conversion left $T/y.0.et"
 
+# --- real traces (../shared/data/real-traces; a missing file is named by the failing check)
+RT=$SHARED/data/real-traces
+for f in dlrm-8gpu-v100/host_0.json.gz dlrm-etplus-chakra-linked/host_0.json.gz \
+         kineto-only/nccl_parser_config__nccl_data.json.gz linear-2080ti/kineto.json.gz; do
+  [ -e "$RT/$f" ] || fail "missing real trace $RT/$f"
+done
+# DLRM, 8 ranks: validates, the all-to-alls are ALL_TO_ALL (no "written as ALL_REDUCE" warning)
+out=$("$ETKIT" convert pytorch --host "$RT/dlrm-8gpu-v100/host_%d.json.gz" \
+  --device "$RT/dlrm-8gpu-v100/kineto_%d.json.gz" --ranks 8 -o "$T/dlrm" 2>&1) || fail "dlrm: $out"
+grep -q "ALL_REDUCE" <<<"$out" && fail "dlrm: an NCCL kernel written as ALL_REDUCE: $out"
+grep -q "19 stream-wait" <<<"$out" || fail "dlrm: 19 stream-wait dependencies per rank: $out"
+expect 0 '8 ranks, 15636 nodes: 0 errors' "$ETKIT" validate "$T/dlrm"
+printf 'gpu: h100\nnetwork:\n  - {size: 8, topology: Switch, bandwidth: 450, latency: 500}\n' > "$T/eight.yaml"
+expect 0 'step time' "$ETKIT" sim "$T/dlrm" --cluster "$T/eight.yaml" --cpu-streams 2
+# linear: a Kineto trace of 40 iterations against a host trace of 1: the rest is dropped, said
+expect 0 'covers more than the host trace: 10179 GPU events launched outside the matched host ops' \
+  "$ETKIT" convert pytorch --host "$RT/linear-2080ti/host.json.gz" --device "$RT/linear-2080ti/kineto.json.gz" -o "$T/lin"
+# ET+ (Chakra's old linker): refused, saying what the file is and what to give instead
+expect 2 'host_0.json.gz: nodes\[[0-9]+\] \(id [0-9]+, line [0-9]+\): .* "ET\+" file' \
+  "$ETKIT" convert pytorch --host "$RT/dlrm-etplus-chakra-linked/host_0.json.gz" -o "$T/etp"
+[ -e "$T/etp.0.et" ] && fail "ET+ refusal left $T/etp.0.et"
+# a Kineto trace alone (no host trace): rank 0 of a 2-rank job, the last ProfilerStep
+expect 0 'converting the last, ProfilerStep#6 \(224.936 ms\)' \
+  "$ETKIT" convert pytorch --device "$RT/kineto-only/nccl_parser_config__nccl_data.json.gz" -o "$T/ko"
+expect 0 '1 ranks, 6054 nodes, groups .*: 0 errors' "$ETKIT" validate "$T/ko"
+expect 0 'step time' "$ETKIT" sim "$T/ko" --cluster "$T/one.yaml" --cpu-streams 2
+# --ranks N past the files present: every input checked first, nothing written
+mkdir -p "$T/part"
+expect 2 'host_8.json.gz: cannot open .*--ranks N needs the files of ranks 0..N-1: nothing written' \
+  "$ETKIT" convert pytorch --host "$RT/dlrm-8gpu-v100/host_%d.json.gz" --ranks 9 -o "$T/part/x"
+cp "$RT/dlrm-8gpu-v100/host_0.json.gz" "$RT/dlrm-8gpu-v100/host_1.json.gz" "$T/part/"
+cp "$RT/dlrm-8gpu-v100/kineto_0.json.gz" "$T/part/"
+cp "$RT/dlrm-8gpu-v100/kineto_0.json.gz" "$T/part/kineto_1.json.gz"  # rank 0's trace as rank 1's
+expect 2 'kineto_1.json.gz is the device trace of rank 0' "$ETKIT" convert pytorch \
+  --host "$T/part/host_%d.json.gz" --device "$T/part/kineto_%d.json.gz" --ranks 2 -o "$T/part/y"
+[ -e "$T/part/y.0.et" ] && fail "a failed --ranks run left $T/part/y.0.et behind"
+# distributedInfo.world_size 8 against --ranks 2: warned
+expect 0 'world_size is 8 but --ranks is 2' "$ETKIT" convert pytorch \
+  --host "$RT/dlrm-8gpu-v100/host_%d.json.gz" --device "$RT/dlrm-8gpu-v100/kineto_%d.json.gz" --ranks 2 -o "$T/part/z"
+# Kineto bad values (issue 18): negative dur, absurd ranks, numbers that do not fit
+printf '{"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "a", "ts": 1, "dur": -3}]}' > "$T/neg.json"
+expect 2 'neg.json: traceEvents\[0\] "a" \(line 1\): "dur" is negative' "$ETKIT" convert pytorch --device "$T/neg.json" -o "$T/n"
+printf '{"distributedInfo": {"rank": 1099511627776, "world_size": 8}, "traceEvents": []}' > "$T/r40.json"
+expect 2 'r40.json: distributedInfo.rank must be an integer in \[0, 8\)' "$ETKIT" convert pytorch --device "$T/r40.json" -o "$T/n"
+printf '{"distributedInfo": {"rank": -5}, "traceEvents": []}' > "$T/rm5.json"
+expect 2 'rm5.json: distributedInfo.rank must be an integer' "$ETKIT" convert pytorch --device "$T/rm5.json" -o "$T/n"
+printf '{"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "a", "ts": 1e300, "dur": 1}]}' > "$T/big.json"
+expect 2 'big.json: .*do not fit a 64-bit nanosecond time' "$ETKIT" convert pytorch --device "$T/big.json" -o "$T/n"
+ls "$T"/n.* >/dev/null 2>&1 && fail "a refused Kineto trace left output: $(ls "$T"/n.*)"
+# STAGE's traces: detected, units applied with a note; --no-stage-units reads them as they are
+S=$SHARED/data/stage/gpt_small_dp2_tp2_pp2/workload
+expect 0 'note: .* is a STAGE trace' "$ETKIT" sim "$S" --cluster dgx-h100 --nodes 1
+expect 0 '"flops_per_step": 5697714520064' "$ETKIT" sim "$S" --cluster dgx-h100 --nodes 1 --json --quiet
+expect 0 '"flops_per_step": 2850151202816' "$ETKIT" sim "$S" --cluster dgx-h100 --nodes 1 --json --no-stage-units
+
 [ "$fails" = 0 ] || { echo "$fails failure(s)"; exit 1; }
 echo "cli_convert: all checks passed"

@@ -47,6 +47,7 @@ typedef struct etk_convert_stats {
     size_t n_zero_dur;          /* host ops left with duration 0 (no duration known) */
     size_t n_unlinked_kernels;  /* GPU events whose launching host op was not found */
     size_t n_cross_thread_deps; /* dependencies added between threads */
+    size_t n_threads;           /* host threads with ops (etkit sim --cpu-streams N overlaps them) */
     size_t n_sync_deps;         /* host op after GPU work (device/stream synchronize) */
     size_t n_stream_wait_deps;  /* GPU op after a GPU op of another stream (stream wait event) */
     size_t n_dropped_gpu;       /* GPU events outside the matched ops' window (not written) */

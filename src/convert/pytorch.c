@@ -452,6 +452,7 @@ static int cross_thread(conv *c, uint64_t **prev_out, etk_error *err)
         }
     }
 out:
+    c->st->n_threads = nth;
     for (size_t u = 0; u < nth; u++) {
         free(th[u].top_id);
         free(th[u].top_end);
