@@ -630,6 +630,17 @@ static void plan_ranks(conv *c)
     }
 }
 
+/* Durations, FLOPs and the host dependencies (program order, threads), edges sorted. */
+static int assemble(conv *c, uint64_t **prev, etk_error *err)
+{
+    durations(c);
+    shape_flops(c);
+    int rc = cross_thread(c, prev, err);
+    if (!rc && c->n_edges)
+        qsort(c->edges, c->n_edges, sizeof *c->edges, edge_cmp);
+    return rc;
+}
+
 static void finish_stats(conv *c)
 {
     etk_convert_stats *st = c->st;
@@ -694,12 +705,8 @@ static int convert_kineto_only(conv *c, uint64_t **prev, etk_error *err)
     if (st->n_dropped_gpu && !o->quiet)
         fprintf(stderr, "etkit convert: note: %zu GPU events launched outside %s were left "
                 "out\n", st->n_dropped_gpu, st->kineto_step);
-    durations(c);
-    shape_flops(c);
-    if ((rc = cross_thread(c, prev, err)))
+    if ((rc = assemble(c, prev, err)))
         return rc;
-    if (c->n_edges)
-        qsort(c->edges, c->n_edges, sizeof *c->edges, edge_cmp);
     finish_stats(c);
     return 0;
 }
@@ -780,12 +787,8 @@ static int convert(const etk_convert_opts *o, etk_convert_stats *st, conv *c, ui
             cv_warn(st, o->quiet, "%zu GPU events of %s have no launching host op (kept, "
                     "ordered on their stream only)", st->n_unlinked_kernels, o->device_path);
     }
-    durations(c);
-    shape_flops(c);
-    if ((rc = cross_thread(c, prev, err)))
+    if ((rc = assemble(c, prev, err)))
         return rc;
-    if (c->n_edges)
-        qsort(c->edges, c->n_edges, sizeof *c->edges, edge_cmp);
     if (st->n_zero_dur)
         cv_warn(st, o->quiet, "%zu host ops have no duration in %s (written as 0 us)",
                 st->n_zero_dur, o->device_path ? "the device trace" : "the host trace");
