@@ -85,7 +85,7 @@ static double rel(double sim, double meas)
     return (sim - meas) / meas;
 }
 
-/* DLRM, 8x V100, two host threads: per-thread matching finds the ops, the DDP all-reduce
+/* DLRM, 8x V100, two host threads: per-thread matching finds all 1,672 ops, the DDP all-reduce
  * (1,576,964 bytes: the first gradient bucket) is launched by nccl:all_reduce on every rank,
  * the all-to-alls are ALL_TO_ALL, validate passes and the simulated step lies between the
  * ranks' ProfilerStep spans: the ranks started up to 6.4 ms apart and all ended within 0.9 ms
@@ -94,7 +94,6 @@ static double rel(double sim, double meas)
 static void test_dlrm_8gpu(void **state)
 {
     (void)state;
-    static const size_t matched[8] = {1667, 1663, 1663, 1671, 1646, 1672, 1672, 1656};
     const char *prefix = prefix_of("dlrm");
     for (int r = 0; r < 8; r++) {
         char h[64], d[64];
@@ -104,7 +103,8 @@ static void test_dlrm_8gpu(void **state)
         snprintf(hp, sizeof hp, "%s", tu_data(h));
         etk_convert_stats st;
         convert_ok(hp, tu_data(d), r, 8, prefix, &st);
-        assert_int_equal(st.n_matched, matched[r]);
+        assert_int_equal(st.n_matched, 1672); /* every op of both threads */
+        assert_int_equal(st.n_zero_dur, 0);
         assert_int_equal(st.n_type[ETK_NODE_COLL], 8);
         assert_int_equal(st.n_stream_wait_deps, 19);
         assert_int_equal(st.n_dropped_gpu, 0);

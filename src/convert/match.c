@@ -49,26 +49,33 @@ static size_t align(conv *c, uint64_t htid, const uint32_t *cpu, size_t n, bool 
     cv_host *h = &c->h;
     cv_dev *d = &c->d;
     size_t j = 0, matched = 0;
-    enum { LOOKAHEAD = 16 };
+    /* a few events behind the cursor are searched too: events that start in the same
+     * microsecond (a zero-duration op and its sibling) may be in either order */
+    enum { LOOKAHEAD = 16, LOOKBACK = 4 };
     for (size_t i = 0; i < h->n_ops && j < n; i++) {
         cv_op *op = &h->ops[i];
         if (op->kind != OP_NORMAL || op->tid != htid)
             continue;
-        for (size_t k = j; k < n && k < j + LOOKAHEAD; k++) {
+        for (size_t k = j > LOOKBACK ? j - LOOKBACK : 0; k < n && k < j + LOOKAHEAD; k++) {
             cv_ev *e = &d->ev[cpu[k]];
-            if (e->host < 0 && !strcmp(e->name, op->name)) {
+            if (e->host == -1 && !strcmp(e->name, op->name)) {
                 if (commit) {
                     op->dev_ts_ns = e->ts_ns;
                     op->dev_dur_ns = e->dur_ns;
                     op->dev_pg = e->pg_name;
-                    e->host = (int32_t)i;
                 }
+                e->host = commit ? (int32_t)i : -2; /* -2: taken while scoring */
                 matched++;
-                j = k + 1;
+                if (k + 1 > j)
+                    j = k + 1;
                 break;
             }
         }
     }
+    if (!commit)
+        for (size_t k = 0; k < n; k++)
+            if (d->ev[cpu[k]].host == -2)
+                d->ev[cpu[k]].host = -1;
     return matched;
 }
 
