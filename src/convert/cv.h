@@ -177,6 +177,13 @@ int cv_check_pair(conv *c, size_t n_matchable, etk_error *err);
 /* gpu.c: GPU nodes (kernels, memcpys, NCCL), stream order, stream waits, synchronisation */
 int cv_build_gpu(conv *c, etk_error *err);
 
+/* durations.c: exclusive durations (less modelled waits, plus unrecorded gaps), FLOPs from
+ * shapes; the top level of a thread (a ProfilerStep's children in a Kineto-only iteration) */
+void cv_durations(conv *c);
+void cv_shape_flops(conv *c);
+bool cv_top_level(const conv *c, const cv_op *op);
+bool cv_is_step_op(const conv *c, const cv_op *op);
+
 /* kineto_only.c: the host op table made from a Kineto trace's cpu_op events */
 int cv_host_from_kineto(conv *c, etk_error *err);
 
