@@ -9,6 +9,7 @@
  * Validation is etkit's own (etk_validate_trace/_workload, branch io-tools) plus the independent
  * checks below; simulation is etk_sim_workload (branch sim) plus an independent replay. */
 #include "testutil.h"
+#include "convert_testlib.h"
 
 #include <jansson.h>
 #include <stdio.h>
@@ -142,41 +143,7 @@ static void validate_clean(etk_trace *t, int64_t rank)
 /* Simulate the workload written at prefix on H100s behind one NVSwitch; returns the step time. */
 static uint64_t simulate(const char *prefix, uint32_t want_ranks, etk_sim_rank_stats *r0)
 {
-    etk_workload *w = NULL;
-    etk_error err = {0};
-    etk_read_opts ro = {.quiet = true};
-    if (etk_workload_open(prefix, NULL, &ro, &w, &err))
-        fail_msg("open %s: %s", prefix, err.msg);
-    assert_int_equal(w->n_ranks, want_ranks);
-    etk_findings *f = etk_findings_new();
-    assert_int_equal(etk_validate_workload(w, NULL, f, &err), 0);
-    for (size_t i = 0; i < f->n; i++) {
-        char buf[1024];
-        etk_finding_format(&f->items[i], buf, sizeof buf);
-        if (f->items[i].severity == ETK_SEV_ERROR)
-            fail_msg("validate workload: %s", buf);
-    }
-    etk_findings_free(f);
-    etk_cluster c;
-    if (etk_cluster_preset("dgx-h100", 1, &c, &err))
-        fail_msg("cluster: %s", err.msg);
-    /* the H100s of one DGX node's NVSwitch, cut to the job's rank count */
-    c.n_dims = 1;
-    c.dims[0].size = want_ranks;
-    c.n_npus = want_ranks;
-    etk_sim_opts so = {0};
-    so.quiet = true;
-    etk_sim *s = NULL;
-    if (etk_sim_workload(w, &c, &so, &s, &err))
-        fail_msg("simulate %s: %s", prefix, err.msg);
-    const etk_sim_result *res = etk_sim_result_get(s);
-    assert_non_null(res);
-    uint64_t step = res->step_ns;
-    if (r0)
-        *r0 = res->ranks[0];
-    etk_sim_free(s);
-    etk_workload_free(w);
-    return step;
+    return cvt_validate_sim(prefix, want_ranks, 1, NULL, r0);
 }
 
 static const char *tmp_prefix(const char *name)

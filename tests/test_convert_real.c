@@ -5,6 +5,7 @@
  * real traces"). A missing file fails the test naming it (tu_data). Also: FLOPs from shapes in
  * closed form per op, and the Kineto inputs that must be refused. */
 #include "testutil.h"
+#include "convert_testlib.h"
 
 #include <jansson.h>
 #include <math.h>
@@ -39,45 +40,10 @@ static void convert_ok(const char *host, const char *device, int64_t rank, int64
         fail_msg("convert %s + %s: %s", host ? host : "-", device ? device : "-", err.msg);
 }
 
-/* Validate (no errors) and simulate; returns the step in ns. cpu_streams: one per host thread
- * (the threads of a rank run concurrently). */
 static uint64_t validate_and_sim(const char *prefix, uint32_t want_ranks, uint32_t cpu_streams,
                                  double *flops)
 {
-    etk_workload *w = NULL;
-    etk_error err = {0};
-    etk_read_opts ro = {.quiet = true};
-    if (etk_workload_open(prefix, NULL, &ro, &w, &err))
-        fail_msg("open %s: %s", prefix, err.msg);
-    assert_int_equal(w->n_ranks, want_ranks);
-    etk_findings *f = etk_findings_new();
-    assert_int_equal(etk_validate_workload(w, NULL, f, &err), 0);
-    for (size_t i = 0; i < f->n; i++) {
-        char buf[1024];
-        etk_finding_format(&f->items[i], buf, sizeof buf);
-        if (f->items[i].severity == ETK_SEV_ERROR)
-            fail_msg("validate %s: %s", prefix, buf);
-    }
-    etk_findings_free(f);
-    etk_cluster c;
-    if (etk_cluster_preset("dgx-h100", 1, &c, &err))
-        fail_msg("cluster: %s", err.msg);
-    c.n_dims = 1;
-    c.dims[0].size = want_ranks;
-    c.n_npus = want_ranks;
-    etk_sim_opts so = {0};
-    so.quiet = true;
-    so.cpu_streams = cpu_streams;
-    etk_sim *s = NULL;
-    if (etk_sim_workload(w, &c, &so, &s, &err))
-        fail_msg("simulate %s: %s", prefix, err.msg);
-    const etk_sim_result *res = etk_sim_result_get(s);
-    uint64_t step = res->step_ns;
-    if (flops)
-        *flops = res->flops_per_step;
-    etk_sim_free(s);
-    etk_workload_free(w);
-    return step;
+    return cvt_validate_sim(prefix, want_ranks, cpu_streams, flops, NULL);
 }
 
 static double rel(double sim, double meas)
