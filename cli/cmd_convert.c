@@ -1,6 +1,7 @@
 /* cmd_convert.c — `etkit convert pytorch`: PyTorch host execution traces (+ Kineto device traces)
  * to Chakra, one rank per trace pair. A thin layer over etk_convert_pytorch_write (convert.h):
  * parses flags, expands %d patterns for --ranks, prints a summary (text or --json). */
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +15,7 @@ static void help(FILE *f)
     fprintf(f,
             "usage: etkit convert pytorch --host HOST.json [--device KINETO.json] [--rank R] -o PREFIX\n"
             "       etkit convert pytorch --host 'host_%%d.json' [--device 'kineto_%%d.json'] --ranks N -o PREFIX\n"
+            "       etkit convert pytorch --device KINETO.json -o PREFIX     (a Kineto trace alone)\n"
             "\n"
             "Converts a PyTorch execution trace (schemas 1.0.1 to 1.1.1; PyTorch 1.13's\n"
             "ExecutionGraphObserver included) and optionally the Kineto trace of the same step into\n"
@@ -21,13 +23,19 @@ static void help(FILE *f)
             "linked to Kineto ops by rf_id, kernels to their launch by correlation; durations are\n"
             "exclusive times in microseconds. NCCL kernels become COMM_COLL/SEND/RECV nodes with\n"
             "comm_size in bytes. A PyTorch 1.13 CPU-profiler export (a bare event list) is accepted\n"
-            "as --device and matched by op name in start order.\n"
+            "as --device and matched by op name in start order, per thread. A Kineto trace alone\n"
+            "(--device without --host) converts its last ProfilerStep: host ops from its cpu_ops.\n"
+            "One rank of a larger job alone is written as rank 0 of a 1-rank workload (groups cut\n"
+            "to it, NCCL kernels as timed GPU work); --ranks N checks every input first.\n"
+            "Ops whose FLOPs follow from their shapes (mm, addmm, bmm, matmul, linear, conv,\n"
+            "attention) get num_ops and tensor_size.\n"
             "\n"
             "options:\n"
-            "  --host FILE      host execution trace JSON (plain or gzip)        (required)\n"
-            "  --device FILE    Kineto trace JSON or profiler event list          (optional)\n"
-            "  --rank R         rank of this trace (output PREFIX.R.et; default: the Kineto\n"
-            "                   trace's distributedInfo.rank, else 0)\n"
+            "  --host FILE      host execution trace JSON (plain or gzip)\n"
+            "  --device FILE    Kineto trace JSON or profiler event list (alone: Kineto only)\n"
+            "  --rank R         rank of this trace (default: the Kineto trace's\n"
+            "                   distributedInfo.rank, else 0); output PREFIX.R.et, or PREFIX.0.et\n"
+            "                   when the job has more ranks than this one\n"
             "  --ranks N        convert ranks 0..N-1; --host/--device contain %%d for the rank\n"
             "  -o, --output P   output prefix                                      (required)\n"
             "  --json           print the summary as JSON\n"
@@ -80,8 +88,10 @@ static void print_stats(const etk_convert_stats *st, long long rank, const char 
                "\"host_nodes\": %zu, \"nodes\": %zu, \"comp\": %zu, \"metadata\": %zu, "
                "\"comm_coll\": %zu, \"send\": %zu, \"recv\": %zu, \"cpu_ops\": %zu, "
                "\"gpu_ops\": %zu, \"matched_host_ops\": %zu, \"zero_duration_ops\": %zu, "
-               "\"unlinked_gpu_ops\": %zu, \"cross_thread_deps\": %zu, \"sync_deps\": %zu, "
-               "\"groups\": %zu, \"trace_span_us\": %llu, \"input_bytes\": %llu, "
+               "\"unlinked_gpu_ops\": %zu, \"dropped_gpu_ops\": %zu, \"cross_thread_deps\": %zu, "
+               "\"sync_deps\": %zu, \"stream_wait_deps\": %zu, "
+               "\"groups\": %zu, \"host_threads\": %zu, \"flop_ops\": %zu, "
+               "\"trace_span_us\": %llu, \"input_bytes\": %llu, "
                "\"warnings\": %zu}%s\n",
                first ? "[" : " ", rank, jesc(out, eo, sizeof eo), jesc(st->schema, es, sizeof es),
                st->schema_known ? "true" : "false",
@@ -89,7 +99,8 @@ static void print_stats(const etk_convert_stats *st, long long rank, const char 
                st->n_type[ETK_NODE_METADATA], st->n_type[ETK_NODE_COLL],
                st->n_type[ETK_NODE_SEND], st->n_type[ETK_NODE_RECV], st->n_cpu_ops,
                st->n_gpu_ops, st->n_matched, st->n_zero_dur, st->n_unlinked_kernels,
-               st->n_cross_thread_deps, st->n_sync_deps, st->n_groups,
+               st->n_dropped_gpu, st->n_cross_thread_deps, st->n_sync_deps,
+               st->n_stream_wait_deps, st->n_groups, st->n_threads, st->n_flop_ops,
                (unsigned long long)st->trace_span_us, (unsigned long long)st->input_bytes,
                st->n_warnings, last ? "]" : ",");
         return;
@@ -103,8 +114,53 @@ static void print_stats(const etk_convert_stats *st, long long rank, const char 
     printf("  durations: %zu host ops matched to the device trace, %zu without duration; "
            "trace span %llu us\n",
            st->n_matched, st->n_zero_dur, (unsigned long long)st->trace_span_us);
-    printf("  dependencies: %zu cross-thread, %zu sync; %zu process groups\n",
-           st->n_cross_thread_deps, st->n_sync_deps, st->n_groups);
+    printf("  dependencies: %zu cross-thread, %zu sync, %zu stream-wait; %zu process groups\n",
+           st->n_cross_thread_deps, st->n_sync_deps, st->n_stream_wait_deps, st->n_groups);
+    if (st->n_flop_ops)
+        printf("  FLOPs from shapes: %zu ops (%zu written as GPU work)\n", st->n_flop_ops,
+               st->n_flop_gpu_ops);
+    if (st->n_threads > 1)
+        printf("  %zu host threads: simulate with 'etkit sim --cpu-streams %zu' so they run "
+               "concurrently\n", st->n_threads, st->n_threads);
+}
+
+/* Remove PREFIX.<r>.et for r in [first, end) and PREFIX.json (a --ranks run that failed). */
+static void remove_written(const char *prefix, uint64_t first, uint64_t end)
+{
+    char p[4200];
+    for (uint64_t r = first; r < end; r++) {
+        snprintf(p, sizeof p, "%s.%llu.et", prefix, (unsigned long long)r);
+        remove(p);
+    }
+    if (end > first) {
+        snprintf(p, sizeof p, "%s.json", prefix);
+        remove(p);
+    }
+}
+
+/* What a conversion changed or left out, on stderr. */
+static void notes(const etk_convert_stats *st, const char *device, uint64_t count, bool *warned)
+{
+    if (count == 1 && st->job_ranks > 1)
+        fprintf(stderr, "etkit convert: note: rank %lld of a %lld-rank job converted alone: "
+                "written as rank 0 of a 1-rank workload; %zu process groups cut to it, %zu "
+                "without it dropped; %zu NCCL kernels kept as GPU work with their measured "
+                "durations (a 1-rank collective moves no data)\n",
+                (long long)st->orig_rank, (long long)st->job_ranks, st->n_groups,
+                st->n_groups_dropped, st->n_comm_replayed);
+    if (count > 1 && !*warned && st->world_size > 0 && (uint64_t)st->world_size != count) {
+        fprintf(stderr, "etkit convert: warning: %s: distributedInfo.world_size is %lld but "
+                "--ranks is %llu%s\n", device ? device : "?", (long long)st->world_size,
+                (unsigned long long)count, (uint64_t)st->world_size > count ? ": process groups "
+                "keep only ranks below --ranks" : "");
+        *warned = true;
+    }
+    if (count > 1 && st->n_group_ranks_dropped && !*warned) {
+        fprintf(stderr, "etkit convert: warning: the process groups name ranks up to %lld; %zu "
+                "members >= --ranks %llu were left out\n", (long long)st->job_ranks - 1,
+                st->n_group_ranks_dropped, (unsigned long long)count);
+        *warned = true;
+    }
 }
 
 int cmd_convert(int argc, char **argv)
@@ -161,30 +217,54 @@ int cmd_convert(int argc, char **argv)
     }
     if (optind < argc)
         return cli_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
-    if (!host)
-        return cli_usage_error(cmd, "--host HOST.json is required");
+    if (!host && !device)
+        return cli_usage_error(cmd, "--host HOST.json or --device KINETO.json (a Kineto trace "
+                               "alone) is required");
     if (!prefix)
         return cli_usage_error(cmd, "-o PREFIX is required");
     if (have_rank && have_ranks)
         return cli_usage_error(cmd, "--rank and --ranks exclude each other");
-    if (have_ranks && !strstr(host, "%d"))
-        return cli_usage_error(cmd, "--ranks needs a %%d in --host for the rank number (got '%s')",
-                               host);
+    const char *pat = host ? host : device;
+    if (have_ranks && !strstr(pat, "%d"))
+        return cli_usage_error(cmd, "--ranks needs a %%d in %s for the rank number (got '%s')",
+                               host ? "--host" : "--device", pat);
     etk_error oerr = {0};
     if (etk_output_check(prefix, &oerr)) /* before any work (issue #18) */
         return cli_fail(cmd, &oerr);
     uint64_t first = have_ranks ? 0 : rank, count = have_ranks ? nranks : 1;
+    /* every input first: a missing rank file must not leave a partial workload behind */
+    for (uint64_t r = first; r < first + count; r++) {
+        char p[4096];
+        for (int k = 0; k < 2; k++) {
+            const char *pt = k ? device : host;
+            if (!pt)
+                continue;
+            if (expand(pt, (long long)r, p, sizeof p))
+                return cli_usage_error(cmd, "--host/--device may contain one %%d (the rank)");
+            FILE *f = fopen(p, "rb");
+            if (!f)
+                return cli_usage_error(cmd, "%s: cannot open (%s)%s: nothing written", p,
+                                       strerror(errno), have_ranks ? "; --ranks N needs the "
+                                       "files of ranks 0..N-1" : "");
+            fclose(f);
+        }
+    }
+    bool warned_world = false;
     for (uint64_t r = first; r < first + count; r++) {
         char hp[4096], dp[4096];
-        if (expand(host, (long long)r, hp, sizeof hp) ||
+        if ((host && expand(host, (long long)r, hp, sizeof hp)) ||
             (device && expand(device, (long long)r, dp, sizeof dp)))
             return cli_usage_error(cmd, "--host/--device may contain one %%d (the rank)");
-        etk_convert_opts o = {hp, device ? dp : NULL, have_rank || have_ranks ? (int64_t)r : -1,
-                              quiet};
+        etk_convert_opts o = {host ? hp : NULL, device ? dp : NULL,
+                              have_rank || have_ranks ? (int64_t)r : -1, quiet, (int64_t)count};
         etk_convert_stats st;
         etk_error err = {0};
-        if (etk_convert_pytorch_write(&o, prefix, &st, &err))
+        if (etk_convert_pytorch_write(&o, prefix, &st, &err)) {
+            remove_written(prefix, first, r); /* no partial workload */
             return cli_fail(cmd, &err);
+        }
+        if (!quiet)
+            notes(&st, o.device_path, count, &warned_world);
         char out[4200];
         snprintf(out, sizeof out, "%s.%lld.et", prefix, (long long)st.rank);
         print_stats(&st, (long long)st.rank, out, json, r == first, r + 1 == first + count);

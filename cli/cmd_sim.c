@@ -76,6 +76,7 @@ int cmd_sim(int argc, char **argv)
     etk_workload *wl = NULL;
     if (etk_workload_open(argv[optind], c.groups, &ro, &wl, &err) != 0)
         return cli_fail(cmd, &err);
+    sim_cli_stage_detect("etkit sim", &c, wl);
     size_t nw = 0;
     for (uint32_t r = 0; r < wl->n_ranks; r++)
         nw += wl->ranks[r] ? wl->ranks[r]->n_warnings : 0;

@@ -25,6 +25,7 @@ const struct option sim_cli_longopts[] = {
     {"comm-streams", required_argument, 0, SO_COMM},
     {"missing-deps", required_argument, 0, SO_MISSING},
     {"stage-units", no_argument, 0, SO_STAGE},
+    {"no-stage-units", no_argument, 0, SO_NOSTAGE},
     {"no-fold", no_argument, 0, SO_NOFOLD},
     {"json", no_argument, 0, SO_JSON},
     {"csv", no_argument, 0, SO_CSV},
@@ -78,7 +79,9 @@ const char sim_cli_help[] =
     "  --missing-deps=error|ignore\n"
     "                           deps on ids absent from a trace: error (default), or treat as\n"
     "                           satisfied and drop control deps closing cycles (converter output)\n"
-    "  --stage-units            STAGE traces: sizes in fp16 elements (x2 bytes), MACs (x2 FLOPs)\n"
+    "  --stage-units            STAGE traces: sizes in fp16 elements (x2 bytes), matmul num_ops\n"
+    "                           in MACs (x2 FLOPs); on by default for STAGE's files\n"
+    "  --no-stage-units         read a STAGE trace's sizes and num_ops as they are\n"
     "  --no-fold                simulate every rank even where ranks fold into classes\n"
     "  --tokens N               tokens per step (for tokens/s)\n"
     "  --model-flops F          model FLOPs per step over all ranks (for MFU; default: num_ops sum)\n"
@@ -197,6 +200,11 @@ int sim_cli_option(const char *cmd, sim_cli *c, int opt, const char *arg)
     }
     case SO_STAGE:
         c->o.stage_units = true;
+        c->stage_set = true;
+        return 0;
+    case SO_NOSTAGE:
+        c->o.stage_units = false;
+        c->stage_set = true;
         return 0;
     case SO_NOFOLD:
         c->o.no_fold = true;
@@ -397,4 +405,25 @@ int sim_cli_report(const char *cmd, const sim_cli *c, etk_sim *s)
     else if (c->output && etk_file_commit(f, tmp, c->output, &err) != 0)
         return cli_fail(cmd, &err);
     return 0;
+}
+
+void sim_cli_stage_detect(const char *cmd, sim_cli *c, const etk_workload *wl)
+{
+    const etk_trace *t = NULL;
+    for (uint32_t r = 0; wl && r < wl->n_ranks && !t; r++)
+        t = wl->ranks[r];
+    bool stage = false;
+    for (uint32_t i = 0; t && i < t->n_meta_attr && !stage; i++) {
+        const etk_attr *a = &t->meta_attr[i];
+        stage = a->name && !strcmp(a->name, "schema") && a->kind == ETK_ATTR_STRING &&
+                a->v.s && !strcmp(a->v.s, "symbolic_tensor_network");
+    }
+    if (!stage || c->stage_set)
+        return;
+    c->o.stage_units = true;
+    if (!c->o.quiet)
+        fprintf(stderr, "%s: note: %s is a STAGE trace (GlobalMetadata schema "
+                "\"symbolic_tensor_network\"): its sizes are read as fp16 elements (x2 bytes) and "
+                "its matmul num_ops as multiply-accumulates (x2 FLOPs), as --stage-units; "
+                "--no-stage-units reads them as they are\n", cmd, wl->prefix);
 }

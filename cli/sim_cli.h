@@ -10,7 +10,7 @@
 enum {
     SO_CLUSTER = 'c', SO_NODES = 'n', SO_OUTPUT = 'o', SO_HELP = 'h',
     SO_ASTRA_NET = 1000, SO_ASTRA_SYS, SO_ASTRA_COMPAT, SO_EFF, SO_PREC, SO_CPU, SO_COMP, SO_COMM,
-    SO_MISSING, SO_STAGE, SO_NOFOLD, SO_JSON, SO_CSV, SO_TIMELINE, SO_TOKENS, SO_MFLOPS, SO_GROUPS,
+    SO_MISSING, SO_STAGE, SO_NOSTAGE, SO_NOFOLD, SO_JSON, SO_CSV, SO_TIMELINE, SO_TOKENS, SO_MFLOPS, SO_GROUPS,
     SO_QUIET, SO_NETMODEL, SO_LINKF, SO_COMPUTE = 1100, SO_CPARAM, SO_SLOW,
 };
 
@@ -18,6 +18,7 @@ typedef struct sim_cli {
     const char *cluster, *astra_net, *astra_sys, *timeline, *output, *groups, *precision;
     uint64_t nodes;
     bool nodes_set, astra_compat, eff_set;
+    bool stage_set;                /* --stage-units or --no-stage-units given */
     double eff;
     int fmt; /* 0 text, 1 json, 2 csv */
     const char *net_model;              /* --net-model, NULL: the cluster's */
@@ -46,6 +47,9 @@ int sim_cli_option(const char *cmd, sim_cli *c, int opt, const char *arg);
 int sim_cli_cluster(const char *cmd, sim_cli *c, uint32_t n_ranks, etk_cluster *out);
 /* Print the report (and write the timeline); returns the exit status. */
 int sim_cli_report(const char *cmd, const sim_cli *c, etk_sim *s);
+/* STAGE's traces (GlobalMetadata schema "symbolic_tensor_network") get --stage-units unless
+ * --stage-units/--no-stage-units was given; prints a note on stderr when it applies them. */
+void sim_cli_stage_detect(const char *cmd, sim_cli *c, const etk_workload *wl);
 /* Exit status for a failed simulation: 1 for a deadlock (a finding), 2 otherwise. */
 int sim_cli_fail(const char *cmd, const etk_error *err);
 #endif

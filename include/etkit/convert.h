@@ -16,11 +16,17 @@ extern "C" {
 #endif
 
 typedef struct etk_convert_opts {
-    const char *host_path;   /* host execution trace JSON (plain or gzip); required */
+    const char *host_path;   /* host execution trace JSON (plain or gzip); NULL: convert the
+                                Kineto trace alone (its cpu_ops become the host ops) */
     const char *device_path; /* Kineto trace JSON or PyTorch 1.13 profiler trace; NULL: none */
     int64_t rank;            /* rank of this trace; -1: unknown (checked against the Kineto
                                 distributedInfo when both are known) */
     bool quiet;              /* do not print warnings to stderr */
+    int64_t n_ranks;         /* ranks of the workload being written (1: this rank alone, N: a
+                                --ranks N run); 0: unknown, groups kept as declared. One rank
+                                of a larger job alone is written as rank 0 with its groups cut
+                                to it and its NCCL kernels as timed GPU work; with N short of
+                                the job, groups keep only ranks < N */
 } etk_convert_opts;
 
 #define ETK_CONVERT_MAX_WARN 8
@@ -28,7 +34,7 @@ typedef struct etk_convert_opts {
 /* What a conversion found; every count is exact. */
 typedef struct etk_convert_stats {
     int64_t rank;               /* rank written: opts.rank, else the Kineto distributedInfo
-                                   rank, else 0 */
+                                   rank, else 0; 0 for one rank of a larger job alone */
     char schema[64];            /* the host trace's "schema" */
     bool schema_known;          /* one of 1.0.1, 1.0.2, 1.0.3, 1.1.0, 1.1.1 (any suffix) */
     bool old_layout;            /* nodes used the 1.0.1 layout (parent, flat inputs) */
@@ -41,12 +47,26 @@ typedef struct etk_convert_stats {
     size_t n_zero_dur;          /* host ops left with duration 0 (no duration known) */
     size_t n_unlinked_kernels;  /* GPU events whose launching host op was not found */
     size_t n_cross_thread_deps; /* dependencies added between threads */
+    size_t n_threads;           /* host threads with ops (etkit sim --cpu-streams N overlaps them) */
     size_t n_sync_deps;         /* host op after GPU work (device/stream synchronize) */
+    size_t n_stream_wait_deps;  /* GPU op after a GPU op of another stream (stream wait event) */
+    size_t n_dropped_gpu;       /* GPU events outside the matched ops' window (not written) */
     size_t n_groups;            /* process groups found */
     bool device_is_profiler_list; /* the device trace was a bare PyTorch 1.13 profiler list */
     uint64_t trace_span_us;     /* span of the matched device events (0 without device trace) */
     uint64_t input_bytes;       /* host + device JSON bytes read */
     uint64_t arena_bytes;       /* converter memory reserved for the compact model (peak) */
+    int64_t world_size;         /* Kineto distributedInfo.world_size, -1 */
+    int64_t job_ranks;          /* ranks of the job (world_size, or the groups' largest + 1) */
+    int64_t orig_rank;          /* the trace's own rank (rank differs when converted alone) */
+    size_t n_groups_dropped;    /* groups left out (none of their ranks is written) */
+    size_t n_group_ranks_dropped; /* group members >= n_ranks left out */
+    size_t n_flop_ops;          /* ops given num_ops/tensor_size from their input shapes */
+    size_t n_flop_gpu_ops;      /* of them, written as GPU work (host trace alone, no duration) */
+    size_t n_comm_replayed;     /* NCCL kernels written as timed GPU work (rank alone) */
+    size_t n_kineto_steps;      /* Kineto-only: ProfilerStep annotations in the trace */
+    char kineto_step[64];       /* Kineto-only: the one converted (the last), "" if none */
+    int64_t kineto_step_ns;     /* and its span (the measured iteration) */
     size_t n_warnings;
     char warnings[ETK_CONVERT_MAX_WARN][256];
 } etk_convert_stats;

@@ -4,6 +4,7 @@
 #define ETK_CONVERT_CV_H
 
 #include <jansson.h>
+#include <stddef.h>
 
 #include "etkit/convert.h"
 #include "etkit/et.h"
@@ -60,6 +61,9 @@ typedef struct cv_op {
     int32_t parent_ix;     /* index of the parent op, -1 */
     int64_t dev_ts_ns, dev_dur_ns; /* matched device event, dev_dur_ns < 0: none */
     const char *dev_pg;    /* "Process Group Name" of the matched Kineto op */
+    uint64_t flops, flop_bytes; /* from the input shapes (flops.c), 0 when unknown */
+    bool flop_child;       /* a descendant carries the FLOPs (they are written there once) */
+    int64_t sync_ns;       /* time blocked in synchronizing calls modelled as dependencies */
     uint64_t dur_us;       /* final exclusive duration */
     uint64_t start_us;
 } cv_op;
@@ -86,7 +90,7 @@ typedef struct cv_host {
 int cv_host_parse(const char *path, cv_host *h, etk_convert_stats *st, etk_error *err);
 
 /* ---------- kineto.c ---------- */
-enum { EV_OTHER = 0, EV_CPU_OP, EV_ANNOT, EV_KERNEL, EV_MEMCPY, EV_MEMSET, EV_RUNTIME };
+enum { EV_OTHER = 0, EV_CPU_OP, EV_ANNOT, EV_KERNEL, EV_MEMCPY, EV_MEMSET, EV_RUNTIME, EV_SYNC };
 
 typedef struct cv_ev {
     uint8_t cat;
@@ -95,6 +99,11 @@ typedef struct cv_ev {
     int64_t pid, tid;
     int64_t ext_id, rf_id, corr, stream; /* -1 when absent */
     const char *pg_name;
+    const char *coll_name;               /* NCCL kernel "Collective name" arg, NULL */
+    int64_t msg_bytes;                   /* NCCL kernel message bytes from its args, -1 */
+    uint64_t in_bytes;                   /* cpu_op "Input Dims" x "Input type" bytes, 0 */
+    const char *in_dims, *in_types;      /* cpu_op "Input Dims"/"Input type" JSON, NULL */
+    int64_t wait_stream, wait_corr;      /* cuda_sync Stream Wait Event, -1 */
     int32_t host;                        /* matched host op index, -1 */
 } cv_ev;
 
@@ -104,9 +113,84 @@ typedef struct cv_dev {
     bool profiler_list; /* bare list without cat / Record function id (PyTorch 1.13) */
     bool has_rf;        /* some event has a Record function id (else: match by name) */
     int64_t rank;       /* distributedInfo.rank, -1 */
+    int64_t world_size; /* distributedInfo.world_size, -1 */
+    cv_pg *pgs;         /* distributedInfo.pg_config groups */
+    size_t n_pgs, cap_pgs;
 } cv_dev;
 
 int cv_dev_parse(const char *path, etk_arena *a, cv_dev *d, uint64_t *bytes, etk_error *err);
+
+/* ---------- the conversion state (pytorch.c, match.c, gpu.c, kineto_only.c) ---------- */
+typedef struct kv {
+    int64_t key;
+    uint32_t ix;
+} kv;
+int cv_kv_cmp(const void *a, const void *b);
+/* First entry with that key in a sorted kv table, or -1. */
+ptrdiff_t cv_kv_find(const kv *t, size_t n, int64_t key);
+
+typedef struct gpu_node {
+    uint64_t id;
+    uint32_t ev;      /* index in dev.ev */
+    int64_t ts;       /* start on the GPU */
+    int32_t launch;   /* host op index, -1 */
+    int64_t launch_ts;
+    int64_t launch_tid; /* thread of the launching runtime call, -1 */
+    int64_t stream;
+    uint64_t prev;    /* previous node id on the stream, 0 */
+    uint64_t wait;    /* GPU node of another stream this one waits for (stream wait event), 0 */
+    uint64_t max_launch_id; /* max launch-op id over this node and its stream predecessors */
+    int type;
+    int coll;
+    int64_t comm_size;
+    const char *pg;
+    int64_t peer, tag;
+} gpu_node;
+
+typedef struct edge {
+    uint32_t from; /* host op index */
+    uint64_t to;   /* node id */
+} edge;
+
+typedef struct conv {
+    const etk_convert_opts *o;
+    etk_convert_stats *st;
+    cv_host h;
+    cv_dev d;
+    bool have_dev;
+    bool kineto_only; /* host ops made from the Kineto cpu_ops (no host trace) */
+    bool alone;       /* one rank of a larger job: written as rank 0 of a 1-rank workload */
+    int64_t win_lo, win_hi; /* window of the matched host ops (ns); GPU work outside is dropped */
+    gpu_node *gpu;
+    size_t n_gpu;
+    edge *edges; /* extra ctrl deps of host ops (cross-thread, sync), sorted by from */
+    size_t n_edges, cap_edges;
+} conv;
+
+int cv_add_edge(conv *c, uint32_t from, uint64_t to);
+
+/* match.c: host op <-> device event linking */
+int cv_match_by_name(conv *c, etk_error *err);
+int cv_match_by_rf(conv *c, etk_error *err);
+int cv_check_pair(conv *c, size_t n_matchable, etk_error *err);
+
+/* gpu.c: GPU nodes (kernels, memcpys, NCCL), stream order, stream waits, synchronisation */
+int cv_build_gpu(conv *c, etk_error *err);
+
+/* durations.c: exclusive durations (less modelled waits, plus unrecorded gaps), FLOPs from
+ * shapes; the top level of a thread (a ProfilerStep's children in a Kineto-only iteration) */
+void cv_durations(conv *c);
+void cv_shape_flops(conv *c);
+bool cv_top_level(const conv *c, const cv_op *op);
+bool cv_is_step_op(const conv *c, const cv_op *op);
+
+/* kineto_only.c: the host op table made from a Kineto trace's cpu_op events */
+int cv_host_from_kineto(conv *c, etk_error *err);
+
+/* flops.c: FLOPs and tensor bytes of an op from its input shapes (mm, addmm, bmm, matmul,
+ * linear, baddbmm, conv, attention); false when the op's FLOPs do not follow from its shapes. */
+bool cv_flops_from_shapes(const char *name, const char *shapes_json, const char *types_json,
+                          const char *values_json, uint64_t *flops, uint64_t *bytes);
 
 /* ---------- shared helpers ---------- */
 void cv_warn(etk_convert_stats *st, bool quiet, const char *fmt, ...)

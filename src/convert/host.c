@@ -302,6 +302,14 @@ static int parse_node(cv_host *h, jscan *s, const json_t *n, size_t index, size_
     if (!json_is_string(v))
         return node_err(&c, err, "\"name\" must be a string, got %s", v ? jtype(v) : "nothing");
     op->name = etk_arena_strdup(a, json_string_value(v));
+    const json_t *kcat = json_object_get(n, "cat");
+    if (json_is_string(kcat) && json_object_get(n, "ph"))
+        return node_err(&c, err, "\"%s\" carries Kineto keys (\"cat\": \"%s\", \"ph\", "
+                        "\"ts\", \"dur\"): this is an \"ET+\" file, a host trace already merged "
+                        "with its Kineto trace by Chakra's old trace_link, whose kernel nodes "
+                        "cannot be told from CPU ops reliably. Convert the two original files "
+                        "instead: --host HOST_ET.json --device KINETO.json (or the Kineto trace "
+                        "alone: --device KINETO.json)", op->name, json_string_value(kcat));
 
     const json_t *attrs = json_object_get(n, "attrs");
     bool old = json_object_get(n, "parent") != NULL && !attrs;

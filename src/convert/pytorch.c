@@ -2,11 +2,9 @@
  * (kineto.c) of one rank into Chakra nodes and communicator groups (the "◄── convert/" arrow of
  * DESIGN.md's data flow).
  *
- * Linking: host op ↔ Kineto cpu_op by rf_id == "Record function id"; a GPU kernel ↔ its
- * launching runtime call by "correlation", the runtime call ↔ its cpu_op by "External id" (or,
- * when absent, the innermost cpu_op enclosing it on its thread), then ↔ the host op by rf_id.
- * PyTorch 1.13's profiler list has no ids: host ops and events are aligned by name in start
- * order.
+ * The driver: host trace (host.c) or Kineto trace alone (kineto_only.c), device events
+ * (kineto.c), linking (match.c), GPU nodes (gpu.c), durations (durations.c), then the host
+ * dependencies across threads, the process groups (cut to the ranks written) and the writing.
  *
  * Node classes: process-group init → METADATA; NCCL kernels → COMM_COLL (type from the name) or
  * SEND/RECV (from the launching op); every other op → COMP (is_cpu_op true for host ops).
@@ -18,41 +16,12 @@
  * and after the previous op on their stream; a host op that synchronizes (cuda*Synchronize)
  * after the GPU work launched before it.
  *
- * Durations: host ops get their exclusive time (Kineto duration minus the durations of their
- * matched children), so replaying the per-thread chain reproduces the nested timeline. */
+ * Durations: durations.c. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "convert/cv.h"
-
-/* ---------- small sorted indexes ---------- */
-typedef struct kv {
-    int64_t key;
-    uint32_t ix;
-} kv;
-
-static int kv_cmp(const void *a, const void *b)
-{
-    const kv *x = a, *y = b;
-    if (x->key != y->key)
-        return x->key < y->key ? -1 : 1;
-    return x->ix < y->ix ? -1 : x->ix > y->ix;
-}
-
-/* First entry with that key, or -1. */
-static ptrdiff_t kv_find(const kv *t, size_t n, int64_t key)
-{
-    size_t lo = 0, hi = n;
-    while (lo < hi) {
-        size_t mid = (lo + hi) / 2;
-        if (t[mid].key < key)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo < n && t[lo].key == key ? (ptrdiff_t)lo : -1;
-}
 
 static int op_cmp(const void *a, const void *b)
 {
@@ -73,73 +42,8 @@ static int op_index(const cv_host *h, uint64_t id)
     return lo < h->n_ops && h->ops[lo].id == id ? (int)lo : -1;
 }
 
-int etk_convert_coll_from_name(const char *name)
-{
-    char low[256];
-    size_t k = 0;
-    for (const char *p = name; *p && k + 1 < sizeof low; p++) {
-        if (*p == '_' || *p == '-')
-            continue;
-        low[k++] = (char)(*p >= 'A' && *p <= 'Z' ? *p - 'A' + 'a' : *p);
-    }
-    low[k] = 0;
-    if (strstr(low, "allreduce"))
-        return ETK_COLL_ALL_REDUCE;
-    if (strstr(low, "alltoall"))
-        return ETK_COLL_ALL_TO_ALL;
-    if (strstr(low, "allgather"))
-        return ETK_COLL_ALL_GATHER;
-    if (strstr(low, "reducescatter"))
-        return ETK_COLL_REDUCE_SCATTER;
-    if (strstr(low, "broadcast"))
-        return ETK_COLL_BROADCAST;
-    if (strstr(low, "barrier"))
-        return ETK_COLL_BARRIER;
-    if (strstr(low, "reduce"))
-        return ETK_COLL_REDUCE;
-    return -1;
-}
-
-static bool is_nccl_kernel(const char *name)
-{
-    return !strncmp(name, "ncclKernel", 10) || !strncmp(name, "ncclDevKernel", 13);
-}
-
 /* ---------- the conversion state ---------- */
-typedef struct gpu_node {
-    uint64_t id;
-    uint32_t ev;      /* index in dev.ev */
-    int64_t ts;       /* start on the GPU */
-    int32_t launch;   /* host op index, -1 */
-    int64_t launch_ts;
-    int64_t stream;
-    uint64_t prev;    /* previous node id on the stream, 0 */
-    uint64_t max_launch_id; /* max launch-op id over this node and its stream predecessors */
-    int type;
-    int coll;
-    int64_t comm_size;
-    const char *pg;
-    int64_t peer, tag;
-} gpu_node;
-
-typedef struct edge {
-    uint32_t from; /* host op index */
-    uint64_t to;   /* node id */
-} edge;
-
-typedef struct conv {
-    const etk_convert_opts *o;
-    etk_convert_stats *st;
-    cv_host h;
-    cv_dev d;
-    bool have_dev;
-    gpu_node *gpu;
-    size_t n_gpu;
-    edge *edges; /* extra ctrl deps of host ops (cross-thread, sync), sorted by from */
-    size_t n_edges, cap_edges;
-} conv;
-
-static int add_edge(conv *c, uint32_t from, uint64_t to)
+int cv_add_edge(conv *c, uint32_t from, uint64_t to)
 {
     if (cv_grow((void **)&c->edges, &c->cap_edges, c->n_edges, sizeof *c->edges))
         return ETK_ENOMEM;
@@ -154,6 +58,7 @@ static void conv_free(conv *c)
     free(c->h.ops);
     free(c->h.pgs);
     free(c->d.ev);
+    free(c->d.pgs);
     free(c->gpu);
     free(c->edges);
     etk_arena_free(c->h.arena);
@@ -162,414 +67,6 @@ static void conv_free(conv *c)
 static bool emitted(const cv_op *op)
 {
     return op->kind != OP_PROCESS_ROOT;
-}
-
-/* ---------- linking host ops to device events ---------- */
-static int ev_ts_cmp(const void *a, const void *b)
-{
-    const cv_ev *x = a, *y = b;
-    if (x->ts_ns != y->ts_ns)
-        return x->ts_ns < y->ts_ns ? -1 : 1;
-    return x->dur_ns > y->dur_ns ? -1 : x->dur_ns < y->dur_ns; /* outer op first */
-}
-
-/* Device traces without Record function ids (PyTorch 1.13's profiler list, Kineto before
- * PyTorch 2.0): align host ops (id order = start order) and cpu_op events (start order, outer
- * first) by name; an event missing on either side is skipped by a short look-ahead. */
-static int match_by_name(conv *c, etk_error *err)
-{
-    cv_host *h = &c->h;
-    cv_dev *d = &c->d;
-    if (d->n_ev)
-        qsort(d->ev, d->n_ev, sizeof *d->ev, ev_ts_cmp);
-    uint32_t *cpu = malloc(sizeof *cpu * (d->n_ev + 1));
-    if (!cpu)
-        return etk_err(err, ETK_ENOMEM, "out of memory");
-    size_t n = 0;
-    for (size_t i = 0; i < d->n_ev; i++)
-        if (d->ev[i].cat == EV_CPU_OP || d->ev[i].cat == EV_ANNOT)
-            cpu[n++] = (uint32_t)i;
-    size_t j = 0;
-    enum { LOOKAHEAD = 16 };
-    for (size_t i = 0; i < h->n_ops && j < n; i++) {
-        cv_op *op = &h->ops[i];
-        if (op->kind != OP_NORMAL)
-            continue;
-        for (size_t k = j; k < n && k < j + LOOKAHEAD; k++) {
-            cv_ev *e = &d->ev[cpu[k]];
-            if (!strcmp(e->name, op->name)) {
-                op->dev_ts_ns = e->ts_ns;
-                op->dev_dur_ns = e->dur_ns;
-                op->dev_pg = e->pg_name;
-                e->host = (int32_t)i;
-                j = k + 1;
-                break;
-            }
-        }
-    }
-    free(cpu);
-    return 0;
-}
-
-static int match_by_rf(conv *c, etk_error *err)
-{
-    cv_host *h = &c->h;
-    cv_dev *d = &c->d;
-    size_t n = 0;
-    kv *t = malloc(sizeof *t * (d->n_ev + 1));
-    if (!t)
-        return etk_err(err, ETK_ENOMEM, "out of memory");
-    for (size_t i = 0; i < d->n_ev; i++)
-        if ((d->ev[i].cat == EV_CPU_OP || d->ev[i].cat == EV_ANNOT) && d->ev[i].rf_id >= 0)
-            t[n++] = (kv){d->ev[i].rf_id, (uint32_t)i};
-    qsort(t, n, sizeof *t, kv_cmp);
-    for (size_t i = 0; i < h->n_ops; i++) {
-        cv_op *op = &h->ops[i];
-        if (op->kind != OP_NORMAL && op->kind != OP_PG_INIT)
-            continue;
-        ptrdiff_t k = kv_find(t, n, (int64_t)op->rf_id);
-        if (k < 0)
-            continue;
-        cv_ev *e = &d->ev[t[k].ix];
-        op->dev_ts_ns = e->ts_ns;
-        op->dev_dur_ns = e->dur_ns;
-        op->dev_pg = e->pg_name;
-        e->host = (int32_t)i;
-    }
-    free(t);
-    return 0;
-}
-
-static int check_pair(conv *c, size_t n_matchable, etk_error *err)
-{
-    const etk_convert_opts *o = c->o;
-    if (c->d.rank >= 0 && o->rank >= 0 && c->d.rank != o->rank)
-        return etk_err(err, ETK_EINVAL, "%s is the device trace of rank %lld (distributedInfo."
-                       "rank) but --rank is %lld", o->device_path, (long long)c->d.rank,
-                       (long long)o->rank);
-    if (c->h.has_pid && !c->d.profiler_list) {
-        size_t same = 0, cpu = 0;
-        int64_t first_pid = 0;
-        for (size_t i = 0; i < c->d.n_ev; i++)
-            if (c->d.ev[i].cat == EV_CPU_OP) {
-                if (cpu++ == 0)
-                    first_pid = c->d.ev[i].pid;
-                same += c->d.ev[i].pid == c->h.pid;
-            }
-        if (cpu > 0 && same == 0)
-            return etk_err(err, ETK_EINVAL, "%s and %s do not belong together: the host trace "
-                           "is from pid %lld but no cpu_op of the device trace is (first one: "
-                           "pid %lld)", o->host_path, o->device_path, (long long)c->h.pid,
-                           (long long)first_pid);
-    }
-    size_t matched = c->st->n_matched;
-    if (n_matchable >= 4 && matched * 2 < n_matchable)
-        return etk_err(err, ETK_EINVAL, "%s and %s do not belong together: only %zu of %zu host "
-                       "ops found a device-trace event (%s)", o->host_path, o->device_path,
-                       matched, n_matchable,
-                       !c->d.has_rf ? "by name in start order" : "by rf_id = Record "
-                       "function id");
-    return 0;
-}
-
-/* cpu_op events of one thread in start order (outer op first on ties) */
-typedef struct tev {
-    int64_t tid, ts, dur;
-    uint32_t ix;
-} tev;
-
-static int tev_cmp(const void *a, const void *b)
-{
-    const tev *x = a, *y = b;
-    if (x->tid != y->tid)
-        return x->tid < y->tid ? -1 : 1;
-    if (x->ts != y->ts)
-        return x->ts < y->ts ? -1 : 1;
-    return x->dur > y->dur ? -1 : x->dur < y->dur;
-}
-
-/* Host op index of the op that issued runtime event r (External id, else enclosing cpu_op). */
-typedef struct link_ix {
-    kv *ext;      /* cpu_op External id -> event index */
-    size_t n_ext;
-    tev *cpu_tid; /* cpu_op events sorted by (tid, start) */
-    size_t n_cpu;
-} link_ix;
-
-static int32_t launcher(const conv *c, const link_ix *L, const cv_ev *r)
-{
-    const cv_ev *ev = c->d.ev;
-    if (r->ext_id >= 0) {
-        ptrdiff_t k = kv_find(L->ext, L->n_ext, r->ext_id);
-        if (k >= 0 && ev[L->ext[k].ix].host >= 0)
-            return ev[L->ext[k].ix].host;
-    }
-    /* innermost cpu_op on the same thread that encloses the runtime call */
-    size_t lo = 0, hi = L->n_cpu;
-    while (lo < hi) { /* first entry after (tid, ts) */
-        size_t mid = (lo + hi) / 2;
-        const tev *t = &L->cpu_tid[mid];
-        if (t->tid < r->tid || (t->tid == r->tid && t->ts <= r->ts_ns))
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    for (size_t i = lo; i > 0 && lo - i < 256; i--) {
-        const tev *t = &L->cpu_tid[i - 1];
-        if (t->tid != r->tid)
-            break;
-        const cv_ev *e = &ev[t->ix];
-        if (e->ts_ns + e->dur_ns >= r->ts_ns + r->dur_ns && e->host >= 0)
-            return e->host;
-    }
-    return -1;
-}
-
-static const char *pg_of(const conv *c, int32_t hix, const cv_ev *kernel)
-{
-    if (kernel->pg_name)
-        return kernel->pg_name;
-    for (int depth = 0; hix >= 0 && depth < 8; depth++) {
-        const cv_op *op = &c->h.ops[hix];
-        if (op->dev_pg)
-            return op->dev_pg;
-        if (op->attr_pg)
-            return op->attr_pg;
-        for (size_t g = 0; g < c->h.n_pgs; g++) {
-            const cv_pg *pg = &c->h.pgs[g];
-            for (int s = 0; s < op->n_strs; s++)
-                if (!strcmp(op->strs[s], pg->name))
-                    return pg->name;
-            for (int s = 0; s < op->n_ints; s++)
-                if (pg->backend_id >= 0 && op->ints[s] == pg->backend_id)
-                    return pg->name;
-        }
-        /* record_param_comms is often a child of the c10d op that launches */
-        for (size_t ch = (size_t)hix + 1; ch < c->h.n_ops && ch < (size_t)hix + 8; ch++) {
-            const cv_op *k = &c->h.ops[ch];
-            if (k->parent_ix != hix || !strstr(k->name, "record_param_comms"))
-                continue;
-            if (k->attr_pg)
-                return k->attr_pg;
-            for (size_t g = 0; g < c->h.n_pgs; g++)
-                for (int s = 0; s < k->n_strs; s++)
-                    if (!strcmp(k->strs[s], c->h.pgs[g].name))
-                        return c->h.pgs[g].name;
-            for (size_t g = 0; g < c->h.n_pgs; g++)
-                for (int s = 0; s < k->n_ints; s++)
-                    if (c->h.pgs[g].backend_id >= 0 && k->ints[s] == c->h.pgs[g].backend_id)
-                        return c->h.pgs[g].name;
-        }
-        hix = op->parent_ix;
-    }
-    return NULL;
-}
-
-static int gpu_cmp(const void *a, const void *b)
-{
-    const gpu_node *x = a, *y = b;
-    if (x->ts != y->ts)
-        return x->ts < y->ts ? -1 : 1;
-    return x->ev < y->ev ? -1 : x->ev > y->ev;
-}
-
-static bool is_sync(const char *name)
-{
-    return strstr(name, "Synchronize") != NULL;
-}
-
-static int build_gpu(conv *c, etk_error *err)
-{
-    cv_dev *d = &c->d;
-    cv_ev *ev = d->ev;
-    link_ix L = {0};
-    kv *corr = NULL;
-    size_t n_corr = 0;
-    int rc = 0;
-    L.ext = malloc(sizeof(kv) * (d->n_ev + 1));
-    L.cpu_tid = malloc(sizeof(tev) * (d->n_ev + 1));
-    corr = malloc(sizeof(kv) * (d->n_ev + 1));
-    c->gpu = malloc(sizeof(gpu_node) * (d->n_ev + 1));
-    if (!L.ext || !L.cpu_tid || !corr || !c->gpu) {
-        rc = etk_err(err, ETK_ENOMEM, "out of memory");
-        goto out;
-    }
-    for (size_t i = 0; i < d->n_ev; i++) {
-        if (ev[i].cat == EV_CPU_OP || ev[i].cat == EV_ANNOT) {
-            if (ev[i].ext_id >= 0)
-                L.ext[L.n_ext++] = (kv){ev[i].ext_id, (uint32_t)i};
-            L.cpu_tid[L.n_cpu++] = (tev){ev[i].tid, ev[i].ts_ns, ev[i].dur_ns, (uint32_t)i};
-        } else if (ev[i].cat == EV_RUNTIME && ev[i].corr >= 0) {
-            corr[n_corr++] = (kv){ev[i].corr, (uint32_t)i};
-        }
-    }
-    qsort(L.ext, L.n_ext, sizeof(kv), kv_cmp);
-    qsort(L.cpu_tid, L.n_cpu, sizeof(tev), tev_cmp);
-    qsort(corr, n_corr, sizeof(kv), kv_cmp);
-
-    size_t n = 0;
-    for (size_t i = 0; i < d->n_ev; i++) {
-        if (ev[i].cat != EV_KERNEL && ev[i].cat != EV_MEMCPY && ev[i].cat != EV_MEMSET)
-            continue;
-        gpu_node *g = &c->gpu[n++];
-        memset(g, 0, sizeof *g);
-        g->ev = (uint32_t)i;
-        g->ts = ev[i].ts_ns;
-        g->launch = -1;
-        g->launch_ts = ev[i].ts_ns;
-        g->stream = ev[i].stream >= 0 ? ev[i].stream : ev[i].tid;
-        g->peer = g->tag = -1;
-        ptrdiff_t k = ev[i].corr >= 0 ? kv_find(corr, n_corr, ev[i].corr) : -1;
-        if (k >= 0) {
-            const cv_ev *r = &ev[corr[k].ix];
-            g->launch_ts = r->ts_ns;
-            g->launch = launcher(c, &L, r);
-        }
-        if (g->launch < 0)
-            c->st->n_unlinked_kernels++;
-    }
-    c->n_gpu = n;
-    qsort(c->gpu, n, sizeof *c->gpu, gpu_cmp);
-
-    /* ids, classes, stream order */
-    typedef struct sstate {
-        int64_t stream;
-        uint64_t last_id, max_launch;
-    } sstate;
-    sstate streams[64];
-    size_t n_streams = 0;
-    for (size_t i = 0; i < n; i++) {
-        gpu_node *g = &c->gpu[i];
-        const cv_ev *e = &ev[g->ev];
-        g->id = c->h.max_id + 1 + i;
-        g->type = ETK_NODE_COMP;
-        g->coll = -1;
-        if (e->cat == EV_KERNEL && is_nccl_kernel(e->name)) {
-            const char *lname = g->launch >= 0 ? c->h.ops[g->launch].name : "";
-            int coll = etk_convert_coll_from_name(e->name);
-            bool p2p = strstr(e->name, "SendRecv") || strstr(e->name, "Send") ||
-                       strstr(e->name, "Recv");
-            if (coll >= 0 && !strstr(e->name, "SendRecv")) {
-                g->type = ETK_NODE_COLL;
-                g->coll = coll;
-            } else if (p2p || coll < 0) {
-                /* direction from the launching op or its ancestors */
-                int32_t a = g->launch;
-                for (int depth = 0; a >= 0 && depth < 8; depth++, a = c->h.ops[a].parent_ix) {
-                    const cv_op *op = &c->h.ops[a];
-                    bool s = strstr(op->name, "send") != NULL, r = strstr(op->name, "recv") != NULL;
-                    if (s || r) {
-                        g->type = s ? ETK_NODE_SEND : ETK_NODE_RECV;
-                        if (op->n_ints >= 1)
-                            g->peer = op->ints[0];
-                        if (op->n_ints >= 2)
-                            g->tag = op->ints[1];
-                        break;
-                    }
-                }
-                if (g->type == ETK_NODE_COMP) {
-                    g->type = ETK_NODE_COLL; /* unknown NCCL kernel: keep it a collective */
-                    g->coll = coll >= 0 ? coll : ETK_COLL_ALL_REDUCE;
-                    cv_warn(c->st, c->o->quiet, "NCCL kernel \"%s\" (launched by \"%s\") names "
-                            "no collective; written as ALL_REDUCE", e->name, lname);
-                }
-            }
-            int32_t a = g->launch;
-            for (int depth = 0; a >= 0 && depth < 8 && g->comm_size == 0;
-                 depth++, a = c->h.ops[a].parent_ix)
-                g->comm_size = (int64_t)c->h.ops[a].in_bytes;
-            g->pg = pg_of(c, g->launch, e);
-        }
-        size_t s;
-        for (s = 0; s < n_streams && streams[s].stream != g->stream; s++)
-            ;
-        if (s == n_streams) {
-            if (n_streams == 64) {
-                rc = etk_err(err, ETK_EUNSUPPORTED, "%s: more than 64 GPU streams",
-                             c->o->device_path);
-                goto out;
-            }
-            streams[n_streams++] = (sstate){g->stream, 0, 0};
-        }
-        uint64_t lid = g->launch >= 0 ? c->h.ops[g->launch].id : 0;
-        g->prev = streams[s].last_id;
-        streams[s].last_id = g->id;
-        if (lid > streams[s].max_launch)
-            streams[s].max_launch = lid;
-        g->max_launch_id = streams[s].max_launch;
-    }
-
-    /* synchronizing runtime calls: the issuing host op waits for the GPU work launched before
-     * it. Only edges whose GPU side depends on strictly older host ops are kept (acyclic). */
-    for (size_t i = 0; i < d->n_ev; i++) {
-        if (ev[i].cat != EV_RUNTIME || !is_sync(ev[i].name))
-            continue;
-        int32_t hix = launcher(c, &L, &ev[i]);
-        if (hix < 0)
-            continue;
-        uint64_t hid = c->h.ops[hix].id;
-        for (size_t s = 0; s < n_streams; s++) {
-            const gpu_node *best = NULL;
-            for (size_t k = 0; k < n; k++)
-                if (c->gpu[k].stream == streams[s].stream && c->gpu[k].launch_ts < ev[i].ts_ns)
-                    best = &c->gpu[k];
-            if (best && best->max_launch_id < hid) {
-                if (add_edge(c, (uint32_t)hix, best->id)) {
-                    rc = etk_err(err, ETK_ENOMEM, "out of memory");
-                    goto out;
-                }
-                c->st->n_sync_deps++;
-            }
-        }
-    }
-out:
-    free(L.ext);
-    free(L.cpu_tid);
-    free(corr);
-    return rc;
-}
-
-/* ---------- durations ---------- */
-static void durations(conv *c)
-{
-    cv_host *h = &c->h;
-    int64_t *child = calloc(h->n_ops + 1, sizeof *child);
-    bool dev = c->have_dev;
-    /* children come after their parent (parent_ix < i): in reverse order each op's child sum
-     * is complete when it is reached. An op without a duration passes its children's time up,
-     * so a matched ancestor does not count it twice. */
-    for (size_t i = h->n_ops; child && i-- > 0;) {
-        const cv_op *op = &h->ops[i];
-        int64_t incl = dev ? op->dev_dur_ns : op->host_incl_ns;
-        if (incl < 0)
-            incl = child[i];
-        if (op->parent_ix >= 0)
-            child[op->parent_ix] += incl;
-    }
-    for (size_t i = 0; i < h->n_ops; i++) {
-        cv_op *op = &h->ops[i];
-        if (op->kind != OP_NORMAL)
-            continue;
-        int64_t excl = -1;
-        if (dev) {
-            if (op->dev_dur_ns >= 0)
-                excl = op->dev_dur_ns - (child ? child[i] : 0);
-        } else if (op->host_excl_ns >= 0) {
-            excl = op->host_excl_ns;
-        } else if (op->host_incl_ns >= 0) {
-            excl = op->host_incl_ns - (child ? child[i] : 0);
-        }
-        if (excl < 0 && (dev ? op->dev_dur_ns < 0 : op->host_incl_ns < 0)) {
-            c->st->n_zero_dur++;
-            excl = 0;
-        }
-        if (excl < 0)
-            excl = 0;
-        op->dur_us = (uint64_t)((excl + 500) / 1000);
-        if (dev && op->dev_dur_ns >= 0)
-            op->start_us = (uint64_t)(op->dev_ts_ns / 1000);
-    }
-    free(child);
 }
 
 /* ---------- host dependencies across threads ---------- */
@@ -596,11 +93,6 @@ static int thread_of(tstate *t, size_t *n, uint64_t tid)
     return (int)(*n)++;
 }
 
-static bool top_level(const conv *c, const cv_op *op)
-{
-    return op->kind == OP_NORMAL &&
-           (op->parent_ix < 0 || c->h.ops[op->parent_ix].kind != OP_NORMAL);
-}
 
 /* ctrl deps between threads: with device times, a top-level op waits for the latest top-level
  * op of each other thread that ended before it started; without, a top-level op that follows
@@ -628,8 +120,12 @@ static int cross_thread(conv *c, uint64_t **prev_out, etk_error *err)
         }
         prev[i] = th[t].last_id;
         th[t].last_id = op->id;
-        if (!top_level(c, op))
+        if (!cv_top_level(c, op)) {
+            /* a dependency on a top-level op means on its whole subtree: its last node */
+            if (th[t].n_top && op->parent_ix >= 0)
+                th[t].top_id[th[t].n_top - 1] = op->id;
             continue;
+        }
         if (c->have_dev && op->dev_dur_ns >= 0) {
             for (size_t u = 0; u < nth; u++) {
                 if ((int)u == t || th[u].n_top == 0)
@@ -648,7 +144,7 @@ static int cross_thread(conv *c, uint64_t **prev_out, etk_error *err)
                 uint64_t dep = th[u].top_id[lo - 1];
                 if (dep > th[t].dep_from[u] && dep < op->id) {
                     th[t].dep_from[u] = dep;
-                    if ((rc = add_edge(c, (uint32_t)i, dep))) {
+                    if ((rc = cv_add_edge(c, (uint32_t)i, dep))) {
                         rc = etk_err(err, rc, "out of memory");
                         goto out;
                     }
@@ -656,7 +152,7 @@ static int cross_thread(conv *c, uint64_t **prev_out, etk_error *err)
                 }
             }
         } else if (last_top_thread >= 0 && last_top_thread != t) {
-            if ((rc = add_edge(c, (uint32_t)i, last_top_id))) {
+            if ((rc = cv_add_edge(c, (uint32_t)i, last_top_id))) {
                 rc = etk_err(err, rc, "out of memory");
                 goto out;
             }
@@ -684,6 +180,7 @@ static int cross_thread(conv *c, uint64_t **prev_out, etk_error *err)
         }
     }
 out:
+    c->st->n_threads = nth;
     for (size_t u = 0; u < nth; u++) {
         free(th[u].top_id);
         free(th[u].top_end);
@@ -767,12 +264,20 @@ static int emit_all(conv *c, const uint64_t *prev, emit_fn emit, void *ctx, etk_
         at[na++] = etk_attr_i64("tid", (int64_t)op->tid);
         at[na++] = etk_attr_i64("fw_tid", (int64_t)op->fw_tid);
         at[na++] = etk_attr_str("op_schema", op->op_schema ? op->op_schema : "");
-        at[na++] = etk_attr_bool("is_cpu_op", true);
+        bool cpu = true;
+        if (op->flops && !op->flop_child) {
+            at[na++] = etk_attr_i64("num_ops", (int64_t)op->flops);
+            at[na++] = etk_attr_u64("tensor_size", op->flop_bytes);
+            /* host trace alone: the op's GPU work, timed by the compute model */
+            cpu = c->have_dev || op->dur_us > 0;
+            c->st->n_flop_gpu_ops += !cpu;
+        }
+        at[na++] = etk_attr_bool("is_cpu_op", cpu);
         n.attr = at;
         n.n_attr = (uint32_t)na;
         if ((rc = emit(ctx, &n, err)))
             return rc;
-        count_node(c->st, &n, true);
+        count_node(c->st, &n, cpu);
     }
     for (size_t i = 0; i < c->n_gpu; i++) {
         const gpu_node *g = &c->gpu[i];
@@ -782,12 +287,20 @@ static int emit_all(conv *c, const uint64_t *prev, emit_fn emit, void *ctx, etk_
         n.id = g->id;
         n.name = ev->name;
         n.type = g->type;
-        uint64_t dd[2];
+        if (c->alone && g->type != ETK_NODE_COMP) {
+            /* one rank of a larger job: a 1-rank collective moves nothing, so the measured
+             * kernel time is kept as GPU work */
+            n.type = ETK_NODE_COMP;
+            c->st->n_comm_replayed++;
+        }
+        uint64_t dd[3];
         size_t nd = 0;
         if (g->launch >= 0)
             dd[nd++] = h->ops[g->launch].id;
         if (g->prev)
             dd[nd++] = g->prev;
+        if (g->wait)
+            dd[nd++] = g->wait;
         n.data_deps = dd;
         n.n_data_deps = (uint32_t)nd;
         n.duration_micros = (uint64_t)((ev->dur_ns + 500) / 1000);
@@ -795,7 +308,8 @@ static int emit_all(conv *c, const uint64_t *prev, emit_fn emit, void *ctx, etk_
         size_t na = 0;
         at[na++] = etk_attr_bool("is_cpu_op", false);
         at[na++] = etk_attr_i64("stream", g->stream);
-        if (g->type == ETK_NODE_COLL) {
+        if (n.type == ETK_NODE_COMP) {
+        } else if (g->type == ETK_NODE_COLL) {
             at[na++] = etk_attr_i64("comm_type", g->coll);
             at[na++] = etk_attr_i64("comm_size", g->comm_size);
         } else if (g->type == ETK_NODE_SEND || g->type == ETK_NODE_RECV) {
@@ -805,7 +319,7 @@ static int emit_all(conv *c, const uint64_t *prev, emit_fn emit, void *ctx, etk_
                                         (int32_t)g->peer);
             at[na++] = etk_attr_i32("comm_tag", g->tag >= 0 ? (int32_t)g->tag : 0);
         }
-        if (g->pg && g->type != ETK_NODE_COMP)
+        if (g->pg && n.type != ETK_NODE_COMP)
             at[na++] = etk_attr_str("pg_name", g->pg);
         n.attr = at;
         n.n_attr = (uint32_t)na;
@@ -818,6 +332,113 @@ static int emit_all(conv *c, const uint64_t *prev, emit_fn emit, void *ctx, etk_
 }
 
 /* ---------- driver ---------- */
+/* The ranks of the job the trace belongs to: the Kineto world_size, else the largest rank a
+ * process group names, plus one. */
+static int64_t job_ranks(const conv *c)
+{
+    int64_t n = c->d.world_size > 0 ? c->d.world_size : 1;
+    for (size_t i = 0; i < c->h.n_pgs; i++)
+        for (uint32_t k = 0; k < c->h.pgs[i].n_ranks; k++)
+            if ((int64_t)c->h.pgs[i].ranks[k] + 1 > n)
+                n = (int64_t)c->h.pgs[i].ranks[k] + 1;
+    return n;
+}
+
+/* Decide how the groups are written: all of them as declared (n_ranks 0: unknown), restricted
+ * to ranks < n_ranks (a --ranks N run short of the job), or, for one rank converted alone, the
+ * groups holding that rank as 1-rank groups of rank 0 (the rank itself is written as 0). */
+static void plan_ranks(conv *c)
+{
+    etk_convert_stats *st = c->st;
+    st->job_ranks = job_ranks(c);
+    st->orig_rank = st->rank;
+    if (c->o->n_ranks == 1 && st->job_ranks > 1) {
+        c->alone = true;
+        st->rank = 0;
+    }
+}
+
+/* Durations, FLOPs and the host dependencies (program order, threads), edges sorted. */
+static int assemble(conv *c, uint64_t **prev, etk_error *err)
+{
+    cv_durations(c);
+    cv_shape_flops(c);
+    int rc = cross_thread(c, prev, err);
+    if (!rc && c->n_edges)
+        qsort(c->edges, c->n_edges, sizeof *c->edges, edge_cmp);
+    return rc;
+}
+
+static void finish_stats(conv *c)
+{
+    etk_convert_stats *st = c->st;
+    st->n_groups = c->h.n_pgs;
+    st->rank = c->o->rank >= 0 ? c->o->rank : c->d.rank >= 0 ? c->d.rank : 0;
+    st->world_size = c->d.world_size;
+    plan_ranks(c);
+    st->arena_bytes = etk_arena_bytes(c->h.arena) + c->h.cap_ops * sizeof *c->h.ops +
+                      c->d.cap_ev * sizeof *c->d.ev;
+}
+
+static void gpu_span(conv *c, int64_t lo, int64_t hi)
+{
+    for (size_t i = 0; i < c->n_gpu; i++) {
+        const cv_ev *e = &c->d.ev[c->gpu[i].ev];
+        if (e->ts_ns < lo)
+            lo = e->ts_ns;
+        if (e->ts_ns + e->dur_ns > hi)
+            hi = e->ts_ns + e->dur_ns;
+    }
+    c->st->trace_span_us = hi > lo ? (uint64_t)((hi - lo + 500) / 1000) : 0;
+}
+
+/* A Kineto trace alone: host ops from its cpu_ops (kineto_only.c), then the same pipeline. */
+static int convert_kineto_only(conv *c, uint64_t **prev, etk_error *err)
+{
+    const etk_convert_opts *o = c->o;
+    etk_convert_stats *st = c->st;
+    int rc;
+    c->have_dev = true;
+    c->kineto_only = true;
+    if ((rc = cv_dev_parse(o->device_path, c->h.arena, &c->d, &st->input_bytes, err)))
+        return rc;
+    if (c->d.profiler_list)
+        return etk_err(err, ETK_EINVAL, "%s: a PyTorch 1.13 profiler list has no GPU events and "
+                       "no ids: convert it with its host trace (--host)", o->device_path);
+    if (c->d.rank >= 0 && o->rank >= 0 && c->d.rank != o->rank)
+        return etk_err(err, ETK_EINVAL, "%s is the trace of rank %lld (distributedInfo.rank) but "
+                       "--rank is %lld", o->device_path, (long long)c->d.rank,
+                       (long long)o->rank);
+    if ((rc = cv_host_from_kineto(c, err)))
+        return rc;
+    snprintf(st->schema, sizeof st->schema, "kineto");
+    st->schema_known = true;
+    st->n_host_nodes = c->h.n_ops;
+    st->n_matched = c->h.n_ops;
+    int64_t lo = INT64_MAX, hi = INT64_MIN;
+    for (size_t i = 0; i < c->h.n_ops; i++) {
+        const cv_op *op = &c->h.ops[i];
+        if (op->dev_ts_ns < lo)
+            lo = op->dev_ts_ns;
+        if (op->dev_ts_ns + op->dev_dur_ns > hi)
+            hi = op->dev_ts_ns + op->dev_dur_ns;
+    }
+    if ((rc = cv_build_gpu(c, err)))
+        return rc;
+    gpu_span(c, lo, hi);
+    if (st->n_kineto_steps > 1 && !o->quiet)
+        fprintf(stderr, "etkit convert: note: %s holds %zu ProfilerSteps; converting the last, "
+                "%s (%.3f ms)\n", o->device_path, st->n_kineto_steps, st->kineto_step,
+                (double)st->kineto_step_ns / 1e6);
+    if (st->n_dropped_gpu && !o->quiet)
+        fprintf(stderr, "etkit convert: note: %zu GPU events launched outside %s were left "
+                "out\n", st->n_dropped_gpu, st->kineto_step);
+    if ((rc = assemble(c, prev, err)))
+        return rc;
+    finish_stats(c);
+    return 0;
+}
+
 static int convert(const etk_convert_opts *o, etk_convert_stats *st, conv *c, uint64_t **prev,
                    etk_error *err)
 {
@@ -825,13 +446,16 @@ static int convert(const etk_convert_opts *o, etk_convert_stats *st, conv *c, ui
     memset(st, 0, sizeof *st);
     c->o = o;
     c->st = st;
-    if (!o || !o->host_path)
-        return etk_err(err, ETK_EINVAL, "convert pytorch: a host execution trace is required");
+    if (!o || (!o->host_path && !o->device_path))
+        return etk_err(err, ETK_EINVAL, "convert pytorch: a host execution trace (--host) or a "
+                       "Kineto trace (--device) is required");
     c->h.arena = etk_arena_new(0);
     if (!c->h.arena)
         return etk_err(err, ETK_ENOMEM, "out of memory");
-    int rc = cv_host_parse(o->host_path, &c->h, st, err);
-    if (rc)
+    int rc;
+    if (!o->host_path)
+        return convert_kineto_only(c, prev, err);
+    if ((rc = cv_host_parse(o->host_path, &c->h, st, err)))
         return rc;
     cv_host *h = &c->h;
     if (!h->schema)
@@ -859,7 +483,7 @@ static int convert(const etk_convert_opts *o, etk_convert_stats *st, conv *c, ui
         if ((rc = cv_dev_parse(o->device_path, h->arena, &c->d, &st->input_bytes, err)))
             return rc;
         st->device_is_profiler_list = c->d.profiler_list;
-        if ((rc = c->d.has_rf ? match_by_rf(c, err) : match_by_name(c, err)))
+        if ((rc = c->d.has_rf ? cv_match_by_rf(c, err) : cv_match_by_name(c, err)))
             return rc;
         size_t matchable = 0;
         int64_t lo = INT64_MAX, hi = INT64_MIN;
@@ -876,53 +500,80 @@ static int convert(const etk_convert_opts *o, etk_convert_stats *st, conv *c, ui
                     hi = op->dev_ts_ns + op->dev_dur_ns;
             }
         }
-        if ((rc = check_pair(c, matchable, err)))
+        if ((rc = cv_check_pair(c, matchable, err)))
             return rc;
-        if (!c->d.profiler_list && (rc = build_gpu(c, err)))
+        c->win_lo = lo;
+        c->win_hi = hi;
+        if (!c->d.profiler_list && (rc = cv_build_gpu(c, err)))
             return rc;
-        for (size_t i = 0; i < c->n_gpu; i++) {
-            const cv_ev *e = &c->d.ev[c->gpu[i].ev];
-            if (e->ts_ns < lo)
-                lo = e->ts_ns;
-            if (e->ts_ns + e->dur_ns > hi)
-                hi = e->ts_ns + e->dur_ns;
-        }
-        st->trace_span_us = hi > lo ? (uint64_t)((hi - lo + 500) / 1000) : 0;
+        gpu_span(c, lo, hi);
+        if (st->n_dropped_gpu)
+            cv_warn(st, o->quiet, "%s covers more than the host trace: %zu GPU events launched "
+                    "outside the matched host ops' window (%.3f ms) were dropped",
+                    o->device_path, st->n_dropped_gpu, (double)(c->win_hi - c->win_lo) / 1e6);
         if (st->n_unlinked_kernels)
             cv_warn(st, o->quiet, "%zu GPU events of %s have no launching host op (kept, "
                     "ordered on their stream only)", st->n_unlinked_kernels, o->device_path);
     }
-    durations(c);
-    if ((rc = cross_thread(c, prev, err)))
+    if ((rc = assemble(c, prev, err)))
         return rc;
-    if (c->n_edges)
-        qsort(c->edges, c->n_edges, sizeof *c->edges, edge_cmp);
     if (st->n_zero_dur)
         cv_warn(st, o->quiet, "%zu host ops have no duration in %s (written as 0 us)",
                 st->n_zero_dur, o->device_path ? "the device trace" : "the host trace");
-    st->n_groups = h->n_pgs;
-    st->rank = o->rank >= 0 ? o->rank : c->d.rank >= 0 ? c->d.rank : 0;
-    st->arena_bytes = etk_arena_bytes(h->arena) + h->cap_ops * sizeof *h->ops +
-                      c->d.cap_ev * sizeof *c->d.ev;
+    finish_stats(c);
     return 0;
 }
 
-static etk_groups *make_groups(const conv *c)
+static etk_groups *make_groups(conv *c)
 {
     if (c->h.n_pgs == 0)
         return NULL;
     etk_groups *g = etk_groups_new();
     if (!g)
         return NULL;
-    for (size_t i = 0; i < c->h.n_pgs; i++) {
+    uint32_t me = (uint32_t)c->st->orig_rank, zero = 0;
+    int64_t lim = c->o->n_ranks;
+    uint32_t *keep = malloc(sizeof(uint32_t) * (job_ranks(c) + 1));
+    c->st->n_groups = 0;
+    c->st->n_groups_dropped = 0;
+    for (size_t i = 0; keep && i < c->h.n_pgs; i++) {
         const cv_pg *pg = &c->h.pgs[i];
         if (etk_groups_find(g, pg->name))
             continue;
-        if (etk_groups_add(g, pg->name, pg->ranks, pg->n_ranks)) {
+        const uint32_t *r = pg->ranks;
+        uint32_t n = pg->n_ranks;
+        if (c->alone) {
+            bool has = false;
+            for (uint32_t k = 0; k < n && !has; k++)
+                has = r[k] == me;
+            r = &zero;
+            n = has ? 1 : 0;
+        } else if (lim > 0) {
+            uint32_t m = 0;
+            for (uint32_t k = 0; k < n; k++)
+                if ((int64_t)r[k] < lim)
+                    keep[m++] = r[k];
+            if (m < n)
+                c->st->n_group_ranks_dropped += n - m;
+            r = keep;
+            n = m;
+        }
+        if (n == 0) {
+            c->st->n_groups_dropped++;
+            continue;
+        }
+        if (etk_groups_add(g, pg->name, r, n)) {
             etk_groups_free(g);
+            free(keep);
             return NULL;
         }
+        c->st->n_groups++;
     }
+    if (!keep) {
+        etk_groups_free(g);
+        return NULL;
+    }
+    free(keep);
     return g;
 }
 
@@ -1043,3 +694,4 @@ int etk_convert_pytorch_write(const etk_convert_opts *o, const char *prefix,
     conv_free(&c);
     return rc;
 }
+

@@ -668,7 +668,11 @@ static int setup_node(etk_sim *s, uint32_t rank, snode *n, const etk_node *e, et
             fl = 0;
             s->neg_ops++;
         }
-        n->flops = cpu ? 0 : (uint64_t)fl * scale;
+        /* STAGE counts matmuls (op_type "M") in multiply-accumulates; its elementwise,
+         * slice and custom ops count operations: only MACs are doubled */
+        const char *opt = etk_node_str(e, "op_type");
+        uint64_t fscale = opt && strcmp(opt, "M") ? 1 : scale;
+        n->flops = cpu ? 0 : (uint64_t)fl * fscale;
         n->bytes = tb * scale;
         n->kind = cpu ? K_CPU : K_COMP;
         if (s->cl.astra_compat) {

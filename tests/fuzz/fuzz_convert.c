@@ -47,7 +47,9 @@ int FUZZ_ENTRY(const uint8_t *data, size_t size)
     } else if (write_file(a, data, size)) {
         return 0;
     }
-    etk_convert_opts o = {a, device ? b : NULL, -1, true};
+    /* bit 1 with a device trace: the Kineto trace alone (no host trace), one rank of a job */
+    bool alone = device && (data[-1] & 2);
+    etk_convert_opts o = {alone ? NULL : a, device ? b : NULL, -1, true, alone ? 1 : 0};
     etk_trace *t = NULL;
     etk_groups *g = NULL;
     etk_convert_stats st;
