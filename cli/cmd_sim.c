@@ -96,6 +96,8 @@ int cmd_sim(int argc, char **argv)
         etk_workload_free(wl);
         return rc;
     }
+    c.argc = argc;
+    c.argv = argv;
     rc = sim_cli_report(cmd, &c, s);
     etk_sim_free(s);
     etk_workload_free(wl);

@@ -346,6 +346,8 @@ void etk_workload_free(etk_workload *w);
 /* Atomic output: open "<path>.tmp.<pid>" for writing; etk_file_commit fsyncs, closes and renames.
  * A path that is a device or pipe (/dev/null, /dev/stdout, a FIFO) is written in place. */
 FILE *etk_file_begin(const char *path, char **tmp_path_out, etk_error *err);
+/* Create the missing parent folders of an output path (mkdir -p of its directory part). */
+int etk_file_mkdirs(const char *path, etk_error *err);
 int etk_file_commit(FILE *f, char *tmp_path, const char *path, etk_error *err); /* frees tmp_path */
 void etk_file_abort(FILE *f, char *tmp_path);                                  /* frees tmp_path */
 /* Write a whole buffer atomically. */
