@@ -12,6 +12,7 @@
 
 #include "cmd.h"
 #include "etkit/gen.h"
+#include "plan_warn.h"
 #include "sim_cli.h"
 
 /* the default job, in three parts applied independently: the model unless --model or
@@ -156,14 +157,22 @@ static void help(void)
            "Ranks of one pipeline stage are simulated once (folding) unless --no-fold.\n"
            "Without model/plan flags: --model llama3-8b --tp 4 --pp 2 --dp 8 --sp --micro-batch 1\n"
            "--global-batch 256 --attention flash (fused FlashAttention kernels, as Llama 3 trains) on\n"
-           "--cluster dgx-h100 --nodes 8 ('etkit run --attention unfused': the same job unfused). Any\n"
-           "other model/plan flag replaces the whole default plan.\n\n"
+           "--cluster dgx-h100 --nodes 8 ('etkit run --attention unfused': the same job unfused).\n"
+           "A flag changes only itself ('etkit run --seq 4096': the default job at 4096 tokens), except\n"
+           "that --model/--model-file replace the default model, any of --tp --pp --dp --cp the default\n"
+           "degrees and SP (the others 1), --micro-batch / --global-batch the default batch. --gpu NAME\n"
+           "replaces the cluster's GPU. Warns (stderr) on fewer micro-batches than pipeline stages, a\n"
+           "bubble over 25%% and unbalanced stages. Missing output folders are created.\n\n"
            "%s"
            "%s"
            "  --write-traces PREFIX    also write the per-rank traces and comm groups\n"
-           "The cluster defaults to dgx-h100 with ranks / 8 nodes.\n\n"
+           "The cluster defaults to dgx-h100 with ranks / 8 nodes (one node of as many GPUs as ranks\n"
+           "below 8). --csv: one 'run' row (plan + results), then the per-rank and communication\n"
+           "tables; --json adds the plan, the cluster, the etkit version and the command line\n"
+           "(docs/sim.md).\n\n"
            "examples:\n"
            "  etkit run\n"
+           "  etkit run --seq 4096 --global-batch 512 --csv\n"
            "  etkit run --model llama3-405b --tp 8 --pp 16 --dp 128 --sp --global-batch 2048 --cluster dgx-h100\n"
            "  etkit run --model llama2-7b --dp 8 --cluster hgx-h200 --nodes 1 --json\n"
            "  etkit run --mode inference --model llama3-70b --tp 8 --batch 16 --prompt-len 2048 --decode-steps 256\n"
@@ -260,6 +269,13 @@ int cmd_run(int argc, char **argv)
             fprintf(stderr, "etkit %s: note: the default job supplied %s (give a flag to change it; "
                             "--tp/--pp/--dp/--cp replace the default degrees)\n", cmd, defaults);
         return 2;
+    }
+    if (!c.o.quiet && cfg.mode != ETK_GEN_MODE_INFERENCE && cfg.pp > 1) { /* wasteful plans */
+        etk_gen_summary ws;
+        bool have = etk_gen_summarize(&cfg, &ws, &err) == 0;
+        plan_warnings(cmd, &cfg, have ? &ws : NULL);
+        if (have)
+            etk_gen_summary_free(&ws);
     }
     if (!c.cluster && !c.astra_net)
         c.cluster = "dgx-h100";

@@ -243,6 +243,10 @@ typedef struct etk_read_opts {
  * offset and the node index. Unknown fields are skipped; packed and unpacked repeated
  * fields are both accepted. */
 int etk_trace_read(const char *path, const etk_read_opts *opts, etk_trace **out, etk_error *err);
+/* When `path` is a JSON file (PyTorch host ET, Kineto, etkit or Chakra-feeder JSON): sets err to
+ * a message naming its kind and the converting command and returns ETK_EFORMAT; 0 otherwise.
+ * etk_trace_read calls it when a file does not parse as protobuf. */
+int etk_trace_json_hint(const char *path, etk_error *err);
 /* Same from memory (name is used in messages). */
 int etk_trace_read_mem(const void *data, size_t len, const char *name, const etk_read_opts *opts,
                        etk_trace **out, etk_error *err);
