@@ -14,6 +14,7 @@ const struct option sim_cli_longopts[] = {
     {"cluster", required_argument, 0, SO_CLUSTER},
     {"nodes", required_argument, 0, SO_NODES},
     {"gpus", required_argument, 0, SO_GPUS},
+    {"gpu", required_argument, 0, SO_GPU},
     {"astra-network", required_argument, 0, SO_ASTRA_NET},
     {"astra-system", required_argument, 0, SO_ASTRA_SYS},
     {"astra-compat", no_argument, 0, SO_ASTRA_COMPAT},
@@ -49,6 +50,7 @@ const char sim_cli_help[] =
     "  -n, --nodes N            nodes of 8 GPUs for a preset (default: ranks / 8)\n"
     "  --gpus N                 one node of N (1-8) GPUs of a preset (default for fewer than\n"
     "                           8 ranks: one node with as many GPUs as ranks)\n"
+    "  --gpu NAME               replace the cluster's GPU (a100, h100, h200, b200, mi300x)\n"
     "  --astra-network FILE --astra-system FILE\n"
     "                           ASTRA-sim's network YAML and system JSON (their units); implies\n"
     "                           --astra-compat\n"
@@ -117,6 +119,9 @@ int sim_cli_option(const char *cmd, sim_cli *c, int opt, const char *arg)
         return 0;
     case SO_GPUS:
         return u32opt(cmd, "--gpus", arg, &c->gpus, 1, 1024);
+    case SO_GPU:
+        c->gpu = arg;
+        return 0;
     case SO_ASTRA_NET:
         c->astra_net = arg;
         return 0;

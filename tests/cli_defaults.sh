@@ -54,6 +54,9 @@ expect 2 "--gpus applies to presets" sim "$T/o1/deep/llama7b" --cluster examples
 # --- examples/ shipped and valid: one-gpu.yaml and ASTRA-sim's network/system inputs ---
 "$ETKIT" gen --model llama2-7b $S -o "$T/one" >/dev/null || fail "gen one rank"
 expect 0 "one-gpu: 1 x H100-SXM" sim "$T/one" --cluster examples/one-gpu.yaml
+# sim takes --gpu too (and --gpus' default: one rank on one GPU of the preset)
+expect 0 "dgx-h100: 1 x A100-SXM-80GB, network 1 x 1" sim "$T/one" --cluster dgx-h100 --gpu a100
+expect 2 "unknown GPU preset 'z9' (known: a100, h100, h200, b200, mi300x)" sim "$T/one" --cluster dgx-h100 --gpu z9
 # ASTRA-sim printed 64,440 ns for this all-reduce with these inputs
 expect 0 "step time      64,440 ns" sim "$D/astra-sim-microbenchmarks/all_reduce/8npus_1MB/all_reduce" \
   --astra-network examples/astra-net-ring8.yml --astra-system examples/astra-sys-ring.json
