@@ -358,7 +358,7 @@ int cmd_gen(int argc, char **argv)
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     uint64_t bytes = 0;
-    if (etk_gen_write_stats(&cfg, out, &bytes, &err))
+    if (etk_file_mkdirs(out, &err) || etk_gen_write_stats(&cfg, out, &bytes, &err)) /* -o out/x: out/ made */
         return cli_fail("gen", &err);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     double sec = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;

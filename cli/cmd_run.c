@@ -292,7 +292,7 @@ int cmd_run(int argc, char **argv)
         if (p >= 0)
             cl.precision = (etk_precision)p;
     }
-    if (write_prefix && etk_gen_write(&cfg, write_prefix, &err) != 0)
+    if (write_prefix && (etk_file_mkdirs(write_prefix, &err) != 0 || etk_gen_write(&cfg, write_prefix, &err) != 0))
         return cli_fail(cmd, &err);
     etk_workload *wl = NULL;
     /* the flow network model simulates every rank (docs/network-model.md) */

@@ -15,6 +15,8 @@ expect 0 "wrote 2 rank files $T/o1/deep/llama7b" gen --model llama2-7b $S --dp 2
 "$ETKIT" run --model llama2-7b $S --tp 2 -o "$T/rep/a/r.txt" --timeline "$T/tl/b/t.json" || fail "run -o/--timeline into new folders"
 grep -q "step time" "$T/rep/a/r.txt" 2>/dev/null || fail "run -o into a new folder: no report"
 [ -s "$T/tl/b/t.json" ] || fail "run --timeline into a new folder: no timeline"
+"$ETKIT" run --model llama2-7b $S --tp 2 --write-traces "$T/wt/c/job" >/dev/null 2>&1 || fail "run --write-traces into a new folder"
+[ -s "$T/wt/c/job.1.et" ] && [ -s "$T/wt/c/job.json" ] || fail "run --write-traces: rank files not in the new folder"
 "$ETKIT" convert pytorch -q --host tests/pytorch/mlp_host_et.json -o "$T/cv/x/mlp" >/dev/null 2>&1
 [ -s "$T/cv/x/mlp.0.et" ] || fail "convert -o into a new folder"
 "$ETKIT" json "$T/o1/deep/llama7b.0.et" -o "$T/js/x.json" && [ -s "$T/js/x.json" ] || fail "json -o into a new folder"
