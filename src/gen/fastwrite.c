@@ -125,7 +125,7 @@ int etk_gen_class_write(const etk_gen_class *k, const char *path, const char *ve
         len += etk_node_frame_encode(&n, buf + len);
     }
     snprintf(tmp, tl, "%s.tmp.%ld", path, (long)getpid());
-    int fd = etk_file_mkdirs(path, NULL) == 0 ? open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644) : -1;
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
     int rc = 0;
     if (fd < 0) {
         rc = etk_err(err, ETK_EIO, "%s: cannot create: %s", path, strerror(errno));
