@@ -12,6 +12,7 @@
 
 #include "cmd.h"
 #include "etkit/json.h"
+#include "plan_warn.h"
 #include "etkit/gen.h"
 
 static void help(void)
@@ -180,6 +181,11 @@ static void print_text(const etk_gen_config *c, const etk_gen_summary *s)
     printf("model %s (%s): %" PRId64 " layers, hidden %" PRId64 ", %" PRId64 " heads (%" PRId64
            " KV), FFN %" PRId64 ", vocab %" PRId64 ", seq %" PRId64 "; %" PRIu64 " parameters\n",
            m->name, m->arch, m->layers, m->hidden, m->heads, m->kv_heads, m->ffn, m->vocab, m->seq, s->params_total);
+    if (m->max_positions > m->seq || m->tie_embeddings) /* Hugging Face configs: what was assumed */
+        printf("model: seq %" PRId64 "%s%s\n", m->seq,
+               m->max_positions > m->seq ? " (a Hugging Face config's max_position_embeddings is the longest context, "
+                                           "not the training sequence: --seq sets it)" : "",
+               m->tie_embeddings ? "; output layer tied to the token embedding (tie_word_embeddings)" : "");
     printf("plan: %u ranks = tp %u x cp %u%s x dp %u x pp %u (rank order %s), sp %s, micro-batch %u, global batch %u -> %u "
            "micro-batches per DP rank, %s%s, zero %d, recompute %s%s, %s (gradients %s)\n",
            s->n_ranks, c->tp, c->cp, c->cp_comm == ETK_CP_RING ? " (ring)" : "", c->dp, c->pp, ord, c->sp ? "on" : "off", c->micro_batch, c->global_batch,
@@ -328,6 +334,7 @@ int cmd_gen(int argc, char **argv)
         etk_gen_summary s;
         if (etk_gen_summarize(&cfg, &s, &err))
             return cli_fail("gen", &err);
+        plan_warnings("gen", &cfg, &s);
         if (json) {
             json_t *j = s.inference ? infer_json(&cfg, &s) : summary_json(&cfg, &s);
             char *txt = json_dumps(j, JSON_INDENT(2) | JSON_REAL_PRECISION(17));
@@ -342,10 +349,17 @@ int cmd_gen(int argc, char **argv)
         etk_gen_summary_free(&s);
         return 0;
     }
+    if (cfg.mode != ETK_GEN_MODE_INFERENCE && cfg.pp > 1) { /* wasteful plans: warnings */
+        etk_gen_summary ws;
+        bool have = etk_gen_summarize(&cfg, &ws, &err) == 0;
+        plan_warnings("gen", &cfg, have ? &ws : NULL);
+        if (have)
+            etk_gen_summary_free(&ws);
+    }
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     uint64_t bytes = 0;
-    if (etk_gen_write_stats(&cfg, out, &bytes, &err))
+    if (etk_file_mkdirs(out, &err) || etk_gen_write_stats(&cfg, out, &bytes, &err)) /* -o out/x: out/ made */
         return cli_fail("gen", &err);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     double sec = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;

@@ -45,6 +45,10 @@ int cmd_sim(int argc, char **argv)
     lo[n] = (struct option){0, 0, 0, 0};
     sim_cli c;
     memset(&c, 0, sizeof c);
+    static char *cmdv[512]; /* the command line as given (getopt_long permutes argv) */
+    c.argc = argc < 512 ? argc : 512;
+    memcpy(cmdv, argv, (size_t)c.argc * sizeof *argv);
+    c.argv = cmdv;
     int opt;
     optind = 1;
     opterr = 0;

@@ -187,7 +187,7 @@ static int dispatch(int argc, char **argv)
         return 0;
     }
     if (!strcmp(argv[1], "--version")) {
-        printf("etkit 0.1.0\n");
+        printf("etkit %s\n", ETK_VERSION);
         return 0;
     }
     for (size_t i = 0; i < N_COMMANDS; i++)

@@ -13,6 +13,8 @@
 const struct option sim_cli_longopts[] = {
     {"cluster", required_argument, 0, SO_CLUSTER},
     {"nodes", required_argument, 0, SO_NODES},
+    {"gpus", required_argument, 0, SO_GPUS},
+    {"gpu", required_argument, 0, SO_GPU},
     {"astra-network", required_argument, 0, SO_ASTRA_NET},
     {"astra-system", required_argument, 0, SO_ASTRA_SYS},
     {"astra-compat", no_argument, 0, SO_ASTRA_COMPAT},
@@ -47,6 +49,9 @@ const char sim_cli_help[] =
     "                           dgx-h100-superpod, llama3) or an etkit cluster YAML\n"
     "                           (docs/cluster.md)\n"
     "  -n, --nodes N            nodes of 8 GPUs for a preset (default: ranks / 8)\n"
+    "  --gpus N                 one node of N (1-8) GPUs of a preset (default for fewer than\n"
+    "                           8 ranks: one node with as many GPUs as ranks)\n"
+    "  --gpu NAME               replace the cluster's GPU (a100, h100, h200, b200, mi300x)\n"
     "  --astra-network FILE --astra-system FILE\n"
     "                           ASTRA-sim's network YAML and system JSON (their units); implies\n"
     "                           --astra-compat\n"
@@ -118,6 +123,11 @@ int sim_cli_option(const char *cmd, sim_cli *c, int opt, const char *arg)
             return cli_usage_error(cmd, "--nodes must be between 1 and 1000000, got %s", arg);
         c->nodes = v;
         c->nodes_set = true;
+        return 0;
+    case SO_GPUS:
+        return u32opt(cmd, "--gpus", arg, &c->gpus, 1, 1024);
+    case SO_GPU:
+        c->gpu = arg;
         return 0;
     case SO_ASTRA_NET:
         c->astra_net = arg;
@@ -315,18 +325,32 @@ int sim_cli_cluster(const char *cmd, sim_cli *c, uint32_t n_ranks, etk_cluster *
                                     "dgx-h100, hgx-h200, dgx-b200, dgx-h100-superpod, llama3) or --astra-network and "
                                     "--astra-system");
     } else if (is_file(c->cluster) || strstr(c->cluster, ".yaml") || strstr(c->cluster, ".yml")) {
-        if (c->nodes_set)
-            return cli_usage_error(cmd, "--nodes applies to presets; %s sets its own sizes",
-                                   c->cluster);
+        if (c->nodes_set || c->gpus)
+            return cli_usage_error(cmd, "%s applies to presets; %s sets its own sizes",
+                                   c->nodes_set ? "--nodes" : "--gpus", c->cluster);
         rc = etk_cluster_load(c->cluster, out, &err);
     } else {
-        uint32_t nodes = c->nodes_set ? (uint32_t)c->nodes : (n_ranks + 7) / 8;
-        rc = etk_cluster_preset(c->cluster, nodes ? nodes : 1, out, &err);
+        if (c->gpus && c->nodes_set && c->nodes != 1)
+            return cli_usage_error(cmd, "--gpus N is one node of N GPUs: drop --nodes %llu (whole "
+                                        "nodes) or --gpus", (unsigned long long)c->nodes);
+        /* fewer ranks than a node: one node with as many GPUs as ranks */
+        uint32_t gpus = c->gpus ? c->gpus : !c->nodes_set && n_ranks && n_ranks < 8 ? n_ranks : 0;
+        uint32_t nodes = c->nodes_set ? (uint32_t)c->nodes : gpus ? 1 : (n_ranks + 7) / 8;
+        rc = etk_cluster_preset_gpus(c->cluster, nodes ? nodes : 1, gpus, out, &err);
     }
     if (rc)
         return cli_fail(cmd, &err);
     if (out->warnings[0] && !c->o.quiet)
         fprintf(stderr, "etkit %s: warning: %s\n", cmd, out->warnings);
+    if (c->gpu) { /* etkit run --gpu NAME: the cluster's GPU replaced */
+        etk_gpu g;
+        if (etk_gpu_preset(c->gpu, &g, &err) != 0)
+            return cli_fail(cmd, &err);
+        if (strcmp(g.name, out->gpu.name) && !c->o.quiet)
+            fprintf(stderr, "etkit %s: note: cluster %s with its GPU %s replaced by %s (--gpu)\n", cmd,
+                    out->name, out->gpu.name, g.name);
+        out->gpu = g;
+    }
     if (c->astra_compat)
         out->astra_compat = true;
     if (c->eff_set)
@@ -370,7 +394,21 @@ int sim_cli_fail(const char *cmd, const etk_error *err)
 int sim_cli_report(const char *cmd, const sim_cli *c, etk_sim *s)
 {
     etk_error err = {0};
-    const etk_sim_result *r = etk_sim_result_get(s);
+    etk_sim_result *r = (etk_sim_result *)etk_sim_result_get(s);
+    /* the version and the command line, quoted where needed, for --json and --csv */
+    static char cmdline[4096];
+    size_t l = 0;
+    cmdline[0] = 0;
+    for (int i = 0; i < c->argc && l + 8 < sizeof cmdline; i++) {
+        const char *a = c->argv[i];
+        bool q = !a[0] || strpbrk(a, " \t\"'\\$*?;&|<>()") != NULL;
+        l += (size_t)snprintf(cmdline + l, sizeof cmdline - l, "%s%s%s%s", i ? " " : "etkit ", q ? "'" : "", a,
+                              q ? "'" : "");
+    }
+    if (l >= sizeof cmdline)
+        l = sizeof cmdline - 1;
+    r->command_line = c->argc ? cmdline : NULL;
+    r->etkit_version = ETK_VERSION;
     if (r->warnings && r->warnings[0] && !c->o.quiet)
         fprintf(stderr, "etkit %s: warning: %s\n", cmd, r->warnings);
     if (c->timeline && etk_sim_write_timeline(s, c->timeline, &err) != 0)

@@ -122,7 +122,8 @@ expect 0 "step time" run --model llama2-7b --layers 8 --hidden 1024 --heads 16 -
 expect 2 "interleaving is a 1f1b schedule, not zb-h1" gen --model llama2-7b --pp 2 --vpp 2 --global-batch 2 \
   --schedule zb-h1 --summary
 # an unwritable prefix is an error naming the file
-expect 2 "nonexistent-dir" gen --model llama2-7b --layers 2 -o "$T/nonexistent-dir/x"
+: >"$T/afile" # a parent that is a file: refused; a missing parent folder is created (mkdir -p)
+expect 2 "$T/afile is not a folder" gen --model llama2-7b --layers 2 -o "$T/afile/x"
 
 # regression (issue 16): with 2 pooled communication streams --zero 1 moved llama3-405b on 16,384
 # H100 by 20% (DP buckets blocked the TP collectives of every stage's last backward, paid 16 times

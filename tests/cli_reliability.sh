@@ -33,7 +33,7 @@ python3 -c "print('[' * 1000000)" >"$T/deepc.yaml"
 expectf 2 "deep.yaml:1: nesting deeper than 256 levels" gen --model-file "$T/deep.yaml" --summary
 expectf 2 "config.json:1: nesting deeper than 256 levels" gen --model-file "$T/config.json" --summary
 start=$(date +%s)
-expectf 2 "deepc.yaml:1: nesting deeper than 256 levels" run --cluster "$T/deepc.yaml" --layers 1
+expectf 2 "deepc.yaml:1: nesting deeper than 256 levels" run --cluster "$T/deepc.yaml" --layers 2
 [ $(( $(date +%s) - start )) -le 10 ] || fail "cluster [ x 1e6 took more than 10 s"
 
 # 2. unbounded and non-regular inputs: say what they are
@@ -41,8 +41,8 @@ mkfifo "$T/fifo" && mkdir "$T/dir"
 expectf 2 "/dev/zero: is a character device, not a regular file, expected a model file" gen --model-file /dev/zero --summary
 expectf 2 "fifo: is a FIFO (named pipe), not a regular file, expected a model file" gen --model-file "$T/fifo" --summary
 expectf 2 "dir: is a directory, expected a model file" gen --model-file "$T/dir" --summary
-expectf 2 "/dev/zero: is a character device, not a regular file, expected a cluster file" run --cluster /dev/zero --layers 1
-expectf 2 "dir: is a directory, expected a cluster file" run --cluster "$T/dir" --layers 1
+expectf 2 "/dev/zero: is a character device, not a regular file, expected a cluster file" run --cluster /dev/zero --layers 2
+expectf 2 "dir: is a directory, expected a cluster file" run --cluster "$T/dir" --layers 2
 expectf 2 "/dev/zero: is a character device, not a regular file, expected a .et trace file" info /dev/zero
 expectf 2 "fifo: is a FIFO (named pipe), not a regular file, expected a .et trace file" validate "$T/fifo"
 expectf 2 "dir: is a directory, expected a .et trace file" sim "$T/dir" --cluster dgx-h100
@@ -82,7 +82,7 @@ printf 'gpu: h100\nnetwork:\n  - {size: 8, topology: Switch, bandwidth: 450, lat
 expectf 2 "lat.yaml:3: network[0].latency: expected ns in [0, 1e+09], got 1e300" run --cluster "$T/lat.yaml" --layers 1 --dp 8
 three='  - {size: 1000000000, topology: Switch, bandwidth: 450, latency: 500}'
 printf 'gpu: h100\nnetwork:\n%s\n%s\n%s\n' "$three" "$three" "$three" >"$T/npus.yaml"
-expectf 2 "the dimension sizes multiply to 1e+27 NPUs, more than etkit supports" run --cluster "$T/npus.yaml" --layers 1
+expectf 2 "the dimension sizes multiply to 1e+27 NPUs, more than etkit supports" run --cluster "$T/npus.yaml" --layers 2
 
 # 7. unknown and duplicate keys
 printf '%s\nkv_head: 1\n' "$GOOD" >"$T/typo.yaml"

@@ -139,7 +139,7 @@ check "written traces: 8 rank files + groups" \
   $([ -f "$T/wt.7.et" ] && [ -f "$T/wt.json" ] && [ ! -f "$T/wt.8.et" ] && echo 0 || echo 1)
 
 # etkit run on the built-in defaults
-expect "run defaults" 0 "llama3-8b: tp 4 x pp 2 x dp 8 (sp), global batch 256, micro-batch 1, 1f1b, flash attention" "$ETKIT" run
+expect "run defaults" 0 "llama3-8b: tp 4 x cp 1 x pp 2 x dp 8 = 64 ranks, ep 1, sp on, zero 0, recompute none, seq 8192, bf16, global batch 256, micro-batch 1, 1f1b, flash attention" "$ETKIT" run
 expect "run defaults: MFU with flash attention" 0 "MFU 56.3% of 989 TFLOP/s BF16 peak" "$ETKIT" run
 # two comm streams by default (pipeline sends beside the TP collectives); one stream queues them
 expect "run defaults, one comm stream" 0 "MFU 54.4%" "$ETKIT" run --comm-streams 1

@@ -83,7 +83,8 @@ n=$(grep -c -- ' -> ' "$tmp/g.dot")
 [ "$n" = 469 ] || { echo "FAIL: dot wrote $n edges, expected 469 data deps"; fails=$((fails + 1)); }
 ls "$tmp" | grep -q 'tmp\.' && { echo "FAIL: dot left a temporary file"; fails=$((fails + 1)); }
 expect 0 'cut by --max-nodes to the first 10' "$ETK" dot -n 10 "$D/stage/gpt_small_dp2_tp2_pp2/workload.0.et"
-expect 2 "$tmp/nodir/x.dot" "$ETK" dot "$D/stage/gpt_small_dp2_tp2_pp2/workload.0.et" -o "$tmp/nodir/x.dot"
+: >"$tmp/afile" # a parent that is a file: refused (missing folders are created)
+expect 2 "$tmp/afile is not a folder" "$ETK" dot "$D/stage/gpt_small_dp2_tp2_pp2/workload.0.et" -o "$tmp/afile/x.dot"
 
 if [ $fails -ne 0 ]; then
     echo "cli_validate: $fails failures"

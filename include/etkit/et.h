@@ -246,6 +246,10 @@ typedef struct etk_read_opts {
  * offset and the node index. Unknown fields are skipped; packed and unpacked repeated
  * fields are both accepted. */
 int etk_trace_read(const char *path, const etk_read_opts *opts, etk_trace **out, etk_error *err);
+/* When `path` is a JSON file (PyTorch host ET, Kineto, etkit or Chakra-feeder JSON): sets err to
+ * a message naming its kind and the converting command and returns ETK_EFORMAT; 0 otherwise.
+ * etk_trace_read calls it when a file does not parse as protobuf. */
+int etk_trace_json_hint(const char *path, etk_error *err);
 /* Same from memory (name is used in messages). */
 int etk_trace_read_mem(const void *data, size_t len, const char *name, const etk_read_opts *opts,
                        etk_trace **out, etk_error *err);
@@ -349,6 +353,8 @@ void etk_workload_free(etk_workload *w);
 /* Atomic output: open "<path>.tmp.<pid>" for writing; etk_file_commit fsyncs, closes and renames.
  * A path that is a device or pipe (/dev/null, /dev/stdout, a FIFO) is written in place. */
 FILE *etk_file_begin(const char *path, char **tmp_path_out, etk_error *err);
+/* Create the missing parent folders of an output path (mkdir -p of its directory part). */
+int etk_file_mkdirs(const char *path, etk_error *err);
 int etk_file_commit(FILE *f, char *tmp_path, const char *path, etk_error *err); /* frees tmp_path */
 void etk_file_abort(FILE *f, char *tmp_path);                                  /* frees tmp_path */
 /* Before any work: an output file (or the prefix of a file set) can be created — its folder

@@ -35,6 +35,12 @@ typedef struct etk_model {
     /* multi-head latent attention (arch deepseek): ranks of the query and key/value
      * compressions, per-head dims of the non-rotary and rotary query/key parts and of values */
     int64_t q_lora, kv_lora, qk_nope, qk_rope, v_head;
+    bool tie_embeddings; /* the output layer is the token embedding table (Hugging Face
+                          * tie_word_embeddings, preset key tie_embeddings): one weight, counted
+                          * and reduced once; blocks whose head has its own table use the
+                          * embedding's instead */
+    int64_t max_positions; /* context the model supports (max_position_embeddings), 0: unknown;
+                            * a Hugging Face config trains at seq = min(4096, this) by default */
     char source[256]; /* where the dimensions were published */
 } etk_model;
 

@@ -189,6 +189,9 @@ uint64_t etk_net_place_coll_ns(const etk_cluster *c, const etk_net_place *p, etk
 /* Built-in presets "dgx-a100", "dgx-h100", "hgx-h200", "dgx-b200" (figures from
  * ../shared/spec/hardware.md) with `nodes` nodes of 8 GPUs. */
 int etk_cluster_preset(const char *name, uint32_t nodes, etk_cluster *out, etk_error *err);
+/* The same with one node of `gpus` GPUs (1 to the preset's node size; nodes must be 1), e.g. one
+ * DGX H100 with 2 GPUs; gpus 0: the preset's node. */
+int etk_cluster_preset_gpus(const char *name, uint32_t nodes, uint32_t gpus, etk_cluster *out, etk_error *err);
 /* etkit cluster YAML (docs/cluster.md). */
 int etk_cluster_load(const char *path, etk_cluster *out, etk_error *err);
 /* Same from text in memory (`name` is used in messages). */

@@ -142,6 +142,16 @@ typedef struct etk_sim_result {
     uint64_t ttft_ns;          /* time to first token = phase_end_ns[0] */
     double tpot_ns;            /* time per output token: mean decode step, (end N - ttft) / N */
     uint64_t tpot_min_ns, tpot_max_ns; /* shortest and longest decode step */
+    /* for the JSON and CSV reports (docs/sim.md "Machine-readable reports"): the cluster
+     * simulated (set by the simulator), and, set by the caller after the run (NULL / 0: none),
+     * the etkit version, the command line and the plan as key/value text (etkit run: model,
+     * mode, ranks, tp, cp, pp, vpp, dp, ep, sp, zero, recompute, seq, precision, ...) */
+    const etk_cluster *cluster_spec;
+    const char *etkit_version;
+    const char *command_line;
+    const char *const *plan_keys;
+    const char *const *plan_values;
+    uint32_t n_plan;
 } etk_sim_result;
 
 typedef struct etk_sim etk_sim;

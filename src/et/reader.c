@@ -627,6 +627,8 @@ int etk_trace_read(const char *path, const etk_read_opts *opts, etk_trace **out,
     }
     free(s.buf);
     gzclose(gz);
+    if (rc && rc != ETK_ENOMEM)
+        etk_trace_json_hint(path, err); /* a JSON trace: say which and how to convert it */
     if (!t)
         return rc;
     return finish(t, rc, opts, out);

@@ -176,8 +176,8 @@ static bool is_combine_in(const ctx *c, const gop *op, int i)
  * routing, --moe-max-nodes) bounds the bytes that cross nodes. */
 static int32_t ep_a2a(ctx *c, const char *what, int t, lay L, int phase, int ndeps, const int32_t *deps)
 {
-    char name[96];
-    snprintf(name, sizeof name, "%s%s.ep_all_to_all", phase == P_RECOMP ? "recompute." : "", what);
+    char name[160]; /* tensor names are short; %.100s bounds the name for the compiler */
+    snprintf(name, sizeof name, "%s%.100s.ep_all_to_all", phase == P_RECOMP ? "recompute." : "", what);
     int i = emit(c, name, ETK_NODE_COLL, phase, ndeps, deps);
     if (i < 0)
         return i;

@@ -89,6 +89,20 @@ static int hf_int(json_t *root, const char *key, const char *fname, const char *
     return 0;
 }
 
+/* The training sequence of a Hugging Face config: max_position_embeddings is the longest
+ * context the model supports (131,072 for Llama 3.1 and Qwen2.5), not what it trains at: seq is
+ * HF_DEFAULT_SEQ (Llama 3's pre-training length) or the model's maximum when shorter; --seq sets
+ * it. tie_word_embeddings (default false, as in the Llama/Qwen configs) ties the output layer to
+ * the token embedding. */
+#define HF_DEFAULT_SEQ 4096
+static void hf_seq_tie(json_t *root, etk_model *out)
+{
+    out->seq = out->max_positions < HF_DEFAULT_SEQ ? out->max_positions : HF_DEFAULT_SEQ;
+    json_t *tie = json_object_get(root, "tie_word_embeddings");
+    /* GPT-2 ties its output layer (the gpt block does already) */
+    out->tie_embeddings = json_is_true(tie);
+}
+
 /* A Hugging Face config.json (JSON is YAML, so it arrives through the same parser), by
  * model_type: llama, mistral (arch llama), qwen2 (qwen2: QKV biases), mixtral, qwen3_moe (moe),
  * qwen2_moe (moe-shared), deepseek_v2, deepseek_v3 (deepseek: MLA), gpt_neox (neox); GPT-2 keys
@@ -110,8 +124,9 @@ static int parse_hf(json_t *root, const char *fname, etk_model *out, etk_error *
             (rc = hf_int(root, "n_head", fname, t, true, 1, &out->heads, err)) ||
             (rc = hf_int(root, "n_inner", fname, t, false, 1, &out->ffn, err)) ||
             (rc = hf_int(root, "vocab_size", fname, t, true, 1, &out->vocab, err)) ||
-            (rc = hf_int(root, "n_positions", fname, t, true, 1, &out->seq, err)))
+            (rc = hf_int(root, "n_positions", fname, t, true, 1, &out->max_positions, err)))
             return rc;
+        hf_seq_tie(root, out);
         out->kv_heads = out->heads;
         if (!out->ffn)
             out->ffn = 4 * out->hidden; /* GPT-2: n_inner null means 4h */
@@ -140,9 +155,10 @@ static int parse_hf(json_t *root, const char *fname, etk_model *out, etk_error *
         (rc = hf_int(root, "num_key_value_heads", fname, type, false, 1, &out->kv_heads, err)) ||
         (rc = hf_int(root, "intermediate_size", fname, type, true, 1, &out->ffn, err)) ||
         (rc = hf_int(root, "vocab_size", fname, type, true, 1, &out->vocab, err)) ||
-        (rc = hf_int(root, "max_position_embeddings", fname, type, true, 1, &out->seq, err)) ||
+        (rc = hf_int(root, "max_position_embeddings", fname, type, true, 1, &out->max_positions, err)) ||
         (rc = hf_int(root, "head_dim", fname, type, false, 1, &out->head_dim, err)))
         return rc;
+    hf_seq_tie(root, out);
     if (!out->kv_heads || ds)
         out->kv_heads = out->heads; /* MLA: every head has its own keys and values */
     if (out->head_dim && out->head_dim * out->heads == out->hidden)
@@ -254,6 +270,12 @@ int etk_model_parse(const char *text, size_t len, const char *fname, etk_model *
                        fname);
     }
     out->capacity_factor = cf ? json_number_value(cf) : 0;
+    json_t *tie = json_object_get(root, "tie_embeddings");
+    if (tie && !json_is_boolean(tie)) {
+        json_decref(root);
+        return etk_err(err, ETK_EFORMAT, "%s: field 'tie_embeddings' must be true or false", fname);
+    }
+    out->tie_embeddings = json_is_true(tie);
     if (!out->kv_heads)
         out->kv_heads = out->heads;
     json_decref(root);
@@ -771,6 +793,47 @@ static int same_weights(loader *L, int sec, int of)
     return 0;
 }
 
+/* Tied embeddings: the head's weight with the embedding table's dims (its output layer) is
+ * dropped and the head's ops read the table ("embed.<name>") instead, as blocks/gpt.yaml writes
+ * it; nothing to do when the head already reads the table. */
+static int tie_head(const char *file, json_t *secs, etk_error *err)
+{
+    json_t *embed = json_object_get(secs, "embed"), *head = json_object_get(secs, "head");
+    const char *table = NULL;
+    size_t i;
+    json_t *op;
+    json_array_foreach(json_object_get(embed, "ops"), i, op)
+        if (!table && !strcmp(json_string_value(json_object_get(op, "op")) ? json_string_value(json_object_get(op, "op")) : "",
+                              "embedding"))
+            table = json_string_value(json_array_get(json_object_get(op, "in"), 1));
+    json_t *tw = table ? json_object_get(json_object_get(embed, "weights"), table) : NULL;
+    const char *tdims = json_string_value(json_object_get(tw, "dims"));
+    if (!tdims)
+        return etk_err(err, ETK_EFORMAT, "%s: tied embeddings: sections.embed has no embedding op with a table weight",
+                       file);
+    json_t *hw = json_object_get(head, "weights");
+    const char *wk;
+    char out_w[64] = "";
+    json_t *wv;
+    json_object_foreach(hw, wk, wv) {
+        const char *d = json_string_value(json_object_get(wv, "dims"));
+        if (!out_w[0] && d && !strcmp(d, tdims))
+            snprintf(out_w, sizeof out_w, "%s", wk);
+    }
+    if (!out_w[0])
+        return 0; /* the head reads the table already (gpt) */
+    char ref[96];
+    snprintf(ref, sizeof ref, "embed.%s", table);
+    json_array_foreach(json_object_get(head, "ops"), i, op) {
+        json_t *in = json_object_get(op, "in");
+        for (size_t k = 0; k < json_array_size(in); k++)
+            if (!strcmp(json_string_value(json_array_get(in, k)) ? json_string_value(json_array_get(in, k)) : "", out_w))
+                json_array_set_new(in, k, json_string(ref));
+    }
+    json_object_del(hw, out_w);
+    return 0;
+}
+
 int etk_graph_load(const etk_model *m, int64_t batch, etk_graph **out, etk_error *err)
 {
     *out = NULL;
@@ -827,6 +890,8 @@ int etk_graph_load(const etk_model *m, int64_t batch, etk_graph **out, etk_error
     }
     g->stream_seq = sq[0] - 'a';
     json_t *secs = json_object_get(root, "sections");
+    if (m->tie_embeddings && (rc = tie_head(e->name, secs, err)))
+        goto out;
     for (int s = 0; s < G_N_SEC; s++)
         if ((rc = load_section(&L, s, json_object_get(secs, sec_names[s]))))
             goto out;

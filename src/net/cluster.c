@@ -801,6 +801,11 @@ int etk_cluster_load(const char *path, etk_cluster *out, etk_error *err)
 
 int etk_cluster_preset(const char *name, uint32_t nodes, etk_cluster *out, etk_error *err)
 {
+    return etk_cluster_preset_gpus(name, nodes, 0, out, err);
+}
+
+int etk_cluster_preset_gpus(const char *name, uint32_t nodes, uint32_t gpus, etk_cluster *out, etk_error *err)
+{
     char rel[128];
     snprintf(rel, sizeof rel, "clusters/%s.yaml", name);
     const etk_embedded *e = strlen(name) < 64 ? etk_preset_file(rel) : NULL;
@@ -818,6 +823,14 @@ int etk_cluster_preset(const char *name, uint32_t nodes, etk_cluster *out, etk_e
     if (rc)
         return rc;
     c.dims[c.n_dims - 1].size = nodes; /* the node dimension */
+    if (gpus) { /* one node with fewer GPUs than the preset's (--gpus N) */
+        if (c.n_dims < 2 || gpus > c.dims[0].size || nodes != 1)
+            return etk_err(err, ETK_EINVAL,
+                           "cluster preset %s: --gpus %u: one node of 1 to %u GPUs (for more GPUs use "
+                           "--nodes, whole nodes of %u)", name, gpus, c.n_dims < 2 ? 1 : c.dims[0].size,
+                           c.dims[0].size);
+        c.dims[0].size = gpus;
+    }
     net_cluster_finish(&c);
     *out = c;
     return 0;

@@ -64,6 +64,7 @@ int sim_build_result(etk_sim *s, etk_error *err)
     res->n_classes = s->n_classes;
     res->folded = s->folded;
     res->cluster = s->cl.name;
+    res->cluster_spec = &s->cl;
     res->warnings = s->notes;
     res->ranks = calloc(s->n_ranks, sizeof(etk_sim_rank_stats));
     if (!res->ranks)
@@ -201,7 +202,14 @@ void etk_sim_print_text(const etk_sim_result *r, FILE *f)
     char b1[32], b2[32];
     if (r->workload)
         fprintf(f, "workload       %s\n", r->workload);
-    fprintf(f, "cluster        %s\n", r->cluster && r->cluster[0] ? r->cluster : "(unnamed)");
+    fprintf(f, "cluster        %s", r->cluster && r->cluster[0] ? r->cluster : "(unnamed)");
+    if (r->cluster_spec) { /* GPUs and the network's dimensions (sizes multiply to the GPUs) */
+        const etk_cluster *cl = r->cluster_spec;
+        fprintf(f, ": %u x %s, network", cl->n_npus, cl->gpu.name);
+        for (uint32_t i = 0; i < cl->n_dims; i++)
+            fprintf(f, "%s%u", i ? " x " : " ", cl->dims[i].size);
+    }
+    fprintf(f, "\n");
     fprintf(f, "ranks          %u (%u simulated, %s)\n", r->n_ranks, r->n_simulated,
             r->folded ? "folded into classes" : "not folded");
     fprintf(f, "step time      %s ns (%.3f ms)\n", commas(r->step_ns, b1), r->step_ns / 1e6);
@@ -291,11 +299,137 @@ void etk_sim_print_text(const etk_sim_result *r, FILE *f)
     }
 }
 
+/* ---------- the plan and the cluster as structured fields (JSON) and columns (CSV) ---------- */
+
+/* a plan value: integers and booleans typed, the rest strings */
+static json_t *plan_value(const char *v)
+{
+    char *end;
+    long long x = strtoll(v, &end, 10);
+    if (v[0] && !*end)
+        return json_integer(x);
+    if (!strcmp(v, "true") || !strcmp(v, "false"))
+        return json_boolean(v[0] == 't');
+    return json_string(v);
+}
+
+static json_t *plan_json(const etk_sim_result *r)
+{
+    if (!r->n_plan)
+        return json_null();
+    json_t *p = json_object();
+    for (uint32_t i = 0; i < r->n_plan; i++)
+        json_object_set_new(p, r->plan_keys[i], plan_value(r->plan_values[i]));
+    return p;
+}
+
+static json_t *cluster_json(const etk_sim_result *r)
+{
+    json_t *c = json_object();
+    json_object_set_new(c, "name", json_string(r->cluster ? r->cluster : ""));
+    const etk_cluster *cl = r->cluster_spec;
+    if (!cl)
+        return c;
+    json_object_set_new(c, "npus", json_integer(cl->n_npus));
+    json_t *g = json_object();
+    json_object_set_new(g, "name", json_string(cl->gpu.name));
+    json_object_set_new(g, "hbm_bytes", json_integer((json_int_t)cl->gpu.hbm_bytes));
+    json_object_set_new(g, "hbm_GBps", json_real(cl->gpu.hbm_bw_Bps / 1e9));
+    json_t *pk = json_object();
+    for (int p = 0; p < ETK_PREC_COUNT; p++)
+        if (cl->gpu.peak_flops[p] > 0)
+            json_object_set_new(pk, etk_precision_name(p), json_real(cl->gpu.peak_flops[p] / 1e12));
+    json_object_set_new(g, "peak_tflops", pk);
+    json_object_set_new(c, "gpu", g);
+    json_object_set_new(c, "precision", json_string(etk_precision_name(cl->precision)));
+    json_object_set_new(c, "net_model", json_string(cl->net_model == ETK_NET_FLOW ? "flow" : "analytical"));
+    json_object_set_new(c, "astra_compat", json_boolean(cl->astra_compat));
+    json_object_set_new(c, "compute_efficiency", json_real(cl->compute_efficiency));
+    json_t *dims = json_array();
+    for (uint32_t i = 0; i < cl->n_dims; i++) {
+        const etk_net_dim *d = &cl->dims[i];
+        json_t *x = json_object();
+        json_object_set_new(x, "size", json_integer(d->size));
+        json_object_set_new(x, "topology", json_string(etk_topo_name(d->topo)));
+        json_object_set_new(x, "bandwidth_GBps", json_real(d->bw_Bps / 1e9));
+        json_object_set_new(x, "latency_ns", json_real(d->latency_ns));
+        json_array_append_new(dims, x);
+    }
+    json_object_set_new(c, "network", dims);
+    return c;
+}
+
+/* the plan columns of the CSV run row, in this order (empty where the run has no such key) */
+static const char *const csv_plan_cols[] = {"model", "mode", "tp", "cp", "pp", "vpp", "dp", "ep", "sp",
+                                            "zero", "recompute", "seq", "precision", "global_batch",
+                                            "micro_batch", "schedule", "attention", NULL};
+
+static const char *plan_get(const etk_sim_result *r, const char *key)
+{
+    for (uint32_t i = 0; i < r->n_plan; i++)
+        if (!strcmp(r->plan_keys[i], key))
+            return r->plan_values[i];
+    return "";
+}
+
+/* a CSV field: quoted (quotes doubled) when it holds a comma, quote or newline */
+static void csv_field(FILE *f, const char *v)
+{
+    if (!strpbrk(v, ",\"\n")) {
+        fputs(v, f);
+        return;
+    }
+    fputc('"', f);
+    for (; *v; v++) {
+        if (*v == '"')
+            fputc('"', f);
+        fputc(*v, f);
+    }
+    fputc('"', f);
+}
+
+/* one flat row per run: plan columns, then the run's results (docs/sim.md "--csv") */
+static void csv_run_row(const etk_sim_result *r, FILE *f)
+{
+    fputs("section", f);
+    for (int i = 0; csv_plan_cols[i]; i++)
+        fprintf(f, ",%s", csv_plan_cols[i]);
+    fputs(",cluster,gpu,ranks,step_ns,step_ms,tflops_per_gpu,peak_tflops,mfu,tokens_per_s,mem_peak_bytes,"
+          "mem_capacity_bytes,oom,oom_ranks,ttft_ns,tpot_ns,etkit_version,command_line\n", f);
+    fputs("run", f);
+    for (int i = 0; csv_plan_cols[i]; i++) {
+        fputc(',', f);
+        csv_field(f, plan_get(r, csv_plan_cols[i]));
+    }
+    fputc(',', f);
+    csv_field(f, r->cluster ? r->cluster : "");
+    fputc(',', f);
+    csv_field(f, r->cluster_spec ? r->cluster_spec->gpu.name : "");
+    fprintf(f, ",%u,%" PRIu64 ",%.3f,%.3f,%.3f,%.4f,%.1f,", r->n_ranks, r->step_ns, r->step_ns / 1e6,
+            r->tflops_per_gpu, r->peak_tflops, r->mfu, r->tokens_per_s);
+    if (r->mem_tracked)
+        fprintf(f, "%" PRIu64 ",%" PRIu64 ",%s,%u", r->ranks[r->mem_peak_rank].mem_peak_bytes,
+                r->mem_capacity_bytes, r->mem_oom_ranks ? "true" : "false", r->mem_oom_ranks);
+    else
+        fputs(",,,", f);
+    if (r->inference)
+        fprintf(f, ",%" PRIu64 ",%.0f,", r->ttft_ns, r->tpot_ns);
+    else
+        fputs(",,,", f);
+    csv_field(f, r->etkit_version ? r->etkit_version : "");
+    fputc(',', f);
+    csv_field(f, r->command_line ? r->command_line : "");
+    fputs("\n\n", f);
+}
+
 int etk_sim_print_json(const etk_sim_result *r, FILE *f)
 {
     json_t *o = json_object();
+    json_object_set_new(o, "etkit_version", r->etkit_version ? etk_json_text(r->etkit_version) : json_null());
+    json_object_set_new(o, "command_line", r->command_line ? etk_json_text(r->command_line) : json_null());
     json_object_set_new(o, "workload", r->workload ? etk_json_text(r->workload) : json_null());
-    json_object_set_new(o, "cluster", etk_json_text(r->cluster));
+    json_object_set_new(o, "plan", plan_json(r));
+    json_object_set_new(o, "cluster", cluster_json(r));
     json_object_set_new(o, "n_ranks", json_integer(r->n_ranks));
     json_object_set_new(o, "n_simulated", json_integer(r->n_simulated));
     json_object_set_new(o, "n_classes", json_integer(r->n_classes));
@@ -385,6 +519,7 @@ int etk_sim_print_json(const etk_sim_result *r, FILE *f)
 
 void etk_sim_print_csv(const etk_sim_result *r, FILE *f)
 {
+    csv_run_row(r, f);
     fprintf(f, "section,rank,finish_ns,compute_ns,exposed_comm_ns,overlapped_comm_ns,cpu_ns,"
                "idle_ns,flops,comm_bytes,nodes\n");
     fprintf(f, "step,,%" PRIu64 ",,,,,,%.0f,,%" PRIu64 "\n", r->step_ns, r->flops_per_step,

@@ -10,8 +10,41 @@
 
 #include "etkit/et.h"
 
+int etk_file_mkdirs(const char *path, etk_error *err)
+{
+    char *dir = strdup(path);
+    if (!dir)
+        return etk_err(err, ETK_ENOMEM, "%s: out of memory", path);
+    char *slash = strrchr(dir, '/');
+    int rc = 0;
+    if (slash && slash != dir) {
+        *slash = 0;
+        /* create each missing level, "out" then "out/run1" (mkdir -p) */
+        for (char *p = dir + 1; !rc; p++) {
+            if (*p && *p != '/')
+                continue;
+            char c = *p;
+            *p = 0;
+            struct stat st;
+            if (stat(dir, &st) != 0) {
+                if (mkdir(dir, 0777) != 0 && errno != EEXIST)
+                    rc = etk_err(err, ETK_EIO, "%s: cannot create the folder %s: %s", path, dir, strerror(errno));
+            } else if (!S_ISDIR(st.st_mode)) {
+                rc = etk_err(err, ETK_EIO, "%s: %s is not a folder", path, dir);
+            }
+            *p = c;
+            if (!c)
+                break;
+        }
+    }
+    free(dir);
+    return rc;
+}
+
 FILE *etk_file_begin(const char *path, char **tmp_path_out, etk_error *err)
 {
+    if (etk_file_mkdirs(path, err) != 0)
+        return NULL;
     /* devices and pipes (/dev/null, /dev/stdout, a FIFO) are written in place: renaming a
      * temporary file over them would replace the device node */
     struct stat st;

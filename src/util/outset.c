@@ -58,10 +58,11 @@ int etk_outset_check(const char *prefix, etk_error *err)
         goto out;
     }
     struct stat st;
-    if (stat(dir, &st) != 0) {
+    /* missing folders are created (issue #17: `-o out/x` without out/), then checked */
+    if ((rc = etk_file_mkdirs(prefix, err)) == 0 && stat(dir, &st) != 0)
         rc = etk_err(err, ETK_EIO, "%s: cannot write the output: folder %s: %s", prefix, dir, strerror(errno));
+    if (rc)
         goto out;
-    }
     if (!S_ISDIR(st.st_mode)) {
         rc = etk_err(err, ETK_EIO, "%s: cannot write the output: %s is not a folder", prefix, dir);
         goto out;
