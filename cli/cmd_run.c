@@ -11,6 +11,7 @@
 
 #include "cmd.h"
 #include "etkit/gen.h"
+#include "etkit/run.h"
 #include "sim_cli.h"
 
 static const char *const default_plan[] = {"--model", "llama3-8b", "--tp", "4", "--pp", "2",
@@ -139,33 +140,15 @@ int cmd_run(int argc, char **argv)
     rc = sim_cli_cluster(cmd, &c, cfg.n_ranks, &cl);
     if (rc)
         return rc;
-    if (!c.precision) {
-        /* fp8 plans run their GEMMs in FP8 (nodes marked "precision": "fp8") and the rest in
-         * BF16: the cluster's roofline precision stays bf16 */
-        int p = etk_precision_parse(strcmp(cfg.precision, "fp8") ? cfg.precision : "bf16");
-        if (p >= 0)
-            cl.precision = (etk_precision)p;
-    }
+    if (!c.precision)
+        etk_run_set_precision(&cfg, &cl);
     if (write_prefix && etk_gen_write(&cfg, write_prefix, &err) != 0)
         return cli_fail(cmd, &err);
     etk_workload *wl = NULL;
-    /* the flow network model simulates every rank (docs/network-model.md) */
-    bool flow = cl.net_model == ETK_NET_FLOW && !cl.astra_compat;
-    if (etk_gen_workload(&cfg, !c.o.no_fold && !flow, &wl, &err) != 0)
+    if (etk_run_workload(&cfg, &cl, &c.o, &wl, &err) != 0)
         return cli_fail(cmd, &err);
-    if (c.o.model_flops <= 0)
-        c.o.model_flops = cfg.model_flops_per_step;
-    if (c.o.model_flops <= 0) { /* model FLOPs (no recompute) from the generator's summary */
-        etk_gen_summary sum;
-        if (etk_gen_summarize(&cfg, &sum, &err) == 0) {
-            c.o.model_flops = sum.model_flops;
-            etk_gen_summary_free(&sum);
-        }
-    }
-    if (c.o.tokens_per_step <= 0)
-        c.o.tokens_per_step = (double)cfg.tokens_per_step;
     etk_sim *s = NULL;
-    if (etk_sim_workload(wl, &cl, &c.o, &s, &err) != 0) {
+    if (etk_run_simulate(&cfg, wl, &cl, &c.o, &s, &err) != 0) {
         rc = sim_cli_fail(cmd, &err);
         etk_workload_free(wl);
         return rc;

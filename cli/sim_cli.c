@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 
 #include "cmd.h"
+#include "etkit/run.h"
 #include "sim_cli.h"
 
 const struct option sim_cli_longopts[] = {
@@ -230,9 +231,6 @@ int sim_cli_option(const char *cmd, sim_cli *c, int opt, const char *arg)
     }
 }
 
-/* above this many ranks a preset's default flow model gives way to the analytical one */
-#define SIM_FLOW_AUTO_MAX_RANKS 1024u
-
 static bool is_file(const char *p)
 {
     struct stat st;
@@ -258,11 +256,8 @@ static int compute_setup(const char *cmd, sim_cli *c, uint32_t n_ranks, const et
                 return cli_usage_error(cmd, "--compute-param: %s", err.msg);
         c->o.compute = &c->comp;
     }
-    /* two communication streams per rank unless given (or ASTRA-sim compatibility: one, as
-     * ASTRA-sim): NCCL runs each communicator's kernels on its own stream, and Megatron-LM keeps
-     * pipeline send/recv and data-parallel reductions off the stream of the TP collectives */
-    if (!c->o.comm_streams && !cl->astra_compat && !c->astra_compat)
-        c->o.comm_streams = 2;
+    /* two communication streams per rank unless given (one in ASTRA-sim compatibility) */
+    etk_run_opts_defaults(cl, &c->o);
     if (c->n_slow) {
         free(speed_buf);
         speed_buf = malloc((size_t)n_ranks * sizeof *speed_buf);
@@ -321,14 +316,13 @@ int sim_cli_cluster(const char *cmd, sim_cli *c, uint32_t n_ranks, etk_cluster *
     /* a preset's flow model simulates every rank (no folding): above SIM_FLOW_AUTO_MAX_RANKS that
      * costs minutes and tens of GB (llama3-405b on 16,384 GPUs: > 23 GB), so unless asked for it
      * the analytical model (folded) is used, with a warning saying what is lost */
-    if (!c->net_model && !c->n_link_factor && out->net_model == ETK_NET_FLOW && n_ranks > SIM_FLOW_AUTO_MAX_RANKS) {
-        out->net_model = ETK_NET_ANALYTICAL;
+    if (!c->net_model && !c->n_link_factor && etk_run_flow_auto(out, n_ranks)) {
         if (!c->o.quiet)
             fprintf(stderr, "etkit %s: warning: cluster %s: the flow network model simulates every rank "
                             "(no folding); with %u ranks (more than %u) the analytical model is used instead, "
                             "which does not model contention or the fabric's oversubscription "
                             "(--net-model flow forces the flow model)\n",
-                    cmd, out->name, n_ranks, SIM_FLOW_AUTO_MAX_RANKS);
+                    cmd, out->name, n_ranks, ETK_RUN_FLOW_AUTO_MAX_RANKS);
     }
     rc = etk_cluster_check(out, n_ranks, &err);
     if (rc)

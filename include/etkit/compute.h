@@ -68,6 +68,8 @@ void etk_compute_defaults(const etk_gpu *gpu, etk_compute_params *out);
 int etk_compute_check(const etk_compute_params *p, etk_error *err);
 /* Set one parameter by name ("gemm_eff", ...) from text; for --compute-param NAME=VALUE. */
 int etk_compute_set(etk_compute_params *p, const char *name_eq_value, etk_error *err);
+/* The value of one parameter by name (the names etk_compute_set accepts). */
+int etk_compute_get(const etk_compute_params *p, const char *name, double *out, etk_error *err);
 /* Describe a trace node as an op: attributes op_kind ("gemm" | "elementwise" | "attention"),
  * gemm_m/gemm_n/gemm_k, attn_b/attn_s/attn_heads/attn_d, attn_causal, attn_bwd, attn_scores; flops and bytes
  * as given (already scaled by the caller). */
