@@ -4,11 +4,13 @@
  * GPU, print before/after errors (and leave-one-set-out with --loso) and write a GPU YAML with
  * the fitted values (docs/calibrate.md). */
 #include <getopt.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "cmd.h"
 #include "etkit/calib.h"
@@ -40,6 +42,8 @@ static void help(void)
            "                         (besides next to ROWS.json and its parents)\n"
            "  --json                 the report as JSON\n"
            "  --verbose              each row's prediction time on stderr\n"
+           "  -j, --jobs N           rows predicted at once on N threads (default: the CPUs, at\n"
+           "                         most 16); the results do not depend on it\n"
            "  -h, --help             this text\n\n"
            "Exit status: 0 when every expressible row was predicted, 2 when a row could not be\n"
            "built or predicted (each named with its file, row and field) or on bad input.\n\n"
@@ -50,7 +54,7 @@ static void help(void)
            "                  --loso -o h100-fitted.yaml\n");
 }
 
-enum { O_REPORT = 1000, O_GPU, O_SET, O_PARAM, O_FIT, O_LOSO, O_MAXEV, O_MODELS, O_JSON, O_VERBOSE };
+enum { O_REPORT = 1000, O_GPU, O_SET, O_PARAM, O_FIT, O_LOSO, O_MAXEV, O_MODELS, O_JSON, O_VERBOSE, O_JOBS };
 
 typedef struct cal_opts {
     const char *gpu, *fit, *output, *models_dir;
@@ -58,7 +62,7 @@ typedef struct cal_opts {
     uint32_t n_sets;
     etk_calib_params given;
     bool loso, json, verbose;
-    uint32_t max_evals;
+    uint32_t max_evals, jobs;
 } cal_opts;
 
 static int parse_params(const char *cmd, const char *list, etk_calib_params *p)
@@ -119,7 +123,7 @@ static int report(const char *cmd, const cal_opts *o, etk_calib_rows *rows, cons
     etk_calib_eval *ev = calloc(rows->n, sizeof *ev);
     if (!ev)
         return 2;
-    uint32_t failed = etk_calib_eval_rows(rows, use, o->given.n ? &o->given : NULL, ev);
+    uint32_t failed = etk_calib_eval_rows(rows, use, o->given.n ? &o->given : NULL, o->jobs, ev);
     const char *labels[] = {o->given.n ? "given" : "predicted"};
     const etk_calib_eval *evs[] = {ev};
     if (o->json)
@@ -134,6 +138,19 @@ static int report(const char *cmd, const cal_opts *o, etk_calib_rows *rows, cons
     }
     free(ev);
     return failed ? 2 : 0;
+}
+
+/* mean |log(predicted / measured)| of the predicted rows (the fit's objective) */
+static double mean_log_err(const etk_calib_rows *rows, const bool *use, const etk_calib_eval *ev)
+{
+    double sum = 0;
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < rows->n; i++)
+        if (use[i] && ev[i].ok) {
+            sum += fabs(log(ev[i].pred.value / rows->rows[i].measured));
+            n++;
+        }
+    return n ? sum / n : 0;
 }
 
 static int fit(const char *cmd, const cal_opts *o, etk_calib_rows *rows, bool *use)
@@ -177,7 +194,7 @@ static int fit(const char *cmd, const cal_opts *o, etk_calib_rows *rows, bool *u
             return cli_fail(cmd, &err);
     }
     etk_calib_params start = p;
-    etk_calib_fit_opts fo = {.max_evals = o->max_evals};
+    etk_calib_fit_opts fo = {.max_evals = o->max_evals, .jobs = o->jobs};
     double obj = 0;
     uint32_t evals = 0;
     if (etk_calib_fit(rows, use, &p, &fo, &obj, &evals, &err))
@@ -186,8 +203,8 @@ static int fit(const char *cmd, const cal_opts *o, etk_calib_rows *rows, bool *u
     if (!ev)
         return 2;
     etk_calib_eval *before = ev, *after = ev + rows->n, *held = ev + 2 * rows->n;
-    etk_calib_eval_rows(rows, use, &start, before);
-    etk_calib_eval_rows(rows, use, &p, after);
+    etk_calib_eval_rows(rows, use, &start, o->jobs, before);
+    etk_calib_eval_rows(rows, use, &p, o->jobs, after);
     etk_calib_loso_set sets[64];
     uint32_t n_sets = 0;
     if (o->loso && etk_calib_loso(rows, use, &start, &fo, held, sets, 64, &n_sets, &err)) {
@@ -202,7 +219,7 @@ static int fit(const char *cmd, const cal_opts *o, etk_calib_rows *rows, bool *u
     } else {
         printf("fit on %u rows of GPU %s (%s), %u evaluations: mean |log(pred/meas)| %.5f -> "
                "%.5f\n", n_use, gpu, rows->rows[first].cluster.gpu.name, evals,
-               0.0, obj);
+               mean_log_err(rows, use, before), obj);
         for (uint32_t i = 0; i < p.n; i++)
             printf("  %-20s %12.6g -> %12.6g\n", p.name[i], start.value[i], p.value[i]);
         if (o->loso) {
@@ -242,7 +259,7 @@ int cmd_calibrate(int argc, char **argv)
         {"fit", required_argument, 0, O_FIT}, {"loso", no_argument, 0, O_LOSO},
         {"max-evals", required_argument, 0, O_MAXEV},
         {"models-dir", required_argument, 0, O_MODELS}, {"json", no_argument, 0, O_JSON},
-        {"verbose", no_argument, 0, O_VERBOSE},
+        {"verbose", no_argument, 0, O_VERBOSE}, {"jobs", required_argument, 0, O_JOBS},
         {"output", required_argument, 0, 'o'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
     cal_opts o;
     memset(&o, 0, sizeof o);
@@ -250,7 +267,7 @@ int cmd_calibrate(int argc, char **argv)
     uint64_t v;
     optind = 1;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, ":o:h", lo, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":o:hj:", lo, NULL)) != -1) {
         switch (c) {
         case 'h':
             help();
@@ -288,6 +305,14 @@ int cmd_calibrate(int argc, char **argv)
         case O_JSON:
             o.json = true;
             break;
+        case 'j':
+        case O_JOBS:
+            if (cli_parse_u64(cmd, "--jobs", optarg, &v))
+                return 2;
+            if (v < 1 || v > 64)
+                return cli_usage_error(cmd, "--jobs must be between 1 and 64, got %s", optarg);
+            o.jobs = (uint32_t)v;
+            break;
         case O_VERBOSE:
             o.verbose = true;
             break;
@@ -297,6 +322,10 @@ int cmd_calibrate(int argc, char **argv)
         default:
             return cli_getopt_error(cmd, c, argv);
         }
+    }
+    if (!o.jobs) {
+        long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+        o.jobs = ncpu < 1 ? 1 : ncpu > 16 ? 16 : (uint32_t)ncpu;
     }
     const char *in;
     if ((rc = cli_one_input(cmd, argc, argv, &in)))

@@ -103,6 +103,7 @@ int etk_calib_predict(etk_calib_row *row, const etk_calib_params *p, etk_calib_p
 typedef struct etk_calib_fit_opts {
     uint32_t max_evals;      /* 0: 60 x (params + 1) */
     double tol;              /* 0: 1e-6 (objective spread and simplex size in log space) */
+    uint32_t jobs;           /* threads predicting rows (0 or 1: one); results do not depend on it */
 } etk_calib_fit_opts;
 int etk_calib_fit(etk_calib_rows *rows, const bool *use, etk_calib_params *p,
                   const etk_calib_fit_opts *o, double *obj, uint32_t *evals, etk_error *err);
@@ -118,7 +119,7 @@ typedef struct etk_calib_eval {
  * not built or not used get ok = false with the reason. Returns the number of built, used rows
  * whose prediction failed. */
 uint32_t etk_calib_eval_rows(etk_calib_rows *rows, const bool *use, const etk_calib_params *p,
-                             etk_calib_eval *out);
+                             uint32_t jobs, etk_calib_eval *out);
 /* The report: a table of rows with one error column per evaluation (labels[i], e.g. "default",
  * "fitted", "held-out"), the rows not predicted with the reason, then mean and worst |error| per
  * set, per GPU and overall for each evaluation. use: rows shown (NULL: all). */

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "calib/calib_internal.h"
 #include "etkit/calib.h"
 
 #define BAD_OBJ 1e9 /* a point the parameters' ranges refuse, or a failed prediction */
@@ -18,7 +19,43 @@ typedef struct fit_ctx {
     uint32_t evals;
     etk_error *err;
     int fatal;        /* a prediction failed for another reason than a parameter's range */
+    uint32_t jobs;
+    double *logerr;   /* per row scratch */
+    etk_error *errs;
+    int *codes;
 } fit_ctx;
+
+typedef struct obj_ctx {
+    fit_ctx *c;
+    const etk_calib_params *p;
+    double *logerr;   /* per row; NAN: refused point */
+    etk_error *errs;  /* per row */
+    int *codes;
+} obj_ctx;
+
+static void obj_row(void *arg, uint32_t r)
+{
+    obj_ctx *o = arg;
+    o->codes[r] = 0;
+    if (!o->c->use[r])
+        return;
+    etk_calib_row *row = &o->c->rows->rows[r];
+    /* a value outside a parameter's range: a refused point, not a failure */
+    etk_cluster cl = row->cluster;
+    etk_compute_params cp;
+    etk_compute_defaults(&cl.gpu, &cp);
+    etk_error e = {0};
+    if (etk_calib_apply(o->p, &cl, &cp, &e)) {
+        o->logerr[r] = NAN;
+        return;
+    }
+    etk_calib_pred pr;
+    if (etk_calib_predict(row, o->p, &pr, &o->errs[r])) {
+        o->codes[r] = o->errs[r].code ? o->errs[r].code : ETK_EINVAL;
+        return;
+    }
+    o->logerr[r] = fabs(log(pr.value / row->measured));
+}
 
 static double objective(fit_ctx *c, const double *u)
 {
@@ -26,30 +63,29 @@ static double objective(fit_ctx *c, const double *u)
     for (uint32_t i = 0; i < p.n; i++)
         p.value[i] = exp(u[i]);
     c->evals++;
+    obj_ctx o = {c, &p, c->logerr, c->errs, c->codes};
+    calib_parallel(c->rows->n, c->jobs, obj_row, &o);
     double sum = 0;
     uint32_t n = 0;
+    bool refused = false;
     for (uint32_t r = 0; r < c->rows->n; r++) {
         if (!c->use[r])
             continue;
-        etk_calib_pred pr;
-        etk_error e = {0};
-        /* a value outside a parameter's range: refused point, not a failure */
-        etk_cluster cl = c->rows->rows[r].cluster;
-        etk_compute_params cp;
-        etk_compute_defaults(&cl.gpu, &cp);
-        if (etk_calib_apply(&p, &cl, &cp, &e))
-            return BAD_OBJ;
-        if (etk_calib_predict(&c->rows->rows[r], &p, &pr, &e)) {
+        if (c->codes[r]) {
             if (!c->fatal) {
-                c->fatal = e.code ? e.code : ETK_EINVAL;
-                *c->err = e;
+                c->fatal = c->codes[r];
+                *c->err = c->errs[r];
             }
             return BAD_OBJ;
         }
-        sum += fabs(log(pr.value / c->rows->rows[r].measured));
+        if (isnan(c->logerr[r])) {
+            refused = true;
+            continue;
+        }
+        sum += c->logerr[r];
         n++;
     }
-    return n ? sum / n : BAD_OBJ;
+    return refused || !n ? BAD_OBJ : sum / n;
 }
 
 /* one Nelder–Mead run from u (n dims) with initial step `step`; returns the best value */
@@ -143,6 +179,42 @@ static double nelder_mead(fit_ctx *c, double *u, uint32_t n, double step, uint32
     return f[best];
 }
 
+/* the search from u (log values of p's parameters) */
+static int fit_run(fit_ctx *c, etk_calib_params *p, const etk_calib_fit_opts *o, double *u,
+                   double *obj, uint32_t *evals, etk_error *err)
+{
+    uint32_t max_evals = o && o->max_evals ? o->max_evals : 60 * (p->n + 1);
+    double tol = o && o->tol > 0 ? o->tol : 1e-6;
+    double best = objective(c, u);
+    if (c->fatal)
+        return c->fatal;
+    if (best >= BAD_OBJ)
+        return etk_err(err, ETK_EINVAL, "fit: the start values are outside the parameters' ranges");
+    /* restarts from the best vertex (a collapsed simplex can stall on this non-smooth objective)
+     * until one gains less than tol */
+    for (int restart = 0; restart < 8 && c->evals < max_evals; restart++) {
+        double w[ETK_CALIB_MAX_PARAMS];
+        memcpy(w, u, sizeof w);
+        double f = nelder_mead(c, w, p->n, log(1.25), max_evals, tol);
+        if (c->fatal)
+            return c->fatal;
+        bool gained = f < best - tol;
+        if (f < best) {
+            best = f;
+            memcpy(u, w, sizeof w);
+        }
+        if (!gained)
+            break;
+    }
+    for (uint32_t i = 0; i < p->n; i++)
+        p->value[i] = exp(u[i]);
+    if (obj)
+        *obj = best;
+    if (evals)
+        *evals = c->evals;
+    return 0;
+}
+
 int etk_calib_fit(etk_calib_rows *rows, const bool *use, etk_calib_params *p,
                   const etk_calib_fit_opts *o, double *obj, uint32_t *evals, etk_error *err)
 {
@@ -167,35 +239,15 @@ int etk_calib_fit(etk_calib_rows *rows, const bool *use, etk_calib_params *p,
                            "ratios and needs a positive start", p->name[i], p->value[i]);
         u[i] = log(p->value[i]);
     }
-    fit_ctx c = {.rows = rows, .use = use, .p = *p, .err = err};
-    uint32_t max_evals = o && o->max_evals ? o->max_evals : 60 * (p->n + 1);
-    double tol = o && o->tol > 0 ? o->tol : 1e-6;
-    double best = objective(&c, u);
-    if (c.fatal)
-        return c.fatal;
-    if (best >= BAD_OBJ)
-        return etk_err(err, ETK_EINVAL, "fit: the start values are outside the parameters' ranges");
-    /* restarts from the best vertex (a collapsed simplex can stall on this non-smooth objective)
-     * until one gains less than tol */
-    for (int restart = 0; restart < 8 && c.evals < max_evals; restart++) {
-        double w[ETK_CALIB_MAX_PARAMS];
-        memcpy(w, u, sizeof w);
-        double f = nelder_mead(&c, w, p->n, log(1.25), max_evals, tol);
-        if (c.fatal)
-            return c.fatal;
-        bool gained = f < best - tol;
-        if (f < best) {
-            best = f;
-            memcpy(u, w, sizeof w);
-        }
-        if (!gained)
-            break;
-    }
-    for (uint32_t i = 0; i < p->n; i++)
-        p->value[i] = exp(u[i]);
-    if (obj)
-        *obj = best;
-    if (evals)
-        *evals = c.evals;
-    return 0;
+    fit_ctx c = {.rows = rows, .use = use, .p = *p, .err = err,
+                 .jobs = o && o->jobs ? o->jobs : 1};
+    c.logerr = calloc(rows->n, sizeof *c.logerr);
+    c.errs = calloc(rows->n, sizeof *c.errs);
+    c.codes = calloc(rows->n, sizeof *c.codes);
+    int rc = c.logerr && c.errs && c.codes ? fit_run(&c, p, o, u, obj, evals, err)
+                                           : etk_err(err, ETK_ENOMEM, "fit: out of memory");
+    free(c.logerr);
+    free(c.errs);
+    free(c.codes);
+    return rc;
 }

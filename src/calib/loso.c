@@ -13,9 +13,11 @@ int etk_calib_loso(etk_calib_rows *rows, const bool *use, const etk_calib_params
     *n_sets = 0;
     bool *train = calloc(rows->n ? rows->n : 1, sizeof *train);
     bool *done = calloc(rows->n ? rows->n : 1, sizeof *done);
-    if (!train || !done) {
+    etk_calib_eval *tmp = calloc(rows->n ? rows->n : 1, sizeof *tmp);
+    if (!train || !done || !tmp) {
         free(train);
         free(done);
+        free(tmp);
         return etk_err(err, ETK_ENOMEM, "leave-one-set-out: out of memory");
     }
     for (uint32_t i = 0; i < rows->n; i++) {
@@ -42,26 +44,28 @@ int etk_calib_loso(etk_calib_rows *rows, const bool *use, const etk_calib_params
             rc = etk_err(err, fe.code, "leave-one-set-out without %s: %s", set, fe.msg);
             break;
         }
+        /* the set's rows with the parameters fitted without them */
+        for (uint32_t j = 0; j < rows->n; j++)
+            train[j] = use[j] && !strcmp(rows->rows[j].set, set);
+        if (ls.fitted)
+            etk_calib_eval_rows(rows, train, &ls.p, o ? o->jobs : 1, tmp);
         for (uint32_t j = 0; j < rows->n; j++) {
-            if (!use[j] || strcmp(rows->rows[j].set, set))
+            if (!train[j])
                 continue;
             done[j] = true;
-            etk_calib_eval *e = &held[j];
-            memset(e, 0, sizeof *e);
-            if (!ls.fitted) {
-                snprintf(e->error, sizeof e->error, "%.700s",
-                         any ? fe.msg : "no other set to fit on");
+            if (ls.fitted) {
+                held[j] = tmp[j];
                 continue;
             }
-            etk_error pe = {0};
-            e->ok = etk_calib_predict(&rows->rows[j], &ls.p, &e->pred, &pe) == 0;
-            if (!e->ok)
-                snprintf(e->error, sizeof e->error, "%.700s", pe.msg);
+            memset(&held[j], 0, sizeof held[j]);
+            snprintf(held[j].error, sizeof held[j].error, "%.700s",
+                     any ? fe.msg : "no other set to fit on");
         }
         if (*n_sets < cap)
             sets[(*n_sets)++] = ls;
     }
     free(train);
     free(done);
+    free(tmp);
     return rc;
 }

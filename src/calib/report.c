@@ -9,42 +9,54 @@
 #include <string.h>
 #include <time.h>
 
+#include "calib/calib_internal.h"
 #include "etkit/calib.h"
 
-uint32_t etk_calib_eval_rows(etk_calib_rows *rows, const bool *use, const etk_calib_params *p,
-                             etk_calib_eval *out)
+typedef struct eval_ctx {
+    etk_calib_rows *rows;
+    const bool *use;
+    const etk_calib_params *p;
+    etk_calib_eval *out;
+} eval_ctx;
+
+static void eval_one(void *arg, uint32_t i)
 {
-    uint32_t failed = 0;
-    for (uint32_t i = 0; i < rows->n; i++) {
-        etk_calib_row *r = &rows->rows[i];
-        etk_calib_eval *e = &out[i];
-        memset(e, 0, sizeof *e);
-        if (use && !use[i]) {
-            snprintf(e->error, sizeof e->error, "not selected");
-            continue;
-        }
-        if (!r->expressible) {
-            snprintf(e->error, sizeof e->error, "not expressible: %.700s", r->reason);
-            continue;
-        }
-        if (!r->built) {
-            snprintf(e->error, sizeof e->error, "%.760s", r->reason);
-            failed++;
-            continue;
-        }
-        etk_error err = {0};
-        struct timespec t0, t1;
-        clock_gettime(CLOCK_MONOTONIC, &t0);
-        int rc = etk_calib_predict(r, p, &e->pred, &err);
-        clock_gettime(CLOCK_MONOTONIC, &t1);
-        e->wall_s = (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9;
-        if (rc) {
-            snprintf(e->error, sizeof e->error, "%.700s", err.msg);
-            failed++;
-            continue;
-        }
-        e->ok = true;
+    eval_ctx *c = arg;
+    etk_calib_row *r = &c->rows->rows[i];
+    etk_calib_eval *e = &c->out[i];
+    memset(e, 0, sizeof *e);
+    if (c->use && !c->use[i]) {
+        snprintf(e->error, sizeof e->error, "not selected");
+        return;
     }
+    if (!r->expressible) {
+        snprintf(e->error, sizeof e->error, "not expressible: %.700s", r->reason);
+        return;
+    }
+    if (!r->built) {
+        snprintf(e->error, sizeof e->error, "%.760s", r->reason);
+        return;
+    }
+    etk_error err = {0};
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    int rc = etk_calib_predict(r, c->p, &e->pred, &err);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    e->wall_s = (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9;
+    if (rc)
+        snprintf(e->error, sizeof e->error, "%.700s", err.msg);
+    else
+        e->ok = true;
+}
+
+uint32_t etk_calib_eval_rows(etk_calib_rows *rows, const bool *use, const etk_calib_params *p,
+                             uint32_t jobs, etk_calib_eval *out)
+{
+    eval_ctx c = {rows, use, p, out};
+    calib_parallel(rows->n, jobs ? jobs : 1, eval_one, &c);
+    uint32_t failed = 0;
+    for (uint32_t i = 0; i < rows->n; i++)
+        failed += (!use || use[i]) && rows->rows[i].expressible && !out[i].ok;
     return failed;
 }
 
