@@ -192,6 +192,11 @@ static int fit(const char *cmd, const cal_opts *o, etk_calib_rows *rows, bool *u
             }
         if (!given && etk_calib_param_default(&rows->rows[first], p.name[i], &p.value[i], &err))
             return cli_fail(cmd, &err);
+        if (!given && !(p.value[i] > 0))
+            return cli_usage_error(cmd, "--fit: %s is %g on %s (0: off or inherited); the fit "
+                                        "moves parameters by ratios: give a start with --param "
+                                        "%s=VALUE", p.name[i], p.value[i],
+                                   rows->rows[first].cluster.gpu.name, p.name[i]);
     }
     etk_calib_params start = p;
     etk_calib_fit_opts fo = {.max_evals = o->max_evals, .jobs = o->jobs};

@@ -26,7 +26,7 @@ expect 2 "^good " calibrate "$T/nomodel.json"
 echo "[$(row badplan "$SMALL" '{"tp": 8, "pp": 3, "dp": 1}')]" >"$T/badplan.json"
 expect 2 "$T/badplan.json: row 0 'badplan': plan: " calibrate "$T/badplan.json"
 echo "[$(row good "$SMALL" "$PLAN")]" >"$T/good.json"
-expect 2 "compute parameter 'warp_speed' is unknown" calibrate "$T/good.json" --fit warp_speed
+expect 2 "parameter .warp_speed. is unknown" calibrate "$T/good.json" --fit warp_speed
 expect 2 "'warp_speed' is unknown" calibrate "$T/good.json" --param warp_speed=1
 expect 2 "--loso applies to --fit" calibrate "$T/good.json" --loso
 expect 2 "no row matches --gpu b200" calibrate "$T/good.json" --gpu b200

@@ -42,7 +42,7 @@ check "--slow-rank 3:0.5 slows the whole step ($base -> $slow ns)" \
 check "the compute model is slower than the peak roofline ($roof -> $base ns)" \
   "$(awk "BEGIN{exit !($base > $roof)}"; echo $?)"
 expect "--slow-rank runs unfolded" 0 "8 (8 simulated, not folded)" "$ETKIT" run $M --slow-rank 3:0.9
-expect "memory line" 0 "; HBM 74.51 GiB: fits" "$ETKIT" run $M
+expect "memory line" 0 "; HBM 80.00 GiB: fits" "$ETKIT" run $M
 "$ETKIT" run $M --timeline "$T/tl.json" >/dev/null 2>&1
 check "timeline has a memory counter track" "$(grep -q '"ph":"C","pid":0,"name":"memory"' "$T/tl.json"; echo $?)"
 expect "OOM predicted" 0 "OUT OF MEMORY on 8 rank(s)" "$ETKIT" run --model llama2-13b --dp 8 \

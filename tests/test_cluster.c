@@ -39,7 +39,7 @@ static void test_presets(void **state)
     assert_true(c.gpu.peak_flops[ETK_PREC_BF16] == 989e12);
     assert_true(c.gpu.peak_flops[ETK_PREC_FP8] == 1979e12);
     assert_true(c.gpu.hbm_bw_Bps == 3350e9);
-    assert_int_equal(c.gpu.hbm_bytes, 80000000000ull);
+    assert_int_equal(c.gpu.hbm_bytes, 81559ull << 20); /* nvidia-smi total, MiB */
     assert_false(c.astra_compat);
     /* A100: 312 TFLOP/s, 2.04 TB/s, HDR 200 Gb/s = 25 GB/s, NVLink 3 600/2 = 300 GB/s */
     assert_int_equal(etk_cluster_preset("dgx-a100", 2, &c, &err), 0);
@@ -48,7 +48,7 @@ static void test_presets(void **state)
     assert_true(c.dims[0].bw_Bps == 300e9 && c.dims[1].bw_Bps == 25e9);
     assert_int_equal(etk_cluster_preset("hgx-h200", 1, &c, &err), 0);
     assert_true(c.gpu.hbm_bw_Bps == 4800e9);
-    assert_int_equal(c.gpu.hbm_bytes, 141000000000ull);
+    assert_int_equal(c.gpu.hbm_bytes, 143771ull << 20); /* nvidia-smi total, MiB */
     assert_int_equal(etk_cluster_preset("dgx-b200", 4, &c, &err), 0);
     assert_true(c.gpu.peak_flops[ETK_PREC_BF16] == 2250e12);
     assert_true(c.dims[0].bw_Bps == 900e9);

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "etkit/compute.h"
+#include "etkit/gen.h"
 #include "etkit/net.h"
 #include "testutil.h"
 
@@ -14,7 +15,8 @@ static etk_compute_params P(void)
 {
     etk_compute_params p = {.gemm_eff = 0.8, .gemm_half_dim = 64, .gemm_min_dim = 16,
                             .mem_eff = 0.8, .score_mem_eff = 0.8, .attn_eff = 0.6, .launch_ns = 2000,
-                            .overlap_slowdown = 0.1};
+                            .overlap_slowdown = 0.1, .fp8_gemm_eff = 0.6, .fp8_gemm_half_dim = 64,
+                            .attn_bwd_eff = 0.6, .attn_half_seq = 0, .attn_half_dim = 0};
     return p;
 }
 
@@ -175,6 +177,107 @@ static void param_errors(void **st)
     assert_non_null(strstr(err.msg, "overlap_slowdown"));
 }
 
+static void gpu_yaml_compute_mapping(void **st)
+{
+    (void)st;
+    /* a cluster file's gpu: mapping with compute: overrides the built-in defaults of
+     * etk_compute_defaults (A100-like name: gemm_eff 0.78 built in) */
+    static const char ok[] = "gpu:\n"
+                             "  name: A100-test\n"
+                             "  peak_tflops: {bf16: 312}\n"
+                             "  hbm_bw_GBps: 2040\n"
+                             "  hbm_MiB: 81920\n"
+                             "  compute: {gemm_eff: 0.7, fp8_gemm_eff: 0.6, launch_ns: 4000}\n"
+                             "network:\n"
+                             "  - {size: 8, topology: Switch, bandwidth: 300, latency: 700}\n";
+    etk_cluster c;
+    etk_error err = {0};
+    if (etk_cluster_parse(ok, sizeof ok - 1, "my.yaml", &c, &err) != 0)
+        fail_msg("%s", err.msg);
+    assert_int_equal(c.gpu.hbm_bytes, 85899345920ull); /* 81920 * 2^20 */
+    etk_compute_params p, base;
+    etk_compute_defaults(&c.gpu, &p);
+    etk_compute_defaults(NULL, &base);
+    assert_true(p.gemm_eff == 0.7 && p.fp8_gemm_eff == 0.6 && p.launch_ns == 4000);
+    assert_true(p.mem_eff == base.mem_eff); /* the others stay the defaults */
+    /* --compute-param still applies on top */
+    assert_int_equal(etk_compute_set(&p, "gemm_eff=0.75", &err), 0);
+    assert_true(p.gemm_eff == 0.75);
+
+    /* an unknown name: file, line, the name and every accepted name */
+    static const char bad[] = "gpu:\n"
+                              "  name: x\n"
+                              "  peak_tflops: {bf16: 312}\n"
+                              "  hbm_bw_GBps: 2040\n"
+                              "  compute:\n"
+                              "    gemm_eff: 0.7\n"
+                              "    gemm_speed: 2\n"
+                              "network:\n"
+                              "  - {size: 8, topology: Switch, bandwidth: 300, latency: 700}\n";
+    assert_int_equal(etk_cluster_parse(bad, sizeof bad - 1, "my.yaml", &c, &err), ETK_EFORMAT);
+    assert_non_null(strstr(err.msg, "my.yaml:7: gpu.compute.gemm_speed: compute parameter "
+                                    "'gemm_speed' is unknown; expected one of gemm_eff, "));
+    assert_non_null(strstr(err.msg, etk_compute_param_names()));
+    assert_non_null(strstr(etk_compute_param_names(), "fp8_gemm_eff"));
+    /* a value out of range: the line of the value and the range */
+    static const char range[] = "gpu:\n"
+                                "  name: x\n"
+                                "  peak_tflops: {bf16: 312}\n"
+                                "  hbm_bw_GBps: 2040\n"
+                                "  compute:\n"
+                                "    fp8_gemm_eff:\n"
+                                "      1.5\n"
+                                "network:\n"
+                                "  - {size: 8, topology: Switch, bandwidth: 300, latency: 700}\n";
+    assert_int_equal(etk_cluster_parse(range, sizeof range - 1, "r.yaml", &c, &err), ETK_EINVAL);
+    assert_non_null(strstr(err.msg, "r.yaml:7: gpu.compute.fp8_gemm_eff: compute model: "
+                                    "fp8_gemm_eff: expected a fraction in [0, 1] (0: gemm_eff), "
+                                    "got 1.5"));
+    static const char text[] = "gpu:\n"
+                               "  name: x\n"
+                               "  peak_tflops: {bf16: 312}\n"
+                               "  hbm_bw_GBps: 2040\n"
+                               "  compute: {launch_ns: fast}\n"
+                               "network:\n"
+                               "  - {size: 8, topology: Switch, bandwidth: 300, latency: 700}\n";
+    assert_int_equal(etk_cluster_parse(text, sizeof text - 1, "t.yaml", &c, &err), ETK_EFORMAT);
+    assert_non_null(strstr(err.msg, "t.yaml:5: gpu.compute.launch_ns: expected a number"));
+    static const char list[] = "gpu:\n"
+                               "  name: x\n"
+                               "  peak_tflops: {bf16: 312}\n"
+                               "  hbm_bw_GBps: 2040\n"
+                               "  compute: [gemm_eff]\n"
+                               "network:\n"
+                               "  - {size: 8, topology: Switch, bandwidth: 300, latency: 700}\n";
+    assert_int_equal(etk_cluster_parse(list, sizeof list - 1, "l.yaml", &c, &err), ETK_EFORMAT);
+    assert_non_null(strstr(err.msg, "l.yaml:5: gpu.compute: expected a mapping, got a list"));
+}
+
+static void gpu_capacities_as_reported(void **st)
+{
+    (void)st;
+    /* nvidia-smi totals (spec/kernels-measured.md section 4), MiB; MI300X 192 GB
+     * (spec/hardware.md); the generator's table (etkit gen --gpu) holds the same */
+    static const struct {
+        const char *name;
+        uint64_t bytes;
+    } caps[] = {{"a100", 81920ull * 1048576}, {"h100", 81559ull * 1048576},
+                {"h200", 143771ull * 1048576}, {"b200", 183359ull * 1048576},
+                {"mi300x", 192000000000ull}};
+    for (size_t i = 0; i < sizeof caps / sizeof caps[0]; i++) {
+        etk_gpu g;
+        etk_error err = {0};
+        assert_int_equal(etk_gpu_preset(caps[i].name, &g, &err), 0);
+        assert_int_equal(g.hbm_bytes, caps[i].bytes);
+        assert_int_equal(etk_gen_gpu_bytes(caps[i].name), caps[i].bytes);
+    }
+    /* H100: 79.65 GiB, not the 74.51 GiB that 80e9 bytes are */
+    etk_gpu g;
+    etk_error err = {0};
+    assert_int_equal(etk_gpu_preset("h100", &g, &err), 0);
+    assert_true(fabs((double)g.hbm_bytes / 1073741824.0 - 79.647) < 0.001);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -186,6 +289,8 @@ int main(void)
         cmocka_unit_test(launch_overhead_dominates_tiny_kernels),
         cmocka_unit_test(defaults_are_valid),
         cmocka_unit_test(param_errors),
+        cmocka_unit_test(gpu_yaml_compute_mapping),
+        cmocka_unit_test(gpu_capacities_as_reported),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

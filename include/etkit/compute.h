@@ -60,14 +60,27 @@ typedef struct etk_compute_params {
     double launch_ns;        /* per-kernel overhead (launch latency and ramp) */
     double overlap_slowdown; /* compute that starts while a transfer of its rank is in flight
                                 takes (1 + overlap_slowdown) times longer (>= 0) */
+    double fp8_gemm_eff;     /* fraction of the FP8 peak a large FP8 GEMM reaches, [0, 1]
+                                (0: gemm_eff) */
+    double fp8_gemm_half_dim; /* gemm_half_dim of FP8 GEMMs */
+    double attn_bwd_eff;     /* attn_eff of the attention backward kernel (0: attn_eff) */
+    double attn_half_seq;    /* sequence length at which attention reaches half of attn_eff
+                                (0: no dependence on the length) */
+    double attn_half_dim;    /* head dimension d: efficiency scales as d/(d + attn_half_dim),
+                                relative to d = 128 (0: no dependence) */
 } etk_compute_params;
 
 /* The documented defaults for a GPU (by its preset name; unknown GPUs get the A100 figures). */
 void etk_compute_defaults(const etk_gpu *gpu, etk_compute_params *out);
 /* Check every field; the message names the field and the expected range. */
 int etk_compute_check(const etk_compute_params *p, etk_error *err);
-/* Set one parameter by name ("gemm_eff", ...) from text; for --compute-param NAME=VALUE. */
+/* Set one parameter by name ("gemm_eff", ...) from text; for --compute-param NAME=VALUE.
+ * etk_compute_set_value: the same from a name and a number (a GPU YAML's compute: mapping).
+ * The one table of names and ranges; p is unchanged on error. */
 int etk_compute_set(etk_compute_params *p, const char *name_eq_value, etk_error *err);
+int etk_compute_set_value(etk_compute_params *p, const char *name, double value, etk_error *err);
+/* The accepted parameter names, comma-separated ("gemm_eff, gemm_half_dim, ..."). */
+const char *etk_compute_param_names(void);
 /* The value of one parameter by name (the names etk_compute_set accepts). */
 int etk_compute_get(const etk_compute_params *p, const char *name, double *out, etk_error *err);
 /* Describe a trace node as an op: attributes op_kind ("gemm" | "elementwise" | "attention"),

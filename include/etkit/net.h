@@ -23,11 +23,21 @@ typedef enum etk_precision {
 } etk_precision;
 #define ETK_PREC_COUNT 5
 
+/* A compute-model parameter a GPU YAML sets (its `compute:` mapping): the names are those
+ * etk_compute_set accepts (etkit/compute.h), checked when the YAML is loaded. */
+#define ETK_GPU_MAX_COMPUTE 32
+typedef struct etk_gpu_compute_param {
+    char name[32];
+    double value;
+} etk_gpu_compute_param;
+
 typedef struct etk_gpu {
     char name[64];
     double peak_flops[ETK_PREC_COUNT]; /* dense FLOP/s per precision (0: unsupported) */
     double hbm_bw_Bps;                 /* HBM bandwidth, bytes/s */
     uint64_t hbm_bytes;                /* HBM capacity, bytes */
+    uint32_t n_compute;                /* compute-model overrides of the built-in defaults */
+    etk_gpu_compute_param compute[ETK_GPU_MAX_COMPUTE];
 } etk_gpu;
 
 typedef enum etk_topo {

@@ -31,11 +31,29 @@ int etk_calib_write_gpu_yaml(const char *path, const etk_gpu *gpu, const etk_cal
             first = false;
         }
     fprintf(f, "}\nhbm_bw_GBps: %.10g\n", gpu->hbm_bw_Bps / 1e9);
-    if (gpu->hbm_bytes)
+    if (gpu->hbm_bytes % (1u << 20) == 0)
+        fprintf(f, "hbm_MiB: %llu\n", (unsigned long long)(gpu->hbm_bytes >> 20));
+    else if (gpu->hbm_bytes)
         fprintf(f, "hbm_GB: %.10g\n", (double)gpu->hbm_bytes / 1e9);
+    /* the GPU's own compute: entries, the fitted values replacing theirs, then the new ones */
     bool any = false;
+    for (uint32_t i = 0; i < gpu->n_compute && i < ETK_GPU_MAX_COMPUTE; i++) {
+        double v = gpu->compute[i].value;
+        for (uint32_t j = 0; p && j < p->n; j++)
+            if (!strcmp(p->name[j], gpu->compute[i].name))
+                v = p->value[j];
+        if (!any)
+            fprintf(f, "compute:\n");
+        any = true;
+        fprintf(f, "  %s: %.6g\n", gpu->compute[i].name, v);
+    }
     for (uint32_t i = 0; p && i < p->n; i++) {
         if (etk_calib_param_is_net(p->name[i]))
+            continue;
+        bool had = false;
+        for (uint32_t j = 0; j < gpu->n_compute && j < ETK_GPU_MAX_COMPUTE; j++)
+            had = had || !strcmp(p->name[i], gpu->compute[j].name);
+        if (had)
             continue;
         if (!any)
             fprintf(f, "compute:\n");

@@ -36,12 +36,9 @@ int etk_calib_param_check(const char *name, etk_error *err)
     double v;
     if (etk_compute_get(&t, name, &v, NULL) == 0)
         return 0;
-    char buf[96];
-    snprintf(buf, sizeof buf, "%s=1", name);
-    etk_error e = {0};
-    etk_compute_set(&t, buf, &e); /* its message lists the compute parameters */
-    return etk_err(err, ETK_EINVAL, "%s; or a network parameter: nvlink_GBps, nic_GBps, "
-                   "nvlink_latency_ns, nic_latency_ns", e.msg);
+    return etk_err(err, ETK_EINVAL, "parameter '%s' is unknown; expected a compute-model "
+                   "parameter (%s) or a network parameter (nvlink_GBps, nic_GBps, "
+                   "nvlink_latency_ns, nic_latency_ns)", name, etk_compute_param_names());
 }
 
 static etk_net_dim *net_dim(etk_cluster *cl, int which)
@@ -91,9 +88,7 @@ int etk_calib_apply(const etk_calib_params *p, etk_cluster *cl, etk_compute_para
             }
             continue;
         }
-        char buf[80];
-        snprintf(buf, sizeof buf, "%s=%.17g", p->name[i], v);
-        if (etk_compute_set(cp, buf, err))
+        if (etk_compute_set_value(cp, p->name[i], v, err))
             return -1;
     }
     return 0;

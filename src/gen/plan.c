@@ -368,14 +368,17 @@ int etk_gen_parse_args(int argc, char **argv, etk_gen_config *cfg, int *n_rest, 
 
 uint64_t etk_gen_gpu_bytes(const char *name)
 {
-    /* spec/hardware.md HBM capacities, GB = 1e9 bytes as the vendors state them */
+    /* HBM capacities as the devices report them (nvidia-smi totals in MiB,
+     * spec/kernels-measured.md section 4; MI300X: 192 GB, spec/hardware.md), the same as
+     * presets/gpus/ (tests/test_compute.c checks both) */
     static const struct {
         const char *name;
-        uint64_t gb;
-    } gpus[] = {{"a100", 80}, {"h100", 80}, {"h200", 141}, {"b200", 180}, {"mi300x", 192}};
+        uint64_t bytes;
+    } gpus[] = {{"a100", 81920ull << 20}, {"h100", 81559ull << 20}, {"h200", 143771ull << 20},
+                {"b200", 183359ull << 20}, {"mi300x", 192000000000ull}};
     for (size_t i = 0; i < sizeof gpus / sizeof gpus[0]; i++)
         if (!strcasecmp(name, gpus[i].name))
-            return gpus[i].gb * 1000000000ull;
+            return gpus[i].bytes;
     return 0;
 }
 

@@ -24,6 +24,11 @@ void etk_compute_defaults(const etk_gpu *gpu, etk_compute_params *p)
     p->attn_eff = 0.55;
     p->launch_ns = 2000;
     p->overlap_slowdown = 0.10;
+    p->fp8_gemm_eff = 0.78;
+    p->fp8_gemm_half_dim = 64;
+    p->attn_bwd_eff = 0.55;
+    p->attn_half_seq = 0;
+    p->attn_half_dim = 0;
     if (!gpu)
         return;
     const char *n = gpu->name;
@@ -35,6 +40,10 @@ void etk_compute_defaults(const etk_gpu *gpu, etk_compute_params *p)
     } else if (strstr(n, "MI300") || strstr(n, "mi300")) {
         p->attn_eff = 0.40;
     }
+    p->attn_bwd_eff = p->attn_eff;
+    /* the GPU YAML's compute: mapping (names checked when it was loaded) */
+    for (uint32_t i = 0; i < gpu->n_compute && i < ETK_GPU_MAX_COMPUTE; i++)
+        etk_compute_set_value(p, gpu->compute[i].name, gpu->compute[i].value, NULL);
 }
 
 typedef struct field {
@@ -55,6 +64,11 @@ static const field fields[] = {
     {"attn_eff", F(attn_eff), 0, 1, true, "a fraction in (0, 1]"},
     {"launch_ns", F(launch_ns), 0, 1e9, false, "nanoseconds in [0, 1e9]"},
     {"overlap_slowdown", F(overlap_slowdown), 0, 100, false, "a factor in [0, 100]"},
+    {"fp8_gemm_eff", F(fp8_gemm_eff), 0, 1, false, "a fraction in [0, 1] (0: gemm_eff)"},
+    {"fp8_gemm_half_dim", F(fp8_gemm_half_dim), 0, 1e9, false, "a dimension in [0, 1e9]"},
+    {"attn_bwd_eff", F(attn_bwd_eff), 0, 1, false, "a fraction in [0, 1] (0: attn_eff)"},
+    {"attn_half_seq", F(attn_half_seq), 0, 1e9, false, "a sequence length in [0, 1e9]"},
+    {"attn_half_dim", F(attn_half_dim), 0, 1e9, false, "a head dimension in [0, 1e9]"},
 };
 #undef F
 #define N_FIELDS (sizeof fields / sizeof fields[0])
@@ -77,6 +91,34 @@ int etk_compute_check(const etk_compute_params *p, etk_error *err)
     return 0;
 }
 
+const char *etk_compute_param_names(void)
+{
+    static char buf[512];
+    if (!buf[0]) {
+        size_t o = 0;
+        for (size_t i = 0; i < N_FIELDS && o < sizeof buf; i++)
+            o += (size_t)snprintf(buf + o, sizeof buf - o, "%s%s", i ? ", " : "", fields[i].name);
+    }
+    return buf;
+}
+
+int etk_compute_set_value(etk_compute_params *p, const char *name, double v, etk_error *err)
+{
+    for (size_t i = 0; i < N_FIELDS; i++) {
+        if (strcmp(fields[i].name, name) != 0)
+            continue;
+        etk_compute_params t = *p;
+        *fld(&t, i) = v;
+        int rc = etk_compute_check(&t, err);
+        if (rc)
+            return rc;
+        *p = t;
+        return 0;
+    }
+    return etk_err(err, ETK_EINVAL, "compute parameter '%s' is unknown; expected one of %s", name,
+                   etk_compute_param_names());
+}
+
 int etk_compute_set(etk_compute_params *p, const char *s, etk_error *err)
 {
     const char *eq = strchr(s, '=');
@@ -92,18 +134,10 @@ int etk_compute_set(etk_compute_params *p, const char *s, etk_error *err)
         if (end == eq + 1 || *end)
             return etk_err(err, ETK_EINVAL, "compute parameter %s: expected %s, got '%s'",
                            fields[i].name, fields[i].expect, eq + 1);
-        etk_compute_params t = *p;
-        *fld(&t, i) = v;
-        int rc = etk_compute_check(&t, err);
-        if (rc)
-            return rc;
-        *p = t;
-        return 0;
+        return etk_compute_set_value(p, fields[i].name, v, err);
     }
-    return etk_err(err, ETK_EINVAL,
-                   "compute parameter '%.*s' is unknown; expected one of gemm_eff, gemm_half_dim, "
-                   "gemm_min_dim, mem_eff, score_mem_eff, attn_eff, launch_ns, overlap_slowdown",
-                   (int)len, s);
+    return etk_err(err, ETK_EINVAL, "compute parameter '%.*s' is unknown; expected one of %s",
+                   (int)len, s, etk_compute_param_names());
 }
 
 int etk_compute_get(const etk_compute_params *p, const char *name, double *out, etk_error *err)

@@ -15,6 +15,7 @@
 
 #include <yaml.h>
 
+#include "etkit/compute.h"
 #include "etkit/net.h"
 #include "etkit/presets.h"
 #include "net/net_internal.h"
@@ -196,6 +197,48 @@ static int yunknown(ydoc *y, const yaml_node_t *k, const char *where, const char
 
 /* ---------- GPU ---------- */
 
+/* compute: {NAME: VALUE, ...}: compute-model parameters of this GPU; the names and ranges are
+ * etk_compute_set's (one table), so a name it does not know is an error here, with the file and
+ * the line */
+static int parse_gpu_compute(ydoc *y, const yaml_node_t *map, const char *where, etk_gpu *g)
+{
+    char what[160], w2[240];
+    snprintf(what, sizeof what, "%s.compute", where);
+    int rc = yexpect(y, map, YAML_MAPPING_NODE, what);
+    if (rc)
+        return rc;
+    etk_compute_params chk;
+    etk_compute_defaults(NULL, &chk);
+    YFOR_PAIRS(y, map, pr) {
+        yaml_node_t *k = YNODE(y, pr->key), *v = YNODE(y, pr->value);
+        const char *name = yscalar(k);
+        if (!name)
+            return etk_err(y->err, ETK_EFORMAT, "%s:%d: %s: keys must be parameter names (%s)",
+                           y->file, yline(k), what, etk_compute_param_names());
+        snprintf(w2, sizeof w2, "%s.%s", what, name);
+        double x;
+        if ((rc = ynumber(y, v, w2, "a number", &x)))
+            return rc;
+        etk_error e2 = {0};
+        if (etk_compute_set_value(&chk, name, x, &e2) != 0) {
+            bool known = strstr(e2.msg, "is unknown") == NULL;
+            return etk_err(y->err, known ? ETK_EINVAL : ETK_EFORMAT, "%s:%d: %s: %s", y->file,
+                           yline(known ? v : k), w2, e2.msg);
+        }
+        uint32_t i = 0;
+        while (i < g->n_compute && strcmp(g->compute[i].name, name) != 0)
+            i++;
+        if (i == ETK_GPU_MAX_COMPUTE)
+            return etk_err(y->err, ETK_EINVAL, "%s:%d: %s: at most %d parameters", y->file,
+                           yline(k), what, ETK_GPU_MAX_COMPUTE);
+        snprintf(g->compute[i].name, sizeof g->compute[i].name, "%s", name);
+        g->compute[i].value = x;
+        if (i == g->n_compute)
+            g->n_compute++;
+    }
+    return 0;
+}
+
 static int parse_gpu_map(ydoc *y, const yaml_node_t *map, const char *where, etk_gpu *g)
 {
     int rc = yexpect(y, map, YAML_MAPPING_NODE, where);
@@ -248,8 +291,18 @@ static int parse_gpu_map(ydoc *y, const yaml_node_t *map, const char *where, etk
             if ((rc = ypositive(y, v, what, "GB, 10^9 B", &v2)))
                 return rc;
             g->hbm_bytes = (uint64_t)(v2 * 1e9);
+        } else if (strcmp(key, "hbm_MiB") == 0) {
+            /* the capacity as the device reports it (nvidia-smi's total, MiB) */
+            snprintf(what, sizeof what, "%s.hbm_MiB", where);
+            double v2;
+            if ((rc = ypositive(y, v, what, "MiB, 2^20 B", &v2)))
+                return rc;
+            g->hbm_bytes = (uint64_t)(v2 * 1048576.0);
+        } else if (strcmp(key, "compute") == 0) {
+            if ((rc = parse_gpu_compute(y, v, where, g)))
+                return rc;
         } else {
-            return yunknown(y, k, where, "name, peak_tflops, hbm_bw_GBps, hbm_GB");
+            return yunknown(y, k, where, "name, peak_tflops, hbm_bw_GBps, hbm_GB, hbm_MiB, compute");
         }
     }
     if (!have_peak)
