@@ -319,20 +319,16 @@ static void test_bad_rows(void **state)
 static void test_net_params(void **state)
 {
     (void)state;
-    etk_calib_rows *rs = load(
-        "[" ROW("{\"preset\": \"llama2-7b\", \"overrides\": {\"layers\": 2, \"hidden\": 1024, \"heads\": 8, \"ffn\": 2816}}",
-                "{\"tp\": 1, \"dp\": 16, \"mbs\": 1, \"gbs\": 16, \"seq\": 512}", "") "]");
-    /* the row says gpus 8: make it 16 through the plan check */
-    assert_false(rs->rows[0].built);
-    etk_calib_free(rs);
     char text[4096];
     snprintf(text, sizeof text, "[{\"name\": \"r\", \"gpu_type\": \"H100\", \"gpus\": 16, \"cluster\": \"dgx-h100\", "
              "\"model\": {\"preset\": \"llama2-7b\", \"overrides\": {\"layers\": 2, \"hidden\": 1024, \"heads\": 8, "
              "\"ffn\": 2816}}, \"plan\": {\"tp\": 1, \"dp\": 16, \"mbs\": 1, \"gbs\": 16, \"seq\": 512}, "
              "\"measured\": {\"metric\": \"step_s\", \"value\": 1}}]");
-    rs = load(text);
+    etk_calib_rows *rs = load(text);
     if (!rs->rows[0].built)
         fail_msg("%s", rs->rows[0].reason);
+    assert_int_equal(rs->rows[0].cluster.n_npus, 16);
+    assert_int_equal(rs->rows[0].cluster.dims[1].size, 2);
     double d = 0;
     etk_error err = {0};
     assert_int_equal(etk_calib_param_default(&rs->rows[0], "nic_GBps", &d, &err), 0);
