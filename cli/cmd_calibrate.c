@@ -153,33 +153,53 @@ static double mean_log_err(const etk_calib_rows *rows, const bool *use, const et
     return n ? sum / n : 0;
 }
 
+static int fit_rows(const char *cmd, const cal_opts *o, etk_calib_rows *rows, const bool *use,
+                    const bool *fituse, etk_calib_params *pp, const char *gpu, uint32_t first,
+                    uint32_t n_use);
+
 static int fit(const char *cmd, const cal_opts *o, etk_calib_rows *rows, bool *use)
 {
     etk_calib_params p = {0};
     int rc = parse_params(cmd, o->fit, &p);
     if (rc)
         return rc;
-    /* the rows of one GPU, all built */
+    /* the rows of one GPU, all built (the rows not expressible are listed, not fitted) */
+    bool *fituse = calloc(rows->n, sizeof *fituse);
+    if (!fituse)
+        return 2;
     const char *gpu = NULL;
     uint32_t n_use = 0, first = 0;
     for (uint32_t i = 0; i < rows->n; i++) {
         etk_calib_row *r = &rows->rows[i];
-        if (!use[i] || !r->expressible) {
-            use[i] = false;
+        if (!use[i] || !r->expressible)
             continue;
-        }
         if (!r->built) {
             fprintf(stderr, "etkit %s: error: %s\n", cmd, r->reason);
+            free(fituse);
             return 2;
         }
-        if (gpu && strcasecmp(gpu, r->gpu))
+        if (gpu && strcasecmp(gpu, r->gpu)) {
+            free(fituse);
             return cli_usage_error(cmd, "--fit: the rows cover GPUs %s and %s; choose one with "
                                         "--gpu", gpu, r->gpu);
+        }
         if (!gpu)
             first = i;
         gpu = r->gpu;
+        fituse[i] = true;
         n_use++;
     }
+    rc = fit_rows(cmd, o, rows, use, fituse, &p, gpu, first, n_use);
+    free(fituse);
+    return rc;
+}
+
+static int fit_rows(const char *cmd, const cal_opts *o, etk_calib_rows *rows, const bool *use,
+                    const bool *fituse, etk_calib_params *pp, const char *gpu, uint32_t first,
+                    uint32_t n_use)
+{
+    etk_calib_params p = *pp;
+    int rc;
     if (!n_use)
         return cli_usage_error(cmd, "--fit: no expressible rows selected");
     etk_error err = {0};
@@ -199,20 +219,34 @@ static int fit(const char *cmd, const cal_opts *o, etk_calib_rows *rows, bool *u
                                    rows->rows[first].cluster.gpu.name, p.name[i]);
     }
     etk_calib_params start = p;
-    etk_calib_fit_opts fo = {.max_evals = o->max_evals, .jobs = o->jobs};
+    /* --param values of parameters not fitted stay fixed */
+    etk_calib_params fixed = {0};
+    for (uint32_t j = 0; j < o->given.n; j++) {
+        bool fitted = false;
+        for (uint32_t i = 0; i < p.n; i++)
+            fitted = fitted || !strcmp(o->given.name[j], p.name[i]);
+        if (!fitted && fixed.n < ETK_CALIB_MAX_PARAMS) {
+            snprintf(fixed.name[fixed.n], sizeof fixed.name[0], "%s", o->given.name[j]);
+            fixed.value[fixed.n++] = o->given.value[j];
+        }
+    }
+    etk_calib_fit_opts fo = {.max_evals = o->max_evals, .jobs = o->jobs, .fixed = &fixed};
     double obj = 0;
     uint32_t evals = 0;
-    if (etk_calib_fit(rows, use, &p, &fo, &obj, &evals, &err))
+    if (etk_calib_fit(rows, fituse, &p, &fo, &obj, &evals, &err))
         return cli_fail(cmd, &err);
+    etk_calib_params start_all, fitted_all;
+    etk_calib_params_merge(&start_all, &fixed, &start);
+    etk_calib_params_merge(&fitted_all, &fixed, &p);
     etk_calib_eval *ev = calloc(3 * (size_t)rows->n, sizeof *ev);
     if (!ev)
         return 2;
     etk_calib_eval *before = ev, *after = ev + rows->n, *held = ev + 2 * rows->n;
-    etk_calib_eval_rows(rows, use, &start, o->jobs, before);
-    etk_calib_eval_rows(rows, use, &p, o->jobs, after);
+    etk_calib_eval_rows(rows, use, &start_all, o->jobs, before);
+    etk_calib_eval_rows(rows, use, &fitted_all, o->jobs, after);
     etk_calib_loso_set sets[64];
     uint32_t n_sets = 0;
-    if (o->loso && etk_calib_loso(rows, use, &start, &fo, held, sets, 64, &n_sets, &err)) {
+    if (o->loso && etk_calib_loso(rows, fituse, &start, &fo, held, sets, 64, &n_sets, &err)) {
         free(ev);
         return cli_fail(cmd, &err);
     }
@@ -220,11 +254,11 @@ static int fit(const char *cmd, const cal_opts *o, etk_calib_rows *rows, bool *u
     const etk_calib_eval *evs[] = {before, after, held};
     uint32_t n_eval = o->loso ? 3 : 2;
     if (o->json) {
-        etk_calib_print_json(rows, use, n_eval, labels, evs, &p, stdout);
+        etk_calib_print_json(rows, use, n_eval, labels, evs, &fitted_all, stdout);
     } else {
         printf("fit on %u rows of GPU %s (%s), %u evaluations: mean |log(pred/meas)| %.5f -> "
                "%.5f\n", n_use, gpu, rows->rows[first].cluster.gpu.name, evals,
-               mean_log_err(rows, use, before), obj);
+               mean_log_err(rows, fituse, before), obj);
         for (uint32_t i = 0; i < p.n; i++)
             printf("  %-20s %12.6g -> %12.6g\n", p.name[i], start.value[i], p.value[i]);
         if (o->loso) {
@@ -248,7 +282,7 @@ static int fit(const char *cmd, const cal_opts *o, etk_calib_rows *rows, bool *u
                          "mean |log(predicted/measured)| %.5f",
                          rows->rows[first].cluster.gpu.name, o->fit, n_use, rows->path, obj);
         (void)w;
-        if (etk_calib_write_gpu_yaml(o->output, &rows->rows[first].cluster.gpu, &p, header, &err))
+        if (etk_calib_write_gpu_yaml(o->output, &rows->rows[first].cluster.gpu, &fitted_all, header, &err))
             rc = cli_fail(cmd, &err);
     }
     free(ev);

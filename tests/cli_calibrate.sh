@@ -56,7 +56,17 @@ grep -q "^  launch_ns: " "$T/f1.yaml" || fail "fitted YAML lacks launch_ns"
 cmp -s "$T/f1.yaml" "$T/f2.yaml" || fail "the same fit gave different YAML"
 ls "$T" | grep -q tmp && fail "a temporary file was left behind"
 
+# a --param that is not fitted stays fixed in the fit and is written to the YAML
+"$ETKIT" calibrate "$T/two.json" --fit gemm_eff --param launch_ns=5000 --max-evals 10 -o "$T/f3.yaml" >"$T/f3.out" \
+  || fail "fit with a fixed parameter failed: $(head -3 "$T/f3.out")"
+grep -q "^  launch_ns: 5000$" "$T/f3.yaml" || fail "the fixed launch_ns is not in the YAML: $(cat "$T/f3.yaml")"
+# rows not expressible are listed in a fit's report, not fitted
+echo "[$(row a "$SMALL" "$PLAN"), {\"name\": \"ssm\", \"set\": \"t\", \"gpu_type\": \"H100\", \"expressible\": false, \"why_not\": \"Mamba layers\"}]" >"$T/ne.json"
+expect 0 "ssm (t, H100): not expressible: Mamba layers" calibrate "$T/ne.json" --fit gemm_eff --max-evals 6
+
+KORTH=${CAL_TEST_KORTH:-1}
 # the eight Korthikanti rows: bench/fidelity.sh's iteration-time errors (RESULTS.md)
+[ "$KORTH" = 1 ] || exit $((fails > 0))
 "$ETKIT" calibrate "$HERE/bench/calibration/korthikanti.json" --json >"$T/k.json" || fail "korthikanti report failed"
 python3 - "$T/k.json" <<'PY' || fail "the Korthikanti figures moved"
 import json, sys

@@ -72,6 +72,10 @@ typedef struct etk_calib_params {
     double value[ETK_CALIB_MAX_PARAMS];
 } etk_calib_params;
 
+/* out = base with over's values on top (over's names replace base's, new ones appended; at most
+ * ETK_CALIB_MAX_PARAMS, the rest dropped). */
+void etk_calib_params_merge(etk_calib_params *out, const etk_calib_params *base,
+                            const etk_calib_params *over);
 /* Is `name` a parameter calibration can set (compute model or network)? The message lists them. */
 int etk_calib_param_check(const char *name, etk_error *err);
 /* True for the network parameters (nvlink_GBps, nic_GBps, nvlink_latency_ns, nic_latency_ns). */
@@ -104,6 +108,7 @@ typedef struct etk_calib_fit_opts {
     uint32_t max_evals;      /* 0: 60 x (params + 1) */
     double tol;              /* 0: 1e-6 (objective spread and simplex size in log space) */
     uint32_t jobs;           /* threads predicting rows (0 or 1: one); results do not depend on it */
+    const etk_calib_params *fixed; /* values held fixed during the fit (may be NULL) */
 } etk_calib_fit_opts;
 int etk_calib_fit(etk_calib_rows *rows, const bool *use, etk_calib_params *p,
                   const etk_calib_fit_opts *o, double *obj, uint32_t *evals, etk_error *err);

@@ -20,6 +20,7 @@ typedef struct fit_ctx {
     etk_error *err;
     int fatal;        /* a prediction failed for another reason than a parameter's range */
     uint32_t jobs;
+    const etk_calib_params *fixed;
     double *logerr;   /* per row scratch */
     etk_error *errs;
     int *codes;
@@ -59,9 +60,11 @@ static void obj_row(void *arg, uint32_t r)
 
 static double objective(fit_ctx *c, const double *u)
 {
-    etk_calib_params p = c->p;
-    for (uint32_t i = 0; i < p.n; i++)
-        p.value[i] = exp(u[i]);
+    etk_calib_params q = c->p;
+    for (uint32_t i = 0; i < q.n; i++)
+        q.value[i] = exp(u[i]);
+    etk_calib_params p;
+    etk_calib_params_merge(&p, c->fixed, &q);
     c->evals++;
     obj_ctx o = {c, &p, c->logerr, c->errs, c->codes};
     calib_parallel(c->rows->n, c->jobs, obj_row, &o);
@@ -240,7 +243,7 @@ int etk_calib_fit(etk_calib_rows *rows, const bool *use, etk_calib_params *p,
         u[i] = log(p->value[i]);
     }
     fit_ctx c = {.rows = rows, .use = use, .p = *p, .err = err,
-                 .jobs = o && o->jobs ? o->jobs : 1};
+                 .jobs = o && o->jobs ? o->jobs : 1, .fixed = o ? o->fixed : NULL};
     c.logerr = calloc(rows->n, sizeof *c.logerr);
     c.errs = calloc(rows->n, sizeof *c.errs);
     c.codes = calloc(rows->n, sizeof *c.codes);

@@ -47,8 +47,11 @@ int etk_calib_loso(etk_calib_rows *rows, const bool *use, const etk_calib_params
         /* the set's rows with the parameters fitted without them */
         for (uint32_t j = 0; j < rows->n; j++)
             train[j] = use[j] && !strcmp(rows->rows[j].set, set);
-        if (ls.fitted)
-            etk_calib_eval_rows(rows, train, &ls.p, o ? o->jobs : 1, tmp);
+        if (ls.fitted) {
+            etk_calib_params all;
+            etk_calib_params_merge(&all, o ? o->fixed : NULL, &ls.p);
+            etk_calib_eval_rows(rows, train, &all, o ? o->jobs : 1, tmp);
+        }
         for (uint32_t j = 0; j < rows->n; j++) {
             if (!train[j])
                 continue;

@@ -22,6 +22,27 @@ static int net_param(const char *name)
     return -1;
 }
 
+void etk_calib_params_merge(etk_calib_params *out, const etk_calib_params *base,
+                            const etk_calib_params *over)
+{
+    etk_calib_params m = {0};
+    if (base)
+        m = *base;
+    for (uint32_t i = 0; over && i < over->n; i++) {
+        uint32_t j = 0;
+        while (j < m.n && strcmp(m.name[j], over->name[i]))
+            j++;
+        if (j == ETK_CALIB_MAX_PARAMS)
+            continue;
+        if (j == m.n) {
+            snprintf(m.name[j], sizeof m.name[j], "%s", over->name[i]);
+            m.n++;
+        }
+        m.value[j] = over->value[i];
+    }
+    *out = m;
+}
+
 bool etk_calib_param_is_net(const char *name)
 {
     return net_param(name) >= 0;
