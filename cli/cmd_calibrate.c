@@ -231,11 +231,18 @@ static int fit_rows(const char *cmd, const cal_opts *o, etk_calib_rows *rows, co
             fixed.value[fixed.n++] = o->given.value[j];
         }
     }
-    etk_calib_fit_opts fo = {.max_evals = o->max_evals, .jobs = o->jobs, .fixed = &fixed};
+    bool no_effect[ETK_CALIB_MAX_PARAMS] = {0};
+    etk_calib_fit_opts fo = {.max_evals = o->max_evals, .jobs = o->jobs, .fixed = &fixed,
+                             .no_effect = no_effect};
     double obj = 0;
     uint32_t evals = 0;
     if (etk_calib_fit(rows, fituse, &p, &fo, &obj, &evals, &err))
         return cli_fail(cmd, &err);
+    for (uint32_t i = 0; i < p.n; i++)
+        if (no_effect[i])
+            fprintf(stderr, "etkit %s: warning: %s changes no prediction of these rows (x1.25 from "
+                            "%g): the fit cannot determine it\n", cmd, p.name[i], start.value[i]);
+    fo.no_effect = NULL; /* leave-one-set-out fits: the same parameters */
     etk_calib_params start_all, fitted_all;
     etk_calib_params_merge(&start_all, &fixed, &start);
     etk_calib_params_merge(&fitted_all, &fixed, &p);

@@ -60,6 +60,8 @@ ls "$T" | grep -q tmp && fail "a temporary file was left behind"
 "$ETKIT" calibrate "$T/two.json" --fit gemm_eff --param launch_ns=5000 --max-evals 10 -o "$T/f3.yaml" >"$T/f3.out" \
   || fail "fit with a fixed parameter failed: $(head -3 "$T/f3.out")"
 grep -q "^  launch_ns: 5000$" "$T/f3.yaml" || fail "the fixed launch_ns is not in the YAML: $(cat "$T/f3.yaml")"
+# a parameter the rows do not depend on is named (one node: no NIC on any path)
+expect 0 "warning: nic_GBps changes no prediction" calibrate "$T/good.json" --fit gemm_eff,nic_GBps --max-evals 8
 # rows not expressible are listed in a fit's report, not fitted
 echo "[$(row a "$SMALL" "$PLAN"), {\"name\": \"ssm\", \"set\": \"t\", \"gpu_type\": \"H100\", \"expressible\": false, \"why_not\": \"Mamba layers\"}]" >"$T/ne.json"
 expect 0 "ssm (t, H100): not expressible: Mamba layers" calibrate "$T/ne.json" --fit gemm_eff --max-evals 6

@@ -192,6 +192,31 @@ static void test_fit_recovers(void **state)
     etk_calib_free(rs);
 }
 
+/* a parameter that moves no prediction is reported: the NIC on rows of one node */
+static void test_fit_no_effect(void **state)
+{
+    (void)state;
+    etk_calib_rows *rs = load(rows_json);
+    etk_calib_params truth = two(0.61, 3000);
+    make_synthetic(rs, &truth);
+    bool use[6] = {true, true, false, true, true, false}; /* one-node rows */
+    etk_calib_params p = {.n = 2};
+    snprintf(p.name[0], sizeof p.name[0], "gemm_eff");
+    snprintf(p.name[1], sizeof p.name[1], "nic_GBps");
+    p.value[0] = 0.78;
+    p.value[1] = 50;
+    bool flat[2] = {true, false};
+    etk_calib_fit_opts o = {.max_evals = 40, .no_effect = flat};
+    etk_error err = {0};
+    double obj;
+    uint32_t evals;
+    if (etk_calib_fit(rs, use, &p, &o, &obj, &evals, &err))
+        fail_msg("%s", err.msg);
+    assert_false(flat[0]);
+    assert_true(flat[1]);
+    etk_calib_free(rs);
+}
+
 /* the same fit twice: the same YAML bytes, whatever the thread count */
 static void test_fit_deterministic(void **state)
 {
@@ -352,7 +377,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_load_rows),      cmocka_unit_test(test_predict_is_run),
-        cmocka_unit_test(test_fit_recovers),   cmocka_unit_test(test_fit_deterministic),
+        cmocka_unit_test(test_fit_recovers),   cmocka_unit_test(test_fit_no_effect),
+        cmocka_unit_test(test_fit_deterministic),
         cmocka_unit_test(test_loso),           cmocka_unit_test(test_bad_rows),
         cmocka_unit_test(test_net_params),
     };

@@ -109,6 +109,8 @@ typedef struct etk_calib_fit_opts {
     double tol;              /* 0: 1e-6 (objective spread and simplex size in log space) */
     uint32_t jobs;           /* threads predicting rows (0 or 1: one); results do not depend on it */
     const etk_calib_params *fixed; /* values held fixed during the fit (may be NULL) */
+    bool *no_effect;         /* out (may be NULL), [params]: moving the parameter x1.25 from its
+                                start changed no prediction (a parameter the model ignores) */
 } etk_calib_fit_opts;
 int etk_calib_fit(etk_calib_rows *rows, const bool *use, etk_calib_params *p,
                   const etk_calib_fit_opts *o, double *obj, uint32_t *evals, etk_error *err);

@@ -21,6 +21,8 @@ typedef struct fit_ctx {
     int fatal;        /* a prediction failed for another reason than a parameter's range */
     uint32_t jobs;
     const etk_calib_params *fixed;
+    bool *no_effect;  /* out: the first simplex found the parameter flat */
+    bool first_simplex_done;
     double *logerr;   /* per row scratch */
     etk_error *errs;
     int *codes;
@@ -105,6 +107,10 @@ static double nelder_mead(fit_ctx *c, double *u, uint32_t n, double step, uint32
         if (c->fatal)
             return BAD_OBJ;
     }
+    if (!c->first_simplex_done && c->no_effect)
+        for (uint32_t i = 1; i <= n; i++)
+            c->no_effect[i - 1] = f[i] == f[0];
+    c->first_simplex_done = true;
     while (c->evals < max_evals) {
         /* order vertices by value (insertion sort: stable, ties keep their order) */
         for (uint32_t i = 1; i <= n; i++)
@@ -243,7 +249,8 @@ int etk_calib_fit(etk_calib_rows *rows, const bool *use, etk_calib_params *p,
         u[i] = log(p->value[i]);
     }
     fit_ctx c = {.rows = rows, .use = use, .p = *p, .err = err,
-                 .jobs = o && o->jobs ? o->jobs : 1, .fixed = o ? o->fixed : NULL};
+                 .jobs = o && o->jobs ? o->jobs : 1, .fixed = o ? o->fixed : NULL,
+                 .no_effect = o ? o->no_effect : NULL};
     c.logerr = calloc(rows->n, sizeof *c.logerr);
     c.errs = calloc(rows->n, sizeof *c.errs);
     c.codes = calloc(rows->n, sizeof *c.codes);
