@@ -27,6 +27,7 @@ static void help(void)
            "  --report               the report (the default without --fit)\n"
            "  --gpu NAME             only rows of that gpu_type (h100, H200, ...)\n"
            "  --set NAME             only rows of that set (repeatable)\n"
+           "  --rows NAME[,NAME...]  only these rows\n"
            "  --param NAME=V         predict with this parameter value (repeatable); with --fit the\n"
            "                         start of a fitted parameter, or a value held fixed\n"
            "  --fit NAME[,NAME...]   fit these parameters: compute-model names (gemm_eff, attn_eff,\n"
@@ -55,12 +56,13 @@ static void help(void)
            "                  --loso -o h100-fitted.yaml\n");
 }
 
-enum { O_REPORT = 1000, O_GPU, O_SET, O_PARAM, O_FIT, O_LOSO, O_MAXEV, O_MODELS, O_JSON, O_VERBOSE, O_JOBS };
+enum { O_REPORT = 1000, O_GPU, O_SET, O_PARAM, O_FIT, O_LOSO, O_MAXEV, O_MODELS, O_JSON, O_VERBOSE, O_JOBS, O_ROWS };
 
 typedef struct cal_opts {
     const char *gpu, *fit, *output, *models_dir;
     const char *sets[32];
     uint32_t n_sets;
+    char names[2048];      /* --rows NAME,NAME,...: ",a,b," */
     etk_calib_params given;
     bool loso, json, verbose;
     uint32_t max_evals, jobs;
@@ -111,6 +113,12 @@ static bool row_selected(const cal_opts *o, const etk_calib_row *r)
 {
     if (o->gpu && strcasecmp(o->gpu, r->gpu))
         return false;
+    if (o->names[0]) {
+        char key[160];
+        snprintf(key, sizeof key, ",%s,", r->name);
+        if (!strstr(o->names, key))
+            return false;
+    }
     if (!o->n_sets)
         return true;
     for (uint32_t i = 0; i < o->n_sets; i++)
@@ -307,6 +315,7 @@ int cmd_calibrate(int argc, char **argv)
         {"max-evals", required_argument, 0, O_MAXEV},
         {"models-dir", required_argument, 0, O_MODELS}, {"json", no_argument, 0, O_JSON},
         {"verbose", no_argument, 0, O_VERBOSE}, {"jobs", required_argument, 0, O_JOBS},
+        {"rows", required_argument, 0, O_ROWS},
         {"output", required_argument, 0, 'o'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
     cal_opts o;
     memset(&o, 0, sizeof o);
@@ -351,6 +360,11 @@ int cmd_calibrate(int argc, char **argv)
             break;
         case O_JSON:
             o.json = true;
+            break;
+        case O_ROWS:
+            if (strlen(optarg) + 3 > sizeof o.names)
+                return cli_usage_error(cmd, "--rows: at most %zu characters", sizeof o.names - 3);
+            snprintf(o.names, sizeof o.names, ",%s,", optarg);
             break;
         case 'j':
         case O_JOBS:
@@ -397,8 +411,9 @@ int cmd_calibrate(int argc, char **argv)
     for (uint32_t i = 0; i < rows->n; i++)
         n_sel += use[i] = row_selected(&o, &rows->rows[i]);
     if (!n_sel)
-        rc = cli_usage_error(cmd, "%s: no row matches%s%s%s", in, o.gpu ? " --gpu " : "",
-                             o.gpu ? o.gpu : "", o.n_sets ? " and the --set names" : "");
+        rc = cli_usage_error(cmd, "%s: no row matches%s%s%s%s", in, o.gpu ? " --gpu " : "",
+                             o.gpu ? o.gpu : "", o.n_sets ? " and the --set names" : "",
+                             o.names[0] ? " and the --rows names" : "");
     else
         rc = o.fit ? fit(cmd, &o, rows, use) : report(cmd, &o, rows, use);
     free(use);

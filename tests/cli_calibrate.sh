@@ -30,6 +30,7 @@ expect 2 "parameter .warp_speed. is unknown" calibrate "$T/good.json" --fit warp
 expect 2 "'warp_speed' is unknown" calibrate "$T/good.json" --param warp_speed=1
 expect 2 "--loso applies to --fit" calibrate "$T/good.json" --loso
 expect 2 "no row matches --gpu b200" calibrate "$T/good.json" --gpu b200
+expect 2 "no row matches and the --rows names" calibrate "$T/good.json" --rows goo,od
 
 # one path with etkit run: the same plan's tokens/s per GPU, to the printed digit
 "$ETKIT" calibrate "$T/good.json" --json >"$T/good.out" || fail "calibrate good.json failed: $(head -3 "$T/good.out")"
@@ -65,6 +66,7 @@ expect 0 "warning: nic_GBps changes no prediction" calibrate "$T/good.json" --fi
 # rows not expressible are listed in a fit's report, not fitted
 echo "[$(row a "$SMALL" "$PLAN"), {\"name\": \"ssm\", \"set\": \"t\", \"gpu_type\": \"H100\", \"expressible\": false, \"why_not\": \"Mamba layers\"}]" >"$T/ne.json"
 expect 0 "ssm (t, H100): not expressible: Mamba layers" calibrate "$T/ne.json" --fit gemm_eff --max-evals 6
+expect 0 "1 rows, 0 predicted, 1 not expressible" calibrate "$T/ne.json" --rows ssm
 
 KORTH=${CAL_TEST_KORTH:-1}
 # the eight Korthikanti rows: bench/fidelity.sh's iteration-time errors (RESULTS.md)
