@@ -111,6 +111,15 @@ static void mem_text(const etk_calib_pred *p, char *buf, size_t size)
                  p->mem_peak_bytes / GiB, p->mem_capacity_bytes / GiB);
 }
 
+/* the last evaluation that predicted row i (-1: none did) */
+static int last_ok(const etk_calib_eval *const *evals, uint32_t n_eval, uint32_t i)
+{
+    for (int k = (int)n_eval - 1; k >= 0; k--)
+        if (evals[k][i].ok)
+            return k;
+    return -1;
+}
+
 void etk_calib_print_text(const etk_calib_rows *rows, const bool *use, uint32_t n_eval,
                           const char *const *labels, const etk_calib_eval *const *evals, FILE *f)
 {
@@ -121,7 +130,7 @@ void etk_calib_print_text(const etk_calib_rows *rows, const bool *use, uint32_t 
         shown++;
         if (!rows->rows[i].expressible)
             notex++;
-        else if (evals[n_eval - 1][i].ok)
+        else if (last_ok(evals, n_eval, i) >= 0)
             pred++;
         else
             failed++;
@@ -131,10 +140,11 @@ void etk_calib_print_text(const etk_calib_rows *rows, const bool *use, uint32_t 
     fprintf(f, "%-42s %-26s %-5s %-24s %11s", "row", "set", "GPU", "metric", "measured");
     for (uint32_t k = 0; k < n_eval; k++)
         fprintf(f, " %11.11s %8s", labels[k], "err%");
-    fprintf(f, "  memory (%s)\n", labels[n_eval - 1]);
+    fprintf(f, "  memory\n");
     for (uint32_t i = 0; i < rows->n; i++) {
         const etk_calib_row *r = &rows->rows[i];
-        if ((use && !use[i]) || !r->expressible || !evals[n_eval - 1][i].ok)
+        int lk = last_ok(evals, n_eval, i);
+        if ((use && !use[i]) || !r->expressible || lk < 0)
             continue;
         fprintf(f, "%-42s %-26s %-5s %-24s %11.2f", r->name, r->set, r->gpu,
                 etk_calib_metric_name(r->metric), r->measured);
@@ -146,18 +156,30 @@ void etk_calib_print_text(const etk_calib_rows *rows, const bool *use, uint32_t 
                 fprintf(f, " %11s %8s", "-", "-");
         }
         char mem[64];
-        mem_text(&evals[n_eval - 1][i].pred, mem, sizeof mem);
+        mem_text(&evals[lk][i].pred, mem, sizeof mem);
         fprintf(f, "  %s\n", mem);
     }
-    if (notex + failed) {
-        fprintf(f, "not predicted:\n");
-        for (uint32_t i = 0; i < rows->n; i++) {
-            const etk_calib_row *r = &rows->rows[i];
-            if ((use && !use[i]) || (r->expressible && evals[n_eval - 1][i].ok))
+    bool header = false;
+    for (uint32_t i = 0; i < rows->n; i++) {
+        const etk_calib_row *r = &rows->rows[i];
+        if (use && !use[i])
+            continue;
+        for (uint32_t k = 0; k < n_eval; k++) {
+            const etk_calib_eval *e = &evals[k][i];
+            if (r->expressible && e->ok)
                 continue;
-            fprintf(f, "  %s (%s, %s): %s%s\n", r->name, r->set, r->gpu,
-                    r->expressible ? "FAILED: " : "not expressible: ",
-                    r->expressible ? evals[n_eval - 1][i].error : r->reason);
+            if (r->expressible && k > 0 && !strcmp(e->error, evals[k - 1][i].error))
+                continue; /* the same reason as the previous column */
+            if (!header)
+                fprintf(f, "not predicted:\n");
+            header = true;
+            if (!r->expressible) {
+                fprintf(f, "  %s (%s, %s): not expressible: %s\n", r->name, r->set, r->gpu,
+                        r->reason);
+                break;
+            }
+            fprintf(f, "  %s (%s, %s)%s%s: %s\n", r->name, r->set, r->gpu, n_eval > 1 ? ", " : "",
+                    n_eval > 1 ? labels[k] : "", e->error);
         }
     }
     static const char *const kinds[] = {"set", "GPU", "all rows"};
@@ -165,7 +187,7 @@ void etk_calib_print_text(const etk_calib_rows *rows, const bool *use, uint32_t 
         fprintf(f, "|error| by %-27s %5s", kinds[kind], "rows");
         for (uint32_t k = 0; k < n_eval; k++)
             fprintf(f, " %9.9s %7s", labels[k], "worst");
-        fprintf(f, "  worst row (%s)\n", labels[n_eval - 1]);
+        fprintf(f, "  worst row (last column)\n");
         agg g[64][8];
         uint32_t ng = 0;
         for (uint32_t k = 0; k < n_eval && k < 8; k++) {
@@ -176,14 +198,20 @@ void etk_calib_print_text(const etk_calib_rows *rows, const bool *use, uint32_t 
                 g[j][k] = tmp[j];
         }
         for (uint32_t j = 0; j < ng; j++) {
-            fprintf(f, "  %-35s %5u", g[j][0].key, g[j][n_eval - 1].n);
+            uint32_t nmax = 0, kw = 0;
+            for (uint32_t k = 0; k < n_eval && k < 8; k++) {
+                nmax = g[j][k].n > nmax ? g[j][k].n : nmax;
+                if (g[j][k].n)
+                    kw = k;
+            }
+            fprintf(f, "  %-35s %5u", g[j][0].key, nmax);
             for (uint32_t k = 0; k < n_eval && k < 8; k++) {
                 if (g[j][k].n)
                     fprintf(f, " %8.2f%% %6.2f%%", g[j][k].sum_abs / g[j][k].n, g[j][k].worst);
                 else
                     fprintf(f, " %9s %7s", "-", "-");
             }
-            fprintf(f, "  %s\n", g[j][n_eval - 1].worst_row ? g[j][n_eval - 1].worst_row : "-");
+            fprintf(f, "  %s\n", g[j][kw].worst_row ? g[j][kw].worst_row : "-");
         }
     }
 }
@@ -229,7 +257,8 @@ int etk_calib_print_json(const etk_calib_rows *rows, const bool *use, uint32_t n
         json_object_set_new(o, "name", json_string(r->name));
         json_object_set_new(o, "set", json_string(r->set));
         json_object_set_new(o, "gpu", json_string(r->gpu));
-        const etk_calib_eval *last = &evals[n_eval - 1][i];
+        int lk = last_ok(evals, n_eval, i);
+        const etk_calib_eval *last = &evals[lk >= 0 ? lk : (int)n_eval - 1][i];
         const char *status = !r->expressible ? "not_expressible" : last->ok ? "ok" : "failed";
         json_object_set_new(o, "status", json_string(status));
         if (!r->expressible || !last->ok)
