@@ -14,6 +14,7 @@
 #include "run_mem.h"
 #include "etkit/gen.h"
 #include "plan_warn.h"
+#include "etkit/run.h"
 #include "sim_cli.h"
 
 /* the default job, in three parts applied independently: the model unless --model or
@@ -296,13 +297,8 @@ int cmd_run(int argc, char **argv)
     rc = sim_cli_cluster(cmd, &c, cfg.n_ranks, &cl);
     if (rc)
         return rc;
-    if (!c.precision) {
-        /* fp8 plans run their GEMMs in FP8 (nodes marked "precision": "fp8") and the rest in
-         * BF16: the cluster's roofline precision stays bf16 */
-        int p = etk_precision_parse(strcmp(cfg.precision, "fp8") ? cfg.precision : "bf16");
-        if (p >= 0)
-            cl.precision = (etk_precision)p;
-    }
+    if (!c.precision)
+        etk_run_set_precision(&cfg, &cl);
     if (write_prefix && (etk_file_mkdirs(write_prefix, &err) != 0 || etk_gen_write(&cfg, write_prefix, &err) != 0))
         return cli_fail(cmd, &err);
     etk_workload *wl = NULL;
@@ -320,21 +316,10 @@ int cmd_run(int argc, char **argv)
         if ((rc = run_mem_check(cmd, &cfg, max_memory, why)))
             return rc;
     }
-    if (etk_gen_workload(&cfg, !c.o.no_fold && !flow, &wl, &err) != 0)
+    if (etk_run_workload(&cfg, &cl, &c.o, &wl, &err) != 0)
         return cli_fail(cmd, &err);
-    if (c.o.model_flops <= 0)
-        c.o.model_flops = cfg.model_flops_per_step;
-    if (c.o.model_flops <= 0) { /* model FLOPs (no recompute) from the generator's summary */
-        etk_gen_summary sum;
-        if (etk_gen_summarize(&cfg, &sum, &err) == 0) {
-            c.o.model_flops = sum.model_flops;
-            etk_gen_summary_free(&sum);
-        }
-    }
-    if (c.o.tokens_per_step <= 0)
-        c.o.tokens_per_step = (double)cfg.tokens_per_step;
     etk_sim *s = NULL;
-    if (etk_sim_workload(wl, &cl, &c.o, &s, &err) != 0) {
+    if (etk_run_simulate(&cfg, wl, &cl, &c.o, &s, &err) != 0) {
         rc = sim_cli_fail(cmd, &err);
         etk_workload_free(wl);
         return rc;

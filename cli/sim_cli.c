@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 
 #include "cmd.h"
+#include "etkit/run.h"
 #include "sim_cli.h"
 
 const struct option sim_cli_longopts[] = {
@@ -252,9 +253,6 @@ int sim_cli_option(const char *cmd, sim_cli *c, int opt, const char *arg)
     }
 }
 
-/* above this many ranks a preset's default flow model gives way to the analytical one */
-#define SIM_FLOW_AUTO_MAX_RANKS 1024u
-
 /* a cluster file: a regular file, or any existing path with a '/' (/dev/zero, a FIFO or a
  * directory are then refused by the reader naming what they are) */
 static bool is_file(const char *p)
@@ -285,8 +283,8 @@ static int compute_setup(const char *cmd, sim_cli *c, uint32_t n_ranks, const et
     /* one communication stream per communicator group (and one for point-to-point sends) unless
      * --comm-streams is given (or ASTRA-sim compatibility: one, as ASTRA-sim): NCCL runs each
      * communicator's kernels on its own stream (docs/sim.md "Streams") */
-    if (!c->o.comm_streams && !cl->astra_compat && !c->astra_compat)
-        c->o.comm_stream_per_group = true;
+    if (!c->astra_compat)
+        etk_run_opts_defaults(cl, &c->o);
     if (c->n_slow) {
         free(speed_buf);
         speed_buf = malloc((size_t)n_ranks * sizeof *speed_buf);
@@ -359,17 +357,16 @@ int sim_cli_cluster(const char *cmd, sim_cli *c, uint32_t n_ranks, etk_cluster *
         out->precision = (etk_precision)etk_precision_parse(c->precision);
     if (c->net_model)
         out->net_model = strcmp(c->net_model, "flow") == 0 ? ETK_NET_FLOW : ETK_NET_ANALYTICAL;
-    /* a preset's flow model simulates every rank (no folding): above SIM_FLOW_AUTO_MAX_RANKS that
+    /* a preset's flow model simulates every rank (no folding): above ETK_RUN_FLOW_AUTO_MAX_RANKS that
      * costs minutes and tens of GB (llama3-405b on 16,384 GPUs: > 23 GB), so unless asked for it
      * the analytical model (folded) is used, with a warning saying what is lost */
-    if (!c->net_model && !c->n_link_factor && out->net_model == ETK_NET_FLOW && n_ranks > SIM_FLOW_AUTO_MAX_RANKS) {
-        out->net_model = ETK_NET_ANALYTICAL;
+    if (!c->net_model && !c->n_link_factor && etk_run_flow_auto(out, n_ranks)) {
         if (!c->o.quiet)
             fprintf(stderr, "etkit %s: warning: cluster %s: the flow network model simulates every rank "
                             "(no folding); with %u ranks (more than %u) the analytical model is used instead, "
                             "which does not model contention or the fabric's oversubscription "
                             "(--net-model flow forces the flow model)\n",
-                    cmd, out->name, n_ranks, SIM_FLOW_AUTO_MAX_RANKS);
+                    cmd, out->name, n_ranks, ETK_RUN_FLOW_AUTO_MAX_RANKS);
     }
     rc = etk_cluster_check(out, n_ranks, &err);
     if (rc)

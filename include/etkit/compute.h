@@ -92,6 +92,8 @@ int etk_compute_set(etk_compute_params *p, const char *name_eq_value, etk_error 
 int etk_compute_set_value(etk_compute_params *p, const char *name, double value, etk_error *err);
 /* The accepted parameter names, comma-separated ("gemm_eff, gemm_half_dim, ..."). */
 const char *etk_compute_param_names(void);
+/* The value of one parameter by name (the names etk_compute_set accepts). */
+int etk_compute_get(const etk_compute_params *p, const char *name, double *out, etk_error *err);
 /* Describe a trace node as an op: attributes op_kind ("gemm" | "elementwise" | "attention"),
  * gemm_m/gemm_n/gemm_k, attn_b/attn_s/attn_heads/attn_d, attn_causal, attn_bwd, attn_scores; flops and bytes
  * as given (already scaled by the caller). */

@@ -160,6 +160,16 @@ int etk_compute_set(etk_compute_params *p, const char *s, etk_error *err)
                    (int)len, s, etk_compute_param_names());
 }
 
+int etk_compute_get(const etk_compute_params *p, const char *name, double *out, etk_error *err)
+{
+    for (size_t i = 0; i < N_FIELDS; i++)
+        if (strcmp(fields[i].name, name) == 0) {
+            *out = *fld((etk_compute_params *)p, i);
+            return 0;
+        }
+    return etk_err(err, ETK_EINVAL, "compute parameter '%s' is unknown", name);
+}
+
 void etk_compute_op_from_node(const etk_node *e, uint64_t flops, uint64_t bytes, etk_op_desc *op)
 {
     memset(op, 0, sizeof *op);

@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# cli_calibrate.sh — `etkit calibrate`: help; bad input (missing file, malformed JSON, unknown
+# model preset, unknown parameter, a row with a bad plan) named with file, row and field and a
+# non-zero exit; a training row's prediction equal to `etkit run`'s tokens/s; --fit writing the
+# same YAML twice; and the report on the eight Korthikanti rows reproducing bench/fidelity.sh's
+# figures (mean 2.11%, max 3.04%, spec/calibration.md).
+# usage: bash tests/cli_calibrate.sh <etkit> <shared-dir>
+set -u
+. "$(dirname "$0")/clilib.sh"   # ETKIT, T, fails, fail, expect
+HERE=$(cd "$(dirname "$0")/.." && pwd)
+
+expect 0 "leave-one-set-out" calibrate --help
+expect 2 "missing input file" calibrate
+expect 2 "error: $T/nosuch.json" calibrate "$T/nosuch.json"
+printf '[{"name": "a",' >"$T/bad.json"
+expect 2 "$T/bad.json:1:.*malformed JSON" calibrate "$T/bad.json"
+row() { # row <name> <model> <plan>
+  printf '{"name": "%s", "set": "t", "gpu_type": "H100", "gpus": 8, "cluster": "dgx-h100", "model": %s, "plan": %s, "measured": {"metric": "tokens_per_s_per_gpu", "value": 1000}}' "$1" "$2" "$3"
+}
+SMALL='{"preset": "llama2-7b", "overrides": {"layers": 2, "hidden": 1024, "heads": 8, "ffn": 2816, "vocab": 16000}}'
+PLAN='{"tp": 2, "dp": 4, "mbs": 1, "gbs": 8, "seq": 1024, "sp": true, "zero": 1}'
+echo "[$(row good "$SMALL" "$PLAN"), $(row nomodel '{"preset": "llama9-1t"}' "$PLAN")]" >"$T/nomodel.json"
+expect 2 "$T/nomodel.json: row 1 'nomodel': model.preset: .*llama9-1t" calibrate "$T/nomodel.json"
+# the good row is still reported
+expect 2 "^good " calibrate "$T/nomodel.json"
+echo "[$(row badplan "$SMALL" '{"tp": 8, "pp": 3, "dp": 1}')]" >"$T/badplan.json"
+expect 2 "$T/badplan.json: row 0 'badplan': plan: " calibrate "$T/badplan.json"
+echo "[$(row good "$SMALL" "$PLAN")]" >"$T/good.json"
+expect 2 "parameter .warp_speed. is unknown" calibrate "$T/good.json" --fit warp_speed
+expect 2 "'warp_speed' is unknown" calibrate "$T/good.json" --param warp_speed=1
+expect 2 "--loso applies to --fit" calibrate "$T/good.json" --loso
+expect 2 "no row matches --gpu b200" calibrate "$T/good.json" --gpu b200
+expect 2 "no row matches and the --rows names" calibrate "$T/good.json" --rows goo,od
+
+# one path with etkit run: the same plan's tokens/s per GPU, to the printed digit
+"$ETKIT" calibrate "$T/good.json" --json >"$T/good.out" || fail "calibrate good.json failed: $(head -3 "$T/good.out")"
+"$ETKIT" run --model llama2-7b --layers 2 --hidden 1024 --heads 8 --ffn 2816 --vocab 16000 --tp 2 --dp 4 \
+  --micro-batch 1 --global-batch 8 --seq 1024 --sp --zero 1 --cluster dgx-h100 --json --quiet >"$T/run.out" \
+  || fail "etkit run failed"
+python3 - "$T/good.out" "$T/run.out" <<'PY' || fail "calibrate's prediction differs from etkit run's"
+import json, sys
+c = json.load(open(sys.argv[1])); r = json.load(open(sys.argv[2]))
+pred = c["rows"][0]["predicted"]["predicted"]
+want = r["tokens_per_s"] / r["n_ranks"]
+assert abs(pred - want) <= 1e-9 * want, (pred, want)
+assert c["rows"][0]["predicted"]["step_ns"] == r["step_ns"]
+err = abs(100 * (want - 1000) / 1000)  # the JSON carries 10 significant digits
+assert abs(c["summary"]["predicted"]["overall"]["mean_abs_err_pct"] - err) <= 1e-9 * err, err
+PY
+
+# --fit: before/after per row, the YAML written atomically and byte-identical on a rerun
+echo "[$(row a "$SMALL" "$PLAN"), $(row b '{"preset": "llama2-7b", "overrides": {"layers": 2, "hidden": 2048, "heads": 16, "ffn": 5504}}' "$PLAN")]" >"$T/two.json"
+expect 0 "gemm_eff" calibrate "$T/two.json" --fit gemm_eff,launch_ns --max-evals 40 -o "$T/f1.yaml"
+grep -q "^compute:" "$T/f1.yaml" || fail "fitted YAML lacks compute:"
+grep -q "^  launch_ns: " "$T/f1.yaml" || fail "fitted YAML lacks launch_ns"
+"$ETKIT" calibrate "$T/two.json" --fit gemm_eff,launch_ns --max-evals 40 -o "$T/f2.yaml" -j 1 >/dev/null \
+  || fail "second fit failed"
+cmp -s "$T/f1.yaml" "$T/f2.yaml" || fail "the same fit gave different YAML"
+ls "$T" | grep -q tmp && fail "a temporary file was left behind"
+
+# a --param that is not fitted stays fixed in the fit and is written to the YAML
+"$ETKIT" calibrate "$T/two.json" --fit gemm_eff --param launch_ns=5000 --max-evals 10 -o "$T/f3.yaml" >"$T/f3.out" \
+  || fail "fit with a fixed parameter failed: $(head -3 "$T/f3.out")"
+grep -q "^  launch_ns: 5000$" "$T/f3.yaml" || fail "the fixed launch_ns is not in the YAML: $(cat "$T/f3.yaml")"
+# a parameter the rows do not depend on is named (one node: no NIC on any path)
+expect 0 "warning: nic_GBps changes no prediction" calibrate "$T/good.json" --fit gemm_eff,nic_GBps --max-evals 8
+# rows not expressible are listed in a fit's report, not fitted
+echo "[$(row a "$SMALL" "$PLAN"), {\"name\": \"ssm\", \"set\": \"t\", \"gpu_type\": \"H100\", \"expressible\": false, \"why_not\": \"Mamba layers\"}]" >"$T/ne.json"
+expect 0 "ssm (t, H100): not expressible: Mamba layers" calibrate "$T/ne.json" --fit gemm_eff --max-evals 6
+expect 0 "1 rows, 0 predicted, 1 not expressible" calibrate "$T/ne.json" --rows ssm
+
+KORTH=${CAL_TEST_KORTH:-1}
+# the eight Korthikanti rows: bench/fidelity.sh's iteration-time errors (RESULTS.md)
+[ "$KORTH" = 1 ] || exit $((fails > 0))
+"$ETKIT" calibrate "$HERE/bench/calibration/korthikanti.json" --json >"$T/k.json" || fail "korthikanti report failed"
+python3 - "$T/k.json" <<'PY' || fail "the Korthikanti figures moved"
+import json, sys
+d = json.load(open(sys.argv[1]))
+s = d["summary"]["predicted"]["overall"]
+assert s["rows"] == 8, s
+assert abs(s["mean_abs_err_pct"] - 2.11) < 0.006, s
+assert abs(s["worst_abs_err_pct"] - 3.04) < 0.006, s
+assert s["worst_row"] == "korthikanti-530b-sp-sel", s
+assert not any(r["predicted"]["oom"] for r in d["rows"])
+PY
+exit $((fails > 0))
