@@ -27,11 +27,6 @@ uint64_t sim_def_comp(void *ctx, const etk_cluster *c, uint64_t flops, uint64_t 
     return etk_hw_compute_ns(c, flops, bytes);
 }
 
-int sim_oom(etk_error *err)
-{
-    return etk_err(err, ETK_ENOMEM, "simulator: out of memory");
-}
-
 int etk_sim_new(const etk_cluster *c, uint32_t n_ranks, const etk_groups *groups,
                 const etk_sim_opts *opts, etk_sim **out, etk_error *err)
 {

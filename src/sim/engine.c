@@ -21,49 +21,6 @@
 
 #define BIG_BYTES ((size_t)2 << 20)
 
-static inline bool ev_less(const sevent *x, const sevent *y)
-{
-    return x->t < y->t || (x->t == y->t && x->seq < y->seq);
-}
-
-int sim_ev_push(etk_sim *s, uint64_t t, uint32_t kind, uint32_t a, uint32_t b)
-{
-    if (s->n_ev == s->cap_ev && sim_grow((void **)&s->ev, &s->cap_ev, s->n_ev + 1, sizeof(sevent)))
-        return -1;
-    sevent e = {t, s->seq++, a, b, kind};
-    uint32_t i = s->n_ev++;
-    while (i) {
-        uint32_t p = (i - 1) / 2;
-        if (!ev_less(&e, &s->ev[p]))
-            break;
-        s->ev[i] = s->ev[p];
-        i = p;
-    }
-    s->ev[i] = e;
-    return 0;
-}
-
-static sevent ev_pop(etk_sim *s)
-{
-    sevent top = s->ev[0];
-    sevent last = s->ev[--s->n_ev];
-    uint32_t i = 0, n = s->n_ev;
-    for (;;) {
-        uint32_t c = 2 * i + 1;
-        if (c >= n)
-            break;
-        if (c + 1 < n && ev_less(&s->ev[c + 1], &s->ev[c]))
-            c++;
-        if (!ev_less(&s->ev[c], &last))
-            break;
-        s->ev[i] = s->ev[c];
-        i = c;
-    }
-    if (n)
-        s->ev[i] = last;
-    return top;
-}
-
 static void complete(etk_sim *s, uint32_t r, uint32_t i, uint64_t t)
 {
     srank *R = &s->r[r];
@@ -209,7 +166,7 @@ int etk_sim_run_until(etk_sim *s, uint64_t t_end, etk_error *err)
         uint64_t t = s->ev[0].t;
         s->now = t;
         while (!rc && s->n_ev && s->ev[0].t == t) {
-            sevent e = ev_pop(s);
+            sevent e = sim_ev_pop(s);
             rc = handle(s, &e, err);
         }
         if (!rc)
@@ -219,7 +176,7 @@ int etk_sim_run_until(etk_sim *s, uint64_t t_end, etk_error *err)
         uint64_t t = s->ev[0].t;
         s->now = t;
         while (!rc && s->n_ev && s->ev[0].t == t) {
-            sevent e = ev_pop(s);
+            sevent e = sim_ev_pop(s);
             rc = handle(s, &e, err);
         }
         if (!rc)

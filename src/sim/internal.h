@@ -9,9 +9,9 @@
  *   engine.c   the event loop: event heap, completions, etk_sim_run_until, etk_sim_finish
  *   streams.c  stream scheduling: ready heaps per stream kind, issuing nodes to lanes
  *   coll.c     collective instances and send/recv channel matching, collective cost cache
- *   pool.c     growable arrays and the huge-page block (sim_grow, sim_reserve)
+ *   pool.c     growable arrays, the huge-page block (sim_grow, sim_reserve), the event heap
  *   util/kmap.h  the hash table (ids, group names, channels, cost cache)
- * build/setup -> coll -> pool; engine -> streams -> coll; engine -> flow (flow_pump);
+ * setup -> coll -> pool; engine -> streams -> coll -> pool; build -> pool;
  * report.c, timeline.c, phases.c, memory.c read the state; fold.c decides classes first. */
 #ifndef ETK_SIM_INTERNAL_H
 #define ETK_SIM_INTERNAL_H
@@ -197,6 +197,7 @@ bool sim_in_pool(const etk_sim *s, const void *p);
 void *sim_pool_take(etk_sim *s, size_t bytes);
 int sim_grow_p(etk_sim *s, void **p, uint32_t *cap, uint32_t need, size_t elem);
 int sim_ev_push(etk_sim *s, uint64_t t, uint32_t kind, uint32_t a, uint32_t b);
+sevent sim_ev_pop(etk_sim *s);
 int sim_flow_pump(etk_sim *s, uint64_t t_end, etk_error *err);
 uint64_t sim_def_comp(void *ctx, const etk_cluster *c, uint64_t flops, uint64_t bytes);
 int sim_oom(etk_error *err);
