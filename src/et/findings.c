@@ -2,10 +2,12 @@
  * count, message) and the helpers every check uses (add, a growable string buffer, id vectors,
  * short trace/node names). The checks: vstruct.c, vgroups.c, vcoll.c, vdeadlock.c. */
 #include "etkit/validate.h"
+
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+
 #include "et/depgraph.h"
 #include "et/validate_priv.h"
 
@@ -77,7 +79,7 @@ int etk_finding_format(const etk_finding *x, char *buf, size_t len)
 __attribute__((format(printf, 9, 10)))
 #endif
 int val_add(etk_findings *f, int sev, const char *code, int64_t rank, const char *file,
-               int64_t idx, uint64_t id, uint64_t count, const char *fmt, ...)
+            int64_t idx, uint64_t id, uint64_t count, const char *fmt, ...)
 {
     if (f->n == f->cap) {
         size_t cap = f->cap ? 2 * f->cap : 16;

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "et/json_priv.h"
+
 #define SAFE_INT (UINT64_C(1) << 53) /* largest magnitude written as a JSON number */
 #define QNAN_BITS UINT64_C(0x7ff8000000000000)
 #define QNAN_BITS_F UINT32_C(0x7fc00000)

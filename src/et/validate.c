@@ -93,7 +93,7 @@ out:
         free(x.g[i].seq);
     }
     free(x.g);
-    free(x.slots);
+    etk_kmap_free(&x.names);
     free(x.off);
     free(x.uf);
     for (uint32_t r = 0; res && r < w->n_ranks; r++)

@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "etkit/validate.h"
+#include "util/kmap.h"
 
 #define LIST_DEFAULT 5   /* ids/locations named in an aggregated message */
 #define WITNESS_MAX 12   /* steps of a cycle written out */
@@ -55,8 +56,7 @@ typedef struct xstate {
     uint32_t nlist;
     grp *g;
     size_t n_g, cap_g;
-    uint32_t *slots; /* hash: group index + 1 */
-    size_t mask;
+    etk_kmap names;  /* group name (etk_hash_str, length) -> index in g */
     uint32_t all;    /* index of the all-ranks group */
     size_t *off;     /* n_ranks + 1: global node numbers of rank r start at off[r] */
     uint32_t *uf;    /* union-find parent over global node numbers */

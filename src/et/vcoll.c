@@ -3,10 +3,12 @@
  * order with their sizes (check_p2p). Both contract what they match in the union-find that
  * vdeadlock.c walks. */
 #include "etkit/validate.h"
+
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+
 #include "et/depgraph.h"
 #include "et/validate_priv.h"
 

@@ -2,10 +2,12 @@
  * which matched collectives and send/recv pairs (vcoll.c) are contracted to one node; what is
  * left names the blocked ranks and nodes. */
 #include "etkit/validate.h"
+
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+
 #include "et/depgraph.h"
 #include "et/validate_priv.h"
 

@@ -2,57 +2,35 @@
  * table (xstate, validate_priv.h), loading the comm-group file's members, the group of a node,
  * and the union-find used to contract matched collectives and messages (vdeadlock.c). */
 #include "etkit/validate.h"
+
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+
 #include "et/depgraph.h"
 #include "et/validate_priv.h"
+#include "util/kmap.h"
 
-/* FNV-1a */
-static uint64_t hash_str(const char *s)
+/* Index of group `id`, or -1 when absent. The table (util/kmap.h) is keyed by the name's hash
+ * and length; two names sharing both are told apart by a scan. */
+static int grp_find(const xstate *x, const char *id)
 {
-    uint64_t h = 1469598103934665603ull;
-    for (; *s; s++)
-        h = (h ^ (uint8_t)*s) * 1099511628211ull;
-    return h;
-}
-
-static int grp_slot_find(const xstate *x, const char *id, size_t *slot)
-{
-    size_t h = (size_t)hash_str(id) & x->mask;
-    while (x->slots[h]) {
-        if (!strcmp(x->g[x->slots[h] - 1].id, id)) {
-            *slot = h;
-            return (int)(x->slots[h] - 1);
-        }
-        h = (h + 1) & x->mask;
-    }
-    *slot = h;
+    uint32_t v = etk_kmap_get(&x->names, etk_hash_str(id), strlen(id));
+    if (v == ETK_KMAP_NONE)
+        return -1;
+    if (!strcmp(x->g[v].id, id))
+        return (int)v;
+    for (size_t i = 0; i < x->n_g; i++)
+        if (!strcmp(x->g[i].id, id))
+            return (int)i;
     return -1;
-}
-
-static int grp_rehash(xstate *x, size_t cap)
-{
-    uint32_t *s = calloc(cap, sizeof *s);
-    if (!s)
-        return ETK_ENOMEM;
-    free(x->slots);
-    x->slots = s;
-    x->mask = cap - 1;
-    for (size_t i = 0; i < x->n_g; i++) {
-        size_t h;
-        grp_slot_find(x, x->g[i].id, &h);
-        x->slots[h] = (uint32_t)i + 1;
-    }
-    return 0;
 }
 
 /* Index of group `id`, adding it (undefined) if absent. -1 on out-of-memory. */
 static int64_t grp_get(xstate *x, const char *id)
 {
-    size_t h;
-    int i = grp_slot_find(x, id, &h);
+    int i = grp_find(x, id);
     if (i >= 0)
         return i;
     if (x->n_g == x->cap_g) {
@@ -67,13 +45,9 @@ static int64_t grp_get(xstate *x, const char *id)
     memset(g, 0, sizeof *g);
     g->id = id;
     g->undef_rank = g->undef_idx = g->mm_k = -1;
-    if (2 * x->n_g > x->mask + 1) {
-        if (grp_rehash(x, 2 * (x->mask + 1)))
-            return -1;
-    } else {
-        x->slots[h] = (uint32_t)x->n_g;
-    }
-    return (int64_t)x->n_g - 1;
+    bool oom = false; /* keeps the first of two names with one hash: grp_find scans for the other */
+    etk_kmap_put(&x->names, etk_hash_str(id), strlen(id), (uint32_t)x->n_g - 1, &oom);
+    return oom ? -1 : (int64_t)x->n_g - 1;
 }
 
 /* after a group's name in messages: the implicit group has the empty name */
@@ -129,11 +103,6 @@ int val_load_groups(xstate *x)
 {
     etk_workload *w = x->w;
     size_t n_def = w->groups ? w->groups->n_groups : 0;
-    size_t cap = 64;
-    while (cap < 4 * (n_def + 2))
-        cap *= 2;
-    if (grp_rehash(x, cap))
-        return ETK_ENOMEM;
     const char *gpath = w->groups_path ? w->groups_path : "";
     for (size_t i = 0; i < n_def; i++) {
         const etk_group *src = &w->groups->groups[i];
@@ -182,8 +151,7 @@ int val_load_groups(xstate *x)
     if (all < 0)
         return ETK_ENOMEM;
     if (!x->g[all].defined) {
-        size_t h;
-        int zero = grp_slot_find(x, "0", &h);
+        int zero = grp_find(x, "0");
         if (zero >= 0 && x->g[zero].defined) {
             all = zero;
         } else {
@@ -202,8 +170,7 @@ int64_t val_node_group(xstate *x, const etk_node *n)
     const char *pg = etk_node_str(n, "pg_name");
     if (!pg || !*pg)
         return x->all;
-    size_t h;
-    int gi = grp_slot_find(x, pg, &h);
+    int gi = grp_find(x, pg);
     if (gi >= 0 && (x->g[gi].defined || strcmp(pg, "0")))
         return gi;
     if (!strcmp(pg, "0"))

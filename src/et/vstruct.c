@@ -2,10 +2,12 @@
  * kind, duplicate and dangling ids, dependency cycles (with a witness), required attributes and
  * sizes per node type. validate.c runs them on each rank of a workload first. */
 #include "etkit/validate.h"
+
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+
 #include "et/depgraph.h"
 #include "et/validate_priv.h"
 
@@ -349,7 +351,7 @@ static int check_node_attrs(etk_trace *t, int64_t rank, etk_findings *out)
 
 /* res_keep: when not NULL, receives the resolved dependency array (for the deadlock pass) */
 int val_validate_trace(etk_trace *t, int64_t rank, const etk_validate_opts *opts,
-                          etk_findings *out, bool *cyclic, int32_t **res_keep, etk_error *err)
+                       etk_findings *out, bool *cyclic, int32_t **res_keep, etk_error *err)
 {
     uint32_t nlist = opts && opts->max_ids_listed ? opts->max_ids_listed : LIST_DEFAULT;
     int rc;

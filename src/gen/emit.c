@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
 #include "etkit/gen.h"
 #include "gen/fastwrite.h"
 #include "gen/infer.h"
@@ -73,7 +74,7 @@ static uint64_t emit_w_unit(emitter *E, const int *cbeg, uint32_t j, uint64_t pr
 
 /* Emit every node of stage `stage` for the rank at (tp_i, cp_i, dp_i). */
 int gen_emit_stage(gen *G, uint32_t stage, uint32_t tp_i, uint32_t cp_i, uint32_t dp_i, put_fn put, void *u,
-                      etk_gen_stage *st, etk_error *err)
+                   etk_gen_stage *st, etk_error *err)
 {
     const etk_gen_config *c = G->cfg;
     emitter E;

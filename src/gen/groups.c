@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
 #include "etkit/gen.h"
 #include "gen/fastwrite.h"
 #include "gen/infer.h"
@@ -15,7 +16,7 @@
 
 /* Communicator group ids of the rank at (tp, cp, dp, pp): the numbering of gen.h. */
 void gen_group_ids(const etk_gen_config *c, uint32_t tp, uint32_t cp, uint32_t dp, uint32_t pp,
-                      char pg[ETK_GEN_N_GROUP_KINDS][16])
+                   char pg[ETK_GEN_N_GROUP_KINDS][16])
 {
     uint32_t C = c->cp ? c->cp : 1, base = C * c->dp * c->pp, EP = c->ep ? c->ep : 1, X = c->dp / EP;
     uint32_t e = dp % EP, x = dp / EP;

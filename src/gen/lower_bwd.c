@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
 #include "gen/lower.h"
 #include "etkit/gen.h"
 #include "gen/lower_priv.h"

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
 #include "gen/lower.h"
 #include "etkit/gen.h"
 #include "gen/lower_priv.h"
@@ -125,7 +126,7 @@ int32_t low_cp_gather(ctx *c, int pass, int t, int32_t d, lay L, int phase)
 
 /* One send (to the next CP rank) or receive (from the previous one) of the ring. */
 int32_t low_ring_p2p(ctx *c, const char *name, bool send, int64_t bytes, int32_t tag, int phase, int ndeps,
-                        const int32_t *deps)
+                     const int32_t *deps)
 {
     int i = low_emit(c, name, send ? ETK_NODE_SEND : ETK_NODE_RECV, phase, ndeps, deps);
     if (i < 0)
@@ -152,7 +153,7 @@ int32_t low_ring_tag(ctx *c, int t, int64_t r, int kind)
  * one pass. kind: 0 forward, 1 recompute, 2 backward; `first`: more dependencies of step 1 (the
  * output gradient in recompute and backward). Returns the cp instructions holding the blocks. */
 int32_t *low_cp_ring(ctx *c, int pass, int t, int32_t local, lay L, int phase, int kind, int nfirst,
-                        const int32_t *first)
+                     const int32_t *first)
 {
     if (c->ring[pass][t])
         return c->ring[pass][t];

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
 #include "gen/lower.h"
 #include "etkit/gen.h"
 #include "gen/lower_priv.h"
@@ -113,7 +114,7 @@ int low_coll_for(lay a, lay b)
 /* Emit the conversion of tensor t (elements per layout) from a to b; returns the instruction
  * holding the converted value (or the source when no communication is needed). */
 int32_t low_convert(ctx *c, int t, lay a, lay b, int phase, const char *prefix, int ndeps,
-                       const int32_t *deps, int forced_coll)
+                    const int32_t *deps, int forced_coll)
 {
     int coll = forced_coll >= 0 ? forced_coll : low_coll_for(a, b);
     if (coll < 0)

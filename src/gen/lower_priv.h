@@ -93,7 +93,7 @@ lay low_weight_lay(const ctx *c, int t);
 int low_emit(ctx *c, const char *name, int type, int phase, int ndeps, const int32_t *deps);
 int low_coll_for(lay a, lay b);
 int32_t low_convert(ctx *c, int t, lay a, lay b, int phase, const char *prefix, int ndeps,
-                       const int32_t *deps, int forced_coll);
+                    const int32_t *deps, int forced_coll);
 int32_t low_convert_fwd(ctx *c, int pass, int t, lay want, int phase);
 bool low_token_share(const ctx *c, int s, const gtensor *O);
 lay low_einsum_lay_c(const ctx *c, lay LP, lay LQ, const gtensor *O);
@@ -107,10 +107,10 @@ bool low_needs_cp(const ctx *c, const gop *op, int i);
 int64_t low_key_seq_factor(const ctx *c, const gop *op, int i);
 int32_t low_cp_gather(ctx *c, int pass, int t, int32_t d, lay L, int phase);
 int32_t low_ring_p2p(ctx *c, const char *name, bool send, int64_t bytes, int32_t tag, int phase, int ndeps,
-                        const int32_t *deps);
+                     const int32_t *deps);
 int32_t low_ring_tag(ctx *c, int t, int64_t r, int kind);
 int32_t *low_cp_ring(ctx *c, int pass, int t, int32_t local, lay L, int phase, int kind, int nfirst,
-                        const int32_t *first);
+                     const int32_t *first);
 void low_region_span(const ctx *c, int j, int *lo, int *hi);
 bool low_region_input(const ctx *c, int k, int i, int lo, int hi);
 uint64_t low_region_in_bytes(const ctx *c, int lo, int hi, bool whole);

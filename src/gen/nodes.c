@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
 #include "etkit/gen.h"
 #include "gen/fastwrite.h"
 #include "gen/infer.h"
@@ -157,7 +158,7 @@ int gen_put_coll(emitter *E, const char *name, int coll, int64_t bytes, int axis
 }
 
 int gen_put_p2p(emitter *E, const char *name, bool send, uint32_t peer, int64_t bytes, int32_t tag,
-                   uint64_t *deps, uint32_t nd)
+                uint64_t *deps, uint32_t nd)
 {
     etk_attr a[4] = {etk_attr_bool("is_cpu_op", false), etk_attr_i32(send ? "comm_dst" : "comm_src", (int32_t)peer),
                      etk_attr_i64("comm_size", bytes), etk_attr_i32("comm_tag", tag)};

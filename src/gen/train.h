@@ -129,7 +129,7 @@ void gen_si_label(const emitter *E, int si, char *buf, size_t n);
 bool gen_inst_uses_weight(const ginst *I);
 uint64_t gen_emit_gather(emitter *E, int si, uint32_t j, const char *what);
 int gen_emit_stage(gen *G, uint32_t stage, uint32_t tp_i, uint32_t cp_i, uint32_t dp_i, put_fn put, void *u,
-                      etk_gen_stage *st, etk_error *err);
+                   etk_gen_stage *st, etk_error *err);
 uint64_t *gen_bid_get(emitter *E, int si, uint32_t j);
 /* Backward of section instance si for micro-batch j. gd: ids of the output gradient.
  * mode: BW_ALL every instruction; BW_B all but the weight-gradient GEMMs (zb-h1 backward unit);
@@ -139,7 +139,7 @@ enum { BW_ALL = 0, BW_B = 1, BW_W = 2 };
 int gen_emit_bwd(emitter *E, int si, uint32_t j, const uint64_t *gd, int ngd, uint64_t *out, bool last, int mode);
 void gen_emit_optimizer(emitter *E, uint64_t unit_end);
 void gen_group_ids(const etk_gen_config *c, uint32_t tp, uint32_t cp, uint32_t dp, uint32_t pp,
-                      char pg[ETK_GEN_N_GROUP_KINDS][16]);
+                   char pg[ETK_GEN_N_GROUP_KINDS][16]);
 /* writer.c: etk_gen_write_with where a stage's representative can also be streamed straight
  * into the file encoder (stream != NULL: training), no trace held */
 typedef int (*gen_stream_fn)(void *ctx, uint32_t stage, put_fn put, void *u, etk_error *err);

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
 #include "etkit/gen.h"
 #include "gen/fastwrite.h"
 #include "gen/infer.h"

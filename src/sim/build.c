@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+
 #include "sim/internal.h"
 
 static uint64_t def_coll(void *ctx, const etk_cluster *c, etk_coll_type type, uint64_t bytes,

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+
 #include "sim/internal.h"
 
 static int cmp_u32(const void *a, const void *b)

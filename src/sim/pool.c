@@ -8,7 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+
 #include "sim/internal.h"
+
 #define BIG_BYTES ((size_t)2 << 20)
 
 int sim_grow(void **p, uint32_t *cap, uint32_t need, size_t elem)

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+
 #include "sim/internal.h"
 
 /* comm_stream_per_group: the stream of a group on a rank (key: the group index, or 2^31 + the

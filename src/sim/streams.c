@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+
 #include "sim/internal.h"
 
 void sim_release_stream(srank *R, snode *n)

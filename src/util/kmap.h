@@ -16,7 +16,8 @@ typedef struct etk_kmap {
     uint32_t cap, n;
 } etk_kmap;
 
-/* FNV-1a of a NUL-terminated string. */
+/* FNV-1a recurrence over a NUL-terminated string (64-bit prime; basis 1469598103934665603, one
+ * digit short of the published one: the simulator's keys have always used it). */
 uint64_t etk_hash_str(const char *s);
 /* The value of (a, b), or ETK_KMAP_NONE when absent. */
 uint32_t etk_kmap_get(const etk_kmap *m, uint64_t a, uint64_t b);
