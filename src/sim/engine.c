@@ -8,7 +8,11 @@
  * and point-to-point channels resolved to indices when a trace is added. No malloc and no hash
  * lookup per event. All events of one timestamp are applied before any node is issued, so the
  * result does not depend on the order of simultaneous events (this is what makes folded and
- * unfolded runs identical). */
+ * unfolded runs identical).
+ *
+ * This file is the event loop; construction (build.c), node setup (setup.c), stream scheduling
+ * (streams.c), collective matching (coll.c) and the containers (pool.c) are its neighbours: the
+ * map is at the top of internal.h. */
 #include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
