@@ -33,6 +33,7 @@
 #include "etkit/gen.h"
 #include "gen/infer.h"
 #include "gen/lower.h"
+#include "gen/train.h"
 
 typedef struct infer {
     const etk_gen_config *cfg;
@@ -150,7 +151,7 @@ static int infer_init(infer *I, const etk_gen_config *cfg, etk_error *err)
     tc.micro_batch = 1;
     tc.global_batch = cfg->dp;
     tc.micro_batches = 1;
-    int rc = etk_gen_summarize(&tc, &I->ts, err);
+    int rc = gen_train_summarize(&tc, &I->ts, err);
     if (rc)
         return rc;
     I->p = cfg->pp;
@@ -575,49 +576,6 @@ static int emit_cb(void *ctx, uint32_t stage, uint32_t tp, uint32_t cp, uint32_t
 }
 
 /* ---------- public (via gen.c / plan.c) ---------- */
-int etk_gen_infer_check(etk_gen_config *c, etk_error *err)
-{
-    const etk_model *m = &c->model;
-    /* library callers may set the fields without etk_gen_set (which refuses the flags) */
-    const char *train = c->zero ? "--zero" : c->sp ? "--sp" : c->cp > 1 ? "--cp" : c->recompute ? "--recompute"
-                        : c->vpp > 1 ? "--vpp" : c->schedule != ETK_SCHED_1F1B ? "--schedule"
-                        : c->micro_batches != 1 ? "--micro-batch/--global-batch" : NULL;
-    if (train)
-        return etk_err(err, ETK_EINVAL, "%s is a training option: not with --mode inference", train);
-    if (!c->batch)
-        c->batch = 1;
-    if (!c->decode_steps)
-        c->decode_steps = 128;
-    if (!c->prompt_len) {
-        if (m->seq > INT32_MAX)
-            return etk_err(err, ETK_EINVAL, "--prompt-len: the model's seq %" PRId64 " is too long", m->seq);
-        c->prompt_len = (uint32_t)m->seq;
-    }
-    if (!c->infer_micro_batches)
-        c->infer_micro_batches = 1;
-    if (!c->kv_bytes)
-        c->kv_bytes = 2;
-    if (c->batch % c->infer_micro_batches)
-        return etk_err(err, ETK_EINVAL, "--micro-batches %u does not divide --batch %u (sequences per DP replica)",
-                       c->infer_micro_batches, c->batch);
-    if ((uint64_t)c->prompt_len + c->decode_steps > INT32_MAX)
-        return etk_err(err, ETK_EINVAL, "--prompt-len %u + --decode-steps %u: context longer than 2^31 tokens",
-                       c->prompt_len, c->decode_steps);
-    if (((uint64_t)c->decode_steps + 1) * c->infer_micro_batches * c->pp * 2 > INT32_MAX)
-        return etk_err(err, ETK_EINVAL, "--decode-steps %u x --micro-batches %u x --pp %u: too many pipeline messages "
-                       "to tag", c->decode_steps, c->infer_micro_batches, c->pp);
-    c->micro_batches = c->infer_micro_batches;
-    c->gpu_bytes = etk_gen_gpu_bytes(c->gpu);
-    c->tokens_per_step = (uint64_t)c->dp * c->batch * ((uint64_t)c->decode_steps + 1);
-    etk_gen_summary s;
-    int rc = etk_gen_summarize(c, &s, err);
-    if (rc)
-        return rc;
-    c->model_flops_per_step = s.model_flops;
-    c->hw_flops_per_step = s.step_flops;
-    etk_gen_summary_free(&s);
-    return 0;
-}
 
 int etk_gen_infer_summarize(const etk_gen_config *cfg, etk_gen_summary *out, etk_error *err)
 {

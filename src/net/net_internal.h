@@ -1,4 +1,8 @@
-/* net_internal.h — helpers shared by the files of src/net/ (not public API). */
+/* net_internal.h — helpers shared by the files of src/net/ (not public API).
+ * Module map (arrows point down): select.c (cost entry points: etk_net_coll_ns, etk_net_p2p_ns)
+ * -> astra.c (ASTRA-sim compatibility costs), topo.c (flow model) -> nccl.c, cost.c (placement,
+ * α–β analytical model); astra.c -> cost.c for the types compat mode does not simulate;
+ * astra_load.c (ASTRA-sim network/system files) and cluster.c (cluster files) load clusters. */
 #ifndef ETK_NET_INTERNAL_H
 #define ETK_NET_INTERNAL_H
 #include "etkit/net.h"
@@ -22,6 +26,8 @@ uint64_t net_astra_p2p_ns(const etk_cluster *c, uint32_t src, uint32_t dst, uint
  * simulate. */
 uint64_t net_phys_coll_ns(const etk_cluster *c, const etk_net_place *p, etk_coll_type type,
                           uint64_t bytes);
+/* Physical-model cost of a message between distinct NPUs src, dst < n_npus (cost.c). */
+uint64_t net_phys_p2p_ns(const etk_cluster *c, uint32_t src, uint32_t dst, uint64_t bytes);
 /* Flow network model (topo.c): one operation alone on the fabric, UINT64_MAX on failure. */
 uint64_t net_flow_coll_ns(const etk_cluster *c, etk_coll_type type, uint64_t bytes,
                           const uint32_t *ranks, uint32_t n_ranks);

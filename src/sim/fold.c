@@ -78,7 +78,7 @@ static long find_named(const fctx *f, const char *id)
     if (f->gidx) {
         const gname *g_index = f->gidx;
         uint32_t g_count = f->n_gidx;
-        uint64_t h = sim_hash_str(id);
+        uint64_t h = etk_hash_str(id);
         uint32_t lo = 0, hi = g_count;
         while (lo < hi) {
             uint32_t mid = (lo + hi) / 2;
@@ -612,7 +612,7 @@ int etk_sim_classes(const etk_workload *wl, const etk_cluster *c, const etk_sim_
         f.gidx = malloc(sizeof(gname) * f.n_gidx);
         if (f.gidx) { /* else lookups fall back to etk_groups_find */
             for (uint32_t i = 0; i < f.n_gidx; i++)
-                f.gidx[i] = (gname){sim_hash_str(wl->groups->groups[i].id), i};
+                f.gidx[i] = (gname){etk_hash_str(wl->groups->groups[i].id), i};
             qsort(f.gidx, f.n_gidx, sizeof(gname), cmp_gname);
         }
     }

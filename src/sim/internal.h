@@ -1,15 +1,27 @@
 /* internal.h — private state of the simulator (src/sim/): ranks with their nodes in flat
  * arrays, successor lists in CSR form, per-stream ready heaps, communicator groups with their
  * in-flight collective instances, point-to-point channels, and the global event heap.
- * engine.c runs it, fold.c decides classes, report.c and timeline.c read the finished state. */
+ * engine.c runs it, fold.c decides classes, report.c and timeline.c read the finished state.
+ *
+ * Module map (arrows point one way: each file uses only those below it and this header):
+ *   build.c    etk_sim_new / etk_sim_set_classes / etk_sim_free: construction and teardown
+ *   setup.c    etk_sim_add_rank_trace: node setup (timing, streams, dependencies, cycles)
+ *   engine.c   the event loop: event heap, completions, etk_sim_run_until, etk_sim_finish
+ *   streams.c  stream scheduling: ready heaps per stream kind, issuing nodes to lanes
+ *   coll.c     collective instances and send/recv channel matching, collective cost cache
+ *   pool.c     growable arrays, the huge-page block (sim_grow, sim_reserve), the event heap
+ *   util/kmap.h  the hash table (ids, group names, channels, cost cache)
+ * setup -> coll -> pool; engine -> streams -> coll -> pool; build -> pool;
+ * report.c, timeline.c, phases.c, memory.c read the state; fold.c decides classes first. */
 #ifndef ETK_SIM_INTERNAL_H
 #define ETK_SIM_INTERNAL_H
 
 #include <stdint.h>
 
 #include "etkit/sim.h"
+#include "util/kmap.h"
 
-#define SIM_NONE UINT32_MAX
+#define SIM_NONE UINT32_MAX /* == ETK_KMAP_NONE */
 
 /* Stream kinds. The first three have a limited number of streams per rank; receives and
  * zero-resource nodes (metadata, unknown types) run without a stream. */
@@ -56,12 +68,6 @@ typedef struct xedge {
     uint32_t to, next;
 } xedge;
 
-/* open-addressing map of (a, b) -> value */
-typedef struct kmap {
-    uint64_t *ka, *kb;
-    uint32_t *val; /* SIM_NONE = empty */
-    uint32_t cap, n;
-} kmap;
 
 typedef struct srank {
     snode *nodes;
@@ -70,7 +76,7 @@ typedef struct srank {
     uint32_t n_succ, cap_succ;
     xedge *xe;
     uint32_t n_xe, cap_xe;
-    kmap ids;          /* id -> node index (ids outside the dense table) */
+    etk_kmap ids;          /* id -> node index (ids outside the dense table) */
     uint32_t *dense;   /* id - dense_lo -> node index, for dense ids */
     uint64_t dense_lo;
     uint32_t dense_n;
@@ -149,13 +155,13 @@ struct etk_sim {
     uint32_t n_g;
     uint32_t g_all;          /* index of the all-ranks group */
     uint32_t *all_ranks;
-    kmap gnames;             /* (hash, len) -> group index */
-    kmap costcache;          /* (group << 8 | type, bytes) -> index into costs_ns */
+    etk_kmap gnames;             /* (hash, len) -> group index */
+    etk_kmap costcache;          /* (group << 8 | type, bytes) -> index into costs_ns */
     uint64_t *costv;
     uint32_t n_costv, cap_costv;
     schan *ch;
     uint32_t n_ch, cap_ch;
-    kmap chmap;
+    etk_kmap chmap;
     sevent *ev;
     uint32_t n_ev, cap_ev;
     uint64_t seq;
@@ -184,8 +190,121 @@ struct etk_sim {
     bool mem_tracked;        /* some node has mem_alloc_bytes / mem_free_bytes */
 };
 
-/* fold.c / report.c helpers */
-uint64_t sim_hash_str(const char *s);
+
+/* ---------- shared by the engine's parts (build.c, setup.c, coll.c, streams.c, engine.c) ---------- */
+int sim_grow(void **p, uint32_t *cap, uint32_t need, size_t elem);
+bool sim_in_pool(const etk_sim *s, const void *p);
+void *sim_pool_take(etk_sim *s, size_t bytes);
+int sim_grow_p(etk_sim *s, void **p, uint32_t *cap, uint32_t need, size_t elem);
+int sim_ev_push(etk_sim *s, uint64_t t, uint32_t kind, uint32_t a, uint32_t b);
+sevent sim_ev_pop(etk_sim *s);
+int sim_flow_pump(etk_sim *s, uint64_t t_end, etk_error *err);
+uint64_t sim_def_comp(void *ctx, const etk_cluster *c, uint64_t flops, uint64_t bytes);
+int sim_oom(etk_error *err);
+int sim_prepare_group(etk_sim *s, sgroup *g, etk_error *err);
+uint32_t sim_group_pos(const sgroup *g, uint32_t rank);
+uint32_t sim_find_group(const etk_sim *s, const char *name);
+uint32_t sim_get_chan(etk_sim *s, uint32_t src, uint32_t dst, int32_t tag, bool *o);
+uint64_t sim_coll_cost(etk_sim *s, uint32_t gi, int ctype, uint64_t bytes, bool *o);
+int sim_coll_arrive(etk_sim *s, uint32_t r, uint32_t i, uint64_t t, etk_error *err);
+int sim_p2p_try(etk_sim *s, uint32_t c, uint64_t t, etk_error *err);
+void sim_chan_append(snode *nodes, uint32_t *head, uint32_t *tail, uint32_t i);
+/* Warnings for the user (the library never prints): "; "-separated, the first few kept. */
+void sim_note(etk_sim *s, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+void sim_release_stream(srank *R, snode *n);
+int sim_dispatch(etk_sim *s, uint32_t r, uint64_t t, etk_error *err);
+
+static inline int uheap_push(uheap *h, uint64_t key, uint32_t idx)
+{
+    if (h->n == h->cap && sim_grow((void **)&h->a, &h->cap, h->n + 1, sizeof(heapent)) != 0)
+        return -1;
+    uint32_t i = h->n++;
+    while (i) {
+        uint32_t p = (i - 1) / 2;
+        if (h->a[p].key <= key)
+            break;
+        h->a[i] = h->a[p];
+        i = p;
+    }
+    h->a[i].key = key;
+    h->a[i].idx = idx;
+    return 0;
+}
+
+static inline uint32_t uheap_pop(uheap *h)
+{
+    uint32_t top = h->a[0].idx;
+    heapent last = h->a[--h->n];
+    uint32_t i = 0, n = h->n;
+    for (;;) {
+        uint32_t c = 2 * i + 1;
+        if (c >= n)
+            break;
+        if (c + 1 < n && h->a[c + 1].key < h->a[c].key)
+            c++;
+        if (last.key <= h->a[c].key)
+            break;
+        h->a[i] = h->a[c];
+        i = c;
+    }
+    if (n)
+        h->a[i] = last;
+    return top;
+}
+
+static inline void mark_dirty(etk_sim *s, uint32_t r)
+{
+    if (s->r[r].dirty)
+        return;
+    s->r[r].dirty = true;
+    if (sim_grow((void **)&s->dirty, &s->cap_dirty, s->n_dirty + 1, sizeof(uint32_t)) != 0) {
+        s->broken = true;
+        return;
+    }
+    s->dirty[s->n_dirty++] = r;
+}
+
+static inline void make_ready(etk_sim *s, uint32_t r, uint32_t i)
+{
+    srank *R = &s->r[r];
+    snode *n = &R->nodes[i];
+    n->state = ST_READY;
+    if (uheap_push(&R->ready[n->kind], n->id, i) != 0)
+        s->broken = true;
+    mark_dirty(s, r);
+}
+
+static inline uint32_t id_get(const srank *R, uint64_t id)
+{
+    if (id - R->dense_lo < R->dense_n)
+        return R->dense[id - R->dense_lo];
+    return etk_kmap_get(&R->ids, id, 0);
+}
+
+
+static inline void acc(srank *R, uint64_t t)
+{
+    uint64_t d = t - R->last_t;
+    if (!d)
+        return;
+    if (R->n_comp) {
+        R->st.compute_ns += d;
+        if (R->n_xfer)
+            R->st.overlapped_comm_ns += d;
+    } else if (R->n_xfer) {
+        R->st.exposed_comm_ns += d;
+    } else if (R->n_cpu) {
+        R->st.cpu_ns += d;
+    } else {
+        R->st.idle_ns += d;
+    }
+    R->last_t = t;
+}
+
 /* Reserve one huge-page block for the ranks' first node/successor/id arrays (engine.c). */
 int sim_reserve(etk_sim *s, size_t bytes);
 /* Fill s->res from the finished run (report.c). */

@@ -1,0 +1,251 @@
+/* emit.c — training trace emission (see train.h): the emitter that puts Chakra nodes (compute,
+ * collectives, pipeline and CP-ring send/recv), the forward pass of a section instance, and
+ * emit_stage, which lays one pipeline stage's micro-batches out under the GPipe / 1F1B /
+ * interleaved / zero-bubble schedules. The backward pass and the gradient reduction are grad.c's. */
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "etkit/gen.h"
+#include "gen/fastwrite.h"
+#include "gen/infer.h"
+#include "gen/lower.h"
+#include "util/outset.h"
+#include "gen/train.h"
+
+/* Forward of section instance si for micro-batch j; input: the instruction id feeding it (0 none). */
+static uint64_t emit_fwd(emitter *E, int si, uint32_t j, uint64_t input)
+{
+    const gprog *P = &E->G->prog[E->si_sec[si]];
+    uint64_t ag = gen_emit_gather(E, si, j, "param_all_gather");
+    uint64_t base = E->next_id;
+    E->prev_sec_base = base;
+    size_t k0 = (size_t)si * E->G->m + j;
+    E->fbase[k0] = base;
+    E->fin[k0] = input;
+    char lab[32], name[160] = "";
+    gen_si_label(E, si, lab, sizeof lab);
+    uint64_t deps[64];
+    E->mem_alloc_pending += P->saved_bytes; /* kept for the backward pass */
+    for (int k = 0; k < P->nfwd && !E->rc; k++) {
+        const ginst *I = &P->v[k];
+        uint32_t nd = 0;
+        for (int d = 0; d < I->ndeps && nd < 64; d++) {
+            int32_t x = I->deps[d];
+            if (x >= 0)
+                deps[nd++] = base + (uint64_t)x;
+            else if (x == DEP_IN && input)
+                deps[nd++] = input;
+        }
+        if (ag && nd < 64 && gen_inst_uses_weight(I))
+            deps[nd++] = ag;
+        if (E->put) /* names only for traces that are kept */
+            snprintf(name, sizeof name, "mb%u.%s.%s", j, lab, I->name);
+        E->phase = I->phase;
+        gen_put_inst(E, I, name, deps, nd);
+    }
+    if (P->fwd_out == DEP_IN)
+        return input;
+    return base + (uint64_t)P->fwd_out;
+}
+
+/* "mb<j>.<what>", or "mb<j>.chunk<c>.<what>" with interleaving */
+static void p2p_name(char *buf, size_t n, uint32_t j, int chunk, const char *what)
+{
+    if (chunk >= 0)
+        snprintf(buf, n, "mb%u.chunk%d.%s", j, chunk, what);
+    else
+        snprintf(buf, n, "mb%u.%s", j, what);
+}
+
+/* zb-h1: the weight-gradient GEMMs of micro-batch j (sections in backward order), after the
+ * unit ending with `prev`. Returns the unit's last node (or prev when it has none). */
+static uint64_t emit_w_unit(emitter *E, const int *cbeg, uint32_t j, uint64_t prev)
+{
+    E->pending_ctrl = prev;
+    E->unit_last = 0;
+    for (int si = cbeg[1] - 1; si >= cbeg[0] && !E->rc; si--)
+        gen_emit_bwd(E, si, j, NULL, 0, NULL, j == E->G->m - 1, BW_W);
+    E->pending_ctrl = 0;
+    return E->unit_last ? E->unit_last : prev;
+}
+
+/* Emit every node of stage `stage` for the rank at (tp_i, cp_i, dp_i). */
+int gen_emit_stage(gen *G, uint32_t stage, uint32_t tp_i, uint32_t cp_i, uint32_t dp_i, put_fn put, void *u,
+                   etk_gen_stage *st, etk_error *err)
+{
+    const etk_gen_config *c = G->cfg;
+    emitter E;
+    memset(&E, 0, sizeof E);
+    E.G = G;
+    E.stage = stage;
+    E.tp_i = tp_i;
+    E.dp_i = dp_i;
+    E.put = put;
+    E.u = u;
+    E.err = err;
+    E.st = st;
+    E.next_id = 1;
+    uint32_t p = G->p, m = G->m;
+    gen_group_ids(c, tp_i, cp_i, dp_i, stage, E.pg);
+    /* the numbering is bind_rank()'s, which the file writer uses for the other ranks */
+    uint32_t v = G->v, V = p * v;
+    bool has_embed = stage == 0, has_head = stage == p - 1;
+    E.nsi = (int)gen_stage_layers(G, stage) + has_embed + has_head;
+    E.si_sec = calloc((size_t)E.nsi, sizeof(int));
+    E.si_layer = calloc((size_t)E.nsi, sizeof(uint32_t));
+    E.fbase = calloc((size_t)E.nsi * m, sizeof(uint64_t));
+    E.fin = calloc((size_t)E.nsi * m, sizeof(uint64_t));
+    E.bid = calloc((size_t)E.nsi * m, sizeof(uint64_t *));
+    int *cbeg = calloc(v + 1, sizeof(int));
+    if (!E.si_sec || !E.si_layer || !E.fbase || !E.fin || !E.bid || !cbeg) {
+        E.rc = etk_err(err, ETK_ENOMEM, "out of memory (%u micro-batches x %d sections)", m, E.nsi);
+        free(cbeg);
+        goto out;
+    }
+    /* section instances, chunk by chunk: chunk c runs virtual stage q = c*p + stage */
+    int k = 0;
+    for (uint32_t c = 0; c < v; c++) {
+        uint32_t q = c * p + stage;
+        cbeg[c] = k;
+        if (q == 0)
+            E.si_sec[k++] = G_SEC_EMBED;
+        for (uint32_t l = 0; l < G->nl[q]; l++) {
+            E.si_layer[k] = G->first[q] + l;
+            E.si_sec[k++] = G->first[q] + l < G->dense ? G_SEC_DENSE : G_SEC_LAYER;
+        }
+        if (q == V - 1)
+            E.si_sec[k++] = G_SEC_HEAD;
+    }
+    cbeg[v] = k;
+    if (p > 1) {
+        /* with interleaving the first stage also receives from the last one (chunk wrap) */
+        E.prev_rank = etk_gen_rank_cp(c, tp_i, cp_i, dp_i, (stage + p - 1) % p);
+        E.next_rank = etk_gen_rank_cp(c, tp_i, cp_i, dp_i, (stage + 1) % p);
+    }
+    if (G->cp > 1) {
+        E.cp_prev = etk_gen_rank_cp(c, tp_i, (cp_i + G->cp - 1) % G->cp, dp_i, stage);
+        E.cp_next = etk_gen_rank_cp(c, tp_i, (cp_i + 1) % G->cp, dp_i, stage);
+    }
+    /* schedule: units (forward or backward of chunk c, micro-batch j). 1F1B: warm-up forwards,
+     * then one forward / one backward, then the remaining backwards; GPipe: all forwards first.
+     * Interleaved (v > 1, Megatron): unit k runs chunk (k / p) % v (backward: v - 1 - that) of
+     * micro-batch (k / (p v)) p + k % p, warm-up (p - stage - 1) 2 + (v - 1) p. */
+    uint32_t total = m * v, warm;
+    if (c->schedule == ETK_SCHED_GPIPE)
+        warm = total;
+    else if (v == 1)
+        warm = p - stage - 1 < m ? p - stage - 1 : m;
+    else
+        warm = (p - stage - 1) * 2 + (v - 1) * p < total ? (p - stage - 1) * 2 + (v - 1) * p : total;
+    uint32_t nf = 0, nb = 0, nw = 0;
+    bool zb = c->schedule == ETK_SCHED_ZBH1;
+    uint64_t unit_end = 0;
+    int64_t msg = (int64_t)G->prog[G_SEC_LAYER].out_bytes;
+    {   /* static memory, allocated by the stage's first node */
+        etk_gen_stage ms;
+        memset(&ms, 0, sizeof ms);
+        gen_stage_memory(G, stage, &ms);
+        E.mem_alloc_pending = ms.weight_bytes + ms.grad_bytes + ms.optimizer_bytes +
+                              ms.comm_buffer_bytes;
+    }
+    char name[96];
+    for (uint32_t u2 = 0; u2 < 2 * total && !E.rc; u2++) {
+        bool fwd;
+        if (nf < warm)
+            fwd = true;
+        else if (nf == total)
+            fwd = false;
+        else if (nb == total)
+            fwd = true;
+        else
+            fwd = (nf - warm) == nb; /* steady state: one forward, then one backward */
+        E.pending_ctrl = unit_end;
+        uint32_t kk = fwd ? nf++ : nb++;
+        uint32_t ch = (kk / p) % v, j = (kk / (p * v)) * p + kk % p;
+        if (!fwd)
+            ch = v - 1 - ch;
+        uint32_t q = ch * p + stage;
+        if (fwd) {
+            uint64_t in = 0;
+            if (q > 0) {
+                in = E.next_id;
+                p2p_name(name, sizeof name, j, v > 1 ? (int)ch : -1, "recv_activation");
+                E.phase = P_FWD;
+                gen_put_p2p(&E, name, false, E.prev_rank, msg, (int32_t)(2 * ((q - 1) * m + j)), NULL, 0);
+            }
+            for (int si = cbeg[ch]; si < cbeg[ch + 1] && !E.rc; si++)
+                in = emit_fwd(&E, si, j, in);
+            /* the next unit waits for this unit's compute, not for its send: a send and the
+             * next receive are posted together (Megatron's send_forward_recv_backward), so
+             * rendezvous sends cannot deadlock adjacent stages */
+            unit_end = in;
+            if (q + 1 < V) {
+                uint64_t d = in;
+                p2p_name(name, sizeof name, j, v > 1 ? (int)ch : -1, "send_activation");
+                gen_put_p2p(&E, name, true, E.next_rank, msg, (int32_t)(2 * (q * m + j)), &d, d ? 1 : 0);
+            }
+        } else {
+            bool last = j == m - 1; /* this chunk's last micro-batch: its gradients are final */
+            uint64_t gd[16];
+            int ngd = 0;
+            if (q + 1 < V) {
+                gd[ngd++] = E.next_id;
+                p2p_name(name, sizeof name, j, v > 1 ? (int)ch : -1, "recv_gradient");
+                E.phase = P_BWD;
+                gen_put_p2p(&E, name, false, E.next_rank, msg, (int32_t)(2 * (q * m + j) + 1), NULL, 0);
+            } else {
+                /* the loss starts the backward pass */
+                size_t hk = (size_t)(E.nsi - 1) * m + j;
+                gd[ngd++] = E.fbase[hk] + (uint64_t)G->prog[G_SEC_HEAD].fwd_out;
+            }
+            for (int si = cbeg[ch + 1] - 1; si >= cbeg[ch] && !E.rc; si--) {
+                uint64_t o[16];
+                int n = gen_emit_bwd(&E, si, j, gd, ngd, o, last, zb ? BW_B : BW_ALL);
+                if (n > 0) {
+                    memcpy(gd, o, sizeof(uint64_t) * (size_t)n);
+                    ngd = n;
+                }
+            }
+            unit_end = gd[ngd - 1];
+            if (q > 0) {
+                p2p_name(name, sizeof name, j, v > 1 ? (int)ch : -1, "send_gradient");
+                E.phase = P_BWD;
+                gen_put_p2p(&E, name, true, E.prev_rank, msg, (int32_t)(2 * ((q - 1) * m + j) + 1), gd, (uint32_t)ngd);
+            }
+            /* zb-h1: the W unit of micro-batch j - stage (stage s defers its weight gradients by
+             * s micro-batches: activations held stay within 1F1B's peak of p micro-batches) */
+            while (zb && nw < nb && nb - nw > stage && !E.rc)
+                unit_end = emit_w_unit(&E, cbeg, nw++, unit_end);
+        }
+    }
+    while (zb && nw < nb && !E.rc) /* the deferred W units fill the drain */
+        unit_end = emit_w_unit(&E, cbeg, nw++, unit_end);
+    free(cbeg);
+    E.pending_ctrl = 0;
+    if (!E.rc)
+        gen_emit_optimizer(&E, unit_end);
+out:
+    free(E.si_sec);
+    free(E.si_layer);
+    free(E.fbase);
+    for (size_t i = 0; E.bid && i < (size_t)E.nsi * m; i++)
+        free(E.bid[i]);
+    free(E.bid);
+    free(E.fin);
+    free(E.cur.deps);
+    free(E.xcur.deps);
+    free(E.bucket_x);
+    free(E.bucket_elems);
+    free(E.bucket_ids);
+    free(E.wdeps);
+    free(E.alldeps);
+    free(E.repl);
+    free(E.embdeps);
+    free(E.z3deps);
+    free(E.z3xdeps);
+    free(E.z3tied);
+    return E.rc;
+}

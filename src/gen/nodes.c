@@ -1,0 +1,236 @@
+/* nodes.c — the training emitter's primitives (emitter, train.h): putting one Chakra node
+ * (ids, data and control dependencies, memory attributes, summary counters), compute nodes from
+ * lowered instructions, collectives on the rank's groups, pipeline and CP-ring send/recv, and
+ * the ZeRO-3 parameter gather. Used by emit.c (forward, schedule) and grad.c (backward). */
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "etkit/gen.h"
+#include "gen/fastwrite.h"
+#include "gen/infer.h"
+#include "gen/lower.h"
+#include "util/outset.h"
+#include "gen/train.h"
+
+int gen_push(uint64_t **v, size_t *n, size_t *cap, uint64_t x)
+{
+    if (*n == *cap) {
+        size_t c = *cap ? *cap * 2 : 64;
+        uint64_t *p = realloc(*v, c * sizeof *p);
+        if (!p)
+            return ETK_ENOMEM;
+        *v = p;
+        *cap = c;
+    }
+    (*v)[(*n)++] = x;
+    return 0;
+}
+
+static int put_node(emitter *E, const char *name, int type, uint64_t *deps, uint32_t ndeps, etk_attr *attr,
+                    uint32_t nattr)
+{
+    if (E->rc)
+        return E->rc;
+    etk_node n;
+    memset(&n, 0, sizeof n);
+    n.id = E->next_id++;
+    n.name = name;
+    n.type = type;
+    n.data_deps = deps;
+    n.n_data_deps = ndeps;
+    uint64_t ctrl[3], pc[3] = {E->pending_ctrl, E->pending_ctrl2, E->pending_ctrl3};
+    uint32_t nc = 0;
+    for (int i = 0; i < 3; i++) {
+        bool dup = !pc[i];
+        for (uint32_t k = 0; k < nc; k++)
+            dup |= ctrl[k] == pc[i];
+        if (!dup)
+            ctrl[nc++] = pc[i];
+    }
+    if (nc) {
+        n.ctrl_deps = ctrl;
+        n.n_ctrl_deps = nc;
+    }
+    E->pending_ctrl = E->pending_ctrl2 = E->pending_ctrl3 = 0;
+    etk_attr ma[16];
+    if ((E->mem_alloc_pending || E->mem_free_pending) && nattr + 2 <= 16) {
+        memcpy(ma, attr, nattr * sizeof *attr);
+        if (E->mem_alloc_pending)
+            ma[nattr++] = etk_attr_u64("mem_alloc_bytes", E->mem_alloc_pending);
+        if (E->mem_free_pending)
+            ma[nattr++] = etk_attr_u64("mem_free_bytes", E->mem_free_pending);
+        E->mem_alloc_pending = E->mem_free_pending = 0;
+        attr = ma;
+    }
+    n.attr = attr;
+    n.n_attr = nattr;
+    if (E->st) {
+        etk_gen_stage *s = E->st;
+        s->nodes++;
+        int64_t v;
+        if (type == ETK_NODE_COMP && etk_node_i64(&n, "num_ops", &v)) {
+            s->flops += (double)v;
+            if (E->phase != P_RECOMP && E->phase != P_OPT)
+                s->model_flops += (double)v;
+        } else if (type == ETK_NODE_COLL) {
+            int64_t ct = 0, sz = 0;
+            etk_node_i64(&n, "comm_type", &ct);
+            etk_node_i64(&n, "comm_size", &sz);
+            s->coll_count[E->axis][ct]++;
+            s->coll_bytes[E->axis][ct] += (uint64_t)sz;
+        } else if (type == ETK_NODE_SEND || type == ETK_NODE_RECV) {
+            /* the pipeline's, or the CP ring's */
+            int64_t sz = 0;
+            etk_node_i64(&n, "comm_size", &sz);
+            bool snd = type == ETK_NODE_SEND;
+            uint64_t *cnt = E->p2p_cp ? (snd ? &s->cp_send_count : &s->cp_recv_count) : snd ? &s->send_count : &s->recv_count;
+            uint64_t *byt = E->p2p_cp ? (snd ? &s->cp_send_bytes : &s->cp_recv_bytes) : snd ? &s->send_bytes : &s->recv_bytes;
+            (*cnt)++;
+            *byt += (uint64_t)sz;
+        }
+    }
+    if (E->put && (E->rc = E->put(E->u, &n, E->err)))
+        return E->rc;
+    return 0;
+}
+
+int gen_put_comp(emitter *E, const char *name, const ginst *I, uint64_t *deps, uint32_t nd)
+{
+    /* "precision": "fp8" marks an FP8 GEMM (the simulator's roofline uses the fp8 peak for it);
+     * "attn_scores": true a memory-bound op over the attention scores (the compute model's
+     * score_mem_eff); "op_kind": "attention" a fused attention kernel (attn_eff); all absent on
+     * everything else */
+    if (!(I->flops >= 0 && I->flops < 9.2e18)) { /* num_ops is an int64: never a wrapped value */
+        if (!E->rc)
+            E->rc = etk_err(E->err, ETK_EINVAL, "node %s: %.3g FLOPs does not fit num_ops (at most 9.2e18): the "
+                            "micro-batch or the model dimensions are too large", name[0] ? name : I->name ? I->name : "?", I->flops);
+        return E->rc;
+    }
+    /* an op that moves bytes but does no FLOPs (embedding lookup, MoE dispatch) gets num_ops 1:
+     * ASTRA-sim's roofline divides num_ops by num_ops / tensor_size and stalls forever on 0/0,
+     * while with 1 its time is tensor_size / local-mem-bw, the memory-bound time etkit gives
+     * either way (docs/astra-compat.md); the summary's FLOPs leave it out */
+    int64_t ops = (int64_t)(I->flops + 0.5);
+    bool min_op = ops == 0 && I->bytes > 0;
+    etk_attr a[14] = {etk_attr_bool("is_cpu_op", false), etk_attr_i64("num_ops", min_op ? 1 : ops),
+                      etk_attr_u64("tensor_size", I->bytes)};
+    uint32_t n = 3;
+    if (I->gemm_m > 0) { /* an expert GEMM: one expert's shape, the rank's experts (grouped GEMM) */
+        a[n++] = etk_attr_i64("gemm_m", I->gemm_m);
+        a[n++] = etk_attr_i64("gemm_n", I->gemm_n);
+        a[n++] = etk_attr_i64("gemm_k", I->gemm_k);
+        a[n++] = etk_attr_i64("gemm_groups", I->gemm_groups);
+    }
+    if (I->fp8)
+        a[n++] = etk_attr_str("precision", "fp8");
+    if (I->scores)
+        a[n++] = etk_attr_bool("attn_scores", true);
+    if (I->attn)
+        a[n++] = etk_attr_str("op_kind", "attention");
+    if (I->grouped) /* a grouped GEMM over the rank's experts: small groups reach less */
+        a[n++] = etk_attr_bool("gemm_grouped", true);
+    if (I->attn && I->causal) /* the kernel skips the masked blocks: half the s^2 FLOPs */
+        a[n++] = etk_attr_bool("attn_causal", true);
+    if (I->attn && I->phase == P_BWD)
+        a[n++] = etk_attr_bool("attn_bwd", true);
+    int rc = put_node(E, name, ETK_NODE_COMP, deps, nd, a, n);
+    if (!rc && min_op && E->st) { /* not a real FLOP: the summary leaves it out */
+        E->st->flops -= 1;
+        if (E->phase != P_RECOMP && E->phase != P_OPT)
+            E->st->model_flops -= 1;
+    }
+    /* recomputed work inside a backward node is hardware, not model, FLOPs */
+    if (!rc && E->st && I->recomp_flops > 0 && E->phase != P_RECOMP && E->phase != P_OPT)
+        E->st->model_flops -= (double)(int64_t)(I->recomp_flops + 0.5);
+    return rc;
+}
+
+int gen_put_coll(emitter *E, const char *name, int coll, int64_t bytes, int axis, uint64_t *deps, uint32_t nd)
+{
+    etk_attr a[4] = {etk_attr_bool("is_cpu_op", false), etk_attr_i64("comm_type", coll),
+                     etk_attr_i64("comm_size", bytes),
+                     etk_attr_str("pg_name", E->pg[axis])};
+    E->axis = axis;
+    return put_node(E, name, ETK_NODE_COLL, deps, nd, a, 4);
+}
+
+int gen_put_p2p(emitter *E, const char *name, bool send, uint32_t peer, int64_t bytes, int32_t tag,
+                uint64_t *deps, uint32_t nd)
+{
+    etk_attr a[4] = {etk_attr_bool("is_cpu_op", false), etk_attr_i32(send ? "comm_dst" : "comm_src", (int32_t)peer),
+                     etk_attr_i64("comm_size", bytes), etk_attr_i32("comm_tag", tag)};
+    E->last_p2p = E->next_id;
+    return put_node(E, name, send ? ETK_NODE_SEND : ETK_NODE_RECV, deps, nd, a, 4);
+}
+
+static int sec_group(const ginst *I);
+
+/* A node of a lowered section: compute, collective, or a send/recv of the CP ring. */
+void gen_put_inst(emitter *E, const ginst *I, const char *name, uint64_t *deps, uint32_t nd)
+{
+    if (I->type == ETK_NODE_COMP) {
+        gen_put_comp(E, name, I, deps, nd);
+    } else if (I->type == ETK_NODE_COLL) {
+        gen_put_coll(E, name, I->coll, I->comm_bytes, sec_group(I), deps, nd);
+    } else {
+        uint64_t keep = E->last_p2p; /* the pipeline's latest transfer stays the pipeline's */
+        E->p2p_cp = true;
+        gen_put_p2p(E, name, I->type == ETK_NODE_SEND, I->peer == PEER_CP_NEXT ? E->cp_next : E->cp_prev, I->comm_bytes,
+                I->tag, deps, nd);
+        E->p2p_cp = false;
+        E->last_p2p = keep;
+    }
+}
+
+void gen_si_label(const emitter *E, int si, char *buf, size_t n)
+{
+    if (E->si_sec[si] == G_SEC_LAYER || E->si_sec[si] == G_SEC_DENSE)
+        snprintf(buf, n, "L%u", E->si_layer[si]);
+    else
+        snprintf(buf, n, "%s", E->G->g->sec[E->si_sec[si]].name);
+}
+
+/* communicator group of a collective of a lowered section */
+static int sec_group(const ginst *I)
+{
+    return I->grp == GRP_CP ? ETK_GEN_GROUP_CP : I->grp == GRP_EP ? ETK_GEN_GROUP_EP : ETK_GEN_GROUP_TP;
+}
+
+/* ZeRO-3: a node that needs the gathered parameters */
+bool gen_inst_uses_weight(const ginst *I)
+{
+    return I->type == ETK_NODE_COMP && (I->uses_w || I->nw > 0 || strstr(I->name, ".dgrad"));
+}
+
+/* ZeRO-3: all-gather of the 16-bit parameters a section instance uses (comm_size = the per-rank
+ * shard, padded to equal shards). It has no data dependency, only control dependencies on the
+ * previous gather and on the first node of the previous section instance: the gathers run in
+ * section order and one section ahead of the compute (the next layer's parameters are prefetched
+ * while this one computes, FSDP's forward/backward prefetch), never further. Returns its id. */
+uint64_t gen_emit_gather(emitter *E, int si, uint32_t j, const char *what)
+{
+    gen *G = E->G;
+    uint64_t x = G->sec_x[E->si_sec[si]], elems = G->sec_elems[E->si_sec[si]] - x;
+    if (!G->z3)
+        return 0;
+    /* with --ep, a section's expert weights are sharded over EDP: a second gather, after the
+     * first (so a node waiting for it has both) */
+    for (int k = 0; k < 2; k++) {
+        uint64_t n = k ? x : elems, d = k ? G->edp : G->dpw;
+        if (!n || d < 2)
+            continue;
+        char lab[32], name[160] = "";
+        gen_si_label(E, si, lab, sizeof lab);
+        if (E->put)
+            snprintf(name, sizeof name, "mb%u.%s.%s%s", j, lab, k ? "expert_" : "", what);
+        E->pending_ctrl2 = E->last_gather;
+        E->pending_ctrl3 = E->prev_sec_base;
+        E->last_gather = E->next_id;
+        gen_put_coll(E, name, ETK_COLL_ALL_GATHER, (int64_t)((n + d - 1) / d * 2), k ? ETK_GEN_GROUP_EDP : ETK_GEN_GROUP_DP,
+                 NULL, 0);
+    }
+    return (elems && G->dpw > 1) || (x && G->edp > 1) ? E->last_gather : 0;
+}

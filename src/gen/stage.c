@@ -1,0 +1,281 @@
+/* stage.c — the per-stage plan of training (struct gen, train.h): layers of each pipeline stage
+ * and model chunk, the sections lowered once (lower.c), weights per rank (TP, EP, ZeRO
+ * sharding), and the memory of a stage. Used by the summary and the emitters; uses only plan.c
+ * and lower.c. */
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "etkit/gen.h"
+#include "gen/fastwrite.h"
+#include "gen/infer.h"
+#include "gen/lower.h"
+#include "util/outset.h"
+#include "gen/train.h"
+
+static void gen_layer_split(const etk_gen_config *cfg, uint32_t p, uint32_t v, uint32_t *nl);
+
+/* Node-limited routing (--moe-max-nodes M, DeepSeek-V3): a token's experts lie on at most M
+ * nodes and one copy per destination node crosses the network (forwarded inside the node over
+ * NVLink, not counted), so of its topk copies at most min(M, N, topk) leave, N the nodes of
+ * GPUS_PER_NODE GPUs the EP group spans (ranks of rank 0's group); the all-to-all bytes are
+ * scaled by min(M, N, topk) / topk. 1 when not set or not binding. */
+#define GPUS_PER_NODE 8
+static double moe_a2a_scale(const etk_gen_config *cfg)
+{
+    int64_t topk = cfg->model.topk;
+    if (!cfg->moe_max_nodes || cfg->ep < 2 || topk <= 0)
+        return 1;
+    uint32_t nodes = 0, last = UINT32_MAX;
+    for (uint32_t e = 0; e < cfg->ep; e++) { /* EP members dp 0..ep-1 at tp 0: increasing ranks */
+        uint32_t node = etk_gen_rank(cfg, 0, e, 0) / GPUS_PER_NODE;
+        if (node != last)
+            nodes++;
+        last = node;
+    }
+    int64_t m = cfg->moe_max_nodes;
+    if (m > (int64_t)nodes)
+        m = nodes;
+    if (m > topk)
+        m = topk;
+    return (double)m / (double)topk;
+}
+
+void gen_free(gen *G)
+{
+    etk_graph_free(G->g);
+    etk_arena_free(G->a);
+    free(G->first);
+    free(G->nl);
+}
+
+int gen_init(gen *G, const etk_gen_config *cfg, etk_error *err)
+{
+    memset(G, 0, sizeof *G);
+    G->cfg = cfg;
+    if (!cfg->n_ranks || !cfg->micro_batches)
+        return etk_err(err, ETK_EINVAL, "plan not checked: call etk_gen_check first");
+    int rc = etk_graph_load(&cfg->model, cfg->micro_batch, &G->g, err);
+    if (rc)
+        return rc;
+    G->a = etk_arena_new(0);
+    G->act_bytes = 2;
+    G->cp = cfg->cp ? cfg->cp : 1;
+    G->dpw = cfg->dp * G->cp;
+    G->ep = cfg->ep ? cfg->ep : 1;
+    G->edp = G->dpw / G->ep;
+    /* context parallelism: each rank holds seq / cp of the query sequence (the stream's s); the
+     * key sequence (t) stays whole, K and V are all-gathered (lower.c) */
+    G->g->dim[G->g->stream_seq] /= G->cp;
+    if (cfg->model.experts && G->cp > 1) /* expert capacity: tokens of the local sequence */
+        G->g->dim['c' - 'a'] = (G->g->dim['c' - 'a'] + G->cp - 1) / G->cp;
+    /* --etp 1 (training): whole experts on every TP rank (their weights not split over TP), so
+     * the expert GEMMs run on the rank's own sequence slice; their gradients are summed over TP
+     * with the other TP-replicated weights' (sp_replicated_grads) */
+    if (cfg->mode == ETK_GEN_MODE_TRAINING && cfg->model.experts && cfg->etp == 1 && cfg->tp > 1)
+        for (int t = 0; t < G->g->nt; t++) {
+            gtensor *T = &G->g->t[t];
+            for (int k = 0; T->weight && k < T->nd; k++)
+                if (T->dims[k] == 'e' - 'a')
+                    T->split = -1;
+        }
+    glower_opts o = {.tp = cfg->tp, .moe_imbalance = cfg->moe_imbalance, .moe_a2a_scale = moe_a2a_scale(cfg), .cp = G->cp, .cp_ring = cfg->cp_comm == ETK_CP_RING && G->cp > 1,
+                     .flash = cfg->attention == ETK_ATTN_FLASH, .ep = G->ep, .sp = cfg->sp, .recompute = cfg->recompute, .act_bytes = G->act_bytes,
+                     .gemm_bytes = !strcmp(cfg->precision, "fp8") ? 1 : 0,
+                     .fp8_cast_mb = !strcmp(cfg->precision, "fp8") ? (int64_t)cfg->micro_batches : 0};
+    /* DeepSeek's first_k_dense_replace: the first dense_layers layers from the dense_layer section */
+    G->dense = G->g->dense.nops && cfg->model.dense_layers > 0 ? (uint32_t)cfg->model.dense_layers : 0;
+    for (int s = 0; s < G_N_SEC + (G->dense ? 1 : 0); s++)
+        if ((rc = etk_lower_section(G->g, s, &o, G->a, &G->prog[s], err))) {
+            gen_free(G);
+            return rc;
+        }
+    G->p = cfg->pp;
+    G->m = cfg->micro_batches;
+    G->v = cfg->vpp ? cfg->vpp : 1;
+    uint32_t V = G->p * G->v;
+    G->first = calloc(V, sizeof(uint32_t));
+    G->nl = calloc(V, sizeof(uint32_t));
+    if (!G->first || !G->nl) {
+        gen_free(G);
+        return etk_err(err, ETK_ENOMEM, "out of memory");
+    }
+    gen_layer_split(cfg, G->p, G->v, G->nl);
+    for (uint32_t s = 0, f = 0; s < V; s++) {
+        G->first[s] = f;
+        f += G->nl[s];
+    }
+    const gsection *H = &G->g->sec[G_SEC_HEAD];
+    for (int j = 0; j < H->nops; j++)
+        for (int i = 0; i < H->ops[j].nin; i++)
+            if (G->g->t[H->ops[j].in[i]].weight && G->g->t[H->ops[j].in[i]].section == G_SEC_EMBED)
+                G->tied = true;
+    G->emb_group = G->tied && G->p > 1;
+    G->z3 = cfg->zero == 3 && G->dpw > 1;
+    if (G->z3 && G->emb_group) {
+        gen_free(G);
+        return etk_err(err, ETK_EINVAL,
+                       "--zero 3 with --pp %u: model %s ties its output layer to the embedding on another stage "
+                       "(not supported; use --pp 1 or --zero 1|2)", cfg->pp, cfg->model.name);
+    }
+    for (int t = 0; t < G->g->nt; t++)
+        if (G->g->t[t].weight && (G->g->t[t].section < G_N_SEC || (G->g->t[t].section == G_SEC_DENSE && G->dense))) {
+            int sec = G->g->t[t].section;
+            uint64_t n = gen_weight_elems_rank(G, t);
+            G->sec_own[sec] += n;
+            G->sec_elems[sec] += n;
+            if (G->ep > 1 && gen_is_expert(G, t))
+                G->sec_x[sec] += n;
+            /* a tied output layer gathers the table again for the head */
+            bool used_by_head = false;
+            for (int j = 0; j < H->nops; j++)
+                for (int i = 0; i < H->ops[j].nin; i++)
+                    used_by_head |= H->ops[j].in[i] == t;
+            if (sec != G_SEC_HEAD && used_by_head)
+                G->sec_elems[G_SEC_HEAD] += n;
+        }
+    G->bucket_bytes = (uint64_t)(cfg->dp_bucket_mb * 1024 * 1024);
+    if (!G->bucket_bytes)
+        G->bucket_bytes = 1;
+    return 0;
+}
+
+/* Layers per virtual stage nl[c*p + s] (chunk c of pipeline stage s). Without fixed ends: l =
+ * V*q + r over the V = p*v virtual stages, the first r hold one more. With
+ * --first-stage-layers A / --last-stage-layers Z: A and Z are the layers of the first and last
+ * PHYSICAL stage (Meta's "one layer fewer on the first and last stage"), the other stages split
+ * the rest (the first ones one more when it does not divide), and each stage's layers are spread
+ * over its v chunks as evenly as possible: the extra layers go to the later chunks on the first
+ * stage (chunk 0 holds the embedding) and to the earlier chunks elsewhere (the last stage's last
+ * chunk holds the output layer and the loss). etk_gen_check guarantees one layer per chunk. */
+static void gen_layer_split(const etk_gen_config *cfg, uint32_t p, uint32_t v, uint32_t *nl)
+{
+    uint32_t l = (uint32_t)cfg->model.layers, V = p * v;
+    uint32_t a = cfg->first_stage_layers, z = cfg->last_stage_layers;
+    if (!a && !z) {
+        for (uint32_t k = 0; k < V; k++)
+            nl[k] = l / V + (k < l % V ? 1 : 0);
+        return;
+    }
+    uint32_t s0 = a ? 1 : 0, s1 = z ? p - 1 : p, inner = s1 - s0, rest = l - a - z;
+    uint32_t q = inner ? rest / inner : 0, r = inner ? rest % inner : 0;
+    for (uint32_t s = 0; s < p; s++) {
+        uint32_t n = s < s0 ? a : s >= s1 ? z : q + (s - s0 < r ? 1 : 0);
+        uint32_t cq = n / v, cr = n % v;
+        for (uint32_t c = 0; c < v; c++)
+            nl[c * p + s] = cq + (s < s0 ? (c >= v - cr ? 1 : 0) : (c < cr ? 1 : 0));
+    }
+}
+
+uint32_t gen_stage_layers(const gen *G, uint32_t s)
+{
+    uint32_t n = 0;
+    for (uint32_t c = 0; c < G->v; c++)
+        n += G->nl[c * G->p + s];
+    return n;
+}
+
+/* layers of stage s from the dense_layer section (global index below G->dense) */
+uint32_t gen_stage_dense(const gen *G, uint32_t s)
+{
+    uint32_t n = 0;
+    for (uint32_t c = 0; c < G->v; c++) {
+        uint32_t q = c * G->p + s, a = G->first[q], b = a + G->nl[q];
+        if (a < G->dense)
+            n += (b < G->dense ? b : G->dense) - a;
+    }
+    return n;
+}
+
+#define EXPERT_DIM ('e' - 'a') /* block files name the expert dimension 'e' */
+
+bool gen_is_expert(const gen *G, int t)
+{
+    const gtensor *T = &G->g->t[t];
+    for (int k = 0; k < T->nd; k++)
+        if (T->dims[k] == EXPERT_DIM)
+            return G->cfg->model.experts > 0;
+    return false;
+}
+
+uint64_t gen_weight_elems_rank(const gen *G, int t)
+{
+    uint64_t n = (uint64_t)etk_graph_elems(G->g, t);
+    if (G->ep > 1 && gen_is_expert(G, t))
+        n /= G->ep; /* this rank's experts */
+    return (G->g->t[t].split >= 0 && G->cfg->tp > 1) ? n / G->cfg->tp : n;
+}
+
+
+void gen_stage_memory(gen *G, uint32_t s, etk_gen_stage *st)
+{
+    const etk_gen_config *c = G->cfg;
+    const etk_graph *g = G->g;
+    uint64_t params = 0, xparams = 0; /* all, and expert weights among them */
+    uint32_t nd = gen_stage_dense(G, s), nmoe = gen_stage_layers(G, s) - nd;
+    for (int t = 0; t < g->nt; t++) {
+        if (!g->t[t].weight)
+            continue;
+        int sec = g->t[t].section;
+        if (sec == G_SEC_LAYER && gen_is_expert(G, t))
+            xparams += gen_weight_elems_rank(G, t) * nmoe;
+        if (sec == G_SEC_LAYER)
+            params += gen_weight_elems_rank(G, t) * nmoe;
+        else if (sec == G_SEC_DENSE)
+            params += gen_weight_elems_rank(G, t) * nd;
+        else if (sec == G_SEC_EMBED && s == 0)
+            params += gen_weight_elems_rank(G, t);
+        else if (sec == G_SEC_HEAD && s == G->p - 1)
+            params += gen_weight_elems_rank(G, t);
+    }
+    /* a tied output layer on a stage without the embedding holds its own copy */
+    if (s == G->p - 1 && s != 0) {
+        const gsection *H = &g->sec[G_SEC_HEAD];
+        for (int j = 0; j < H->nops; j++)
+            for (int i = 0; i < H->ops[j].nin; i++) {
+                int t = H->ops[j].in[i];
+                if (g->t[t].weight && g->t[t].section == G_SEC_EMBED)
+                    params += gen_weight_elems_rank(G, t);
+            }
+    }
+    st->params = params;
+    uint64_t d = G->dpw;
+    /* ZeRO-2 shards the gradients, ZeRO-3 the parameters too (over DP, equal padded shards) */
+    /* expert weights are sharded over their EDP group (dp x cp / ep ranks), the rest over DP x CP */
+    uint64_t xd = G->edp, dense = params - xparams;
+    uint64_t held = (dense + d - 1) / d + (xparams + xd - 1) / xd;
+    st->weight_bytes = c->zero == 3 ? held * 2 : params * 2;
+    st->grad_bytes = c->zero >= 2 ? held * c->grad_bytes : params * c->grad_bytes;
+    /* fp32 master weights + Adam m and v (12 bytes), plus an fp32 copy of 16-bit gradients */
+    uint64_t opb = 12 + (c->grad_bytes == 2 ? 4 : 0);
+    st->optimizer_bytes = c->zero ? ((dense * opb + d - 1) / d + (xparams * opb + xd - 1) / xd) : params * opb;
+    uint64_t act_layers = G->prog[G_SEC_LAYER].saved_bytes * nmoe + (nd ? G->prog[G_SEC_DENSE].saved_bytes * nd : 0);
+    uint64_t act = act_layers;
+    if (s == 0)
+        act += G->prog[G_SEC_EMBED].saved_bytes;
+    if (s == G->p - 1)
+        act += G->prog[G_SEC_HEAD].saved_bytes;
+    st->act_per_mb_bytes = act;
+    /* units (micro-batch chunks) whose activations are held at the peak: the warm-up plus the
+     * one in its forward; each holds 1/v of the stage's layers */
+    uint32_t total = G->m * G->v, warm;
+    if (c->schedule == ETK_SCHED_GPIPE)
+        warm = total - 1;
+    else if (c->schedule == ETK_SCHED_ZBH1)
+        warm = G->p - 1; /* stage s: p - s - 1 warm-up, s micro-batches awaiting their W */
+    else if (G->v == 1)
+        warm = G->p - s - 1;
+    else
+        warm = (G->p - s - 1) * 2 + (G->v - 1) * G->p;
+    st->in_flight = warm + 1 < total ? warm + 1 : total;
+    st->act_bytes = act * st->in_flight / G->v;
+    st->act_layers_bytes = act_layers * st->in_flight / G->v;
+    uint64_t msg = G->prog[G_SEC_LAYER].out_bytes;
+    st->comm_buffer_bytes = (s > 0 ? msg : 0) + (s + 1 < G->p ? msg : 0);
+    if (G->z3) /* gathered parameters: the layer computing and the one prefetched */
+        st->comm_buffer_bytes += 2 * 2 * (nd && G->sec_elems[G_SEC_DENSE] > G->sec_elems[G_SEC_LAYER]
+                                               ? G->sec_elems[G_SEC_DENSE] : G->sec_elems[G_SEC_LAYER]);
+    st->total_bytes = st->weight_bytes + st->grad_bytes + st->optimizer_bytes + st->act_bytes + st->comm_buffer_bytes;
+}
