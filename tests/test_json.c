@@ -402,6 +402,11 @@ static const struct {
      ETK_EFORMAT, "nodes[0].attr[0].value: expected canonical base64"},
     {HEAD "{\"id\": 1, \"type\": 4, \"attr\": [{\"name\": \"a\", \"kind\": \"double_val\", \"value\": \"NaN:0x0000000000000000\"}]}]}",
      ETK_EFORMAT, "nodes[0].attr[0].value: expected a number or one of \"NaN\""},
+    /* issue #18: a finite number past the float range is an error, not Infinity */
+    {HEAD "{\"id\": 1, \"type\": 4, \"attr\": [{\"name\": \"a\", \"kind\": \"float_val\", \"value\": 1e300}]}]}",
+     ETK_EFORMAT, "nodes[0].attr[0].value: expected a number that fits a 32-bit float|got 1e+300"},
+    {HEAD "{\"id\": 1, \"type\": 4, \"attr\": [{\"name\": \"a\", \"kind\": \"float_list\", \"value\": [1, -4e38]}]}]}",
+     ETK_EFORMAT, "nodes[0].attr[0].value[1]: expected a number that fits a 32-bit float|got -4e+38"},
     {HEAD "{\"id\": 1, \"type\": 4, \"attr\": [{\"name\": \"a\", \"kind\": \"string_val\", \"value\": {\"base64\": \"YQBi\"}}]}]}",
      ETK_EFORMAT, "nodes[0].attr[0].value.base64: the string contains a NUL byte"},
     {HEAD "{\"id\": 1, \"type\": 4, \"attr\": [{\"name\": \"a\", \"kind\": \"none\", \"value\": 1}]}]}", ETK_EFORMAT,

@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <jansson.h>
+#include <float.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -217,7 +218,13 @@ static int get_float(imp *im, json_t *v, const char *path, float *out)
     static const char what[] =
         "a number or one of \"NaN\", \"Infinity\", \"-Infinity\", \"NaN:0x<8 hex digits of a float NaN>\"";
     if (json_is_number(v)) {
-        *out = (float)json_number_value(v);
+        /* a finite number past the float range would become Infinity: an error, never a silent
+         * change of value (infinity is written "Infinity") */
+        double d = json_number_value(v);
+        if (fabs(d) >= (double)FLT_MAX + ldexp(1, 103)) /* rounds past FLT_MAX (half an ulp) */
+            return etk_err(im->err, ETK_EFORMAT, "%s: %s: expected a number that fits a 32-bit float "
+                           "(|x| <= 3.4028235e38; \"Infinity\" for infinity), got %g", im->file, path, d);
+        *out = (float)d;
         return 0;
     }
     if (json_is_string(v)) {
