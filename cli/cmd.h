@@ -18,6 +18,11 @@ int cmd_run(int argc, char **argv);
 int cmd_convert(int argc, char **argv);
 int cmd_calibrate(int argc, char **argv);
 
+/* `etkit argv[1] argv[2...]`: runs the command; returns its exit status (cli/main.c). */
+int cli_dispatch(int argc, char **argv);
+/* "VERSION (compiler, build type, git revision)" of this build (cli/version.c) */
+const char *cli_version(void);
+
 /* "etkit <cmd>: <message>" on stderr; returns 2 (usage error). */
 int cli_usage_error(const char *cmd, const char *fmt, ...)
 #if defined(__GNUC__)

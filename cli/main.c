@@ -108,6 +108,7 @@ bad:
     return -1;
 }
 
+#ifndef ETK_CLI_LIBRARY /* libetkit-cli (cli/call.c) runs cli_dispatch with its own streams */
 /* stdout through a cookie stream over file descriptor 1 that remembers the first write error:
  * stdio discards the reason once a failed buffer is dropped, and the message must say it. */
 static int stdout_errno;
@@ -177,7 +178,9 @@ static int finish_stdout(int rc)
     return rc ? rc : 2;
 }
 
-static int dispatch(int argc, char **argv)
+#endif
+
+int cli_dispatch(int argc, char **argv)
 {
     if (argc < 2) {
         usage(stderr);
@@ -188,7 +191,7 @@ static int dispatch(int argc, char **argv)
         return 0;
     }
     if (!strcmp(argv[1], "--version")) {
-        printf("etkit %s\n", ETK_VERSION);
+        printf("etkit %s\n", cli_version());
         return 0;
     }
     for (size_t i = 0; i < N_COMMANDS; i++)
@@ -199,8 +202,10 @@ static int dispatch(int argc, char **argv)
     return 2;
 }
 
+#ifndef ETK_CLI_LIBRARY
 int main(int argc, char **argv)
 {
     watch_stdout();
-    return finish_stdout(dispatch(argc, argv));
+    return finish_stdout(cli_dispatch(argc, argv));
 }
+#endif
