@@ -15,7 +15,7 @@ REL_BUILD  ?= build-release
 CLANG_BUILD ?= build-clang
 ETKIT      = $(BUILD)/etkit
 
-.PHONY: all deps build run check test test-asan bench fuzz clean install release-check clang-check
+.PHONY: all deps build man run check test test-asan bench fuzz clean install release-check clang-check
 
 all: build
 
@@ -25,6 +25,10 @@ deps:
 build: deps
 	@cmake -S . -B $(BUILD) -DETK_WERROR=$(WERROR) -DETK_SHARED_DIR=$(abspath $(SHARED)) >/dev/null
 	@cmake --build $(BUILD) -j $(JOBS)
+
+# man pages from the help texts (build/man/etkit*.1; also built by `make build`)
+man: build
+	@cmake --build $(BUILD) --target man
 
 run: build
 	@bash scripts/run-main.sh $(ETKIT) $(SHARED)

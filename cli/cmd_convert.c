@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "etkit/progress.h"
 #include "cmd.h"
 #include "etkit/convert.h"
 
@@ -39,7 +40,7 @@ static void help(FILE *f)
             "  --ranks N        convert ranks 0..N-1; --host/--device contain %%d for the rank\n"
             "  -o, --output P   output prefix                                      (required)\n"
             "  --json           print the summary as JSON\n"
-            "  -q, --quiet      no warnings on stderr\n"
+            "  -q, --quiet      no warnings and no progress line on stderr\n"
             "  -h, --help       this help\n"
             "\n"
             "example:\n"
@@ -250,6 +251,8 @@ int cmd_convert(int argc, char **argv)
         }
     }
     bool warned_world = false;
+    etk_progress prog;
+    etk_progress_begin(&prog, stderr, quiet || count == 1, "ranks converted", count);
     for (uint64_t r = first; r < first + count; r++) {
         char hp[4096], dp[4096];
         if ((host && expand(host, (long long)r, hp, sizeof hp)) ||
@@ -260,6 +263,7 @@ int cmd_convert(int argc, char **argv)
         etk_convert_stats st;
         etk_error err = {0};
         if (etk_convert_pytorch_write(&o, prefix, &st, &err)) {
+            etk_progress_end(&prog);
             remove_written(prefix, first, r); /* no partial workload */
             return cli_fail(cmd, &err);
         }
@@ -268,6 +272,8 @@ int cmd_convert(int argc, char **argv)
         char out[4200];
         snprintf(out, sizeof out, "%s.%lld.et", prefix, (long long)st.rank);
         print_stats(&st, (long long)st.rank, out, json, r == first, r + 1 == first + count);
+        etk_progress_update(&prog, r - first + 1);
     }
+    etk_progress_end(&prog);
     return 0;
 }

@@ -12,6 +12,7 @@
 
 #include "cmd.h"
 #include "etkit/json.h"
+#include "etkit/progress.h"
 #include "plan_warn.h"
 #include "etkit/gen.h"
 
@@ -29,6 +30,7 @@ static void help(void)
            "  -o, --out PREFIX     write <PREFIX>.<rank>.et and <PREFIX>.json\n"
            "  --summary            print FLOPs, collective bytes and memory per rank; write nothing\n"
            "  --json               with --summary: one JSON document instead of text\n"
+           "  -q, --quiet          no progress line (drawn on a terminal for long writes)\n"
            "  -h, --help           this text\n\n"
            "examples:\n"
            "  etkit gen --model llama2-7b --dp 2 --tp 2 --pp 2 --micro-batch 2 --global-batch 32 -o out/llama7b\n"
@@ -286,7 +288,7 @@ int cmd_gen(int argc, char **argv)
                                      "recompute", "precision", "grad-precision", "dp-bucket-mb", "rank-order", "gpu",
                                      "mode", "prompt-len", "decode-steps", "batch", "micro-batches", "kv-precision"};
     enum { NG = sizeof gen_opts / sizeof gen_opts[0] };
-    struct option opts[NG + 5];
+    struct option opts[NG + 6];
     for (int i = 0; i < NG; i++) {
         bool tv = false;
         etk_gen_is_option(gen_opts[i], &tv);
@@ -296,16 +298,17 @@ int cmd_gen(int argc, char **argv)
     opts[NG + 1] = (struct option){"summary", no_argument, 0, O_SUMMARY};
     opts[NG + 2] = (struct option){"json", no_argument, 0, O_JSON};
     opts[NG + 3] = (struct option){"help", no_argument, 0, 'h'};
-    opts[NG + 4] = (struct option){0, 0, 0, 0};
+    opts[NG + 4] = (struct option){"quiet", no_argument, 0, 'q'};
+    opts[NG + 5] = (struct option){0, 0, 0, 0};
     etk_gen_config cfg;
     etk_gen_config_init(&cfg);
     etk_error err = {0};
     const char *out = NULL;
-    bool summary = false, json = false;
+    bool summary = false, json = false, quiet = false;
     int c;
     optind = 1;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, ":o:h", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":o:hq", opts, NULL)) != -1) {
         if (c >= O_GEN && c < O_GEN + NG) {
             if (etk_gen_set(&cfg, gen_opts[c - O_GEN], optarg, &err))
                 return cli_usage_error("gen", "%s", err.msg);
@@ -315,6 +318,8 @@ int cmd_gen(int argc, char **argv)
             summary = true;
         } else if (c == O_JSON) {
             json = true;
+        } else if (c == 'q') {
+            quiet = true;
         } else if (c == 'h') {
             help();
             return 0;
@@ -359,7 +364,12 @@ int cmd_gen(int argc, char **argv)
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     uint64_t bytes = 0;
-    if (etk_file_mkdirs(out, &err) || etk_gen_write_stats(&cfg, out, &bytes, &err)) /* -o out/x: out/ made */
+    etk_progress prog;
+    etk_progress_begin(&prog, stderr, quiet, "rank files", cfg.n_ranks);
+    cfg.progress = &prog;
+    int rc = etk_file_mkdirs(out, &err) || etk_gen_write_stats(&cfg, out, &bytes, &err); /* -o out/x: out/ made */
+    etk_progress_end(&prog);
+    if (rc)
         return cli_fail("gen", &err);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     double sec = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;

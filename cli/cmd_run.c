@@ -15,6 +15,7 @@
 #include "etkit/gen.h"
 #include "plan_warn.h"
 #include "etkit/run.h"
+#include "etkit/progress.h"
 #include "sim_cli.h"
 
 /* the default job, in three parts applied independently: the model unless --model or
@@ -319,7 +320,13 @@ int cmd_run(int argc, char **argv)
     if (etk_run_workload(&cfg, &cl, &c.o, &wl, &err) != 0)
         return cli_fail(cmd, &err);
     etk_sim *s = NULL;
-    if (etk_run_simulate(&cfg, wl, &cl, &c.o, &s, &err) != 0) {
+    etk_progress prog;
+    etk_progress_begin(&prog, stderr, c.o.quiet, "simulated nodes", 0);
+    c.o.progress = &prog;
+    rc = etk_run_simulate(&cfg, wl, &cl, &c.o, &s, &err);
+    etk_progress_end(&prog);
+    c.o.progress = NULL;
+    if (rc != 0) {
         rc = sim_cli_fail(cmd, &err);
         etk_workload_free(wl);
         return rc;

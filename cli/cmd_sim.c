@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cmd.h"
+#include "etkit/progress.h"
 #include "sim_cli.h"
 
 static void help(void)
@@ -96,7 +97,13 @@ int cmd_sim(int argc, char **argv)
         return rc;
     }
     etk_sim *s = NULL;
-    if (etk_sim_workload(wl, &cl, &c.o, &s, &err) != 0) {
+    etk_progress prog;
+    etk_progress_begin(&prog, stderr, c.o.quiet, "simulated nodes", 0);
+    c.o.progress = &prog;
+    rc = etk_sim_workload(wl, &cl, &c.o, &s, &err);
+    etk_progress_end(&prog);
+    c.o.progress = NULL;
+    if (rc != 0) {
         rc = sim_cli_fail(cmd, &err);
         etk_workload_free(wl);
         return rc;

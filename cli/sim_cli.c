@@ -6,9 +6,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "cmd.h"
 #include "etkit/run.h"
+#include "report_html.h"
 #include "sim_cli.h"
 
 const struct option sim_cli_longopts[] = {
@@ -33,6 +35,7 @@ const struct option sim_cli_longopts[] = {
     {"json", no_argument, 0, SO_JSON},
     {"csv", no_argument, 0, SO_CSV},
     {"timeline", required_argument, 0, SO_TIMELINE},
+    {"html", required_argument, 0, SO_HTML},
     {"tokens", required_argument, 0, SO_TOKENS},
     {"model-flops", required_argument, 0, SO_MFLOPS},
     {"quiet", no_argument, 0, SO_QUIET},
@@ -95,7 +98,8 @@ const char sim_cli_help[] =
     "  --json | --csv           machine-readable report instead of text\n"
     "  -o, --output FILE        write the report to FILE (atomically) instead of stdout\n"
     "  --timeline FILE.json     Chrome trace / Perfetto timeline (ui.perfetto.dev)\n"
-    "  --quiet                  no warnings\n"
+    "  --html FILE.html         the HTML report too (etkit report; docs/report.md)\n"
+    "  --quiet                  no warnings and no progress line (drawn on a terminal)\n"
     "  -h, --help               this text\n";
 
 static int u32opt(const char *cmd, const char *name, const char *arg, uint32_t *out, uint32_t lo,
@@ -228,6 +232,10 @@ int sim_cli_option(const char *cmd, sim_cli *c, int opt, const char *arg)
         return 0;
     case SO_TIMELINE:
         c->timeline = arg;
+        c->o.timeline = true;
+        return 0;
+    case SO_HTML: /* the page's Gantt chart and memory over time come from the timeline */
+        c->html = arg;
         c->o.timeline = true;
         return 0;
     case SO_TOKENS:
@@ -388,6 +396,55 @@ int sim_cli_fail(const char *cmd, const etk_error *err)
     return strncmp(err->msg, "deadlock", 8) == 0 ? 1 : 2;
 }
 
+/* --html: the page from the JSON report and the timeline (--timeline's file, else a temporary
+ * one), as `etkit report` makes it */
+static int html_report(const char *cmd, const sim_cli *c, etk_sim *s, const etk_sim_result *r)
+{
+    etk_error err = {0};
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&buf, &len);
+    if (!m || etk_sim_print_json(r, m) != 0 || fclose(m) != 0) {
+        free(buf);
+        fprintf(stderr, "etkit %s: error: %s: out of memory for the report\n", cmd, c->html);
+        return 2;
+    }
+    json_error_t je;
+    json_t *run = json_loadb(buf, len, 0, &je), *tl = NULL;
+    free(buf);
+    if (!run) {
+        fprintf(stderr, "etkit %s: error: %s: the JSON report does not parse: %s\n", cmd, c->html, je.text);
+        return 2;
+    }
+    const char *dir = getenv("TMPDIR");
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s/etkit-timeline-XXXXXX", dir && *dir ? dir : "/tmp");
+    if (c->timeline)
+        tl = json_load_file(c->timeline, 0, &je);
+    else {
+        int fd = mkstemp(tmp);
+        if (fd < 0) {
+            fprintf(stderr, "etkit %s: error: %s: cannot create a temporary file for the timeline\n", cmd, tmp);
+            json_decref(run);
+            return 2;
+        }
+        close(fd);
+        if (etk_sim_write_timeline(s, tmp, &err) == 0)
+            tl = json_load_file(tmp, 0, &je);
+        unlink(tmp);
+    }
+    if (!tl) {
+        fprintf(stderr, "etkit %s: error: %s: the timeline could not be %s (%s)\n", cmd, c->html,
+                err.msg[0] ? "written" : "read", err.msg[0] ? err.msg : je.text);
+        json_decref(run);
+        return 2;
+    }
+    int rc = report_html_file(cmd, c->html, run, tl, c->html);
+    json_decref(run);
+    json_decref(tl);
+    return rc;
+}
+
 int sim_cli_report(const char *cmd, const sim_cli *c, etk_sim *s)
 {
     etk_error err = {0};
@@ -439,7 +496,7 @@ int sim_cli_report(const char *cmd, const sim_cli *c, etk_sim *s)
         fclose(f);
     else if (c->output && etk_file_commit(f, tmp, c->output, &err) != 0)
         return cli_fail(cmd, &err);
-    return 0;
+    return c->html ? html_report(cmd, c, s, r) : 0;
 }
 
 void sim_cli_stage_detect(const char *cmd, sim_cli *c, const etk_workload *wl)

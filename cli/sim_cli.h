@@ -11,11 +11,12 @@ enum {
     SO_CLUSTER = 'c', SO_NODES = 'n', SO_OUTPUT = 'o', SO_HELP = 'h',
     SO_ASTRA_NET = 1000, SO_ASTRA_SYS, SO_ASTRA_COMPAT, SO_EFF, SO_PREC, SO_CPU, SO_COMP, SO_COMM,
     SO_MISSING, SO_STAGE, SO_NOSTAGE, SO_NOFOLD, SO_JSON, SO_CSV, SO_TIMELINE, SO_TOKENS, SO_MFLOPS, SO_GROUPS,
-    SO_QUIET, SO_NETMODEL, SO_LINKF, SO_COMPUTE = 1100, SO_CPARAM, SO_SLOW, SO_GPUS, SO_GPU,
+    SO_QUIET, SO_NETMODEL, SO_LINKF, SO_COMPUTE = 1100, SO_CPARAM, SO_SLOW, SO_GPUS, SO_GPU, SO_HTML,
 };
 
 typedef struct sim_cli {
     const char *cluster, *astra_net, *astra_sys, *timeline, *output, *groups, *precision;
+    const char *html;              /* --html FILE: the HTML report (cli/report_html.c) */
     uint64_t nodes;
     uint32_t gpus;                 /* --gpus N: one node of N GPUs of a preset (0: whole nodes) */
     int argc;                      /* the command line, for --json / --csv */

@@ -120,6 +120,7 @@ typedef struct etk_gen_config {
     int rank_order[ETK_GEN_N_AXES]; /* axes fastest first (ETK_GEN_TP, ...) */
     char gpu[32];            /* GPU for the memory verdict (default "h100") */
     bool no_sync;            /* etk_gen_write: skip the final syncfs (scratch output, benchmarks) */
+    struct etk_progress *progress; /* etk_gen_write: rank files written (etkit/progress.h); NULL: none */
     /* inference (--mode inference; docs/gen.md "Inference"): prefill of `batch` prompts of
      * prompt_len tokens, then decode_steps steps of one token per sequence with a KV cache */
     int mode;                /* ETK_GEN_MODE_* */

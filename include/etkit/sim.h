@@ -63,6 +63,8 @@ typedef struct etk_sim_opts {
                                    every GPU node takes 1/0.8 as long); ranks beyond are 1.
                                    etk_sim_workload does not fold when a factor differs from 1 */
     uint32_t n_rank_speed;
+    struct etk_progress *progress; /* nodes executed of the simulated ranks' nodes, updated every
+                                      4096 events (etkit/progress.h); NULL: none */
 } etk_sim_opts;
 
 /* Where one rank's time goes. compute + exposed_comm + cpu + idle = step time (the slowest

@@ -222,3 +222,13 @@ def test_memory_does_not_grow():
         etkit.run(**SMALL)
     grown = rss_kib() - before
     assert grown < 2048, f"RSS grew by {grown} KiB over 1000 calls"
+
+
+def test_report_from_python(tmp_path):
+    r = etkit.run(**SMALL)
+    page = etkit.report(r, tmp_path / "r.html")
+    text = open(page).read()
+    assert text.startswith("<!DOCTYPE html>") and f"{r.step_ns / 1e6:.3f} ms" in text
+    # --html as a keyword: the same page from the run itself (with its timeline: a Gantt chart)
+    r2 = etkit.run(**SMALL, html=tmp_path / "r2.html")
+    assert r2.step_ns == r.step_ns and 'id="gantt"' in (tmp_path / "r2.html").read_text()

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "etkit/gen.h"
+#include "etkit/progress.h"
 #include "gen/fastwrite.h"
 #include "gen/infer.h"
 #include "gen/lower.h"
@@ -69,6 +70,8 @@ static void *write_ranks(void *arg)
         snprintf(path, plen, "%s.%u.et", j->prefix, r);
         j->rc = etk_gen_class_write(&j->cls[co[ETK_GEN_PP]], path, ET_VERSION, (const char(*)[16])pg, peers,
                                     &j->bytes, &j->err);
+        if (j->cfg->progress && !j->rc)
+            etk_progress_add(j->cfg->progress, 1);
     }
     free(path);
     return NULL;

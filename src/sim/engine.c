@@ -21,6 +21,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "etkit/progress.h"
 #include "sim/internal.h"
 
 #define BIG_BYTES ((size_t)2 << 20)
@@ -161,6 +162,25 @@ int sim_flow_pump(etk_sim *s, uint64_t t_end, etk_error *err)
     return 0;
 }
 
+/* o.progress: nodes done of the simulated ranks' nodes */
+static void progress(etk_sim *s)
+{
+    uint64_t done = 0, total = 0;
+    for (uint32_t r = 0; r < s->n_ranks; r++)
+        if (s->r[r].simulated) {
+            done += s->r[r].n_done;
+            total += s->r[r].n;
+        }
+    s->o.progress->total = total;
+    etk_progress_update(s->o.progress, done);
+}
+
+#define PROGRESS(s)                                                                                \
+    do {                                                                                           \
+        if ((s)->o.progress && (++(s)->progress_tick & 0xfff) == 0)                                \
+            progress(s);                                                                           \
+    } while (0)
+
 int etk_sim_run_until(etk_sim *s, uint64_t t_end, etk_error *err)
 {
     if (s->broken)
@@ -172,6 +192,7 @@ int etk_sim_run_until(etk_sim *s, uint64_t t_end, etk_error *err)
         while (!rc && s->n_ev && s->ev[0].t == t) {
             sevent e = sim_ev_pop(s);
             rc = handle(s, &e, err);
+            PROGRESS(s);
         }
         if (!rc)
             rc = flush_dirty(s, t, err);
@@ -182,6 +203,7 @@ int etk_sim_run_until(etk_sim *s, uint64_t t_end, etk_error *err)
         while (!rc && s->n_ev && s->ev[0].t == t) {
             sevent e = sim_ev_pop(s);
             rc = handle(s, &e, err);
+            PROGRESS(s);
         }
         if (!rc)
             rc = flush_dirty(s, t, err);

@@ -144,6 +144,7 @@ struct etk_sim {
     bool any_fp8;              /* a node ran at the FP8 peak ("precision": "fp8"): MFU against it */
     etk_sim_opts o;
     etk_sim_costs costs;
+    uint64_t progress_tick;    /* events handled, for o.progress */
     uint32_t n_ranks;
     uint32_t nstreams[3];
     srank *r;
