@@ -148,7 +148,7 @@ static void rank_bars(FILE *f, const json_t *r)
 }
 
 /* --- the timeline (Chrome trace: ts and dur in microseconds) --- */
-typedef struct ev { double t0, t1; int cls, mb; } ev;
+typedef struct ev { double t0, t1; int cls, mb, row; } ev; /* row: simulated rank x 3 + lane */
 enum { C_FWD, C_BWD, C_OPT, C_COMM, C_P2P, C_CPU, N_CLS };
 static const char *const ev_cls[N_CLS] = {"fwd", "bwd", "opt", "comm", "p2p", "cpuop"};
 static const char *const ev_names[N_CLS] = {"forward", "backward", "optimizer", "collective", "send / recv", "CPU"};
@@ -156,6 +156,8 @@ static const char *const ev_names[N_CLS] = {"forward", "backward", "optimizer", 
 static int cmp_ev(const void *a, const void *b)
 {
     const ev *x = a, *y = b;
+    if (x->row != y->row)
+        return x->row < y->row ? -1 : 1;
     return x->t0 < y->t0 ? -1 : x->t0 > y->t0;
 }
 
@@ -177,6 +179,14 @@ static int classify(const char *name, const char *thread)
 /* the timeline's threads (pid = rank, tid = stream) and their names, from the "M" events */
 typedef struct thr { double pid, tid; const char *name; } thr;
 
+static int cmp_thr(const void *a, const void *b)
+{
+    const thr *x = a, *y = b;
+    if (x->pid != y->pid)
+        return x->pid < y->pid ? -1 : 1;
+    return x->tid < y->tid ? -1 : x->tid > y->tid;
+}
+
 static size_t threads_of(const json_t *evs, thr **out)
 {
     size_t n = 0, i;
@@ -192,16 +202,16 @@ static size_t threads_of(const json_t *evs, thr **out)
         if (!strcmp(str(e, "ph"), "M") && !strcmp(str(e, "name"), "thread_name"))
             t[n++] = (thr){num(e, "pid"), num(e, "tid"), str(json_object_get(e, "args"), "name")};
     }
+    qsort(t, n, sizeof *t, cmp_thr);
     *out = t;
     return n;
 }
 
 static const char *thread_name(const thr *t, size_t n, double pid, double tid)
 {
-    for (size_t i = 0; i < n; i++)
-        if (t[i].pid == pid && t[i].tid == tid)
-            return t[i].name;
-    return "";
+    thr key = {pid, tid, NULL};
+    const thr *x = bsearch(&key, t, n, sizeof *t, cmp_thr);
+    return x ? x->name : "";
 }
 
 /* distinct pids of the X events, ascending, at most cap */
@@ -228,10 +238,10 @@ static size_t pids_of(const json_t *evs, double *pids, size_t cap)
     return n;
 }
 
-/* one lane: the events merged into blocks of one class and micro-batch (gaps under eps closed) */
-static void lane(FILE *f, ev *v, size_t n, double y, double h, double scale, double eps, double pid)
+/* one lane: its events (in time order) merged into blocks of one class and micro-batch (gaps
+ * under eps closed) */
+static void lane(FILE *f, const ev *v, size_t n, double y, double h, double scale, double eps, double pid)
 {
-    qsort(v, n, sizeof *v, cmp_ev);
     for (size_t i = 0; i < n;) {
         ev b = v[i++];
         while (i < n && v[i].cls == b.cls && v[i].mb == b.mb && v[i].t0 <= b.t1 + eps) {
@@ -280,23 +290,33 @@ static void gantt(FILE *f, const json_t *r, const json_t *evs)
         fputs("</svg>\n", f);
         return;
     }
+    /* one pass: each event to its row (simulated rank x lane: compute, communication, CPU) */
+    size_t n = 0;
+    json_array_foreach(evs, i, e) {
+        if (strcmp(str(e, "ph"), "X"))
+            continue;
+        double pid = num(e, "pid");
+        size_t p = 0;
+        while (p < np && pids[p] != pid)
+            p++;
+        if (p == np)
+            continue;
+        const char *nm = str(e, "name");
+        int c = classify(nm, thread_name(th, nth, pid, num(e, "tid")));
+        int ln = c == C_CPU ? 2 : (c == C_COMM || c == C_P2P) ? 1 : 0;
+        v[n++] = (ev){num(e, "ts") * 1e3, (num(e, "ts") + num(e, "dur")) * 1e3, c,
+                      !strncmp(nm, "mb", 2) ? atoi(nm + 2) : -1, (int)p * 3 + ln};
+    }
+    qsort(v, n, sizeof *v, cmp_ev);
+    size_t at = 0;
     for (size_t p = 0; p < np; p++) {
         double y0 = p * (3 * lh + gap);
         fprintf(f, "<text x=\"%.0f\" y=\"%.1f\" class=\"lbl\">rank %.0f</text>\n", LEFT - 6, y0 + lh - 3, pids[p]);
         for (int l = 0; l < 3; l++) {
-            size_t n = 0;
-            json_array_foreach(evs, i, e) {
-                if (strcmp(str(e, "ph"), "X") || num(e, "pid") != pids[p])
-                    continue;
-                int c = classify(str(e, "name"), thread_name(th, nth, pids[p], num(e, "tid")));
-                int ln = c == C_CPU ? 2 : (c == C_COMM || c == C_P2P) ? 1 : 0;
-                if (ln != l)
-                    continue;
-                const char *nm = str(e, "name");
-                v[n++] = (ev){num(e, "ts") * 1e3, (num(e, "ts") + num(e, "dur")) * 1e3, c,
-                              !strncmp(nm, "mb", 2) ? atoi(nm + 2) : -1};
-            }
-            lane(f, v, n, y0 + l * lh, lh - 2, scale, end / 2000, pids[p]);
+            size_t from = at;
+            while (at < n && v[at].row == (int)p * 3 + l)
+                at++;
+            lane(f, v + from, at - from, y0 + l * lh, lh - 2, scale, end / 2000, pids[p]);
         }
     }
     free(v);
