@@ -233,3 +233,27 @@ def test_report_from_python(tmp_path):
     # --html as a keyword: the same page from the run itself (with its timeline: a Gantt chart)
     r2 = etkit.run(**SMALL, html=tmp_path / "r2.html")
     assert r2.step_ns == r.step_ns and 'id="gantt"' in (tmp_path / "r2.html").read_text()
+
+
+def test_pip_install(tmp_path):
+    """pip install --no-build-isolation of the staged package (a copy, so that pip's build files
+    stay out of the tree) into a --target folder: it imports and runs from there."""
+    import shutil
+    import subprocess
+    import sys
+    if subprocess.run([sys.executable, "-m", "pip", "--version"], capture_output=True).returncode:
+        pytest.skip("pip is not installed for " + sys.executable)
+    staged = os.path.dirname(os.path.dirname(os.path.abspath(etkit.__file__)))
+    src = tmp_path / "src"
+    shutil.copytree(staged, src, ignore=shutil.ignore_patterns("__pycache__", "build", "*.egg-info"))
+    p = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-build-isolation", "--no-deps",
+                        "--no-index", "--target", str(tmp_path / "t"), str(src)], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert (tmp_path / "t" / "etkit" / "libetkit-cli.so").exists()
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "ETKIT_LIBRARY")}
+    env["PYTHONPATH"] = str(tmp_path / "t")
+    code = "import etkit; print(etkit.__file__); print([m['name'] for m in etkit.models()][:1])"
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.splitlines()[0].startswith(str(tmp_path / "t"))
+    assert p.stdout.splitlines()[1] == str([etkit.models()[0]["name"]])
