@@ -1,0 +1,755 @@
+/* coord.c — the live-mode coordinator: launches the ranks, takes their nodes over a Unix socket
+ * (proto.h), feeds etkit's engine incrementally and answers blocking calls in virtual time.
+ *
+ * Scheduling rule (what makes a run deterministic): the engine advances only while every rank
+ * that has not exited is blocked (in a WAIT or a communicator join). Then all nodes received so
+ * far are added, and the engine runs event time by event time until some WAIT node completes;
+ * every rank whose WAIT node is done at that time is answered with that time, and the engine
+ * stops until all ranks are blocked again. A rank's virtual host time is the end of its chain of
+ * CPU nodes, so what it submits later starts no earlier than the engine's current time: the
+ * result depends only on what each rank submits, not on the order ranks reach the socket. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "etkit/live.h"
+#include "live/proto.h"
+
+enum { R_START = 0, R_RUN, R_WAIT, R_INIT, R_DONE };
+
+typedef struct lrank {
+    int fd;
+    pid_t pid;
+    int state;
+    bool eof, reaped, said_exit;
+    int status;          /* wait status */
+    uint64_t wait_id, wait_dep[2];
+    char call[128];
+    etk_trace *batch;    /* nodes received, not yet given to the engine */
+    etk_trace **tr;      /* batches given to the engine (kept: it points into them) */
+    uint32_t n_tr, cap_tr;
+    uint64_t exit_ns;
+} lrank;
+
+typedef struct lcomm {
+    char key[64];
+    uint32_t n, arrived;
+    uint32_t *ranks;     /* global rank of each member */
+    uint32_t *waiting;   /* rank fds to answer */
+    char name[96];
+    bool done;
+} lcomm;
+
+typedef struct kstat {
+    char *name;
+    uint64_t ns, count;
+    bool guessed;
+} kstat;
+
+struct etk_live {
+    const etk_cluster *cl;
+    const etk_live_opts *o;
+    etk_sim *s;
+    etk_groups *groups;
+    lrank *r;
+    uint32_t n;
+    int lfd;
+    char dir[64], path[100];
+    lcomm *comms;
+    uint32_t n_comms;
+    kstat *ks;
+    uint32_t n_ks;
+    etk_live_reply cfg;
+    char fail[900];
+};
+typedef struct etk_live coord;
+
+static int add_attr(etk_attr *a, int *na, etk_attr v)
+{
+    a[(*na)++] = v;
+    return 0;
+}
+
+static etk_trace *new_batch(void)
+{
+    etk_trace *t = etk_trace_new(NULL);
+    if (!t)
+        return NULL;
+    etk_arena *a = etk_arena_new(16 << 10); /* many small batches: small blocks */
+    if (a) {
+        etk_arena_free(t->arena);
+        t->arena = a;
+    }
+    return t;
+}
+
+static kstat *kernel_stat(coord *c, const char *name)
+{
+    for (uint32_t i = 0; i < c->n_ks; i++)
+        if (!strcmp(c->ks[i].name, name))
+            return &c->ks[i];
+    kstat *k = realloc(c->ks, (c->n_ks + 1) * sizeof *k);
+    if (!k)
+        return NULL;
+    c->ks = k;
+    k = &c->ks[c->n_ks];
+    memset(k, 0, sizeof *k);
+    k->name = strdup(name);
+    if (!k->name)
+        return NULL;
+    if (!etk_live_kernel_ns(c->o->kernels, c->cl, name, &k->ns)) {
+        k->ns = c->o->kernel_default_ns;
+        k->guessed = true;
+    }
+    c->n_ks++;
+    return k;
+}
+
+static const lcomm *find_comm(const coord *c, const char *group)
+{
+    for (uint32_t i = 0; i < c->n_comms; i++)
+        if (c->comms[i].done && !strncmp(c->comms[i].name, group, 64))
+            return &c->comms[i];
+    return NULL;
+}
+
+/* One message's node into the rank's pending batch. */
+static int take_node(coord *c, uint32_t rank, const etk_live_msg *m, etk_error *err)
+{
+    lrank *R = &c->r[rank];
+    if (!R->batch && !(R->batch = new_batch()))
+        return etk_err(err, ETK_ENOMEM, "out of memory");
+    etk_attr a[16];
+    int na = 0;
+    uint64_t dur = m->dur_ns;
+    if (m->flags & ETK_LF_CPU)
+        add_attr(a, &na, etk_attr_bool("is_cpu_op", true));
+    if (m->flags & ETK_LF_KERNEL) {
+        kstat *k = kernel_stat(c, m->name);
+        if (!k)
+            return etk_err(err, ETK_ENOMEM, "out of memory");
+        k->count++;
+        dur = k->ns;
+    }
+    if (dur)
+        add_attr(a, &na, etk_attr_u64("duration_ns", dur));
+    if (m->flags & ETK_LF_GEMM) {
+        add_attr(a, &na, etk_attr_str("op_kind", "gemm"));
+        add_attr(a, &na, etk_attr_i64("gemm_m", m->m));
+        add_attr(a, &na, etk_attr_i64("gemm_n", m->n));
+        add_attr(a, &na, etk_attr_i64("gemm_k", m->k));
+        add_attr(a, &na, etk_attr_i64("num_ops", (int64_t)m->flops));
+    }
+    if (m->type == ETK_NODE_COLL) {
+        add_attr(a, &na, etk_attr_i64("comm_type", m->coll));
+        add_attr(a, &na, etk_attr_i64("comm_size", (int64_t)m->bytes));
+        add_attr(a, &na, etk_attr_str("pg_name", m->group));
+    } else if (m->type == ETK_NODE_SEND || m->type == ETK_NODE_RECV) {
+        /* peer: a rank of the communicator; tag: the communicator's (one channel per pair and
+         * communicator, matched in order) */
+        const lcomm *cm = find_comm(c, m->group);
+        if (!cm || m->peer < 0 || (uint32_t)m->peer >= cm->n)
+            return etk_err(err, ETK_EINVAL, "rank %u: %.64s to peer %d of communicator %.64s: no such member", rank,
+                           m->name, m->peer, m->group);
+        add_attr(a, &na, etk_attr_i64("comm_size", (int64_t)m->bytes));
+        add_attr(a, &na, etk_attr_i32(m->type == ETK_NODE_SEND ? "comm_dst" : "comm_src",
+                                      (int32_t)cm->ranks[m->peer]));
+        add_attr(a, &na, etk_attr_i32("comm_tag", (int32_t)(cm - c->comms)));
+    } else if (m->bytes) {
+        add_attr(a, &na, etk_attr_u64("tensor_size", m->bytes));
+    }
+    if (m->mem_alloc > 0)
+        add_attr(a, &na, etk_attr_u64("mem_alloc_bytes", (uint64_t)m->mem_alloc));
+    if (m->mem_free > 0)
+        add_attr(a, &na, etk_attr_u64("mem_free_bytes", (uint64_t)m->mem_free));
+    char name[sizeof m->name + 1];
+    memcpy(name, m->name, sizeof m->name);
+    name[sizeof m->name] = 0;
+    etk_node n = {
+        .id = m->id,
+        .name = name,
+        .type = m->type,
+        .n_data_deps = m->n_deps <= ETK_LIVE_MAX_DEPS ? m->n_deps : ETK_LIVE_MAX_DEPS,
+        .data_deps = m->deps,
+        .n_attr = (uint32_t)na,
+        .attr = a,
+    };
+    if (!etk_trace_add(R->batch, &n))
+        return etk_err(err, ETK_ENOMEM, "out of memory");
+    return 0;
+}
+
+static void reply(coord *c, uint32_t rank, etk_live_reply *rp)
+{
+    if (c->r[rank].fd >= 0)
+        (void)!send(c->r[rank].fd, rp, sizeof *rp, MSG_NOSIGNAL);
+}
+
+static void reply_error_all(coord *c, const char *msg)
+{
+    etk_live_reply rp;
+    memset(&rp, 0, sizeof rp);
+    rp.op = ETK_LR_ERROR;
+    snprintf(rp.msg, sizeof rp.msg, "%.380s", msg);
+    for (uint32_t i = 0; i < c->n; i++)
+        if (c->r[i].state != R_DONE)
+            reply(c, i, &rp);
+}
+
+static int comm_join(coord *c, uint32_t rank, const etk_live_msg *m, etk_error *err)
+{
+    char key[sizeof m->group + 1];
+    memcpy(key, m->group, sizeof m->group);
+    key[sizeof m->group] = 0;
+    if (m->tag < 1 || (uint32_t)m->tag > c->n || m->peer < 0 || m->peer >= m->tag)
+        return etk_err(err, ETK_EINVAL, "rank %u: communicator of %d ranks with member %d: wanted 1..%u ranks "
+                       "and a member below that", rank, m->tag, m->peer, c->n);
+    lcomm *cm = NULL;
+    for (uint32_t i = 0; i < c->n_comms; i++)
+        if (!c->comms[i].done && !strcmp(c->comms[i].key, key))
+            cm = &c->comms[i];
+    if (!cm) {
+        lcomm *nc = realloc(c->comms, (c->n_comms + 1) * sizeof *nc);
+        if (!nc)
+            return etk_err(err, ETK_ENOMEM, "out of memory");
+        c->comms = nc;
+        cm = &c->comms[c->n_comms];
+        memset(cm, 0, sizeof *cm);
+        snprintf(cm->key, sizeof cm->key, "%s", key);
+        uint32_t same = 0;
+        for (uint32_t i = 0; i < c->n_comms; i++)
+            same += !strcmp(c->comms[i].key, key);
+        if (same)
+            snprintf(cm->name, sizeof cm->name, "nccl:%s#%u", key, same + 1);
+        else
+            snprintf(cm->name, sizeof cm->name, "nccl:%s", key);
+        cm->n = (uint32_t)m->tag;
+        cm->ranks = malloc(cm->n * sizeof *cm->ranks);
+        cm->waiting = malloc(cm->n * sizeof *cm->waiting);
+        if (!cm->ranks || !cm->waiting)
+            return etk_err(err, ETK_ENOMEM, "out of memory");
+        for (uint32_t i = 0; i < cm->n; i++)
+            cm->ranks[i] = UINT32_MAX;
+        c->n_comms++;
+    }
+    if (cm->n != (uint32_t)m->tag)
+        return etk_err(err, ETK_EINVAL, "rank %u joins communicator %s as one of %d ranks; rank %u said %u",
+                       rank, key, m->tag, cm->ranks[0] != UINT32_MAX ? cm->ranks[0] : rank, cm->n);
+    if (cm->ranks[m->peer] != UINT32_MAX)
+        return etk_err(err, ETK_EINVAL, "communicator %s: member %d joined twice (ranks %u and %u)", key, m->peer,
+                       cm->ranks[m->peer], rank);
+    cm->ranks[m->peer] = rank;
+    cm->waiting[cm->arrived++] = rank;
+    c->r[rank].state = R_INIT;
+    snprintf(c->r[rank].call, sizeof c->r[rank].call, "ncclCommInitRank (communicator %s, %u of %u joined)", key,
+             cm->arrived, cm->n);
+    if (cm->arrived < cm->n)
+        return 0;
+    cm->done = true;
+    if (etk_groups_add(c->groups, cm->name, cm->ranks, cm->n) != 0)
+        return etk_err(err, ETK_ENOMEM, "out of memory");
+    if (etk_sim_add_group(c->s, &c->groups->groups[c->groups->n_groups - 1], err) != 0)
+        return err->code;
+    etk_live_reply rp;
+    memset(&rp, 0, sizeof rp);
+    rp.op = ETK_LR_COMM;
+    snprintf(rp.msg, sizeof rp.msg, "%s", cm->name);
+    for (uint32_t i = 0; i < cm->n; i++) {
+        c->r[cm->waiting[i]].state = R_RUN;
+        reply(c, cm->waiting[i], &rp);
+    }
+    return 0;
+}
+
+static int handle_msg(coord *c, uint32_t rank, const etk_live_msg *m, etk_error *err)
+{
+    lrank *R = &c->r[rank];
+    switch (m->op) {
+    case ETK_LM_NODE:
+        return take_node(c, rank, m, err);
+    case ETK_LM_WAIT: {
+        int rc = take_node(c, rank, m, err);
+        if (rc)
+            return rc;
+        R->state = R_WAIT;
+        R->wait_id = m->id;
+        R->wait_dep[0] = m->n_deps > 1 ? m->deps[1] : 0;
+        R->wait_dep[1] = m->n_deps > 2 ? m->deps[2] : 0;
+        snprintf(R->call, sizeof R->call, "%.120s", m->name);
+        return 0;
+    }
+    case ETK_LM_COMM_INIT:
+        return comm_join(c, rank, m, err);
+    case ETK_LM_EXIT:
+        R->said_exit = true;
+        return 0;
+    default:
+        return etk_err(err, ETK_EINVAL, "rank %u: unknown message %u", rank, m->op);
+    }
+}
+
+static int flush(coord *c, etk_error *err)
+{
+    for (uint32_t i = 0; i < c->n; i++) {
+        lrank *R = &c->r[i];
+        if (!R->batch || !R->batch->n_nodes)
+            continue;
+        if (R->n_tr == R->cap_tr) {
+            uint32_t cap = R->cap_tr ? 2 * R->cap_tr : 16;
+            etk_trace **t = realloc(R->tr, cap * sizeof *t);
+            if (!t)
+                return etk_err(err, ETK_ENOMEM, "out of memory");
+            R->tr = t;
+            R->cap_tr = cap;
+        }
+        R->tr[R->n_tr++] = R->batch;
+        etk_trace *b = R->batch;
+        R->batch = NULL;
+        if (etk_sim_add_rank_trace(c->s, i, b, err) != 0)
+            return etk_err_prefix(err, "rank %u", i);
+    }
+    return 0;
+}
+
+static const char *state_call(const lrank *R)
+{
+    return R->state == R_WAIT || R->state == R_INIT ? R->call : R->state == R_DONE ? "(exited)" : "(running)";
+}
+
+/* Every rank is blocked: advance the engine until some WAIT completes. Returns 1 when ranks were
+ * released, 0 on deadlock (c->fail set), <0 on error. */
+static int advance(coord *c, etk_error *err)
+{
+    int rc = flush(c, err);
+    if (rc)
+        return rc;
+    for (;;) {
+        if ((rc = etk_sim_run_until(c->s, etk_sim_now(c->s), err)) != 0)
+            return rc;
+        int released = 0;
+        for (uint32_t i = 0; i < c->n; i++) {
+            lrank *R = &c->r[i];
+            uint64_t end;
+            if (R->state != R_WAIT || etk_sim_node_end(c->s, i, R->wait_id, &end) != 1)
+                continue;
+            etk_live_reply rp;
+            memset(&rp, 0, sizeof rp);
+            rp.op = ETK_LR_TIME;
+            rp.t_ns = end;
+            for (int d = 0; d < 2; d++)
+                if (R->wait_dep[d])
+                    etk_sim_node_end(c->s, i, R->wait_dep[d], &rp.dep_end[d]);
+            R->state = R_RUN;
+            reply(c, i, &rp);
+            released++;
+        }
+        if (released)
+            return 1;
+        uint64_t t = etk_sim_next_event_ns(c->s);
+        if (t == UINT64_MAX)
+            break;
+        if ((rc = etk_sim_run_until(c->s, t, err)) != 0)
+            return rc;
+    }
+    /* deadlock: every rank blocked and nothing left to simulate */
+    size_t off = (size_t)snprintf(c->fail, sizeof c->fail, "deadlock at t = %" PRIu64 " ns: every rank is blocked.",
+                                  etk_sim_now(c->s));
+    for (uint32_t i = 0; i < c->n && off < sizeof c->fail; i++) {
+        const lrank *R = &c->r[i];
+        if (R->state == R_DONE)
+            off += (size_t)snprintf(c->fail + off, sizeof c->fail - off, " Rank %u exited at t = %" PRIu64 " ns.",
+                                    i, R->exit_ns);
+        else
+            off += (size_t)snprintf(c->fail + off, sizeof c->fail - off, " Rank %u waits in %s.", i,
+                                    state_call(R));
+    }
+    if (off + 16 < sizeof c->fail) {
+        off += (size_t)snprintf(c->fail + off, sizeof c->fail - off, " Engine:");
+        etk_sim_blocked_report(c->s, c->fail + off, sizeof c->fail - off);
+    }
+    return 0;
+}
+
+static void describe_status(char *buf, size_t len, int st)
+{
+    if (WIFSIGNALED(st))
+        snprintf(buf, len, "was killed by signal %d (%s)", WTERMSIG(st), strsignal(WTERMSIG(st)));
+    else
+        snprintf(buf, len, "exited with status %d", WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+}
+
+static void reap(coord *c)
+{
+    int st;
+    pid_t p;
+    while ((p = waitpid(-1, &st, WNOHANG)) > 0)
+        for (uint32_t i = 0; i < c->n; i++)
+            if (c->r[i].pid == p) {
+                c->r[i].reaped = true;
+                c->r[i].status = st;
+            }
+}
+
+static void end_ranks(coord *c)
+{
+    for (uint32_t i = 0; i < c->n; i++)
+        if (!c->r[i].reaped && c->r[i].pid > 0)
+            kill(c->r[i].pid, SIGTERM);
+    for (int k = 0; k < 40; k++) {
+        reap(c);
+        bool all = true;
+        for (uint32_t i = 0; i < c->n; i++)
+            all = all && (c->r[i].reaped || c->r[i].pid <= 0);
+        if (all)
+            return;
+        struct timespec ts = {0, 50 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    for (uint32_t i = 0; i < c->n; i++)
+        if (!c->r[i].reaped && c->r[i].pid > 0)
+            kill(c->r[i].pid, SIGKILL);
+    for (uint32_t i = 0; i < c->n; i++)
+        if (!c->r[i].reaped && c->r[i].pid > 0)
+            waitpid(c->r[i].pid, NULL, 0);
+}
+
+static int spawn(coord *c, etk_error *err)
+{
+    const char *old_ld = getenv("LD_LIBRARY_PATH");
+    char ld[4096], pre[1024];
+    snprintf(ld, sizeof ld, "%s%s%s", c->o->lib_dir, old_ld && *old_ld ? ":" : "", old_ld ? old_ld : "");
+    snprintf(pre, sizeof pre, "%s/libetklive.so", c->o->lib_dir);
+    if (access(pre, R_OK) != 0)
+        return etk_err(err, ETK_ENOTFOUND, "stand-in libraries not found: %s is missing (set ETKIT_LIVE_LIB to "
+                       "the folder of libetklive.so)", pre);
+    fflush(NULL);
+    for (uint32_t i = 0; i < c->n; i++) {
+        pid_t p = fork();
+        if (p < 0)
+            return etk_err(err, ETK_EIO, "fork: %s", strerror(errno));
+        if (p == 0) {
+            char v[32];
+            close(c->lfd);
+            for (uint32_t j = 0; j < i; j++)
+                if (c->r[j].fd >= 0)
+                    close(c->r[j].fd);
+            snprintf(v, sizeof v, "%u", i);
+            setenv("RANK", v, 1);
+            setenv("ETK_LIVE_RANK", v, 1);
+            snprintf(v, sizeof v, "%u", i % c->o->local_world);
+            setenv("LOCAL_RANK", v, 1);
+            snprintf(v, sizeof v, "%u", c->n);
+            setenv("WORLD_SIZE", v, 1);
+            snprintf(v, sizeof v, "%u", c->o->local_world);
+            setenv("LOCAL_WORLD_SIZE", v, 1);
+            setenv("MASTER_ADDR", "127.0.0.1", 1);
+            setenv("MASTER_PORT", "29500", 1);
+            setenv("ETK_LIVE_SOCKET", c->path, 1);
+            setenv("LD_LIBRARY_PATH", ld, 1);
+            setenv("LD_PRELOAD", pre, 1);
+            execvp(c->o->argv[0], c->o->argv);
+            fprintf(stderr, "etkit live: rank %u: cannot run '%s': %s\n", i, c->o->argv[0], strerror(errno));
+            _exit(127);
+        }
+        c->r[i].pid = p;
+    }
+    return 0;
+}
+
+static int accept_one(coord *c, etk_error *err)
+{
+    int fd = accept4(c->lfd, NULL, NULL, SOCK_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    etk_live_msg m;
+    ssize_t n = recv(fd, &m, sizeof m, 0);
+    if (n != (ssize_t)sizeof m || m.op != ETK_LM_HELLO || m.rank >= c->n || c->r[m.rank].fd >= 0) {
+        close(fd);
+        return etk_err(err, ETK_EINVAL, "a process connected without a valid hello (rank %u)", n > 0 ? m.rank : 0);
+    }
+    if (m.tag != ETK_LIVE_VERSION) {
+        close(fd);
+        return etk_err(err, ETK_EINVAL, "rank %u uses protocol version %d, etkit speaks %d (stand-in libraries of "
+                       "another etkit)", m.rank, m.tag, ETK_LIVE_VERSION);
+    }
+    c->r[m.rank].fd = fd;
+    c->r[m.rank].state = R_RUN;
+    reply(c, m.rank, &c->cfg);
+    return 0;
+}
+
+static int write_record(coord *c, etk_error *err)
+{
+    etk_workload w;
+    memset(&w, 0, sizeof w);
+    w.prefix = c->o->record_prefix;
+    w.n_ranks = c->n;
+    w.ranks = calloc(c->n, sizeof *w.ranks);
+    if (!w.ranks)
+        return etk_err(err, ETK_ENOMEM, "out of memory");
+    int rc = 0;
+    for (uint32_t i = 0; i < c->n && !rc; i++) {
+        etk_trace *t = etk_trace_new("etkit-live");
+        if (!t) {
+            rc = etk_err(err, ETK_ENOMEM, "out of memory");
+            break;
+        }
+        w.ranks[i] = t;
+        for (uint32_t b = 0; b < c->r[i].n_tr && !rc; b++)
+            for (size_t k = 0; k < c->r[i].tr[b]->n_nodes && !rc; k++)
+                if (!etk_trace_add(t, &c->r[i].tr[b]->nodes[k]))
+                    rc = etk_err(err, ETK_ENOMEM, "out of memory");
+    }
+    w.groups = c->groups->n_groups ? c->groups : NULL;
+    if (!rc)
+        rc = etk_workload_write(&w, c->o->record_prefix, err);
+    for (uint32_t i = 0; i < c->n; i++)
+        etk_trace_free(w.ranks[i]);
+    free(w.ranks);
+    return rc;
+}
+
+static void kernel_report(coord *c)
+{
+    FILE *f = c->o->log ? c->o->log : stderr;
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < c->n_ks; i++)
+        n += c->ks[i].guessed;
+    if (!n)
+        return;
+    fprintf(f, "etkit live: %u kernel(s) in no --kernels entry, timed at --kernel-default-ns %" PRIu64 " ns:\n", n,
+            c->o->kernel_default_ns);
+    for (uint32_t i = 0; i < c->n_ks; i++)
+        if (c->ks[i].guessed)
+            fprintf(f, "  %s  launches %" PRIu64 "\n", c->ks[i].name, c->ks[i].count);
+}
+
+static int run_loop(coord *c, etk_error *err)
+{
+    struct pollfd *pf = calloc(c->n + 1, sizeof *pf);
+    uint32_t *who = calloc(c->n + 1, sizeof *who);
+    if (!pf || !who) {
+        free(pf);
+        free(who);
+        return etk_err(err, ETK_ENOMEM, "out of memory");
+    }
+    int rc = 0;
+    for (;;) {
+        reap(c);
+        /* ranks gone: socket closed (or never opened) and process reaped */
+        uint32_t done = 0, blocked = 0;
+        for (uint32_t i = 0; i < c->n; i++) {
+            lrank *R = &c->r[i];
+            if (R->state != R_DONE && R->reaped && (R->eof || R->fd < 0)) {
+                if (!WIFEXITED(R->status) || WEXITSTATUS(R->status) != 0) {
+                    char how[128];
+                    describe_status(how, sizeof how, R->status);
+                    snprintf(c->fail, sizeof c->fail, "rank %u %s at t = %" PRIu64 " ns (last call: %s)", i, how,
+                             etk_sim_now(c->s), R->state == R_START ? "none: it never reached CUDA" : R->call[0] ? R->call : "none");
+                    R->state = R_DONE;
+                    goto out;
+                }
+                R->state = R_DONE;
+                R->exit_ns = etk_sim_now(c->s);
+            }
+            done += R->state == R_DONE;
+            blocked += R->state == R_WAIT || R->state == R_INIT;
+        }
+        if (done == c->n)
+            break;
+        if (blocked && blocked + done == c->n) {
+            rc = advance(c, err);
+            if (rc < 0)
+                goto out;
+            if (rc == 0)
+                goto out; /* deadlock: c->fail */
+            rc = 0;
+            continue;
+        }
+        uint32_t np = 0;
+        pf[np].fd = c->lfd;
+        pf[np].events = POLLIN;
+        who[np++] = UINT32_MAX;
+        for (uint32_t i = 0; i < c->n; i++)
+            if (c->r[i].fd >= 0 && !c->r[i].eof) {
+                pf[np].fd = c->r[i].fd;
+                pf[np].events = POLLIN;
+                who[np++] = i;
+            }
+        int pr = poll(pf, np, 20);
+        if (pr < 0 && errno != EINTR) {
+            rc = etk_err(err, ETK_EIO, "poll: %s", strerror(errno));
+            goto out;
+        }
+        for (uint32_t k = 0; pr > 0 && k < np; k++) {
+            if (!pf[k].revents)
+                continue;
+            if (who[k] == UINT32_MAX) {
+                if ((rc = accept_one(c, err)) != 0)
+                    goto out;
+                continue;
+            }
+            uint32_t i = who[k];
+            /* drain what this rank sent */
+            for (;;) {
+                etk_live_msg m;
+                ssize_t n = recv(c->r[i].fd, &m, sizeof m, MSG_DONTWAIT);
+                if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+                    break;
+                if (n <= 0) {
+                    c->r[i].eof = true;
+                    if (!c->r[i].reaped) { /* closed: the process is ending */
+                        int st;
+                        if (waitpid(c->r[i].pid, &st, 0) == c->r[i].pid) {
+                            c->r[i].reaped = true;
+                            c->r[i].status = st;
+                        }
+                    }
+                    break;
+                }
+                if (n != (ssize_t)sizeof m) {
+                    rc = etk_err(err, ETK_EINVAL, "rank %u sent a malformed message (%zd bytes)", i, n);
+                    goto out;
+                }
+                if ((rc = handle_msg(c, i, &m, err)) != 0)
+                    goto out;
+            }
+        }
+    }
+    /* every rank exited normally */
+    if ((rc = flush(c, err)) == 0)
+        rc = etk_sim_finish(c->s, err);
+out:
+    free(pf);
+    free(who);
+    if (c->fail[0]) {
+        reply_error_all(c, c->fail);
+        if (!rc)
+            rc = etk_err(err, ETK_EINVAL, "%s", c->fail);
+    }
+    end_ranks(c);
+    return rc;
+}
+
+etk_sim *etk_live_sim(etk_live *l) { return l->s; }
+
+void etk_live_free(etk_live *c)
+{
+    if (!c)
+        return;
+    etk_sim_free(c->s);
+    for (uint32_t i = 0; c->r && i < c->n; i++) {
+        for (uint32_t b = 0; b < c->r[i].n_tr; b++)
+            etk_trace_free(c->r[i].tr[b]);
+        free(c->r[i].tr);
+        etk_trace_free(c->r[i].batch);
+    }
+    free(c->r);
+    etk_groups_free(c->groups);
+    free(c);
+}
+
+int etk_live_run(const etk_cluster *cl, const etk_sim_opts *so, const etk_live_opts *o, etk_live **out,
+                 etk_error *err)
+{
+    *out = NULL;
+    if (!o->n_ranks || !o->argv || !o->argv[0])
+        return etk_err(err, ETK_EINVAL, "live: no ranks or no command");
+    if (cl->n_npus < o->n_ranks)
+        return etk_err(err, ETK_EINVAL, "live: %u ranks on a cluster of %u GPUs (%s)", o->n_ranks, cl->n_npus,
+                       cl->name);
+    coord *cp = calloc(1, sizeof *cp);
+    if (!cp)
+        return etk_err(err, ETK_ENOMEM, "out of memory");
+    cp->cl = cl;
+    cp->o = o;
+    cp->n = o->n_ranks;
+    cp->lfd = -1;
+    cp->r = calloc(cp->n, sizeof *cp->r);
+    cp->groups = etk_groups_new();
+    if (!cp->r || !cp->groups) {
+        etk_live_free(cp);
+        return etk_err(err, ETK_ENOMEM, "out of memory");
+    }
+    for (uint32_t i = 0; i < cp->n; i++)
+        cp->r[i].fd = -1;
+    int rc = etk_sim_new(cl, cp->n, NULL, so, &cp->s, err);
+    if (rc)
+        goto done;
+    /* the configuration every rank gets */
+    etk_live_gpu_info gi;
+    etk_live_gpu_info_of(&cl->gpu, &gi);
+    cp->cfg.op = ETK_LR_CONFIG;
+    cp->cfg.version = ETK_LIVE_VERSION;
+    cp->cfg.world = cp->n;
+    cp->cfg.local_world = o->local_world;
+    cp->cfg.sms = gi.sms;
+    cp->cfg.cc_major = gi.cc_major;
+    cp->cfg.cc_minor = gi.cc_minor;
+    cp->cfg.hbm_bytes = cl->gpu.hbm_bytes;
+    cp->cfg.hbm_Bps = cl->gpu.hbm_bw_Bps;
+    cp->cfg.pcie_Bps = gi.pcie_Bps;
+    cp->cfg.cpu_scale = o->cpu_scale;
+    cp->cfg.epoch_ns = 1767225600ull * 1000000000ull; /* 2026-01-01T00:00:00Z: the same for every run */
+    snprintf(cp->cfg.gpu_name, sizeof cp->cfg.gpu_name, "%s", cl->gpu.name);
+    /* the socket, in a private temporary folder */
+    const char *tmp = getenv("TMPDIR");
+    snprintf(cp->dir, sizeof cp->dir, "%s/etkit-live-XXXXXX", tmp && strlen(tmp) < 30 ? tmp : "/tmp");
+    if (!mkdtemp(cp->dir)) {
+        rc = etk_err(err, ETK_EIO, "cannot create a temporary folder %s: %s", cp->dir, strerror(errno));
+        cp->dir[0] = 0;
+        goto done;
+    }
+    snprintf(cp->path, sizeof cp->path, "%s/sock", cp->dir);
+    cp->lfd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    struct sockaddr_un a;
+    memset(&a, 0, sizeof a);
+    a.sun_family = AF_UNIX;
+    snprintf(a.sun_path, sizeof a.sun_path, "%.100s", cp->path);
+    if (cp->lfd < 0 || bind(cp->lfd, (struct sockaddr *)&a, sizeof a) != 0 || listen(cp->lfd, (int)cp->n + 16) != 0) {
+        rc = etk_err(err, ETK_EIO, "cannot listen on %s: %s", cp->path, strerror(errno));
+        goto done;
+    }
+    if ((rc = spawn(cp, err)) != 0) {
+        end_ranks(cp);
+        goto done;
+    }
+    rc = run_loop(cp, err);
+    kernel_report(cp);
+    if (!rc && o->record_prefix)
+        rc = write_record(cp, err);
+done:
+    if (cp->lfd >= 0)
+        close(cp->lfd);
+    for (uint32_t i = 0; i < cp->n; i++)
+        if (cp->r[i].fd >= 0)
+            close(cp->r[i].fd);
+    if (cp->path[0])
+        unlink(cp->path);
+    if (cp->dir[0])
+        rmdir(cp->dir);
+    for (uint32_t i = 0; i < cp->n_comms; i++) {
+        free(cp->comms[i].ranks);
+        free(cp->comms[i].waiting);
+    }
+    free(cp->comms);
+    for (uint32_t i = 0; i < cp->n_ks; i++)
+        free(cp->ks[i].name);
+    free(cp->ks);
+    if (!rc)
+        *out = cp;
+    else
+        etk_live_free(cp);
+    return rc;
+}
