@@ -375,7 +375,7 @@ static int advance(coord *c, etk_error *err)
                                     state_call(R));
     }
     if (off + 16 < sizeof c->fail) {
-        off += (size_t)snprintf(c->fail + off, sizeof c->fail - off, " Engine:");
+        off += (size_t)snprintf(c->fail + off, sizeof c->fail - off, " Engine: ");
         etk_sim_blocked_report(c->s, c->fail + off, sizeof c->fail - off);
     }
     return 0;
