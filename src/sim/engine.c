@@ -201,6 +201,9 @@ uint64_t etk_sim_next_event_ns(etk_sim *s)
 {
     if (s->broken || flush_dirty(s, s->now, NULL) != 0)
         return UINT64_MAX;
+    /* flow model: the next transfer to complete becomes an event first */
+    if (s->nf && sim_flow_pump(s, UINT64_MAX, NULL) != 0)
+        return UINT64_MAX;
     return s->n_ev ? s->ev[0].t : UINT64_MAX;
 }
 

@@ -28,6 +28,18 @@ expect "rank crashes" 1 "rank 1 exited with status 5" crash
 expect "rank aborts" 1 "rank 1 was killed by signal 6" abort
 expect "mismatched collectives" 1 "deadlock at t = " mismatch
 expect "mismatched collectives, which" 1 "collective #1 ALL_REDUCE of 1048576 bytes" mismatch
+expect "polling" 0 "poll: 0 not-ready answers" poll
+expect "polling ends at the virtual end" 0 "all-reduce took 21729 ns" poll
+expect "clock, --cpu-scale 0" 0 "clock: 0 ns for 20 ms of CPU; time 1767225600" clock
+"$ETKIT" live --cluster "$T/ring4.yaml" --ranks 4 --cpu-scale 2 -- "$T/faults" clock >"$T/out" 2>&1
+v=$(sed -n 's/^clock: \([0-9]*\) ns.*/\1/p' "$T/out")
+[ -n "$v" ] && [ "$v" -ge 40000000 ] && [ "$v" -le 48000000 ] && ok "clock, --cpu-scale 2: $v ns for 20 ms of CPU" ||
+  fail "clock, --cpu-scale 2: '$v' ns, want 40-48 ms"
+# deterministic whatever the arrival order: rank 0 late, then rank 3 late
+ETK_TEST_SLEEP_MS=0:300 "$ETKIT" live --cluster "$T/ring4.yaml" --ranks 4 --cpu-scale 0 -- "$T/faults" ok >"$T/o1" 2>&1
+ETK_TEST_SLEEP_MS=3:300 "$ETKIT" live --cluster "$T/ring4.yaml" --ranks 4 --cpu-scale 0 -- "$T/faults" ok >"$T/o2" 2>&1
+cmp -s "$T/o1" "$T/o2" && grep -q "step time" "$T/o1" && ok "same output whichever rank arrives last" ||
+  fail "arrival order changed the output: $(diff "$T/o1" "$T/o2" | head -4)"
 expect "out of memory" 0 "oom: 2 out of memory; half: 0" oom
 expect "not modelled" 1 "etkit live: cudaMallocManaged is not modelled" unmodelled
 expect "bad --kernels" 2 "k.txt:1: wanted 'PATTERN ns N'" ok --kernels "$(printf 'x nsx 3\n' >"$T/k.txt"; echo "$T/k.txt")"
