@@ -222,6 +222,28 @@ void etl_comm_init(const char *key, int members, int member, char *name, unsigne
     snprintf(name, name_len, "%s", r.msg);
 }
 
+void etl_comm_split(const char *parent, int members, int member, int seq, int color, int key, char *name,
+                    unsigned name_len, int *new_rank, int *new_size)
+{
+    etl_host();
+    etk_live_msg m;
+    memset(&m, 0, sizeof m);
+    m.op = ETK_LM_COMM_SPLIT;
+    m.peer = member;
+    m.tag = members;
+    m.n = seq;
+    m.m = color;
+    m.k = key;
+    snprintf(m.group, sizeof m.group, "%s", parent);
+    etl_send(&m);
+    etk_live_reply r;
+    xrecv(&r);
+    tick();
+    snprintf(name, name_len, "%s", r.msg);
+    *new_rank = (int)r.t_ns;
+    *new_size = (int)r.dep_end[0];
+}
+
 __attribute__((destructor)) static void live_fini(void)
 {
     if (!active)

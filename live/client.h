@@ -31,6 +31,9 @@ ETL_API void etl_send(etk_live_msg *m);
 ETL_API uint64_t etl_wait(const uint64_t *deps, uint32_t n_deps, const char *call, uint64_t *dep_end);
 /* Join a communicator: blocks until all `members` have joined; name gets the group name. */
 ETL_API void etl_comm_init(const char *key, int members, int member, char *name, unsigned name_len);
+/* ncclCommSplit: blocks until every member of `parent` split; name "" when color < 0. */
+ETL_API void etl_comm_split(const char *parent, int members, int member, int seq, int color, int key, char *name,
+                            unsigned name_len, int *new_rank, int *new_size);
 /* "etkit live: rank R: ..." on stderr, exit status 3. */
 ETL_API void etl_fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 /* "etkit live: NAME is not modelled", exit status 3. */

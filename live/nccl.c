@@ -27,6 +27,7 @@ typedef struct ncclConfig ncclConfig_t; /* accepted, not read */
 struct etk_nccl_comm {
     char name[64];
     int nranks, rank, dev;
+    int splits; /* ncclCommSplit calls so far (the same sequence on every member) */
 };
 
 /* etk_coll_type numbers (etkit/et.h) */
@@ -100,6 +101,30 @@ API ncclResult_t ncclCommInitRankConfig(ncclComm_t *comm, int nranks, ncclUnique
 {
     (void)cfg;
     return init_rank(comm, nranks, &id, rank);
+}
+
+/* Every member of comm calls it (collectively); members with the same color form a new
+ * communicator ordered by (key, rank in comm); color NCCL_SPLIT_NOCOLOR (-1) gives NULL. */
+API ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t *newcomm, ncclConfig_t *cfg)
+{
+    (void)cfg;
+    if (!comm || !newcomm)
+        return ncclInvalidArgument;
+    struct etk_nccl_comm *c = calloc(1, sizeof *c);
+    if (!c)
+        return ncclInvalidArgument;
+    etl_lock();
+    etl_comm_split(comm->name, comm->nranks, comm->rank, comm->splits++, color, key, c->name, sizeof c->name,
+                   &c->rank, &c->nranks);
+    etl_unlock();
+    c->dev = comm->dev;
+    if (color < 0) {
+        free(c);
+        *newcomm = NULL;
+        return ncclSuccess;
+    }
+    *newcomm = c;
+    return ncclSuccess;
 }
 
 API ncclResult_t ncclCommFinalize(ncclComm_t comm)
@@ -358,7 +383,6 @@ API ncclResult_t ncclRecv(void *r, size_t count, ncclDataType_t dt, int peer, nc
 #define NOT_MODELLED(fn)                                                                          \
     API ncclResult_t fn(void) { etl_not_modelled(#fn); }
 NOT_MODELLED(ncclCommInitAll)
-NOT_MODELLED(ncclCommSplit)
 NOT_MODELLED(ncclCommShrink)
 NOT_MODELLED(ncclCommRevoke)
 NOT_MODELLED(ncclCommInitRankScalable)

@@ -24,6 +24,10 @@ enum {
     ETK_LM_COMM_INIT = 4, /* rank -> coord: join communicator `group` as member `peer` of `tag`
                              (answer: ETK_LR_COMM with the group's name) */
     ETK_LM_EXIT = 5,      /* rank -> coord: normal exit (after its last NODE) */
+    ETK_LM_COMM_SPLIT = 6,/* rank -> coord: split communicator `group` (member `peer` of `tag`),
+                             split number n, color m (-1: none), key k (answer: ETK_LR_COMM with
+                             the new group's name, t_ns = the member's rank in it, dep_end[0] =
+                             its size; name "" for color -1) */
 };
 
 enum {
