@@ -206,26 +206,31 @@ uint64_t etl_wait(const uint64_t *deps, uint32_t n_deps, const char *call, uint6
     return r.t_ns;
 }
 
-void etl_comm_init(const char *key, int members, int member, char *name, unsigned name_len)
+/* A communicator join or split: blocks until every member arrived (no virtual time passes). */
+static void comm_call(etk_live_msg *m, etk_live_reply *r)
 {
     etl_host();
+    etl_send(m);
+    xrecv(r);
+    tick();
+}
+
+void etl_comm_init(const char *key, int members, int member, char *name, unsigned name_len)
+{
     etk_live_msg m;
     memset(&m, 0, sizeof m);
     m.op = ETK_LM_COMM_INIT;
     m.peer = member;
     m.tag = members;
     snprintf(m.group, sizeof m.group, "%s", key);
-    etl_send(&m);
     etk_live_reply r;
-    xrecv(&r);
-    tick(); /* joining costs no virtual time (docs/live.md) */
+    comm_call(&m, &r);
     snprintf(name, name_len, "%s", r.msg);
 }
 
 void etl_comm_split(const char *parent, int members, int member, int seq, int color, int key, char *name,
                     unsigned name_len, int *new_rank, int *new_size)
 {
-    etl_host();
     etk_live_msg m;
     memset(&m, 0, sizeof m);
     m.op = ETK_LM_COMM_SPLIT;
@@ -235,10 +240,8 @@ void etl_comm_split(const char *parent, int members, int member, int seq, int co
     m.m = color;
     m.k = key;
     snprintf(m.group, sizeof m.group, "%s", parent);
-    etl_send(&m);
     etk_live_reply r;
-    xrecv(&r);
-    tick();
+    comm_call(&m, &r);
     snprintf(name, name_len, "%s", r.msg);
     *new_rank = (int)r.t_ns;
     *new_size = (int)r.dep_end[0];

@@ -340,25 +340,20 @@ API cudaError_t cudaDeviceGetStreamPriorityRange(int *least, int *greatest)
     return cudaSuccess;
 }
 
-API cudaError_t cudaStreamSynchronize(cudaStream_t s)
+static cudaError_t wait_stream(cudaStream_t s, const char *call)
 {
     etl_lock();
     uint64_t id = etl_stream(s)->last;
-    etl_wait(&id, 1, "cudaStreamSynchronize", NULL);
+    etl_wait(&id, 1, call, NULL);
     etl_unlock();
     return cudaSuccess;
 }
 
+API cudaError_t cudaStreamSynchronize(cudaStream_t s) { return wait_stream(s, "cudaStreamSynchronize"); }
+
 /* Polling: the query blocks until the work is done in virtual time and then reports it done,
  * so a polling loop ends at the work's virtual end time after one iteration (docs/live.md). */
-API cudaError_t cudaStreamQuery(cudaStream_t s)
-{
-    etl_lock();
-    uint64_t id = etl_stream(s)->last;
-    etl_wait(&id, 1, "cudaStreamQuery", NULL);
-    etl_unlock();
-    return cudaSuccess;
-}
+API cudaError_t cudaStreamQuery(cudaStream_t s) { return wait_stream(s, "cudaStreamQuery"); }
 
 struct etk_cu_event {
     uint64_t node; /* the marker node of the last record (0: never recorded) */

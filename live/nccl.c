@@ -338,30 +338,32 @@ API ncclResult_t ncclReduceScatter(const void *s, void *r, size_t recvcount, ncc
                  comm, stream);
 }
 
+/* all-to-all, gather, scatter: count is per rank; comm_size the whole buffer */
+static ncclResult_t per_rank_coll(const char *call, int coll, uint64_t bytes, ncclComm_t comm, void *stream)
+{
+    if (!comm)
+        return ncclInvalidArgument;
+    return issue(call, 7, coll, bytes * (uint64_t)comm->nranks, 0, comm, stream);
+}
+
 API ncclResult_t ncclAlltoAll(const void *s, void *r, size_t count, ncclDataType_t dt, ncclComm_t comm, void *stream)
 {
     (void)s, (void)r;
-    if (!comm)
-        return ncclInvalidArgument;
-    return issue("ncclAlltoAll", 7, C_ALL_TO_ALL, COLL_BYTES(count, dt) * (uint64_t)comm->nranks, 0, comm, stream);
+    return per_rank_coll("ncclAlltoAll", C_ALL_TO_ALL, COLL_BYTES(count, dt), comm, stream);
 }
 
 API ncclResult_t ncclGather(const void *s, void *r, size_t count, ncclDataType_t dt, int root, ncclComm_t comm,
                             void *stream)
 {
     (void)s, (void)r, (void)root;
-    if (!comm)
-        return ncclInvalidArgument;
-    return issue("ncclGather", 7, C_GATHER, COLL_BYTES(count, dt) * (uint64_t)comm->nranks, 0, comm, stream);
+    return per_rank_coll("ncclGather", C_GATHER, COLL_BYTES(count, dt), comm, stream);
 }
 
 API ncclResult_t ncclScatter(const void *s, void *r, size_t count, ncclDataType_t dt, int root, ncclComm_t comm,
                              void *stream)
 {
     (void)s, (void)r, (void)root;
-    if (!comm)
-        return ncclInvalidArgument;
-    return issue("ncclScatter", 7, C_SCATTER, COLL_BYTES(count, dt) * (uint64_t)comm->nranks, 0, comm, stream);
+    return per_rank_coll("ncclScatter", C_SCATTER, COLL_BYTES(count, dt), comm, stream);
 }
 
 API ncclResult_t ncclSend(const void *s, size_t count, ncclDataType_t dt, int peer, ncclComm_t comm, void *stream)

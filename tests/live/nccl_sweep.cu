@@ -10,13 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#define CK(x)                                                                                       \
-    do {                                                                                            \
-        if ((x) != 0) {                                                                             \
-            fprintf(stderr, "%s:%d: %s failed\n", __FILE__, __LINE__, #x);                         \
-            exit(1);                                                                                \
-        }                                                                                           \
-    } while (0)
+#include "ck.h"
 
 #ifdef __CUDACC__
 __global__ void fill(char *p, size_t n)

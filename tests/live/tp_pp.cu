@@ -13,13 +13,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-#define CK(x)                                                                                       \
-    do {                                                                                            \
-        if ((x) != 0) {                                                                             \
-            fprintf(stderr, "%s:%d: %s failed\n", __FILE__, __LINE__, #x);                         \
-            exit(1);                                                                                \
-        }                                                                                           \
-    } while (0)
+#include "ck.h"
 
 static long long now_ns(void)
 {
