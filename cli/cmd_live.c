@@ -13,7 +13,7 @@
 #include "etkit/live.h"
 #include "sim_cli.h"
 
-enum { LO_RANKS = 2000, LO_CPU_SCALE, LO_KERNELS, LO_KDEF, LO_RECORD, LO_LIBDIR };
+enum { LO_RANKS = 2000, LO_CPU_SCALE, LO_KERNELS, LO_KDEF, LO_RECORD, LO_LIBDIR, LO_LAUNCHER };
 
 static void help(void)
 {
@@ -29,12 +29,15 @@ static void help(void)
            "  --kernel-default-ns N    launches no entry matches (default 10000); listed at the end\n"
            "  --record PREFIX          write the run as a Chakra workload (PREFIX.<rank>.et, PREFIX.json)\n"
            "  --lib-dir DIR            folder of the stand-in libraries (default: next to etkit)\n"
+           "  --launcher               CMD starts the N ranks itself (mpirun -np N prog): run it once,\n"
+           "                           with the MPI interposer (MPI_Wtime virtual, MPI calls timed)\n"
            "%s\n"
            "The cluster defaults to dgx-h100 with as many GPUs as ranks.\n"
            "exit status: 0 ok, 1 a rank failed or the ranks deadlocked (the report names each rank and the\n"
            "call it waits in), 2 bad usage.\n\n"
-           "example:\n"
-           "  etkit live --cluster dgx-h100 --ranks 8 --cpu-scale 0 -- ./allreduce_sweep\n",
+           "examples:\n"
+           "  etkit live --cluster dgx-h100 --ranks 8 --cpu-scale 0 -- ./allreduce_sweep\n"
+           "  etkit live --ranks 4 --launcher -- mpirun -np 4 ./ring\n",
            sim_cli_help);
 }
 
@@ -77,6 +80,7 @@ int cmd_live(int argc, char **argv)
     lo[n++] = (struct option){"kernel-default-ns", required_argument, 0, LO_KDEF};
     lo[n++] = (struct option){"record", required_argument, 0, LO_RECORD};
     lo[n++] = (struct option){"lib-dir", required_argument, 0, LO_LIBDIR};
+    lo[n++] = (struct option){"launcher", no_argument, 0, LO_LAUNCHER};
     lo[n] = (struct option){0, 0, 0, 0};
     sim_cli c;
     memset(&c, 0, sizeof c);
@@ -127,6 +131,9 @@ int cmd_live(int argc, char **argv)
             continue;
         case LO_LIBDIR:
             snprintf(dir, sizeof dir, "%s", optarg);
+            continue;
+        case LO_LAUNCHER:
+            o.launcher = true;
             continue;
         case '?':
             return cli_usage_error(cmd, "unknown option '%s'", argv[optind - 1]);

@@ -30,6 +30,10 @@ static uint64_t cpu_last;   /* id of the last CPU node (0: none) */
 static uint64_t next_id = 1;
 static __thread uint64_t tls_cpu;
 static __thread int tls_init;
+/* Only the program's own threads read virtual time: the main thread and threads that called the
+ * stand-ins; helper threads of other libraries (MPI's progress threads) and calls made inside a
+ * real blocking call of another library (etl_extern_enter) see real time, so their timeouts run. */
+static __thread int tls_program, tls_extern;
 
 static uint64_t real_ns(clockid_t c)
 {
@@ -88,6 +92,7 @@ static void xrecv(etk_live_reply *r)
 /* Advance the virtual host time by this thread's CPU time since its last reading x scale. */
 static void tick(void)
 {
+    tls_program = 1;
     uint64_t c = real_ns(CLOCK_THREAD_CPUTIME_ID);
     if (tls_init && c > tls_cpu)
         vhost += (double)(c - tls_cpu) * scale;
@@ -95,11 +100,24 @@ static void tick(void)
     tls_init = 1;
 }
 
+/* The rank: ETK_LIVE_RANK (etkit live launched it), or the MPI launcher's (etkit live
+ * --launcher -- mpirun ...: Open MPI's OMPI_COMM_WORLD_RANK, PMIx's PMIX_RANK). NULL: the
+ * process is not a rank (the launcher itself). */
+static const char *launcher_rank(void)
+{
+    const char *r = getenv("ETK_LIVE_RANK");
+    if (!r)
+        r = getenv("OMPI_COMM_WORLD_RANK");
+    if (!r)
+        r = getenv("PMIX_RANK");
+    return r;
+}
+
 static void connect_once(void)
 {
     if (fd >= 0)
         return;
-    const char *path = getenv("ETK_LIVE_SOCKET"), *rk = getenv("ETK_LIVE_RANK");
+    const char *path = getenv("ETK_LIVE_SOCKET"), *rk = launcher_rank();
     if (!path || !rk) {
         fprintf(stderr, "etkit live: this library stands in for CUDA/NCCL under `etkit live` only "
                         "(ETK_LIVE_SOCKET is not set)\n");
@@ -126,7 +144,7 @@ static void connect_once(void)
 
 __attribute__((constructor)) static void live_init(void)
 {
-    if (!getenv("ETK_LIVE_SOCKET"))
+    if (!getenv("ETK_LIVE_SOCKET") || !launcher_rank())
         return;
     pthread_mutex_lock(&mu);
     tick();
@@ -206,6 +224,33 @@ uint64_t etl_wait(const uint64_t *deps, uint32_t n_deps, const char *call, uint6
     return r.t_ns;
 }
 
+void etl_extern_enter(const char *call)
+{
+    pthread_mutex_lock(&mu);
+    etl_host();
+    etk_live_msg m;
+    memset(&m, 0, sizeof m);
+    m.op = ETK_LM_EXTERN;
+    m.dur_ns = mark;
+    snprintf(m.name, sizeof m.name, "%s", call);
+    etl_send(&m);
+    tls_extern = 1;
+    pthread_mutex_unlock(&mu);
+}
+
+void etl_extern_leave(void)
+{
+    pthread_mutex_lock(&mu);
+    tls_cpu = real_ns(CLOCK_THREAD_CPUTIME_ID); /* time inside the call is not host work */
+    tls_init = 1;
+    tls_extern = 0;
+    etk_live_msg m;
+    memset(&m, 0, sizeof m);
+    m.op = ETK_LM_EXTERN_END;
+    etl_send(&m);
+    pthread_mutex_unlock(&mu);
+}
+
 /* A communicator join or split: blocks until every member arrived (no virtual time passes). */
 static void comm_call(etk_live_msg *m, etk_live_reply *r)
 {
@@ -272,7 +317,7 @@ static int virtual_clock(clockid_t c)
 
 ETL_API int clock_gettime(clockid_t c, struct timespec *ts)
 {
-    if (!active || !virtual_clock(c)) {
+    if (!active || !virtual_clock(c) || !tls_program || tls_extern) {
         long rc = syscall(SYS_clock_gettime, c, ts);
         return rc == 0 ? 0 : -1;
     }

@@ -34,6 +34,10 @@ ETL_API void etl_comm_init(const char *key, int members, int member, char *name,
 /* ncclCommSplit: blocks until every member of `parent` split; name "" when color < 0. */
 ETL_API void etl_comm_split(const char *parent, int members, int member, int seq, int color, int key, char *name,
                             unsigned name_len, int *new_rank, int *new_size);
+/* Around a blocking call of another library (the real MPI call under the interposer): the
+ * engine may run up to the rank's host time meanwhile; CPU time spent inside is not counted. */
+ETL_API void etl_extern_enter(const char *call);
+ETL_API void etl_extern_leave(void);
 /* "etkit live: rank R: ..." on stderr, exit status 3. */
 ETL_API void etl_fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 /* "etkit live: NAME is not modelled", exit status 3. */

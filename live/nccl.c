@@ -77,10 +77,9 @@ static ncclResult_t init_rank(ncclComm_t *comm, int nranks, const ncclUniqueId *
     struct etk_nccl_comm *c = calloc(1, sizeof *c);
     if (!c)
         return ncclInvalidArgument;
-    char key[48]; /* the group name "nccl:KEY#N" fits the protocol's 64 bytes */
-    memcpy(key, id->internal, sizeof key - 1);
-    key[sizeof key - 1] = 0;
-    for (char *p = key; *p; p++)
+    char key[48]; /* the group name "nccl:ID#N" fits the protocol's 64 bytes */
+    snprintf(key, sizeof key, "nccl:%.42s", id->internal);
+    for (char *p = key + 5; *p; p++)
         if ((unsigned char)*p < 33 || (unsigned char)*p > 126)
             *p = '_';
     etl_lock();

@@ -5,6 +5,7 @@
 #ifndef ETKIT_LIVE_H
 #define ETKIT_LIVE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -44,6 +45,10 @@ typedef struct etk_live_opts {
     uint64_t kernel_default_ns;   /* launches no entry matches */
     const char *record_prefix;    /* write the run as a Chakra workload (NULL: no) */
     FILE *log;                    /* etkit's own notes (kernels guessed); NULL: stderr */
+    bool launcher;                /* argv is a launcher starting the n_ranks ranks itself
+                                     (mpirun -np N prog): it is started once, ranks identify by
+                                     OMPI_COMM_WORLD_RANK / PMIX_RANK, and the MPI interposer
+                                     libetkmpi.so is preloaded */
 } etk_live_opts;
 
 /* A finished run: the simulator and the traces it points into. */

@@ -26,7 +26,7 @@
 #include "etkit/live.h"
 #include "live/proto.h"
 
-enum { R_START = 0, R_RUN, R_WAIT, R_INIT, R_DONE };
+enum { R_START = 0, R_RUN, R_WAIT, R_INIT, R_DONE, R_EXTERN };
 
 typedef struct lrank {
     int fd;
@@ -40,6 +40,7 @@ typedef struct lrank {
     etk_trace **tr;      /* batches given to the engine (kept: it points into them) */
     uint32_t n_tr, cap_tr;
     uint64_t exit_ns;
+    uint64_t extern_ns;  /* R_EXTERN: the rank's host time (it submits nothing earlier) */
 } lrank;
 
 typedef struct lcomm {
@@ -73,6 +74,9 @@ struct etk_live {
     uint32_t n_ks;
     etk_live_reply cfg;
     char fail[900];
+    pid_t launcher;      /* --launcher: the one process started */
+    bool launcher_reaped;
+    int launcher_status;
 };
 typedef struct etk_live coord;
 
@@ -157,8 +161,8 @@ static int take_node(coord *c, uint32_t rank, const etk_live_msg *m, etk_error *
         add_attr(a, &na, etk_attr_i64("comm_size", (int64_t)m->bytes));
         add_attr(a, &na, etk_attr_str("pg_name", m->group));
     } else if (m->type == ETK_NODE_SEND || m->type == ETK_NODE_RECV) {
-        /* peer: a rank of the communicator; tag: the communicator's (one channel per pair and
-         * communicator, matched in order) */
+        /* peer: a rank of the communicator; tag: the communicator's index and the program's tag
+         * (one channel per pair, communicator and tag, matched in order) */
         const lcomm *cm = find_comm(c, m->group);
         if (!cm || m->peer < 0 || (uint32_t)m->peer >= cm->n)
             return etk_err(err, ETK_EINVAL, "rank %u: %.64s to peer %d of communicator %.64s: no such member", rank,
@@ -166,7 +170,7 @@ static int take_node(coord *c, uint32_t rank, const etk_live_msg *m, etk_error *
         add_attr(a, &na, etk_attr_i64("comm_size", (int64_t)m->bytes));
         add_attr(a, &na, etk_attr_i32(m->type == ETK_NODE_SEND ? "comm_dst" : "comm_src",
                                       (int32_t)cm->ranks[m->peer]));
-        add_attr(a, &na, etk_attr_i32("comm_tag", (int32_t)(cm - c->comms)));
+        add_attr(a, &na, etk_attr_i32("comm_tag", (int32_t)(((uint32_t)(cm - c->comms) << 16) | (m->tag & 0xffff))));
     } else if (m->bytes) {
         add_attr(a, &na, etk_attr_u64("tensor_size", m->bytes));
     }
@@ -341,9 +345,9 @@ static int comm_join(coord *c, uint32_t rank, const etk_live_msg *m, etk_error *
         if (split)
             snprintf(cm->name, sizeof cm->name, "%s", key);
         else if (same)
-            snprintf(cm->name, sizeof cm->name, "nccl:%.48s#%u", key, same + 1);
+            snprintf(cm->name, sizeof cm->name, "%.56s#%u", key, same + 1);
         else
-            snprintf(cm->name, sizeof cm->name, "nccl:%.48s", key);
+            snprintf(cm->name, sizeof cm->name, "%.60s", key);
     }
     if (cm->n != (uint32_t)m->tag)
         return etk_err(err, ETK_EINVAL, "rank %u joins communicator %s as one of %d ranks; rank %u said %u",
@@ -400,6 +404,14 @@ static int handle_msg(coord *c, uint32_t rank, const etk_live_msg *m, etk_error 
     case ETK_LM_EXIT:
         R->said_exit = true;
         return 0;
+    case ETK_LM_EXTERN:
+        R->state = R_EXTERN;
+        R->extern_ns = m->dur_ns;
+        snprintf(R->call, sizeof R->call, "%.100s (real call)", m->name);
+        return 0;
+    case ETK_LM_EXTERN_END:
+        R->state = R_RUN;
+        return 0;
     default:
         return etk_err(err, ETK_EINVAL, "rank %u: unknown message %u", rank, m->op);
     }
@@ -433,13 +445,19 @@ static const char *state_call(const lrank *R)
     return R->state == R_WAIT || R->state == R_INIT ? R->call : R->state == R_DONE ? "(exited)" : "(running)";
 }
 
-/* Every rank is blocked: advance the engine until some WAIT completes. Returns 1 when ranks were
- * released, 0 on deadlock (c->fail set), <0 on error. */
+/* Every rank is blocked: advance the engine until some WAIT completes. Ranks inside a real
+ * blocking call (R_EXTERN) may still submit work from their host time on: the engine runs no
+ * further than the earliest of those. Returns 1 when ranks were released, 2 when the engine had to
+ * stop for such a rank, 0 on deadlock (c->fail set), <0 on error. */
 static int advance(coord *c, etk_error *err)
 {
     int rc = flush(c, err);
     if (rc)
         return rc;
+    uint64_t limit = UINT64_MAX;
+    for (uint32_t i = 0; i < c->n; i++)
+        if (c->r[i].state == R_EXTERN && c->r[i].extern_ns < limit)
+            limit = c->r[i].extern_ns;
     for (;;) {
         if ((rc = etk_sim_run_until(c->s, etk_sim_now(c->s), err)) != 0)
             return rc;
@@ -463,6 +481,8 @@ static int advance(coord *c, etk_error *err)
         if (released)
             return 1;
         uint64_t t = etk_sim_next_event_ns(c->s);
+        if (limit != UINT64_MAX && (t == UINT64_MAX || t > limit))
+            return 2;
         if (t == UINT64_MAX)
             break;
         if ((rc = etk_sim_run_until(c->s, t, err)) != 0)
@@ -499,16 +519,34 @@ static void reap(coord *c)
 {
     int st;
     pid_t p;
-    while ((p = waitpid(-1, &st, WNOHANG)) > 0)
+    while ((p = waitpid(-1, &st, WNOHANG)) > 0) {
+        if (p == c->launcher) {
+            c->launcher_reaped = true;
+            c->launcher_status = st;
+        }
         for (uint32_t i = 0; i < c->n; i++)
             if (c->r[i].pid == p) {
                 c->r[i].reaped = true;
                 c->r[i].status = st;
             }
+    }
 }
 
 static void end_ranks(coord *c)
 {
+    if (c->launcher > 0 && !c->launcher_reaped) { /* the launcher ends its ranks */
+        kill(c->launcher, SIGTERM);
+        for (int k = 0; k < 100 && !c->launcher_reaped; k++) {
+            reap(c);
+            struct timespec ts = {0, 50 * 1000000L};
+            nanosleep(&ts, NULL);
+        }
+        if (!c->launcher_reaped) {
+            kill(c->launcher, SIGKILL);
+            waitpid(c->launcher, NULL, 0);
+            c->launcher_reaped = true;
+        }
+    }
     for (uint32_t i = 0; i < c->n; i++)
         if (!c->r[i].reaped && c->r[i].pid > 0)
             kill(c->r[i].pid, SIGTERM);
@@ -533,14 +571,22 @@ static void end_ranks(coord *c)
 static int spawn(coord *c, etk_error *err)
 {
     const char *old_ld = getenv("LD_LIBRARY_PATH");
-    char ld[4096], pre[1024];
+    char ld[4096], pre[2100];
     snprintf(ld, sizeof ld, "%s%s%s", c->o->lib_dir, old_ld && *old_ld ? ":" : "", old_ld ? old_ld : "");
-    snprintf(pre, sizeof pre, "%s/libetklive.so", c->o->lib_dir);
+    snprintf(pre, sizeof pre, "%.1000s/libetklive.so", c->o->lib_dir);
     if (access(pre, R_OK) != 0)
         return etk_err(err, ETK_ENOTFOUND, "stand-in libraries not found: %s is missing (set ETKIT_LIVE_LIB to "
                        "the folder of libetklive.so)", pre);
+    if (c->o->launcher) {
+        char mpi[1024];
+        snprintf(mpi, sizeof mpi, "%.1000s/libetkmpi.so", c->o->lib_dir);
+        if (access(mpi, R_OK) != 0)
+            return etk_err(err, ETK_ENOTFOUND, "--launcher: the MPI interposer %s is missing (etkit was built without "
+                           "Open MPI's headers)", mpi);
+        snprintf(pre + strlen(pre), sizeof pre - strlen(pre), ":%s", mpi);
+    }
     fflush(NULL);
-    for (uint32_t i = 0; i < c->n; i++) {
+    for (uint32_t i = 0; i < (c->o->launcher ? 1u : c->n); i++) {
         pid_t p = fork();
         if (p < 0)
             return etk_err(err, ETK_EIO, "fork: %s", strerror(errno));
@@ -550,17 +596,19 @@ static int spawn(coord *c, etk_error *err)
             for (uint32_t j = 0; j < i; j++)
                 if (c->r[j].fd >= 0)
                     close(c->r[j].fd);
-            snprintf(v, sizeof v, "%u", i);
-            setenv("RANK", v, 1);
-            setenv("ETK_LIVE_RANK", v, 1);
-            snprintf(v, sizeof v, "%u", i % c->o->local_world);
-            setenv("LOCAL_RANK", v, 1);
-            snprintf(v, sizeof v, "%u", c->n);
-            setenv("WORLD_SIZE", v, 1);
-            snprintf(v, sizeof v, "%u", c->o->local_world);
-            setenv("LOCAL_WORLD_SIZE", v, 1);
-            setenv("MASTER_ADDR", "127.0.0.1", 1);
-            setenv("MASTER_PORT", "29500", 1);
+            if (!c->o->launcher) {
+                snprintf(v, sizeof v, "%u", i);
+                setenv("RANK", v, 1);
+                setenv("ETK_LIVE_RANK", v, 1);
+                snprintf(v, sizeof v, "%u", i % c->o->local_world);
+                setenv("LOCAL_RANK", v, 1);
+                snprintf(v, sizeof v, "%u", c->n);
+                setenv("WORLD_SIZE", v, 1);
+                snprintf(v, sizeof v, "%u", c->o->local_world);
+                setenv("LOCAL_WORLD_SIZE", v, 1);
+                setenv("MASTER_ADDR", "127.0.0.1", 1);
+                setenv("MASTER_PORT", "29500", 1);
+            }
             setenv("ETK_LIVE_SOCKET", c->path, 1);
             setenv("LD_LIBRARY_PATH", ld, 1);
             setenv("LD_PRELOAD", pre, 1);
@@ -568,7 +616,10 @@ static int spawn(coord *c, etk_error *err)
             fprintf(stderr, "etkit live: rank %u: cannot run '%s': %s\n", i, c->o->argv[0], strerror(errno));
             _exit(127);
         }
-        c->r[i].pid = p;
+        if (c->o->launcher)
+            c->launcher = p;
+        else
+            c->r[i].pid = p;
     }
     return 0;
 }
@@ -641,6 +692,33 @@ static void kernel_report(coord *c)
             fprintf(f, "  %s  launches %" PRIu64 "\n", c->ks[i].name, c->ks[i].count);
 }
 
+/* --launcher: the launcher exited; an error (c->fail) when it failed or left ranks that never
+ * connected. Returns whether it is gone. */
+static bool launcher_gone(coord *c)
+{
+    if (!c->launcher_reaped)
+        return false;
+    int st = c->launcher_status;
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+        char how[128];
+        describe_status(how, sizeof how, st);
+        uint32_t done = 0;
+        for (uint32_t i = 0; i < c->n; i++)
+            done += c->r[i].state == R_DONE || c->r[i].said_exit;
+        if (done < c->n)
+            snprintf(c->fail, sizeof c->fail, "the launcher %s %s at t = %" PRIu64 " ns", c->o->argv[0], how,
+                     etk_sim_now(c->s));
+        return true;
+    }
+    for (uint32_t i = 0; i < c->n; i++)
+        if (c->r[i].fd < 0) {
+            snprintf(c->fail, sizeof c->fail, "the launcher %s ended but rank %u never connected (is it given %u "
+                     "ranks? does it pass the environment on?)", c->o->argv[0], i, c->n);
+            return true;
+        }
+    return true;
+}
+
 static int run_loop(coord *c, etk_error *err)
 {
     struct pollfd *pf = calloc(c->n + 1, sizeof *pf);
@@ -651,12 +729,25 @@ static int run_loop(coord *c, etk_error *err)
         return etk_err(err, ETK_ENOMEM, "out of memory");
     }
     int rc = 0;
+    bool stalled = false;
     for (;;) {
         reap(c);
         /* ranks gone: socket closed (or never opened) and process reaped */
-        uint32_t done = 0, blocked = 0;
+        uint32_t done = 0, blocked = 0, ext = 0;
+        if (c->o->launcher && launcher_gone(c) && c->fail[0])
+            goto out;
         for (uint32_t i = 0; i < c->n; i++) {
             lrank *R = &c->r[i];
+            if (c->o->launcher && R->state != R_DONE && R->eof) {
+                if (!R->said_exit) {
+                    snprintf(c->fail, sizeof c->fail, "rank %u ended without exiting normally (crashed or killed) at "
+                             "t = %" PRIu64 " ns (last call: %s)", i, etk_sim_now(c->s), R->call[0] ? R->call : "none");
+                    R->state = R_DONE;
+                    goto out;
+                }
+                R->state = R_DONE;
+                R->exit_ns = etk_sim_now(c->s);
+            }
             if (R->state != R_DONE && R->reaped && (R->eof || R->fd < 0)) {
                 if (!WIFEXITED(R->status) || WEXITSTATUS(R->status) != 0) {
                     char how[128];
@@ -671,17 +762,20 @@ static int run_loop(coord *c, etk_error *err)
             }
             done += R->state == R_DONE;
             blocked += R->state == R_WAIT || R->state == R_INIT;
+            ext += R->state == R_EXTERN;
         }
         if (done == c->n)
             break;
-        if (blocked && blocked + done == c->n) {
+        if (blocked && blocked + ext + done == c->n && !stalled) {
             rc = advance(c, err);
             if (rc < 0)
                 goto out;
             if (rc == 0)
                 goto out; /* deadlock: c->fail */
+            stalled = rc == 2; /* until a message comes */
             rc = 0;
-            continue;
+            if (!stalled)
+                continue;
         }
         uint32_t np = 0;
         pf[np].fd = c->lfd;
@@ -715,7 +809,7 @@ static int run_loop(coord *c, etk_error *err)
                     break;
                 if (n <= 0) {
                     c->r[i].eof = true;
-                    if (!c->r[i].reaped) { /* closed: the process is ending */
+                    if (!c->r[i].reaped && c->r[i].pid > 0) { /* closed: the process is ending */
                         int st;
                         if (waitpid(c->r[i].pid, &st, 0) == c->r[i].pid) {
                             c->r[i].reaped = true;
@@ -730,6 +824,7 @@ static int run_loop(coord *c, etk_error *err)
                 }
                 if ((rc = handle_msg(c, i, &m, err)) != 0)
                     goto out;
+                stalled = false;
             }
         }
     }

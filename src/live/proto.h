@@ -28,6 +28,9 @@ enum {
                              split number n, color m (-1: none), key k (answer: ETK_LR_COMM with
                              the new group's name, t_ns = the member's rank in it, dep_end[0] =
                              its size; name "" for color -1) */
+    ETK_LM_EXTERN = 7,    /* rank -> coord: enters a blocking call outside etkit (a real MPI
+                             call) at host time dur_ns: it submits nothing earlier (no answer) */
+    ETK_LM_EXTERN_END = 8,/* rank -> coord: ... and is back (no answer) */
 };
 
 enum {
