@@ -297,7 +297,7 @@ static int split_done(coord *c, lcomm *sp, etk_error *err)
                 if (c->comms[q].split && !strcmp(c->comms[q].name, base))
                     sp = &c->comms[q];
             g = &c->comms[c->n_comms - 1];
-            snprintf(g->name, sizeof g->name, "%s", nm);
+            snprintf(g->name, sizeof g->name, "%.63s", nm);
             g->done = true;
             for (uint32_t q = 0; q < k; q++)
                 g->ranks[q] = sp->ranks[mem[q]];
