@@ -23,179 +23,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "etkit/live.h"
-#include "live/proto.h"
+#include "live/coord_priv.h"
 
-enum { R_START = 0, R_RUN, R_WAIT, R_INIT, R_DONE, R_EXTERN };
-
-typedef struct lrank {
-    int fd;
-    pid_t pid;
-    int state;
-    bool eof, reaped, said_exit;
-    int status;          /* wait status */
-    uint64_t wait_id, wait_dep[2];
-    char call[128];
-    etk_trace *batch;    /* nodes received, not yet given to the engine */
-    etk_trace **tr;      /* batches given to the engine (kept: it points into them) */
-    uint32_t n_tr, cap_tr;
-    uint64_t exit_ns;
-    uint64_t extern_ns;  /* R_EXTERN: the rank's host time (it submits nothing earlier) */
-} lrank;
-
-typedef struct lcomm {
-    char key[96];
-    uint32_t n, arrived;
-    uint32_t *ranks;     /* global rank of each member */
-    uint32_t *waiting;   /* ranks to answer */
-    int64_t *color, *skey; /* ncclCommSplit: per member of the parent */
-    char name[96];
-    bool done, split;
-} lcomm;
-
-typedef struct kstat {
-    char *name;
-    uint64_t ns, count;
-    bool guessed;
-} kstat;
-
-struct etk_live {
-    const etk_cluster *cl;
-    const etk_live_opts *o;
-    etk_sim *s;
-    etk_groups *groups;
-    lrank *r;
-    uint32_t n;
-    int lfd;
-    char dir[64], path[100];
-    lcomm *comms;
-    uint32_t n_comms;
-    kstat *ks;
-    uint32_t n_ks;
-    etk_live_reply cfg;
-    char fail[900];
-    pid_t launcher;      /* --launcher: the one process started */
-    bool launcher_reaped;
-    int launcher_status;
-};
-typedef struct etk_live coord;
-
-static int add_attr(etk_attr *a, int *na, etk_attr v)
-{
-    a[(*na)++] = v;
-    return 0;
-}
-
-static etk_trace *new_batch(void)
-{
-    etk_trace *t = etk_trace_new(NULL);
-    if (!t)
-        return NULL;
-    etk_arena *a = etk_arena_new(16 << 10); /* many small batches: small blocks */
-    if (a) {
-        etk_arena_free(t->arena);
-        t->arena = a;
-    }
-    return t;
-}
-
-static kstat *kernel_stat(coord *c, const char *name)
-{
-    for (uint32_t i = 0; i < c->n_ks; i++)
-        if (!strcmp(c->ks[i].name, name))
-            return &c->ks[i];
-    kstat *k = realloc(c->ks, (c->n_ks + 1) * sizeof *k);
-    if (!k)
-        return NULL;
-    c->ks = k;
-    k = &c->ks[c->n_ks];
-    memset(k, 0, sizeof *k);
-    k->name = strdup(name);
-    if (!k->name)
-        return NULL;
-    if (!etk_live_kernel_ns(c->o->kernels, c->cl, name, &k->ns)) {
-        k->ns = c->o->kernel_default_ns;
-        k->guessed = true;
-    }
-    c->n_ks++;
-    return k;
-}
-
-static const lcomm *find_comm(const coord *c, const char *group)
-{
-    for (uint32_t i = 0; i < c->n_comms; i++)
-        if (c->comms[i].done && !c->comms[i].split && !strncmp(c->comms[i].name, group, 64))
-            return &c->comms[i];
-    return NULL;
-}
-
-/* One message's node into the rank's pending batch. */
-static int take_node(coord *c, uint32_t rank, const etk_live_msg *m, etk_error *err)
-{
-    lrank *R = &c->r[rank];
-    if (!R->batch && !(R->batch = new_batch()))
-        return etk_err(err, ETK_ENOMEM, "out of memory");
-    etk_attr a[16];
-    int na = 0;
-    uint64_t dur = m->dur_ns;
-    if (m->flags & ETK_LF_CPU)
-        add_attr(a, &na, etk_attr_bool("is_cpu_op", true));
-    if (m->flags & ETK_LF_KERNEL) {
-        kstat *k = kernel_stat(c, m->name);
-        if (!k)
-            return etk_err(err, ETK_ENOMEM, "out of memory");
-        k->count++;
-        dur = k->ns;
-    }
-    if (dur)
-        add_attr(a, &na, etk_attr_u64("duration_ns", dur));
-    if (m->flags & ETK_LF_GEMM) {
-        add_attr(a, &na, etk_attr_str("op_kind", "gemm"));
-        add_attr(a, &na, etk_attr_i64("gemm_m", m->m));
-        add_attr(a, &na, etk_attr_i64("gemm_n", m->n));
-        add_attr(a, &na, etk_attr_i64("gemm_k", m->k));
-        add_attr(a, &na, etk_attr_i64("num_ops", (int64_t)m->flops));
-    }
-    if (m->type == ETK_NODE_COLL) {
-        add_attr(a, &na, etk_attr_i64("comm_type", m->coll));
-        add_attr(a, &na, etk_attr_i64("comm_size", (int64_t)m->bytes));
-        add_attr(a, &na, etk_attr_str("pg_name", m->group));
-    } else if (m->type == ETK_NODE_SEND || m->type == ETK_NODE_RECV) {
-        /* peer: a rank of the communicator; tag: the communicator's index and the program's tag
-         * (one channel per pair, communicator and tag, matched in order) */
-        const lcomm *cm = find_comm(c, m->group);
-        if (!cm || m->peer < 0 || (uint32_t)m->peer >= cm->n)
-            return etk_err(err, ETK_EINVAL, "rank %u: %.64s to peer %d of communicator %.64s: no such member", rank,
-                           m->name, m->peer, m->group);
-        add_attr(a, &na, etk_attr_i64("comm_size", (int64_t)m->bytes));
-        add_attr(a, &na, etk_attr_i32(m->type == ETK_NODE_SEND ? "comm_dst" : "comm_src",
-                                      (int32_t)cm->ranks[m->peer]));
-        add_attr(a, &na, etk_attr_i32("comm_tag", (int32_t)(((uint32_t)(cm - c->comms) << 16) | (m->tag & 0xffff))));
-    } else if (m->bytes) {
-        add_attr(a, &na, etk_attr_u64("tensor_size", m->bytes));
-    }
-    if (m->mem_alloc > 0)
-        add_attr(a, &na, etk_attr_u64("mem_alloc_bytes", (uint64_t)m->mem_alloc));
-    if (m->mem_free > 0)
-        add_attr(a, &na, etk_attr_u64("mem_free_bytes", (uint64_t)m->mem_free));
-    char name[sizeof m->name + 1];
-    memcpy(name, m->name, sizeof m->name);
-    name[sizeof m->name] = 0;
-    etk_node n = {
-        .id = m->id,
-        .name = name,
-        .type = m->type,
-        .n_data_deps = m->n_deps <= ETK_LIVE_MAX_DEPS ? m->n_deps : ETK_LIVE_MAX_DEPS,
-        .data_deps = m->deps,
-        .n_attr = (uint32_t)na,
-        .attr = a,
-    };
-    if (!etk_trace_add(R->batch, &n))
-        return etk_err(err, ETK_ENOMEM, "out of memory");
-    return 0;
-}
-
-static void reply(coord *c, uint32_t rank, etk_live_reply *rp)
+void live_reply(coord *c, uint32_t rank, etk_live_reply *rp)
 {
     if (c->r[rank].fd >= 0)
         (void)!send(c->r[rank].fd, rp, sizeof *rp, MSG_NOSIGNAL);
@@ -209,176 +39,7 @@ static void reply_error_all(coord *c, const char *msg)
     snprintf(rp.msg, sizeof rp.msg, "%.380s", msg);
     for (uint32_t i = 0; i < c->n; i++)
         if (c->r[i].state != R_DONE)
-            reply(c, i, &rp);
-}
-
-/* A new communicator group: in the engine and the record. */
-static int add_group(coord *c, const char *name, const uint32_t *ranks, uint32_t n, etk_error *err)
-{
-    if (etk_groups_add(c->groups, name, ranks, n) != 0)
-        return etk_err(err, ETK_ENOMEM, "out of memory");
-    return etk_sim_add_group(c->s, &c->groups->groups[c->groups->n_groups - 1], err);
-}
-
-static lcomm *new_comm(coord *c, const char *key, uint32_t n, etk_error *err)
-{
-    lcomm *nc = realloc(c->comms, (c->n_comms + 1) * sizeof *nc);
-    if (!nc) {
-        etk_err(err, ETK_ENOMEM, "out of memory");
-        return NULL;
-    }
-    c->comms = nc;
-    lcomm *cm = &c->comms[c->n_comms];
-    memset(cm, 0, sizeof *cm);
-    snprintf(cm->key, sizeof cm->key, "%s", key);
-    cm->n = n;
-    cm->ranks = malloc(n * sizeof *cm->ranks);
-    cm->waiting = malloc(n * sizeof *cm->waiting);
-    cm->color = malloc(n * sizeof *cm->color);
-    cm->skey = malloc(n * sizeof *cm->skey);
-    c->n_comms++;
-    if (!cm->ranks || !cm->waiting || !cm->color || !cm->skey) {
-        etk_err(err, ETK_ENOMEM, "out of memory");
-        return NULL;
-    }
-    for (uint32_t i = 0; i < n; i++)
-        cm->ranks[i] = UINT32_MAX;
-    return cm;
-}
-
-/* ncclCommSplit complete: one group per color, members by (key, parent rank). */
-static int split_done(coord *c, lcomm *sp, etk_error *err)
-{
-    uint32_t n = sp->n;
-    bool *taken = calloc(n, sizeof *taken);
-    uint32_t *mem = malloc(n * sizeof *mem);
-    if (!taken || !mem) {
-        free(taken);
-        free(mem);
-        return etk_err(err, ETK_ENOMEM, "out of memory");
-    }
-    int rc = 0;
-    char base[96];
-    snprintf(base, sizeof base, "%s", sp->name);
-    for (uint32_t i = 0; i < n && !rc; i++) {
-        if (taken[i])
-            continue;
-        int64_t col = sp->color[i];
-        uint32_t k = 0;
-        for (uint32_t j = i; j < n; j++)
-            if (!taken[j] && sp->color[j] == col) {
-                taken[j] = true;
-                mem[k++] = j;
-            }
-        /* members by (key, parent rank): insertion sort, k is small */
-        for (uint32_t a = 1; a < k; a++)
-            for (uint32_t b = a; b > 0 && (sp->skey[mem[b - 1]] > sp->skey[mem[b]] ||
-                                           (sp->skey[mem[b - 1]] == sp->skey[mem[b]] && mem[b - 1] > mem[b]));
-                 b--) {
-                uint32_t t = mem[b];
-                mem[b] = mem[b - 1];
-                mem[b - 1] = t;
-            }
-        etk_live_reply rp;
-        memset(&rp, 0, sizeof rp);
-        rp.op = ETK_LR_COMM;
-        if (col >= 0) {
-            char nm[128];
-            snprintf(nm, sizeof nm, "%sc%lld", base, (long long)col);
-            if (strlen(nm) > 63) /* keep names within the protocol's 64 bytes */
-                snprintf(nm, sizeof nm, "split%u", c->n_comms);
-            lcomm *g = new_comm(c, nm, k, err);
-            if (!g) {
-                rc = err->code;
-                break;
-            }
-            sp = NULL; /* c->comms moved */
-            for (uint32_t q = 0; q < c->n_comms && !sp; q++)
-                if (c->comms[q].split && !strcmp(c->comms[q].name, base))
-                    sp = &c->comms[q];
-            g = &c->comms[c->n_comms - 1];
-            snprintf(g->name, sizeof g->name, "%.63s", nm);
-            g->done = true;
-            for (uint32_t q = 0; q < k; q++)
-                g->ranks[q] = sp->ranks[mem[q]];
-            if ((rc = add_group(c, g->name, g->ranks, k, err)) != 0)
-                break;
-            snprintf(rp.msg, sizeof rp.msg, "%s", g->name);
-        }
-        rp.dep_end[0] = col >= 0 ? k : 0;
-        for (uint32_t q = 0; q < k; q++) {
-            rp.t_ns = col >= 0 ? q : 0;
-            uint32_t r = sp->ranks[mem[q]];
-            c->r[r].state = R_RUN;
-            reply(c, r, &rp);
-        }
-    }
-    free(taken);
-    free(mem);
-    return rc;
-}
-
-static int comm_join(coord *c, uint32_t rank, const etk_live_msg *m, etk_error *err)
-{
-    bool split = m->op == ETK_LM_COMM_SPLIT;
-    char grp[sizeof m->group + 1], key[96];
-    memcpy(grp, m->group, sizeof m->group);
-    grp[sizeof m->group] = 0;
-    if (split)
-        snprintf(key, sizeof key, "%s.%llds", grp, (long long)m->n); /* the parent's n-th split */
-    else
-        snprintf(key, sizeof key, "%s", grp);
-    if (m->tag < 1 || (uint32_t)m->tag > c->n || m->peer < 0 || m->peer >= m->tag)
-        return etk_err(err, ETK_EINVAL, "rank %u: communicator of %d ranks with member %d: wanted 1..%u ranks "
-                       "and a member below that", rank, m->tag, m->peer, c->n);
-    lcomm *cm = NULL;
-    for (uint32_t i = 0; i < c->n_comms; i++)
-        if (!c->comms[i].done && c->comms[i].split == split && !strcmp(c->comms[i].key, key))
-            cm = &c->comms[i];
-    if (!cm) {
-        uint32_t same = 0;
-        for (uint32_t i = 0; i < c->n_comms; i++)
-            same += !strcmp(c->comms[i].key, key);
-        if (!(cm = new_comm(c, key, (uint32_t)m->tag, err)))
-            return err->code;
-        cm->split = split;
-        if (split)
-            snprintf(cm->name, sizeof cm->name, "%s", key);
-        else if (same)
-            snprintf(cm->name, sizeof cm->name, "%.56s#%u", key, same + 1);
-        else
-            snprintf(cm->name, sizeof cm->name, "%.60s", key);
-    }
-    if (cm->n != (uint32_t)m->tag)
-        return etk_err(err, ETK_EINVAL, "rank %u joins communicator %s as one of %d ranks; rank %u said %u",
-                       rank, key, m->tag, cm->ranks[0] != UINT32_MAX ? cm->ranks[0] : rank, cm->n);
-    if (cm->ranks[m->peer] != UINT32_MAX)
-        return etk_err(err, ETK_EINVAL, "communicator %s: member %d joined twice (ranks %u and %u)", key, m->peer,
-                       cm->ranks[m->peer], rank);
-    cm->ranks[m->peer] = rank;
-    cm->color[m->peer] = m->m;
-    cm->skey[m->peer] = m->k;
-    cm->waiting[cm->arrived++] = rank;
-    c->r[rank].state = R_INIT;
-    snprintf(c->r[rank].call, sizeof c->r[rank].call, "%s (communicator %.64s, %u of %u joined)",
-             split ? "ncclCommSplit" : "ncclCommInitRank", key, cm->arrived, cm->n);
-    if (cm->arrived < cm->n)
-        return 0;
-    cm->done = true;
-    if (split)
-        return split_done(c, cm, err);
-    int rc = add_group(c, cm->name, cm->ranks, cm->n, err);
-    if (rc)
-        return rc;
-    etk_live_reply rp;
-    memset(&rp, 0, sizeof rp);
-    rp.op = ETK_LR_COMM;
-    snprintf(rp.msg, sizeof rp.msg, "%s", cm->name);
-    for (uint32_t i = 0; i < cm->n; i++) {
-        c->r[cm->waiting[i]].state = R_RUN;
-        reply(c, cm->waiting[i], &rp);
-    }
-    return 0;
+            live_reply(c, i, &rp);
 }
 
 static int handle_msg(coord *c, uint32_t rank, const etk_live_msg *m, etk_error *err)
@@ -386,9 +47,9 @@ static int handle_msg(coord *c, uint32_t rank, const etk_live_msg *m, etk_error 
     lrank *R = &c->r[rank];
     switch (m->op) {
     case ETK_LM_NODE:
-        return take_node(c, rank, m, err);
+        return live_take_node(c, rank, m, err);
     case ETK_LM_WAIT: {
-        int rc = take_node(c, rank, m, err);
+        int rc = live_take_node(c, rank, m, err);
         if (rc)
             return rc;
         R->state = R_WAIT;
@@ -400,7 +61,7 @@ static int handle_msg(coord *c, uint32_t rank, const etk_live_msg *m, etk_error 
     }
     case ETK_LM_COMM_INIT:
     case ETK_LM_COMM_SPLIT:
-        return comm_join(c, rank, m, err);
+        return live_comm_join(c, rank, m, err);
     case ETK_LM_EXIT:
         R->said_exit = true;
         return 0;
@@ -417,29 +78,6 @@ static int handle_msg(coord *c, uint32_t rank, const etk_live_msg *m, etk_error 
     }
 }
 
-static int flush(coord *c, etk_error *err)
-{
-    for (uint32_t i = 0; i < c->n; i++) {
-        lrank *R = &c->r[i];
-        if (!R->batch || !R->batch->n_nodes)
-            continue;
-        if (R->n_tr == R->cap_tr) {
-            uint32_t cap = R->cap_tr ? 2 * R->cap_tr : 16;
-            etk_trace **t = realloc(R->tr, cap * sizeof *t);
-            if (!t)
-                return etk_err(err, ETK_ENOMEM, "out of memory");
-            R->tr = t;
-            R->cap_tr = cap;
-        }
-        R->tr[R->n_tr++] = R->batch;
-        etk_trace *b = R->batch;
-        R->batch = NULL;
-        if (etk_sim_add_rank_trace(c->s, i, b, err) != 0)
-            return etk_err_prefix(err, "rank %u", i);
-    }
-    return 0;
-}
-
 static const char *state_call(const lrank *R)
 {
     return R->state == R_WAIT || R->state == R_INIT ? R->call : R->state == R_DONE ? "(exited)" : "(running)";
@@ -451,7 +89,7 @@ static const char *state_call(const lrank *R)
  * stop for such a rank, 0 on deadlock (c->fail set), <0 on error. */
 static int advance(coord *c, etk_error *err)
 {
-    int rc = flush(c, err);
+    int rc = live_flush(c, err);
     if (rc)
         return rc;
     uint64_t limit = UINT64_MAX;
@@ -475,7 +113,7 @@ static int advance(coord *c, etk_error *err)
                 if (R->wait_dep[d])
                     etk_sim_node_end(c->s, i, R->wait_dep[d], &rp.dep_end[d]);
             R->state = R_RUN;
-            reply(c, i, &rp);
+            live_reply(c, i, &rp);
             released++;
         }
         if (released)
@@ -642,54 +280,8 @@ static int accept_one(coord *c, etk_error *err)
     }
     c->r[m.rank].fd = fd;
     c->r[m.rank].state = R_RUN;
-    reply(c, m.rank, &c->cfg);
+    live_reply(c, m.rank, &c->cfg);
     return 0;
-}
-
-static int write_record(coord *c, etk_error *err)
-{
-    etk_workload w;
-    memset(&w, 0, sizeof w);
-    w.prefix = c->o->record_prefix;
-    w.n_ranks = c->n;
-    w.ranks = calloc(c->n, sizeof *w.ranks);
-    if (!w.ranks)
-        return etk_err(err, ETK_ENOMEM, "out of memory");
-    int rc = 0;
-    for (uint32_t i = 0; i < c->n && !rc; i++) {
-        etk_trace *t = etk_trace_new("etkit-live");
-        if (!t) {
-            rc = etk_err(err, ETK_ENOMEM, "out of memory");
-            break;
-        }
-        w.ranks[i] = t;
-        for (uint32_t b = 0; b < c->r[i].n_tr && !rc; b++)
-            for (size_t k = 0; k < c->r[i].tr[b]->n_nodes && !rc; k++)
-                if (!etk_trace_add(t, &c->r[i].tr[b]->nodes[k]))
-                    rc = etk_err(err, ETK_ENOMEM, "out of memory");
-    }
-    w.groups = c->groups->n_groups ? c->groups : NULL;
-    if (!rc)
-        rc = etk_workload_write(&w, c->o->record_prefix, err);
-    for (uint32_t i = 0; i < c->n; i++)
-        etk_trace_free(w.ranks[i]);
-    free(w.ranks);
-    return rc;
-}
-
-static void kernel_report(coord *c)
-{
-    FILE *f = c->o->log ? c->o->log : stderr;
-    uint32_t n = 0;
-    for (uint32_t i = 0; i < c->n_ks; i++)
-        n += c->ks[i].guessed;
-    if (!n)
-        return;
-    fprintf(f, "etkit live: %u kernel(s) in no --kernels entry, timed at --kernel-default-ns %" PRIu64 " ns:\n", n,
-            c->o->kernel_default_ns);
-    for (uint32_t i = 0; i < c->n_ks; i++)
-        if (c->ks[i].guessed)
-            fprintf(f, "  %s  launches %" PRIu64 "\n", c->ks[i].name, c->ks[i].count);
 }
 
 /* --launcher: the launcher exited; an error (c->fail) when it failed or left ranks that never
@@ -829,7 +421,7 @@ static int run_loop(coord *c, etk_error *err)
         }
     }
     /* every rank exited normally */
-    if ((rc = flush(c, err)) == 0)
+    if ((rc = live_flush(c, err)) == 0)
         rc = etk_sim_finish(c->s, err);
 out:
     free(pf);
@@ -927,9 +519,9 @@ int etk_live_run(const etk_cluster *cl, const etk_sim_opts *so, const etk_live_o
         goto done;
     }
     rc = run_loop(cp, err);
-    kernel_report(cp);
+    live_kernel_report(cp);
     if (!rc && o->record_prefix)
-        rc = write_record(cp, err);
+        rc = live_write_record(cp, err);
 done:
     if (cp->lfd >= 0)
         close(cp->lfd);
