@@ -64,14 +64,38 @@ void etl_not_modelled(const char *name)
     _exit(3);
 }
 
-static void xsend(const etk_live_msg *m)
+/* NODE messages are batched (up to ETK_LIVE_BATCH per packet), sent before any other message and
+ * when the batch is full: one system call per batch, not per call. */
+static etk_live_msg outbuf[ETK_LIVE_BATCH];
+static uint32_t n_out;
+
+static void xsend_raw(const void *p, size_t len)
 {
     ssize_t n;
     do
-        n = send(fd, m, sizeof *m, MSG_NOSIGNAL);
+        n = send(fd, p, len, MSG_NOSIGNAL);
     while (n < 0 && errno == EINTR);
-    if (n != (ssize_t)sizeof *m)
+    if (n != (ssize_t)len)
         etl_fatal("lost the coordinator (%s)", n < 0 ? strerror(errno) : "short write");
+}
+
+static void flush_out(void)
+{
+    if (n_out)
+        xsend_raw(outbuf, n_out * sizeof outbuf[0]);
+    n_out = 0;
+}
+
+static void xsend(const etk_live_msg *m)
+{
+    if (m->op == ETK_LM_NODE) {
+        outbuf[n_out++] = *m;
+        if (n_out == ETK_LIVE_BATCH)
+            flush_out();
+        return;
+    }
+    flush_out();
+    xsend_raw(m, sizeof *m);
 }
 
 static void xrecv(etk_live_reply *r)

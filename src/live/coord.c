@@ -395,8 +395,7 @@ static int run_loop(coord *c, etk_error *err)
             uint32_t i = who[k];
             /* drain what this rank sent */
             for (;;) {
-                etk_live_msg m;
-                ssize_t n = recv(c->r[i].fd, &m, sizeof m, MSG_DONTWAIT);
+                ssize_t n = recv(c->r[i].fd, c->inbuf, sizeof(etk_live_msg) * ETK_LIVE_BATCH, MSG_DONTWAIT);
                 if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
                     break;
                 if (n <= 0) {
@@ -410,12 +409,13 @@ static int run_loop(coord *c, etk_error *err)
                     }
                     break;
                 }
-                if (n != (ssize_t)sizeof m) {
+                if (n % (ssize_t)sizeof(etk_live_msg)) {
                     rc = etk_err(err, ETK_EINVAL, "rank %u sent a malformed message (%zd bytes)", i, n);
                     goto out;
                 }
-                if ((rc = handle_msg(c, i, &m, err)) != 0)
-                    goto out;
+                for (ssize_t k = 0; k < n / (ssize_t)sizeof(etk_live_msg); k++)
+                    if ((rc = handle_msg(c, i, &c->inbuf[k], err)) != 0)
+                        goto out;
                 stalled = false;
             }
         }

@@ -60,6 +60,7 @@ struct etk_live {
     uint32_t n_ks;
     etk_live_reply cfg;
     char fail[900];
+    etk_live_msg inbuf[ETK_LIVE_BATCH]; /* one packet */
     pid_t launcher;      /* --launcher: the one process started */
     bool launcher_reaped;
     int launcher_status;

@@ -1,5 +1,5 @@
 /* proto.h — the live-mode wire protocol between a rank (the stand-in libraries, live/) and the
- * coordinator (src/live/coord.c). One fixed-size message per SOCK_SEQPACKET packet on a Unix
+ * coordinator (src/live/coord.c). Packets of 1 to ETK_LIVE_BATCH fixed-size messages (SOCK_SEQPACKET) on a Unix
  * socket in the coordinator's private temporary folder; plain C, no etkit dependency, so the
  * stand-in libraries include it without linking libetkit.
  *
@@ -16,6 +16,7 @@
 
 #define ETK_LIVE_VERSION 1
 #define ETK_LIVE_MAX_DEPS 8
+#define ETK_LIVE_BATCH 64 /* messages per packet at most (NODE messages are sent in batches) */
 
 enum {
     ETK_LM_HELLO = 1,     /* rank -> coord: rank connects (answer: ETK_LR_CONFIG) */
