@@ -40,6 +40,12 @@ ETK_TEST_SLEEP_MS=0:300 "$ETKIT" live --cluster "$T/ring4.yaml" --ranks 4 --cpu-
 ETK_TEST_SLEEP_MS=3:300 "$ETKIT" live --cluster "$T/ring4.yaml" --ranks 4 --cpu-scale 0 -- "$T/faults" ok >"$T/o2" 2>&1
 cmp -s "$T/o1" "$T/o2" && grep -q "step time" "$T/o1" && ok "same output whichever rank arrives last" ||
   fail "arrival order changed the output: $(diff "$T/o1" "$T/o2" | head -4)"
+# etkit sim's outputs: --json -o FILE and --timeline FILE
+timeout 30 "$ETKIT" live --cluster "$T/ring4.yaml" --ranks 4 --cpu-scale 0 --json -o "$T/r.json" --timeline "$T/tl.json" \
+  -- "$T/faults" ok >"$T/out" 2>&1
+grep -q '"step_ns": 21729' "$T/r.json" 2>/dev/null && ok "--json -o: step_ns 21729" || fail "--json -o: $(head -c 300 "$T/r.json" 2>&1)"
+grep -q '"dur":21.729,"name":"ALL_REDUCE 1048576 B"' "$T/tl.json" 2>/dev/null && ok "--timeline: the all-reduce, 21.729 us" ||
+  fail "--timeline: $(head -c 300 "$T/tl.json" 2>&1)"
 expect "out of memory" 0 "oom: 2 out of memory; half: 0" oom
 expect "not modelled" 1 "etkit live: cudaMallocManaged is not modelled" unmodelled
 expect "bad --kernels" 2 "k.txt:1: wanted 'PATTERN ns N'" ok --kernels "$(printf 'x nsx 3\n' >"$T/k.txt"; echo "$T/k.txt")"
