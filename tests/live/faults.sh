@@ -58,7 +58,7 @@ plain() { # name want-status want-text etkit-arguments...
 }
 plain "no command" 2 "no command given" live --ranks 4 --
 plain "no --ranks" 2 "--ranks N is required" live -- true
-plain "command missing" 1 "rank 0 exited with status 127" live --ranks 2 -- /nonexistent
+plain "command missing" 1 "exited with status 127 at t = 0 ns (last call: none: it never reached CUDA)" live --ranks 2 -- /nonexistent
 plain "command missing, why" 1 "cannot run '/nonexistent'" live --ranks 2 -- /nonexistent
 plain "a program without CUDA" 0 "step time" live --ranks 2 -- true
 exit $((fails > 0))
