@@ -214,6 +214,18 @@ API ncclResult_t ncclGroupStart(void)
     return ncclSuccess;
 }
 
+/* A zero-time node on stream s after the group's operations deps[0..nd) */
+static uint64_t join_marker(void *s, const uint64_t *deps, int nd)
+{
+    etk_live_msg m;
+    memset(&m, 0, sizeof m);
+    m.type = 1;
+    memcpy(m.deps, deps, (size_t)nd * sizeof *deps);
+    m.n_deps = (uint32_t)nd;
+    snprintf(m.name, sizeof m.name, "ncclGroupEnd");
+    return etl_issue(s, &m);
+}
+
 API ncclResult_t ncclGroupEnd(void)
 {
     etl_lock();
@@ -233,25 +245,13 @@ API ncclResult_t ncclGroupEnd(void)
                 if (!gops[j].id || gops[j].stream != s)
                     continue;
                 if (nd == ETK_LIVE_MAX_DEPS - 2) { /* full: one marker, then go on after it */
-                    etk_live_msg m;
-                    memset(&m, 0, sizeof m);
-                    m.type = 1;
-                    memcpy(m.deps, deps, sizeof deps);
-                    m.n_deps = (uint32_t)nd;
-                    snprintf(m.name, sizeof m.name, "ncclGroupEnd");
-                    deps[0] = etl_issue(s, &m);
+                    deps[0] = join_marker(s, deps, nd);
                     nd = 1;
                 }
                 deps[nd++] = gops[j].id;
                 gops[j].id = 0;
             }
-            etk_live_msg m;
-            memset(&m, 0, sizeof m);
-            m.type = 1;
-            memcpy(m.deps, deps, sizeof deps);
-            m.n_deps = (uint32_t)nd;
-            snprintf(m.name, sizeof m.name, "ncclGroupEnd");
-            etl_issue(s, &m);
+            join_marker(s, deps, nd);
         }
         n_gops = 0;
     }
