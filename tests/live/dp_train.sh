@@ -7,7 +7,8 @@
 # (--kernels); every rank's step, read by the program's clock_gettime, is 4g + X + 601,203 with
 # the straggler and 4g + 601,203 without: it delays every rank by exactly X. The recorded run
 # (--record) simulated by `etkit sim` gives the live step time to the ns, with the roofline and
-# with the default compute model, and it re-simulates on another cluster.
+# with the default compute model and on the flow network model, and it re-simulates on another
+# cluster.
 # usage: bash tests/live/dp_train.sh <etkit>
 . "$(dirname "$0")/livelib.sh"
 need_cuda
@@ -44,4 +45,12 @@ live "$T/c" 3 --record "$T/rec_c"
   fail "compute model: live $(step "$T/c.err"), sim $(step "$T/sim_c")"
 "$ETKIT" sim "$T/rec_c" --cluster dgx-h100 >"$T/sim_d" 2>&1 && [ -n "$(step "$T/sim_d")" ] &&
   ok "re-simulated on dgx-h100: $(step "$T/sim_d") ns" || fail "dgx-h100: $(tail -3 "$T/sim_d")"
+# the flow network model (dgx-h100-superpod's default): the engine's next event includes the
+# transfers in flight (regression: a live run on it used to end in a false deadlock)
+timeout 120 "$ETKIT" live --cluster dgx-h100-superpod --nodes 1 --ranks 8 --cpu-scale 0 --kernels "$T/k.txt" \
+  --record "$T/rec_f" -- "$T/dp" 3 >"$T/f.out" 2>"$T/f.err" || fail "flow model: exit $?: $(tail -3 "$T/f.err")"
+"$ETKIT" sim "$T/rec_f" --cluster dgx-h100-superpod --nodes 1 >"$T/sim_f" 2>&1
+[ -n "$(step "$T/sim_f")" ] && [ "$(step "$T/f.err")" = "$(step "$T/sim_f")" ] &&
+  ok "flow network model: live = etkit sim of the record, $(step "$T/sim_f") ns" ||
+  fail "flow model: live $(step "$T/f.err"), sim $(step "$T/sim_f")"
 exit $((fails > 0))
