@@ -42,7 +42,10 @@ static void help(void)
 }
 
 /* The stand-ins: $ETKIT_LIVE_LIB, else <dir of etkit>/live (build tree), else
- * <dir of etkit>/../lib/etkit/live (installed). */
+ * <dir of etkit>/ETK_LIVE_FROM_BIN (installed: ../lib/etkit/live or the like). */
+#ifndef ETK_LIVE_FROM_BIN
+#define ETK_LIVE_FROM_BIN "../lib/etkit/live"
+#endif
 static void lib_dir(char *out, size_t len)
 {
     const char *e = getenv("ETKIT_LIVE_LIB");
@@ -62,7 +65,7 @@ static void lib_dir(char *out, size_t len)
     char probe[PATH_MAX + 32];
     snprintf(probe, sizeof probe, "%s/libetklive.so", out);
     if (access(probe, R_OK) != 0)
-        snprintf(out, len, "%s/../lib/etkit/live", d);
+        snprintf(out, len, "%s/%s", d, ETK_LIVE_FROM_BIN);
 }
 
 int cmd_live(int argc, char **argv)

@@ -2,7 +2,8 @@
 # abi.sh — the stand-ins against the real CUDA 13 / NCCL libraries and headers (issue #11):
 # same sonames; libcudart/libcublas/libcublasLt symbols in the real version nodes; every function
 # a stand-in exports is exported by the real library too (no misspelt entry point); the offsets
-# and size of cudaDeviceProp in live/cuda_abi.h equal the real header's.
+# and size of cudaDeviceProp in live/cuda_abi.h equal the real header's; installed, the command
+# finds the stand-ins.
 # usage: bash tests/live/abi.sh <etkit>
 . "$(dirname "$0")/livelib.sh"
 need_cuda
@@ -51,4 +52,11 @@ if [ -x "$T/real" ] && [ -x "$T/mine" ]; then
   if cmp -s <("$T/real") <("$T/mine"); then ok "cudaDeviceProp: $("$T/real" | head -1), 13 field offsets and 5 enum values equal"
   else fail "cudaDeviceProp differs: $(diff <("$T/real") <("$T/mine") | tr '\n' ' ')"; fi
 fi
+# installed: the stand-ins go to <libdir>/etkit/live and the installed command finds them
+BUILD=$(cd "$(dirname "$ETKIT")" && pwd)
+DESTDIR=$T/dest cmake --install "$BUILD" --prefix /opt/etkit-live-test >"$T/install.log" 2>&1 || fail "install: $(tail -3 "$T/install.log")"
+n=$(find "$T/dest" -path '*/etkit/live/*' -name 'lib*.so*' | wc -l)
+[ "$n" -ge 5 ] && ok "installed: $n stand-in libraries under <libdir>/etkit/live" || fail "installed stand-ins: $n"
+"$T/dest/opt/etkit-live-test/bin/etkit" live --ranks 1 -- true >"$T/out" 2>&1 && grep -q "step time" "$T/out" &&
+  ok "the installed etkit live finds them" || fail "installed etkit live: $(tail -3 "$T/out")"
 exit $((fails > 0))
