@@ -28,6 +28,7 @@ static const struct {
     {"sim", cmd_sim, "simulate a workload on a cluster"},
     {"run", cmd_run, "generate a workload in memory and simulate it"},
     {"convert", cmd_convert, "convert PyTorch execution traces (+ Kineto) to Chakra"},
+    {"live", cmd_live, "run CUDA/NCCL programs on the modelled cluster in virtual time"},
     {"calibrate", cmd_calibrate, "predict measured runs, report the errors, fit model parameters to them"},
     {"report", cmd_report, "HTML page of a run or simulation (charts of where the time goes, Gantt, memory)"},
 };

@@ -167,6 +167,9 @@ int etk_sim_new(const etk_cluster *c, uint32_t n_ranks, const etk_groups *groups
  * Call before adding traces. The caller guarantees the symmetry (etk_sim_workload checks it). */
 int etk_sim_set_classes(etk_sim *s, const uint32_t *class_of, const uint32_t *class_rep,
                         uint32_t n_classes, etk_error *err);
+/* Live mode: a communicator group created during the run (its id and ranks must outlive the
+ * simulator); before any node names it. */
+int etk_sim_add_group(etk_sim *s, const etk_group *g, etk_error *err);
 /* Append a trace's nodes to a rank (the trace must outlive the simulator). Dependencies resolve
  * against the nodes this rank already has and the new ones; nodes may be added while the run
  * is in progress (they become ready at the current time). */
@@ -177,6 +180,14 @@ void etk_sim_reserve(etk_sim *s, uint64_t nodes, uint64_t deps);
 /* Process every event up to and including time t_ns. */
 int etk_sim_run_until(etk_sim *s, uint64_t t_ns, etk_error *err);
 uint64_t etk_sim_now(const etk_sim *s);
+/* Live mode (src/live/): the time of the next pending event (UINT64_MAX when none), after
+ * issuing what became ready; and whether node `id` of `rank` has completed (1, with *end_ns its
+ * end time), not yet (0), or does not exist (ETK_ENOTFOUND). */
+uint64_t etk_sim_next_event_ns(etk_sim *s);
+int etk_sim_node_end(const etk_sim *s, uint32_t rank, uint64_t id, uint64_t *end_ns);
+/* Live mode: the deadlock report of etk_sim_finish for the current state (every rank blocked,
+ * no event pending), without finishing the run. Returns the message length. */
+size_t etk_sim_blocked_report(const etk_sim *s, char *buf, size_t len);
 /* Run to the end. If nodes remain that can never run, returns ETK_EINVAL with a deadlock
  * report: each blocked rank and what it waits for. */
 int etk_sim_finish(etk_sim *s, etk_error *err);

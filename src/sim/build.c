@@ -176,6 +176,33 @@ int etk_sim_new(const etk_cluster *c, uint32_t n_ranks, const etk_groups *groups
     return 0;
 }
 
+int etk_sim_add_group(etk_sim *s, const etk_group *eg, etk_error *err)
+{
+    if (!eg->id[0] || strcmp(eg->id, "0") == 0 || sim_find_group(s, eg->id) != SIM_NONE)
+        return etk_err(err, ETK_EINVAL, "comm groups: group \"%s\" exists already", eg->id);
+    if (!eg->n_ranks)
+        return etk_err(err, ETK_EINVAL, "comm groups: group \"%s\" has no ranks", eg->id);
+    for (uint32_t j = 0; j < eg->n_ranks; j++)
+        if (eg->ranks[j] >= s->n_ranks)
+            return etk_err(err, ETK_EINVAL, "comm groups: group \"%s\" lists rank %u of %u", eg->id,
+                           eg->ranks[j], s->n_ranks);
+    sgroup *g = realloc(s->g, sizeof(sgroup) * (s->n_g + 1));
+    if (!g)
+        return sim_oom(err);
+    s->g = g;
+    uint32_t gi = s->n_g;
+    memset(&s->g[gi], 0, sizeof(sgroup));
+    s->g[gi].name = eg->id;
+    s->g[gi].ranks = eg->ranks;
+    s->g[gi].n = eg->n_ranks;
+    bool o = false;
+    etk_kmap_put(&s->gnames, etk_hash_str(eg->id), strlen(eg->id), gi, &o);
+    if (o)
+        return sim_oom(err);
+    s->n_g++;
+    return 0;
+}
+
 int etk_sim_set_classes(etk_sim *s, const uint32_t *class_of, const uint32_t *class_rep,
                         uint32_t n_classes, etk_error *err)
 {

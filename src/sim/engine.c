@@ -219,6 +219,30 @@ int etk_sim_run_until(etk_sim *s, uint64_t t_end, etk_error *err)
 
 uint64_t etk_sim_now(const etk_sim *s) { return s->now; }
 
+uint64_t etk_sim_next_event_ns(etk_sim *s)
+{
+    if (s->broken || flush_dirty(s, s->now, NULL) != 0)
+        return UINT64_MAX;
+    /* flow model: the next transfer to complete becomes an event first */
+    if (s->nf && sim_flow_pump(s, UINT64_MAX, NULL) != 0)
+        return UINT64_MAX;
+    return s->n_ev ? s->ev[0].t : UINT64_MAX;
+}
+
+int etk_sim_node_end(const etk_sim *s, uint32_t rank, uint64_t id, uint64_t *end_ns)
+{
+    if (rank >= s->n_ranks)
+        return ETK_ENOTFOUND;
+    const srank *R = &s->r[rank];
+    uint32_t i = id_get(R, id);
+    if (i == SIM_NONE || i >= R->n)
+        return ETK_ENOTFOUND;
+    if (R->nodes[i].state != ST_DONE)
+        return 0;
+    *end_ns = R->nodes[i].end_ns;
+    return 1;
+}
+
 static size_t describe_block(const etk_sim *s, uint32_t r, char *buf, size_t len)
 {
     const srank *R = &s->r[r];
@@ -291,6 +315,25 @@ static size_t describe_block(const etk_sim *s, uint32_t r, char *buf, size_t len
     }
 #undef PUT
     return off;
+}
+
+size_t etk_sim_blocked_report(const etk_sim *s, char *buf, size_t len)
+{
+    size_t off = 0;
+    if (len)
+        buf[0] = 0;
+    for (uint32_t r = 0; r < s->n_ranks && off + 1 < len; r++) {
+        const srank *R = &s->r[r];
+        if (!R->simulated || R->n_done == R->n)
+            continue;
+        off += (size_t)snprintf(buf + off, len - off, "%sRank %u (%u of %u nodes done):", off ? " " : "", r,
+                                R->n_done, R->n);
+        if (off < len)
+            off += describe_block(s, r, buf + off, len - off);
+        if (off < len)
+            off += (size_t)snprintf(buf + off, len - off, ".");
+    }
+    return off < len ? off : (len ? len - 1 : 0);
 }
 
 int etk_sim_finish(etk_sim *s, etk_error *err)

@@ -37,6 +37,13 @@ static int setup_node(etk_sim *s, uint32_t rank, snode *n, const etk_node *e, et
                        " is implausible (more than 2^40 us)",
                        rank, e->id, tp, e->duration_micros);
     uint64_t dur = e->duration_micros * 1000;
+    uint64_t dur_ns_attr = 0; /* duration_ns (live mode's records): the duration to the ns */
+    if (etk_node_u64(e, "duration_ns", &dur_ns_attr) && dur_ns_attr) {
+        if (dur_ns_attr > SIM_MAX_NS)
+            return etk_err(err, ETK_EFORMAT, "rank %u node id %" PRIu64 " (%s): duration_ns %" PRIu64
+                           " is past 1e18 ns", rank, e->id, tp, dur_ns_attr);
+        dur = dur_ns_attr;
+    }
     n->type = (uint8_t)(e->type >= 0 && e->type < ETK_NODE_TYPE_COUNT ? e->type : 0);
     n->dur_ns = dur;
     n->mem_alloc = n->mem_free = 0; /* memory over time (memory.c) */

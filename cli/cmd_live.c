@@ -1,0 +1,198 @@
+/* cmd_live.c — `etkit live`: run N copies of a CUDA/NCCL program on the modelled cluster
+ * (src/live/coord.c) and print etkit's usual report of the run. */
+#define _GNU_SOURCE
+#include <getopt.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cmd.h"
+#include "etkit/live.h"
+#include "sim_cli.h"
+
+enum { LO_RANKS = 2000, LO_CPU_SCALE, LO_KERNELS, LO_KDEF, LO_RECORD, LO_LIBDIR, LO_LAUNCHER };
+
+static void help(void)
+{
+    printf("usage: etkit live [--cluster NAME|FILE --nodes N --gpu G ...] --ranks N [options] -- CMD ARGS...\n\n"
+           "Runs N copies of an unmodified CUDA/NCCL program against etkit's stand-in libcudart.so.13,\n"
+           "libnccl.so.2 and libcublas.so.13: every kernel, copy and collective is timed by etkit's models on\n"
+           "the chosen cluster and the program's own clocks read virtual time. Prints the program's output,\n"
+           "then the usual `etkit sim` report of the run (stderr, or -o FILE). docs/live.md.\n\n"
+           "  --ranks N                ranks to launch (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE,\n"
+           "                           MASTER_ADDR, MASTER_PORT are set for each)\n"
+           "  --cpu-scale F            host CPU time between calls x F is virtual time (default 1; 0: none)\n"
+           "  --kernels FILE           kernel times: 'PATTERN ns N' or 'PATTERN flops F bytes B' per line\n"
+           "  --kernel-default-ns N    launches no entry matches (default 10000); listed at the end\n"
+           "  --record PREFIX          write the run as a Chakra workload (PREFIX.<rank>.et, PREFIX.json)\n"
+           "  --lib-dir DIR            folder of the stand-in libraries (default: next to etkit)\n"
+           "  --launcher               CMD starts the N ranks itself (mpirun -np N prog): run it once,\n"
+           "                           with the MPI interposer (MPI_Wtime virtual, MPI calls timed)\n"
+           "%s\n"
+           "The cluster defaults to dgx-h100 with as many GPUs as ranks.\n"
+           "exit status: 0 ok, 1 a rank failed or the ranks deadlocked (the report names each rank and the\n"
+           "call it waits in), 2 bad usage.\n\n"
+           "examples:\n"
+           "  etkit live --cluster dgx-h100 --ranks 8 --cpu-scale 0 -- ./allreduce_sweep\n"
+           "  etkit live --ranks 4 --launcher -- mpirun -np 4 ./ring\n",
+           sim_cli_help);
+}
+
+/* The stand-ins: $ETKIT_LIVE_LIB, else <dir of etkit>/live (build tree), else
+ * <dir of etkit>/ETK_LIVE_FROM_BIN (installed: ../lib/etkit/live or the like). */
+#ifndef ETK_LIVE_FROM_BIN
+#define ETK_LIVE_FROM_BIN "../lib/etkit/live"
+#endif
+static void lib_dir(char *out, size_t len)
+{
+    const char *e = getenv("ETKIT_LIVE_LIB");
+    if (e && *e) {
+        snprintf(out, len, "%s", e);
+        return;
+    }
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0) {
+        snprintf(out, len, "live");
+        return;
+    }
+    exe[n] = 0;
+    char *d = dirname(exe);
+    snprintf(out, len, "%s/live", d);
+    char probe[PATH_MAX + 32];
+    snprintf(probe, sizeof probe, "%s/libetklive.so", out);
+    if (access(probe, R_OK) != 0)
+        snprintf(out, len, "%s/%s", d, ETK_LIVE_FROM_BIN);
+}
+
+int cmd_live(int argc, char **argv)
+{
+    static const char *cmd = "live";
+    struct option lo[72];
+    size_t n = 0;
+    while (sim_cli_longopts[n].name) {
+        lo[n] = sim_cli_longopts[n];
+        n++;
+    }
+    lo[n++] = (struct option){"ranks", required_argument, 0, LO_RANKS};
+    lo[n++] = (struct option){"cpu-scale", required_argument, 0, LO_CPU_SCALE};
+    lo[n++] = (struct option){"kernels", required_argument, 0, LO_KERNELS};
+    lo[n++] = (struct option){"kernel-default-ns", required_argument, 0, LO_KDEF};
+    lo[n++] = (struct option){"record", required_argument, 0, LO_RECORD};
+    lo[n++] = (struct option){"lib-dir", required_argument, 0, LO_LIBDIR};
+    lo[n++] = (struct option){"launcher", no_argument, 0, LO_LAUNCHER};
+    lo[n] = (struct option){0, 0, 0, 0};
+    sim_cli c;
+    memset(&c, 0, sizeof c);
+    static char *cmdv[512];
+    c.argc = argc < 512 ? argc : 512;
+    memcpy(cmdv, argv, (size_t)c.argc * sizeof *argv);
+    c.argv = cmdv;
+    etk_live_opts o;
+    memset(&o, 0, sizeof o);
+    o.cpu_scale = 1;
+    o.kernel_default_ns = 10000;
+    const char *kernels = NULL;
+    static char dir[PATH_MAX];
+    dir[0] = 0;
+    uint64_t v;
+    int opt;
+    optind = 1;
+    opterr = 0;
+    while ((opt = getopt_long(argc, argv, "+:c:n:o:h", lo, NULL)) != -1) {
+        switch (opt) {
+        case 'h':
+            help();
+            return 0;
+        case LO_RANKS:
+            if (cli_parse_u64(cmd, "--ranks", optarg, &v) != 0)
+                return 2;
+            if (v < 1 || v > 4096)
+                return cli_usage_error(cmd, "--ranks wants 1 to 4096, got %s", optarg);
+            o.n_ranks = (uint32_t)v;
+            continue;
+        case LO_CPU_SCALE:
+            if (cli_parse_double(cmd, "--cpu-scale", optarg, &o.cpu_scale) != 0)
+                return 2;
+            if (o.cpu_scale < 0 || o.cpu_scale > 1000)
+                return cli_usage_error(cmd, "--cpu-scale wants 0 to 1000, got %s", optarg);
+            continue;
+        case LO_KERNELS:
+            kernels = optarg;
+            continue;
+        case LO_KDEF:
+            if (cli_parse_u64(cmd, "--kernel-default-ns", optarg, &o.kernel_default_ns) != 0)
+                return 2;
+            if (o.kernel_default_ns > 1000000000000ull)
+                return cli_usage_error(cmd, "--kernel-default-ns wants at most 1e12 ns, got %s", optarg);
+            continue;
+        case LO_RECORD:
+            o.record_prefix = optarg;
+            continue;
+        case LO_LIBDIR:
+            snprintf(dir, sizeof dir, "%s", optarg);
+            continue;
+        case LO_LAUNCHER:
+            o.launcher = true;
+            continue;
+        case '?':
+            return cli_usage_error(cmd, "unknown option '%s'", argv[optind - 1]);
+        case ':':
+            return cli_usage_error(cmd, "option '%s' needs a value", argv[optind - 1]);
+        default: {
+            int rc = sim_cli_option(cmd, &c, opt, optarg);
+            if (rc == 1)
+                return cli_usage_error(cmd, "unknown option '%s'", argv[optind - 1]);
+            if (rc)
+                return rc;
+        }
+        }
+    }
+    if (!o.n_ranks)
+        return cli_usage_error(cmd, "--ranks N is required");
+    if (optind >= argc)
+        return cli_usage_error(cmd, "no command given: etkit live --ranks N [options] -- CMD ARGS...");
+    o.argv = argv + optind;
+    if (!dir[0])
+        lib_dir(dir, sizeof dir);
+    o.lib_dir = dir;
+    if (!c.cluster && !c.astra_net)
+        c.cluster = "dgx-h100";
+    etk_cluster cl;
+    int rc = sim_cli_cluster(cmd, &c, o.n_ranks, &cl);
+    if (rc)
+        return rc;
+    uint32_t per_node = cl.n_dims ? cl.dims[0].size : 1;
+    o.local_world = per_node < o.n_ranks ? per_node : o.n_ranks;
+    etk_error err = {0};
+    etk_live_kernels *kt = NULL;
+    if (kernels && etk_live_kernels_load(kernels, &kt, &err) != 0)
+        return cli_fail(cmd, &err);
+    o.kernels = kt;
+    c.o.no_fold = true;
+    etk_live *l = NULL;
+    rc = etk_live_run(&cl, &c.o, &o, &l, &err);
+    etk_live_kernels_free(kt);
+    if (rc) {
+        fflush(stdout);
+        fprintf(stderr, "etkit live: error: %s\n", err.msg);
+        return rc == ETK_EINVAL ? 1 : 2;
+    }
+    fflush(stdout);
+    int saved = -1;
+    if (!c.output) { /* stdout is the program's: the report goes to stderr */
+        saved = dup(1);
+        dup2(2, 1);
+    }
+    rc = sim_cli_report(cmd, &c, etk_live_sim(l));
+    fflush(stdout);
+    if (saved >= 0) {
+        dup2(saved, 1);
+        close(saved);
+    }
+    etk_live_free(l);
+    return rc;
+}

@@ -1,0 +1,61 @@
+/* client.h — the rank side of live mode (libetklive.so, preloaded into every rank): the
+ * connection to the coordinator, the rank's virtual clock, and the node bookkeeping the stand-in
+ * libraries (cudart.c, nccl.c, cublas.c) share. One process drives one GPU from one thread at a
+ * time (calls are serialized by a lock). */
+#ifndef ETK_LIVE_CLIENT_H
+#define ETK_LIVE_CLIENT_H
+
+#include <stdint.h>
+
+#include "live/proto.h"
+
+#define ETL_API __attribute__((visibility("default")))
+
+/* The coordinator's answer to HELLO (connects on first use; exits with a message when the
+ * program was not started by `etkit live`). */
+ETL_API const etk_live_reply *etl_config(void);
+ETL_API int etl_rank(void);
+ETL_API void etl_lock(void);
+ETL_API void etl_unlock(void);
+/* The rank's virtual host time now (ns). */
+ETL_API uint64_t etl_now(void);
+/* Record the host time since the last call as a CPU node; returns the id of the last CPU node
+ * (the issue point new GPU work depends on). Call with the lock held. */
+ETL_API uint64_t etl_host(void);
+/* A fresh node id. */
+ETL_API uint64_t etl_new_id(void);
+/* Send one node (m->rank is filled in). */
+ETL_API void etl_send(etk_live_msg *m);
+/* Block until deps are done: a CPU node depending on the last CPU node and deps; returns the
+ * new virtual time; dep_end (may be NULL) gets the end times of deps[0] and deps[1]. */
+ETL_API uint64_t etl_wait(const uint64_t *deps, uint32_t n_deps, const char *call, uint64_t *dep_end);
+/* Join a communicator: blocks until all `members` have joined; name gets the group name. */
+ETL_API void etl_comm_init(const char *key, int members, int member, char *name, unsigned name_len);
+/* ncclCommSplit: blocks until every member of `parent` split; name "" when color < 0. */
+ETL_API void etl_comm_split(const char *parent, int members, int member, int seq, int color, int key, char *name,
+                            unsigned name_len, int *new_rank, int *new_size);
+/* Around a blocking call of another library (the real MPI call under the interposer): the
+ * engine may run up to the rank's host time meanwhile; CPU time spent inside is not counted. */
+ETL_API void etl_extern_enter(const char *call);
+ETL_API void etl_extern_leave(void);
+/* "etkit live: rank R: ..." on stderr, exit status 3. */
+ETL_API void etl_fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+/* "etkit live: NAME is not modelled", exit status 3. */
+ETL_API void etl_not_modelled(const char *name) __attribute__((noreturn));
+
+/* CUDA streams as the stand-ins see them (cudaStream_t points to one; NULL, cudaStreamLegacy
+ * and cudaStreamPerThread all mean the process's default stream). */
+struct etk_cu_stream {
+    uint64_t last; /* id of the last node issued to the stream (0: none) */
+    unsigned flags;
+    int priority;
+};
+ETL_API struct etk_cu_stream *etl_stream(void *stream);
+/* Issue a GPU node on a stream: deps = the last CPU node, the stream's last node and m's own;
+ * the stream's last node becomes m. Returns m->id. Call with the lock held. */
+ETL_API uint64_t etl_issue(void *stream, etk_live_msg *m);
+/* A destroyed stream; wait for the work of every stream (cudaDeviceSynchronize). */
+ETL_API void etl_stream_forget(void *stream);
+ETL_API uint64_t etl_sync_all(const char *call);
+
+#endif

@@ -1,0 +1,550 @@
+/* coord.c — the live-mode coordinator: launches the ranks, takes their nodes over a Unix socket
+ * (proto.h), feeds etkit's engine incrementally and answers blocking calls in virtual time.
+ *
+ * Scheduling rule (what makes a run deterministic): the engine advances only while every rank
+ * that has not exited is blocked (in a WAIT or a communicator join). Then all nodes received so
+ * far are added, and the engine runs event time by event time until some WAIT node completes;
+ * every rank whose WAIT node is done at that time is answered with that time, and the engine
+ * stops until all ranks are blocked again. A rank's virtual host time is the end of its chain of
+ * CPU nodes, so what it submits later starts no earlier than the engine's current time: the
+ * result depends only on what each rank submits, not on the order ranks reach the socket. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "live/coord_priv.h"
+
+void live_reply(coord *c, uint32_t rank, etk_live_reply *rp)
+{
+    if (c->r[rank].fd >= 0)
+        (void)!send(c->r[rank].fd, rp, sizeof *rp, MSG_NOSIGNAL);
+}
+
+static void reply_error_all(coord *c, const char *msg)
+{
+    etk_live_reply rp;
+    memset(&rp, 0, sizeof rp);
+    rp.op = ETK_LR_ERROR;
+    snprintf(rp.msg, sizeof rp.msg, "%.380s", msg);
+    for (uint32_t i = 0; i < c->n; i++)
+        if (c->r[i].state != R_DONE)
+            live_reply(c, i, &rp);
+}
+
+static int handle_msg(coord *c, uint32_t rank, const etk_live_msg *m, etk_error *err)
+{
+    lrank *R = &c->r[rank];
+    switch (m->op) {
+    case ETK_LM_NODE:
+        return live_take_node(c, rank, m, err);
+    case ETK_LM_WAIT: {
+        int rc = live_take_node(c, rank, m, err);
+        if (rc)
+            return rc;
+        R->state = R_WAIT;
+        R->wait_id = m->id;
+        R->wait_dep[0] = m->n_deps > 1 ? m->deps[1] : 0;
+        R->wait_dep[1] = m->n_deps > 2 ? m->deps[2] : 0;
+        snprintf(R->call, sizeof R->call, "%.120s", m->name);
+        return 0;
+    }
+    case ETK_LM_COMM_INIT:
+    case ETK_LM_COMM_SPLIT:
+        return live_comm_join(c, rank, m, err);
+    case ETK_LM_EXIT:
+        R->said_exit = true;
+        return 0;
+    case ETK_LM_EXTERN:
+        R->state = R_EXTERN;
+        R->extern_ns = m->dur_ns;
+        snprintf(R->call, sizeof R->call, "%.100s (real call)", m->name);
+        return 0;
+    case ETK_LM_EXTERN_END:
+        R->state = R_RUN;
+        return 0;
+    default:
+        return etk_err(err, ETK_EINVAL, "rank %u: unknown message %u", rank, m->op);
+    }
+}
+
+static const char *state_call(const lrank *R)
+{
+    return R->state == R_WAIT || R->state == R_INIT ? R->call : R->state == R_DONE ? "(exited)" : "(running)";
+}
+
+/* Every rank is blocked: advance the engine until some WAIT completes. Ranks inside a real
+ * blocking call (R_EXTERN) may still submit work from their host time on: the engine runs no
+ * further than the earliest of those. Returns 1 when ranks were released, 2 when the engine had to
+ * stop for such a rank, 0 on deadlock (c->fail set), <0 on error. */
+static int advance(coord *c, etk_error *err)
+{
+    int rc = live_flush(c, err);
+    if (rc)
+        return rc;
+    uint64_t limit = UINT64_MAX;
+    for (uint32_t i = 0; i < c->n; i++)
+        if (c->r[i].state == R_EXTERN && c->r[i].extern_ns < limit)
+            limit = c->r[i].extern_ns;
+    for (;;) {
+        if ((rc = etk_sim_run_until(c->s, etk_sim_now(c->s), err)) != 0)
+            return rc;
+        int released = 0;
+        for (uint32_t i = 0; i < c->n; i++) {
+            lrank *R = &c->r[i];
+            uint64_t end;
+            if (R->state != R_WAIT || etk_sim_node_end(c->s, i, R->wait_id, &end) != 1)
+                continue;
+            etk_live_reply rp;
+            memset(&rp, 0, sizeof rp);
+            rp.op = ETK_LR_TIME;
+            rp.t_ns = end;
+            for (int d = 0; d < 2; d++)
+                if (R->wait_dep[d])
+                    etk_sim_node_end(c->s, i, R->wait_dep[d], &rp.dep_end[d]);
+            R->state = R_RUN;
+            live_reply(c, i, &rp);
+            released++;
+        }
+        if (released)
+            return 1;
+        uint64_t t = etk_sim_next_event_ns(c->s);
+        if (limit != UINT64_MAX && (t == UINT64_MAX || t > limit))
+            return 2;
+        if (t == UINT64_MAX)
+            break;
+        if ((rc = etk_sim_run_until(c->s, t, err)) != 0)
+            return rc;
+    }
+    /* deadlock: every rank blocked and nothing left to simulate */
+    size_t off = (size_t)snprintf(c->fail, sizeof c->fail, "deadlock at t = %" PRIu64 " ns: every rank is blocked.",
+                                  etk_sim_now(c->s));
+    for (uint32_t i = 0; i < c->n && off < sizeof c->fail; i++) {
+        const lrank *R = &c->r[i];
+        if (R->state == R_DONE)
+            off += (size_t)snprintf(c->fail + off, sizeof c->fail - off, " Rank %u exited at t = %" PRIu64 " ns.",
+                                    i, R->exit_ns);
+        else
+            off += (size_t)snprintf(c->fail + off, sizeof c->fail - off, " Rank %u waits in %s.", i,
+                                    state_call(R));
+    }
+    if (off + 16 < sizeof c->fail) {
+        off += (size_t)snprintf(c->fail + off, sizeof c->fail - off, " Engine: ");
+        etk_sim_blocked_report(c->s, c->fail + off, sizeof c->fail - off);
+    }
+    return 0;
+}
+
+static void describe_status(char *buf, size_t len, int st)
+{
+    if (WIFSIGNALED(st))
+        snprintf(buf, len, "was killed by signal %d (%s)", WTERMSIG(st), strsignal(WTERMSIG(st)));
+    else
+        snprintf(buf, len, "exited with status %d", WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+}
+
+static void reap(coord *c)
+{
+    int st;
+    pid_t p;
+    while ((p = waitpid(-1, &st, WNOHANG)) > 0) {
+        if (p == c->launcher) {
+            c->launcher_reaped = true;
+            c->launcher_status = st;
+        }
+        for (uint32_t i = 0; i < c->n; i++)
+            if (c->r[i].pid == p) {
+                c->r[i].reaped = true;
+                c->r[i].status = st;
+            }
+    }
+}
+
+static void end_ranks(coord *c)
+{
+    if (c->launcher > 0 && !c->launcher_reaped) { /* the launcher ends its ranks */
+        kill(c->launcher, SIGTERM);
+        for (int k = 0; k < 100 && !c->launcher_reaped; k++) {
+            reap(c);
+            struct timespec ts = {0, 50 * 1000000L};
+            nanosleep(&ts, NULL);
+        }
+        if (!c->launcher_reaped) {
+            kill(c->launcher, SIGKILL);
+            waitpid(c->launcher, NULL, 0);
+            c->launcher_reaped = true;
+        }
+    }
+    for (uint32_t i = 0; i < c->n; i++)
+        if (!c->r[i].reaped && c->r[i].pid > 0)
+            kill(c->r[i].pid, SIGTERM);
+    for (int k = 0; k < 40; k++) {
+        reap(c);
+        bool all = true;
+        for (uint32_t i = 0; i < c->n; i++)
+            all = all && (c->r[i].reaped || c->r[i].pid <= 0);
+        if (all)
+            return;
+        struct timespec ts = {0, 50 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    for (uint32_t i = 0; i < c->n; i++)
+        if (!c->r[i].reaped && c->r[i].pid > 0)
+            kill(c->r[i].pid, SIGKILL);
+    for (uint32_t i = 0; i < c->n; i++)
+        if (!c->r[i].reaped && c->r[i].pid > 0)
+            waitpid(c->r[i].pid, NULL, 0);
+}
+
+static int spawn(coord *c, etk_error *err)
+{
+    const char *old_ld = getenv("LD_LIBRARY_PATH");
+    char ld[4096], pre[2100];
+    snprintf(ld, sizeof ld, "%s%s%s", c->o->lib_dir, old_ld && *old_ld ? ":" : "", old_ld ? old_ld : "");
+    snprintf(pre, sizeof pre, "%.1000s/libetklive.so", c->o->lib_dir);
+    if (access(pre, R_OK) != 0)
+        return etk_err(err, ETK_ENOTFOUND, "stand-in libraries not found: %s is missing (set ETKIT_LIVE_LIB to "
+                       "the folder of libetklive.so)", pre);
+    if (c->o->launcher) {
+        char mpi[1024];
+        snprintf(mpi, sizeof mpi, "%.1000s/libetkmpi.so", c->o->lib_dir);
+        if (access(mpi, R_OK) != 0)
+            return etk_err(err, ETK_ENOTFOUND, "--launcher: the MPI interposer %s is missing (etkit was built without "
+                           "Open MPI's headers)", mpi);
+        snprintf(pre + strlen(pre), sizeof pre - strlen(pre), ":%s", mpi);
+    }
+    fflush(NULL);
+    for (uint32_t i = 0; i < (c->o->launcher ? 1u : c->n); i++) {
+        pid_t p = fork();
+        if (p < 0)
+            return etk_err(err, ETK_EIO, "fork: %s", strerror(errno));
+        if (p == 0) {
+            char v[32];
+            close(c->lfd);
+            for (uint32_t j = 0; j < i; j++)
+                if (c->r[j].fd >= 0)
+                    close(c->r[j].fd);
+            if (!c->o->launcher) {
+                snprintf(v, sizeof v, "%u", i);
+                setenv("RANK", v, 1);
+                setenv("ETK_LIVE_RANK", v, 1);
+                snprintf(v, sizeof v, "%u", i % c->o->local_world);
+                setenv("LOCAL_RANK", v, 1);
+                snprintf(v, sizeof v, "%u", c->n);
+                setenv("WORLD_SIZE", v, 1);
+                snprintf(v, sizeof v, "%u", c->o->local_world);
+                setenv("LOCAL_WORLD_SIZE", v, 1);
+                setenv("MASTER_ADDR", "127.0.0.1", 1);
+                setenv("MASTER_PORT", "29500", 1);
+            }
+            setenv("ETK_LIVE_SOCKET", c->path, 1);
+            setenv("LD_LIBRARY_PATH", ld, 1);
+            setenv("LD_PRELOAD", pre, 1);
+            execvp(c->o->argv[0], c->o->argv);
+            fprintf(stderr, "etkit live: rank %u: cannot run '%s': %s\n", i, c->o->argv[0], strerror(errno));
+            _exit(127);
+        }
+        if (c->o->launcher)
+            c->launcher = p;
+        else
+            c->r[i].pid = p;
+    }
+    return 0;
+}
+
+static int accept_one(coord *c, etk_error *err)
+{
+    int fd = accept4(c->lfd, NULL, NULL, SOCK_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    etk_live_msg m;
+    ssize_t n = recv(fd, &m, sizeof m, 0);
+    if (n != (ssize_t)sizeof m || m.op != ETK_LM_HELLO || m.rank >= c->n || c->r[m.rank].fd >= 0) {
+        close(fd);
+        return etk_err(err, ETK_EINVAL, "a process connected without a valid hello (rank %u)", n > 0 ? m.rank : 0);
+    }
+    if (m.tag != ETK_LIVE_VERSION) {
+        close(fd);
+        return etk_err(err, ETK_EINVAL, "rank %u uses protocol version %d, etkit speaks %d (stand-in libraries of "
+                       "another etkit)", m.rank, m.tag, ETK_LIVE_VERSION);
+    }
+    c->r[m.rank].fd = fd;
+    c->r[m.rank].state = R_RUN;
+    live_reply(c, m.rank, &c->cfg);
+    return 0;
+}
+
+/* --launcher: the launcher exited; an error (c->fail) when it failed or left ranks that never
+ * connected. Returns whether it is gone. */
+static bool launcher_gone(coord *c)
+{
+    if (!c->launcher_reaped)
+        return false;
+    int st = c->launcher_status;
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+        char how[128];
+        describe_status(how, sizeof how, st);
+        uint32_t done = 0;
+        for (uint32_t i = 0; i < c->n; i++)
+            done += c->r[i].state == R_DONE || c->r[i].said_exit;
+        if (done < c->n)
+            snprintf(c->fail, sizeof c->fail, "the launcher %s %s at t = %" PRIu64 " ns", c->o->argv[0], how,
+                     etk_sim_now(c->s));
+        return true;
+    }
+    for (uint32_t i = 0; i < c->n; i++)
+        if (c->r[i].fd < 0) {
+            snprintf(c->fail, sizeof c->fail, "the launcher %s ended but rank %u never connected (is it given %u "
+                     "ranks? does it pass the environment on?)", c->o->argv[0], i, c->n);
+            return true;
+        }
+    return true;
+}
+
+static int run_loop(coord *c, etk_error *err)
+{
+    struct pollfd *pf = calloc(c->n + 1, sizeof *pf);
+    uint32_t *who = calloc(c->n + 1, sizeof *who);
+    if (!pf || !who) {
+        free(pf);
+        free(who);
+        return etk_err(err, ETK_ENOMEM, "out of memory");
+    }
+    int rc = 0;
+    bool stalled = false;
+    for (;;) {
+        reap(c);
+        /* ranks gone: socket closed (or never opened) and process reaped */
+        uint32_t done = 0, blocked = 0, ext = 0;
+        if (c->o->launcher && launcher_gone(c) && c->fail[0])
+            goto out;
+        for (uint32_t i = 0; i < c->n; i++) {
+            lrank *R = &c->r[i];
+            if (c->o->launcher && R->state != R_DONE && R->eof) {
+                if (!R->said_exit) {
+                    snprintf(c->fail, sizeof c->fail, "rank %u ended without exiting normally (crashed or killed) at "
+                             "t = %" PRIu64 " ns (last call: %s)", i, etk_sim_now(c->s), R->call[0] ? R->call : "none");
+                    R->state = R_DONE;
+                    goto out;
+                }
+                R->state = R_DONE;
+                R->exit_ns = etk_sim_now(c->s);
+            }
+            if (R->state != R_DONE && R->reaped && (R->eof || R->fd < 0)) {
+                if (!WIFEXITED(R->status) || WEXITSTATUS(R->status) != 0) {
+                    char how[128];
+                    describe_status(how, sizeof how, R->status);
+                    snprintf(c->fail, sizeof c->fail, "rank %u %s at t = %" PRIu64 " ns (last call: %s)", i, how,
+                             etk_sim_now(c->s), R->state == R_START ? "none: it never reached CUDA" : R->call[0] ? R->call : "none");
+                    R->state = R_DONE;
+                    goto out;
+                }
+                R->state = R_DONE;
+                R->exit_ns = etk_sim_now(c->s);
+            }
+            done += R->state == R_DONE;
+            blocked += R->state == R_WAIT || R->state == R_INIT;
+            ext += R->state == R_EXTERN;
+        }
+        if (done == c->n)
+            break;
+        if (blocked && blocked + ext + done == c->n && !stalled) {
+            rc = advance(c, err);
+            if (rc < 0)
+                goto out;
+            if (rc == 0)
+                goto out; /* deadlock: c->fail */
+            stalled = rc == 2; /* until a message comes */
+            rc = 0;
+            if (!stalled)
+                continue;
+        }
+        uint32_t np = 0;
+        pf[np].fd = c->lfd;
+        pf[np].events = POLLIN;
+        who[np++] = UINT32_MAX;
+        for (uint32_t i = 0; i < c->n; i++)
+            if (c->r[i].fd >= 0 && !c->r[i].eof) {
+                pf[np].fd = c->r[i].fd;
+                pf[np].events = POLLIN;
+                who[np++] = i;
+            }
+        int pr = poll(pf, np, 20);
+        if (pr < 0 && errno != EINTR) {
+            rc = etk_err(err, ETK_EIO, "poll: %s", strerror(errno));
+            goto out;
+        }
+        for (uint32_t k = 0; pr > 0 && k < np; k++) {
+            if (!pf[k].revents)
+                continue;
+            if (who[k] == UINT32_MAX) {
+                if ((rc = accept_one(c, err)) != 0)
+                    goto out;
+                continue;
+            }
+            uint32_t i = who[k];
+            /* drain what this rank sent */
+            for (;;) {
+                ssize_t n = recv(c->r[i].fd, c->inbuf, sizeof(etk_live_msg) * ETK_LIVE_BATCH, MSG_DONTWAIT);
+                if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+                    break;
+                if (n <= 0) {
+                    c->r[i].eof = true;
+                    if (!c->r[i].reaped && c->r[i].pid > 0) { /* closed: the process is ending */
+                        int st;
+                        if (waitpid(c->r[i].pid, &st, 0) == c->r[i].pid) {
+                            c->r[i].reaped = true;
+                            c->r[i].status = st;
+                        }
+                    }
+                    break;
+                }
+                if (n % (ssize_t)sizeof(etk_live_msg)) {
+                    rc = etk_err(err, ETK_EINVAL, "rank %u sent a malformed message (%zd bytes)", i, n);
+                    goto out;
+                }
+                for (ssize_t k = 0; k < n / (ssize_t)sizeof(etk_live_msg); k++)
+                    if ((rc = handle_msg(c, i, &c->inbuf[k], err)) != 0)
+                        goto out;
+                stalled = false;
+            }
+        }
+    }
+    /* every rank exited normally */
+    if ((rc = live_flush(c, err)) == 0)
+        rc = etk_sim_finish(c->s, err);
+out:
+    free(pf);
+    free(who);
+    if (c->fail[0]) {
+        reply_error_all(c, c->fail);
+        if (!rc)
+            rc = etk_err(err, ETK_EINVAL, "%s", c->fail);
+    }
+    end_ranks(c);
+    return rc;
+}
+
+etk_sim *etk_live_sim(etk_live *l) { return l->s; }
+
+void etk_live_free(etk_live *c)
+{
+    if (!c)
+        return;
+    etk_sim_free(c->s);
+    for (uint32_t i = 0; c->r && i < c->n; i++) {
+        for (uint32_t b = 0; b < c->r[i].n_tr; b++)
+            etk_trace_free(c->r[i].tr[b]);
+        free(c->r[i].tr);
+        etk_trace_free(c->r[i].batch);
+    }
+    free(c->r);
+    etk_groups_free(c->groups);
+    free(c);
+}
+
+int etk_live_run(const etk_cluster *cl, const etk_sim_opts *so, const etk_live_opts *o, etk_live **out,
+                 etk_error *err)
+{
+    *out = NULL;
+    if (!o->n_ranks || !o->argv || !o->argv[0])
+        return etk_err(err, ETK_EINVAL, "live: no ranks or no command");
+    if (cl->n_npus < o->n_ranks)
+        return etk_err(err, ETK_EINVAL, "live: %u ranks on a cluster of %u GPUs (%s)", o->n_ranks, cl->n_npus,
+                       cl->name);
+    coord *cp = calloc(1, sizeof *cp);
+    if (!cp)
+        return etk_err(err, ETK_ENOMEM, "out of memory");
+    cp->cl = cl;
+    cp->o = o;
+    cp->n = o->n_ranks;
+    cp->lfd = -1;
+    cp->r = calloc(cp->n, sizeof *cp->r);
+    cp->groups = etk_groups_new();
+    if (!cp->r || !cp->groups) {
+        etk_live_free(cp);
+        return etk_err(err, ETK_ENOMEM, "out of memory");
+    }
+    for (uint32_t i = 0; i < cp->n; i++)
+        cp->r[i].fd = -1;
+    int rc = etk_sim_new(cl, cp->n, NULL, so, &cp->s, err);
+    if (rc)
+        goto done;
+    /* the configuration every rank gets */
+    etk_live_gpu_info gi;
+    etk_live_gpu_info_of(&cl->gpu, &gi);
+    cp->cfg.op = ETK_LR_CONFIG;
+    cp->cfg.version = ETK_LIVE_VERSION;
+    cp->cfg.world = cp->n;
+    cp->cfg.local_world = o->local_world;
+    cp->cfg.sms = gi.sms;
+    cp->cfg.cc_major = gi.cc_major;
+    cp->cfg.cc_minor = gi.cc_minor;
+    cp->cfg.hbm_bytes = cl->gpu.hbm_bytes;
+    cp->cfg.hbm_Bps = cl->gpu.hbm_bw_Bps;
+    cp->cfg.pcie_Bps = gi.pcie_Bps;
+    cp->cfg.cpu_scale = o->cpu_scale;
+    cp->cfg.epoch_ns = 1767225600ull * 1000000000ull; /* 2026-01-01T00:00:00Z: the same for every run */
+    snprintf(cp->cfg.gpu_name, sizeof cp->cfg.gpu_name, "%s", cl->gpu.name);
+    /* the socket, in a private temporary folder */
+    const char *tmp = getenv("TMPDIR");
+    snprintf(cp->dir, sizeof cp->dir, "%s/etkit-live-XXXXXX", tmp && strlen(tmp) < 30 ? tmp : "/tmp");
+    if (!mkdtemp(cp->dir)) {
+        rc = etk_err(err, ETK_EIO, "cannot create a temporary folder %s: %s", cp->dir, strerror(errno));
+        cp->dir[0] = 0;
+        goto done;
+    }
+    snprintf(cp->path, sizeof cp->path, "%s/sock", cp->dir);
+    cp->lfd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    struct sockaddr_un a;
+    memset(&a, 0, sizeof a);
+    a.sun_family = AF_UNIX;
+    snprintf(a.sun_path, sizeof a.sun_path, "%.100s", cp->path);
+    if (cp->lfd < 0 || bind(cp->lfd, (struct sockaddr *)&a, sizeof a) != 0 || listen(cp->lfd, (int)cp->n + 16) != 0) {
+        rc = etk_err(err, ETK_EIO, "cannot listen on %s: %s", cp->path, strerror(errno));
+        goto done;
+    }
+    if ((rc = spawn(cp, err)) != 0) {
+        end_ranks(cp);
+        goto done;
+    }
+    rc = run_loop(cp, err);
+    live_kernel_report(cp);
+    if (!rc && o->record_prefix)
+        rc = live_write_record(cp, err);
+done:
+    if (cp->lfd >= 0)
+        close(cp->lfd);
+    for (uint32_t i = 0; i < cp->n; i++)
+        if (cp->r[i].fd >= 0)
+            close(cp->r[i].fd);
+    if (cp->path[0])
+        unlink(cp->path);
+    if (cp->dir[0])
+        rmdir(cp->dir);
+    for (uint32_t i = 0; i < cp->n_comms; i++) {
+        free(cp->comms[i].ranks);
+        free(cp->comms[i].waiting);
+        free(cp->comms[i].color);
+        free(cp->comms[i].skey);
+    }
+    free(cp->comms);
+    for (uint32_t i = 0; i < cp->n_ks; i++)
+        free(cp->ks[i].name);
+    free(cp->ks);
+    if (!rc)
+        *out = cp;
+    else
+        etk_live_free(cp);
+    return rc;
+}

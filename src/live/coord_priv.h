@@ -1,0 +1,81 @@
+/* coord_priv.h — the live-mode coordinator's state, shared by its parts (src/live/):
+ *   coord.c   processes, the socket, the event loop and the scheduling rule (etk_live_run)
+ *   nodes.c   messages into Chakra nodes (per-rank batches for the engine), kernel times, the record
+ *   comm.c    communicators: joins and splits into the engine's groups
+ * coord -> (nodes, comm); comm -> coord's live_reply. */
+#ifndef ETK_LIVE_COORD_PRIV_H
+#define ETK_LIVE_COORD_PRIV_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "etkit/live.h"
+#include "live/proto.h"
+
+enum { R_START = 0, R_RUN, R_WAIT, R_INIT, R_DONE, R_EXTERN };
+
+typedef struct lrank {
+    int fd;
+    pid_t pid;
+    int state;
+    bool eof, reaped, said_exit;
+    int status;          /* wait status */
+    uint64_t wait_id, wait_dep[2];
+    char call[128];
+    etk_trace *batch;    /* nodes received, not yet given to the engine */
+    etk_trace **tr;      /* batches given to the engine (kept: it points into them) */
+    uint32_t n_tr, cap_tr;
+    uint64_t exit_ns;
+    uint64_t extern_ns;  /* R_EXTERN: the rank's host time (it submits nothing earlier) */
+} lrank;
+
+typedef struct lcomm {
+    char key[96];
+    uint32_t n, arrived;
+    uint32_t *ranks;     /* global rank of each member */
+    uint32_t *waiting;   /* ranks to answer */
+    int64_t *color, *skey; /* ncclCommSplit: per member of the parent */
+    char name[96];
+    bool done, split;
+} lcomm;
+
+typedef struct kstat {
+    char *name;
+    uint64_t ns, count;
+    bool guessed;
+} kstat;
+
+struct etk_live {
+    const etk_cluster *cl;
+    const etk_live_opts *o;
+    etk_sim *s;
+    etk_groups *groups;
+    lrank *r;
+    uint32_t n;
+    int lfd;
+    char dir[64], path[100];
+    lcomm *comms;
+    uint32_t n_comms;
+    kstat *ks;
+    uint32_t n_ks;
+    etk_live_reply cfg;
+    char fail[900];
+    etk_live_msg inbuf[ETK_LIVE_BATCH]; /* one packet */
+    pid_t launcher;      /* --launcher: the one process started */
+    bool launcher_reaped;
+    int launcher_status;
+};
+typedef struct etk_live coord;
+
+/* coord.c */
+void live_reply(coord *c, uint32_t rank, etk_live_reply *rp);
+/* nodes.c */
+int live_take_node(coord *c, uint32_t rank, const etk_live_msg *m, etk_error *err);
+int live_flush(coord *c, etk_error *err);
+int live_write_record(coord *c, etk_error *err);
+void live_kernel_report(coord *c);
+/* comm.c */
+const lcomm *live_find_comm(const coord *c, const char *group);
+int live_comm_join(coord *c, uint32_t rank, const etk_live_msg *m, etk_error *err);
+
+#endif
