@@ -17,6 +17,7 @@ int cmd_sim(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_convert(int argc, char **argv);
 int cmd_calibrate(int argc, char **argv);
+int cmd_plan(int argc, char **argv);
 
 /* "etkit <cmd>: <message>" on stderr; returns 2 (usage error). */
 int cli_usage_error(const char *cmd, const char *fmt, ...)

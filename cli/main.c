@@ -29,6 +29,7 @@ static const struct {
     {"run", cmd_run, "generate a workload in memory and simulate it"},
     {"convert", cmd_convert, "convert PyTorch execution traces (+ Kineto) to Chakra"},
     {"calibrate", cmd_calibrate, "predict measured runs, report the errors, fit model parameters to them"},
+    {"plan", cmd_plan, "search parallel plans (and clusters): enumerate, prune, simulate, rank"},
 };
 #define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))
 
