@@ -82,9 +82,8 @@ static void csv_str(FILE *f, const char *s)
 
 void etk_plan_print_csv(const etk_plan_space *sp, const etk_plan_job *jobs, const etk_plan_result *r, FILE *f)
 {
-    (void)sp;
     fputs("cluster,gpus,index,status,rank,tp,cp,pp,vpp,dp,ep,micro_batch,micro_batches_infer,zero,recompute,"
-          "schedule,sp,mem_bytes,lower_bound_ns,step_ns,mfu,tokens_per_s,usd_per_mtok,reason\n", f);
+          "schedule,sp,mem_bytes,lower_bound_ns,step_ns,mfu,tokens_per_s,usd_per_mtok,flags,reason\n", f);
     for (size_t i = 0; i < r->n_rows; i++) {
         const etk_plan_row *w = &r->rows[i];
         const etk_plan *p = &w->plan;
@@ -94,6 +93,10 @@ void etk_plan_print_csv(const etk_plan_space *sp, const etk_plan_job *jobs, cons
                 p->vpp, p->dp, p->ep, p->micro_batch, p->infer_mb, p->zero, rec(p->recompute), sched(p->schedule),
                 p->sp ? "true" : "false", (unsigned long long)w->mem_bytes, (unsigned long long)w->lb_ns,
                 (unsigned long long)w->step_ns, w->mfu, w->tokens_per_s, w->usd_per_mtok);
+        char flags[320];
+        etk_plan_flags(sp, p, flags, sizeof flags);
+        csv_str(f, flags);
+        fputc(',', f);
         csv_str(f, w->reason);
         fputc('\n', f);
     }
