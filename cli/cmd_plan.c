@@ -456,8 +456,11 @@ int cmd_plan(int argc, char **argv)
     }
     if (!rc) {
         int src = mpi ? plan_mpi_search(&sp, jobs, n_jobs, &o, &res, &err) : etk_plan_search(&sp, jobs, n_jobs, &o, &res, &err);
-        if (ps.shown)
+        if (ps.shown) { /* the final count: rows pruned by the bound are decided at the end */
+            if (!src)
+                progress(&ps, res.n_rows, res.n_rows, res.n_simulated ? &res.rows[res.ranked[0]] : NULL);
             fputc('\n', stderr);
+        }
         if (src)
             rc = cli_fail(cmd, &err);
     }

@@ -126,6 +126,16 @@ for p in sim[:5]:
     if abs(p["usd_per_mtok"] - want) > 1e-9 * want: print("cost", p, want); sys.exit(1)
 EOF
 
+# progress: silent when stderr is not a terminal; on one (script(1) gives a pty) plans done/total
+"$ETKIT" plan $W >/dev/null 2>"$T/err.txt" || fail "plan failed"
+[ -s "$T/err.txt" ] && fail "plan wrote to a non-terminal stderr: $(head -2 "$T/err.txt")"
+if command -v script >/dev/null; then
+  script -qec "$ETKIT plan $W" /dev/null >"$T/tty.txt" 2>&1
+  grep -q "plans 200/200 decided, best" "$T/tty.txt" || fail "no progress on a terminal: $(head -c 300 "$T/tty.txt")"
+  script -qec "$ETKIT plan $W --quiet" /dev/null >"$T/tty.txt" 2>&1
+  grep -q "decided" "$T/tty.txt" && fail "progress despite --quiet"
+fi
+
 # MPI: the same CSV with 1, 2 and 4 processes (dynamic load balancing must not change the result)
 if command -v mpirun >/dev/null && ldd "$ETKIT" 2>/dev/null | grep -q libmpi; then
   MPI="mpirun --allow-run-as-root --oversubscribe"

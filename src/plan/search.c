@@ -122,9 +122,10 @@ int etk_plan_begin(const etk_plan_space *sp, const etk_plan_job *jobs, uint32_t 
         }
         etk_plan_row *rows = n ? realloc(s->rows, (s->n_rows + n) * sizeof *rows) : s->rows;
         if (n && !rows) {
+            size_t want = s->n_rows + n;
             free(v);
             etk_plan_state_free(s);
-            return etk_err(err, ETK_ENOMEM, "plan search: out of memory (%zu plans)", s->n_rows + n);
+            return etk_err(err, ETK_ENOMEM, "plan search: out of memory (%zu plans)", want);
         }
         s->rows = rows;
         for (size_t i = 0; i < n; i++) {
