@@ -4,6 +4,9 @@
  * does and prints the ranked table; --csv / --json list every candidate with its fate. -j N
  * threads; under mpirun the processes share the work (cli/plan_mpi.c). docs/plan.md. */
 #include <getopt.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -229,6 +232,14 @@ int cmd_plan(int argc, char **argv)
             help();
             return 0;
         }
+#ifdef __GLIBC__
+    /* hundreds of simulations each allocate and free a workload of tens of MB: keep the memory
+     * in the heap rather than mapping and unmapping it each time (glibc's dynamic threshold
+     * lets it go back to mmap); measured: system time 0.96 -> 0.15 s on a 44-plan search */
+    mallopt(M_MMAP_THRESHOLD, 32 << 20);
+    mallopt(M_TRIM_THRESHOLD, 1 << 30);
+    mallopt(M_TOP_PAD, 64 << 20);
+#endif
     etk_plan_space sp;
     etk_plan_space_init(&sp);
     etk_error err = {0};

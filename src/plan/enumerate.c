@@ -52,18 +52,34 @@ static bool pick(uint32_t x, uint32_t fix, uint32_t limit)
     return fix ? x == fix : x <= limit;
 }
 
+/* the limits both modes share: TP within a node unless allowed across, PP the layers, EP the experts */
+typedef struct {
+    int64_t layers, seq;
+    uint32_t tp, pp, ep;
+} limits;
+
+static limits common_limits(const etk_plan_space *sp, uint32_t n, uint32_t gpn)
+{
+    const etk_model *m = &sp->base.model;
+    limits l;
+    l.layers = sp->base.dims_override[0] ? sp->base.dims_override[0] : m->layers;
+    l.seq = sp->base.dims_override[6] ? sp->base.dims_override[6] : m->seq;
+    l.tp = lim(sp->max_tp, sp->tp_across_nodes ? n : gpn);
+    if (!sp->tp_across_nodes && l.tp > gpn)
+        l.tp = gpn;
+    l.pp = lim(sp->max_pp, l.layers > 0 ? (uint64_t)l.layers : 1);
+    l.ep = lim(sp->max_ep, m->experts > 0 ? (uint64_t)m->experts : 1);
+    return l;
+}
+
 static int training(const etk_plan_space *sp, uint32_t n, uint32_t gpn, plan_vec *pv)
 {
     const etk_model *m = &sp->base.model;
-    int64_t layers = sp->base.dims_override[0] ? sp->base.dims_override[0] : m->layers;
-    int64_t seq = sp->base.dims_override[6] ? sp->base.dims_override[6] : m->seq;
-    uint32_t max_tp = lim(sp->max_tp, sp->tp_across_nodes ? n : gpn);
-    if (!sp->tp_across_nodes && max_tp > gpn)
-        max_tp = gpn;
+    limits l = common_limits(sp, n, gpn);
+    int64_t layers = l.layers, seq = l.seq;
+    uint32_t max_tp = l.tp, max_pp = l.pp, max_ep = l.ep;
     uint32_t max_cp = lim(sp->max_cp, seq >= 8192 ? (uint64_t)seq / 4096 : 1);
-    uint32_t max_pp = lim(sp->max_pp, layers > 0 ? (uint64_t)layers : 1);
     uint32_t max_vpp = lim(sp->max_vpp, 8), max_mb = lim(sp->max_micro_batch, 8);
-    uint32_t max_ep = lim(sp->max_ep, m->experts > 0 ? (uint64_t)m->experts : 1);
     uint32_t G = sp->global_batch;
     for (uint32_t tp = 1; tp <= n; tp++) {
         if (n % tp || !pick(tp, sp->tp, max_tp) || tp > max_tp)
@@ -133,12 +149,8 @@ static int training(const etk_plan_space *sp, uint32_t n, uint32_t gpn, plan_vec
 static int inference(const etk_plan_space *sp, uint32_t n, uint32_t gpn, plan_vec *pv)
 {
     const etk_model *m = &sp->base.model;
-    int64_t layers = sp->base.dims_override[0] ? sp->base.dims_override[0] : m->layers;
-    uint32_t max_tp = lim(sp->max_tp, sp->tp_across_nodes ? n : gpn);
-    if (!sp->tp_across_nodes && max_tp > gpn)
-        max_tp = gpn;
-    uint32_t max_pp = lim(sp->max_pp, layers > 0 ? (uint64_t)layers : 1);
-    uint32_t max_ep = lim(sp->max_ep, m->experts > 0 ? (uint64_t)m->experts : 1);
+    limits l = common_limits(sp, n, gpn);
+    uint32_t max_tp = l.tp, max_pp = l.pp, max_ep = l.ep;
     uint32_t G = sp->global_batch;
     for (uint32_t tp = 1; tp <= n; tp++) {
         if (n % tp || !pick(tp, sp->tp, max_tp) || tp > max_tp)
