@@ -444,9 +444,13 @@ int cmd_plan(int argc, char **argv)
                 rc = cli_usage_error(cmd, "--gpu-hour-cost %s: no such cluster in --cluster %s", t, clusters);
         }
     }
-    for (uint32_t i = 0; !rc && i < n_jobs; i++)
+    for (uint32_t i = 0; !rc && i < n_jobs; i++) {
         if (!roofline && jobs[i].cluster.compute_efficiency == 1.0)
             jobs[i].compute = &comp[i];
+        if (sp.tp > jobs[i].gpus_per_node && !sp.tp_across_nodes)
+            rc = cli_usage_error(cmd, "--tp %u is larger than a node of %s (%u GPUs): give --tp-across-nodes to "
+                                      "search TP groups across nodes", sp.tp, jobs[i].label, jobs[i].gpus_per_node);
+    }
     if (!rc && o.rank_by == ETK_PLAN_RANK_COST)
         for (uint32_t i = 0; i < n_jobs && !rc; i++)
             if (!(jobs[i].gpu_hour_usd > 0))
