@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "etkit/plan.h"
+#include "plan/plan_priv.h"
 
 void etk_plan_space_init(etk_plan_space *sp)
 {
@@ -227,9 +227,14 @@ int etk_plan_config(const etk_plan_space *sp, const etk_plan *p, const char *gpu
     return etk_gen_check(cfg, err);
 }
 
-static const char *sched_name(int s)
+const char *plan_sched_name(int s)
 {
     return s == ETK_SCHED_GPIPE ? "gpipe" : s == ETK_SCHED_ZBH1 ? "zb-h1" : "1f1b";
+}
+
+const char *plan_recompute_name(int r)
+{
+    return r == ETK_RECOMPUTE_FULL ? "full" : r == ETK_RECOMPUTE_SELECTIVE ? "selective" : "none";
 }
 
 void etk_plan_flags(const etk_plan_space *sp, const etk_plan *p, char *buf, size_t n)
@@ -242,7 +247,6 @@ void etk_plan_flags(const etk_plan_space *sp, const etk_plan *p, char *buf, size
                  sp->global_batch / p->dp, p->infer_mb);
         return;
     }
-    static const char *const rec[] = {"none", "selective", "full"};
     char vpp[24] = "", cp[24] = "", ep[24] = "";
     if (p->vpp > 1)
         snprintf(vpp, sizeof vpp, " --vpp %u", p->vpp);
@@ -252,8 +256,7 @@ void etk_plan_flags(const etk_plan_space *sp, const etk_plan *p, char *buf, size
         snprintf(ep, sizeof ep, " --ep %u", p->ep);
     snprintf(buf, n, "--tp %u%s --pp %u%s --dp %u%s%s --micro-batch %u --global-batch %u --zero %d --recompute %s "
              "--schedule %s", p->tp, cp, p->pp, vpp, p->dp, ep, p->sp ? " --sp" : "", p->micro_batch,
-             sp->global_batch, p->zero, rec[p->recompute < 0 || p->recompute > 2 ? 0 : p->recompute],
-             sched_name(p->schedule));
+             sp->global_batch, p->zero, plan_recompute_name(p->recompute), plan_sched_name(p->schedule));
 }
 
 const char *etk_plan_status_name(int status)

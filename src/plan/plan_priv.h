@@ -22,5 +22,8 @@ double plan_score(const etk_plan_search_state *s, uint32_t job, double step_ns);
 /* the ranking metric of a score, in its unit (ms, tokens/s, MFU %, USD per 1M tokens) */
 double plan_metric(const etk_plan_search_state *s, double score);
 const char *plan_metric_name(int rank_by);
+/* "1f1b" | "gpipe" | "zb-h1"; "none" | "selective" | "full" (the gen flags' spellings) */
+const char *plan_sched_name(int schedule);
+const char *plan_recompute_name(int recompute);
 
 #endif

@@ -8,13 +8,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "etkit/plan.h"
+#include "plan/plan_priv.h"
 
 #define GIB (1024.0 * 1024.0 * 1024.0)
 
-static const char *const rec_names[] = {"none", "selective", "full"};
-static const char *sched(int s) { return s == ETK_SCHED_GPIPE ? "gpipe" : s == ETK_SCHED_ZBH1 ? "zb-h1" : "1f1b"; }
-static const char *rec(int r) { return rec_names[r < 0 || r > 2 ? 0 : r]; }
 
 static const char *metric_name(int rank_by)
 {
@@ -90,7 +87,7 @@ void etk_plan_print_csv(const etk_plan_space *sp, const etk_plan_job *jobs, cons
         csv_str(f, jobs[w->job].label);
         fprintf(f, ",%u,%u,%s,%u,%u,%u,%u,%u,%u,%u,%u,%u,%d,%s,%s,%s,%llu,%llu,%llu,%.6f,%.1f,%.6f,",
                 jobs[w->job].cluster.n_npus, w->index, etk_plan_status_name(w->status), w->rank, p->tp, p->cp, p->pp,
-                p->vpp, p->dp, p->ep, p->micro_batch, p->infer_mb, p->zero, rec(p->recompute), sched(p->schedule),
+                p->vpp, p->dp, p->ep, p->micro_batch, p->infer_mb, p->zero, plan_recompute_name(p->recompute), plan_sched_name(p->schedule),
                 p->sp ? "true" : "false", (unsigned long long)w->mem_bytes, (unsigned long long)w->lb_ns,
                 (unsigned long long)w->step_ns, w->mfu, w->tokens_per_s, w->usd_per_mtok);
         char flags[320];
@@ -153,8 +150,8 @@ int etk_plan_print_json(const etk_plan_space *sp, const etk_plan_job *jobs, uint
         json_object_set_new(x, "micro_batch", json_integer(p->micro_batch));
         json_object_set_new(x, "micro_batches_infer", json_integer(p->infer_mb));
         json_object_set_new(x, "zero", json_integer(p->zero));
-        json_object_set_new(x, "recompute", json_string(rec(p->recompute)));
-        json_object_set_new(x, "schedule", json_string(sched(p->schedule)));
+        json_object_set_new(x, "recompute", json_string(plan_recompute_name(p->recompute)));
+        json_object_set_new(x, "schedule", json_string(plan_sched_name(p->schedule)));
         json_object_set_new(x, "sp", json_boolean(p->sp));
         json_object_set_new(x, "flags", json_string(flags));
         json_object_set_new(x, "mem_bytes", json_integer((json_int_t)w->mem_bytes));
