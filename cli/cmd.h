@@ -17,6 +17,7 @@ int cmd_sim(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_convert(int argc, char **argv);
 int cmd_calibrate(int argc, char **argv);
+int cmd_plan(int argc, char **argv);
 int cmd_live(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 

@@ -31,6 +31,7 @@ static const struct {
     {"live", cmd_live, "run CUDA/NCCL programs on the modelled cluster in virtual time"},
     {"calibrate", cmd_calibrate, "predict measured runs, report the errors, fit model parameters to them"},
     {"report", cmd_report, "HTML page of a run or simulation (charts of where the time goes, Gantt, memory)"},
+    {"plan", cmd_plan, "search parallel plans (and clusters): enumerate, prune, simulate, rank"},
 };
 #define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))
 

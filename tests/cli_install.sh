@@ -54,7 +54,18 @@ LD_LIBRARY_PATH=$LIBDIR ldd "$T/p" | grep -q "libetkit.so.0 => $LIBDIR" || fail 
 # the command itself needs no libetkit.so: only Debian's libraries (README's dependency sentence)
 deps=$(ldd "$R/bin/etkit" | awk '{print $1}' | grep -v -E '^(linux-vdso|/lib64/ld-linux)' | sed 's/\.so.*//' |
   grep -v -E '^(libasan|libubsan|libstdc\+\+|libgcc_s|libdl|libpthread|librt)$' | sort | tr '\n' ' ')
-[ "$deps" = "libc libjansson libm libprotobuf-c libyaml-0 libz " ] || fail "etkit links '$deps', README says libc libm jansson libyaml protobuf-c zlib"
+# with Open MPI found at build time (`mpirun etkit plan`, docs/plan.md) also libmpi and what it loads
+mpilib=$(ldd "$R/bin/etkit" | awk '$1 ~ /^libmpi\.so/ {print $3}')
+if [ -n "$mpilib" ]; then
+  mpideps=" libmpi $(ldd "$mpilib" | awk '{print $1}' | sed 's/\.so.*//' | tr '\n' ' ')"
+  kept=
+  for d in $deps; do
+    case " libc libjansson libm libprotobuf-c libyaml-0 libz " in *" $d "*) kept="$kept$d ";; *)
+      case "$mpideps " in *" $d "*) ;; *) kept="$kept$d ";; esac;; esac
+  done
+  deps=$kept
+fi
+[ "$deps" = "libc libjansson libm libprotobuf-c libyaml-0 libz " ] || fail "etkit links '$deps', README says libc libm jansson libyaml protobuf-c zlib (and Open MPI when built with it)"
 
 # plain cmake: warnings on, never -Werror; -DETK_WERROR=ON (make build/test/check, CI) adds it
 cmake -S "$SRC" -B "$T/plain" -DETK_SHARED_DIR="$2" >/dev/null 2>&1 || fail "plain cmake configure failed"

@@ -1,0 +1,22 @@
+/* plan_mpi.h — `mpirun -np K etkit plan ...` (cli/plan_mpi.c): the plan search split over K
+ * processes, rank 0 handing out chunks of rows and gathering the results. Built only when CMake
+ * found MPI (ETK_HAVE_MPI); otherwise plan_mpi_launched() is false and the search runs in threads. */
+#ifndef ETKIT_CLI_PLAN_MPI_H
+#define ETKIT_CLI_PLAN_MPI_H
+
+#include <stdbool.h>
+
+#include "etkit/plan.h"
+
+/* Launched by mpirun with more than one process (Open MPI's OMPI_COMM_WORLD_SIZE > 1, or
+ * PMI_SIZE / PMIX_RANK set by other launchers) and built with MPI. */
+bool plan_mpi_launched(void);
+/* MPI_Init (once). Returns 0, or 2 with a message. *rank, *size: this process and all. */
+int plan_mpi_init(int *rank, int *size);
+void plan_mpi_finalize(void);
+/* The search over the processes; on rank 0 *res holds the result (on the others it is empty).
+ * Rank 0 also searches in one thread of its own besides handing out work. */
+int plan_mpi_search(const etk_plan_space *sp, const etk_plan_job *jobs, uint32_t n_jobs, const etk_plan_opts *o,
+                    etk_plan_result *res, etk_error *err);
+
+#endif

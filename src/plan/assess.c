@@ -1,0 +1,190 @@
+/* assess.c — one candidate of a plan search (docs/plan.md "Pruning"): its configuration checked
+ * by etk_gen_check (invalid: the check's message), its memory estimate (the generator's summary:
+ * weights, gradients, optimizer, activations in flight, buffers) against the GPU's capacity less
+ * the margin, the compute-only lower bound of its step, and the simulation of a survivor, folded,
+ * through etkit/run.h as `etkit run` does it. */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "etkit/run.h"
+#include "plan/plan_priv.h"
+
+#define GIB (1024.0 * 1024.0 * 1024.0)
+
+/* The peak the bound divides by: the highest a GEMM of the plan can run at (FP8 plans: the
+ * FP8 peak, which the compute model uses for FP8 GEMMs), so no kernel beats it. */
+static double bound_peak(const etk_gen_config *cfg, const etk_cluster *cl)
+{
+    double peak = cl->gpu.peak_flops[cl->precision < ETK_PREC_COUNT ? cl->precision : ETK_PREC_BF16];
+    if (!strcmp(cfg->precision, "fp8") && cl->gpu.peak_flops[ETK_PREC_FP8] > peak)
+        peak = cl->gpu.peak_flops[ETK_PREC_FP8];
+    if (cl->gpu.peak_flops[ETK_PREC_BF16] > peak)
+        peak = cl->gpu.peak_flops[ETK_PREC_BF16];
+    return peak;
+}
+
+/* An upper bound on the attention-core FLOPs (QK^T and AV) one rank of a stage counts per
+ * step: the compute model times a causal attention kernel at half its counted FLOPs (it skips
+ * masked blocks), so the bound may only count these at half. Per layer and micro-batch the
+ * forward core is 4 b (s/cp) s (heads/tp) d with d the widest head dimension; forward, backward
+ * (2x) make 3x that, 4x with a recomputed forward. Inference: the prefill's, once. */
+static double attn_flops_bound(const etk_gen_config *c, uint32_t layers)
+{
+    const etk_model *m = &c->model;
+    double d = m->head_dim ? (double)m->head_dim : (double)m->hidden / (double)m->heads;
+    if ((double)(m->qk_nope + m->qk_rope) > d)
+        d = (double)(m->qk_nope + m->qk_rope);
+    if ((double)m->v_head > d)
+        d = (double)m->v_head;
+    double heads = (double)m->heads / (double)c->tp;
+    if (heads < 1)
+        heads = 1;
+    if (c->mode == ETK_GEN_MODE_INFERENCE) {
+        double P = (double)c->prompt_len;
+        return 4.0 * (double)c->batch * P * P * heads * d * layers;
+    }
+    double s = (double)m->seq;
+    double passes = c->recompute == ETK_RECOMPUTE_NONE ? 3.0 : 4.0;
+    return passes * 4.0 * (double)c->micro_batch * (s / (double)c->cp) * s * heads * d * layers *
+           (double)c->micro_batches;
+}
+
+/* The efficiency no GEMM can beat: the compute model's gemm_eff (fp8_gemm_eff when larger), or
+ * the roofline's compute_efficiency. A memory-bound op (FLOPs per byte below gemm_min_dim) takes
+ * bytes / (HBM x mem_eff), no less than its FLOPs at this efficiency while gemm_min_dim <= peak x
+ * eff / (HBM x mem_eff) (true of every GPU preset); otherwise 1. */
+static double bound_eff(const etk_cluster *cl, const etk_compute_params *cp, double peak)
+{
+    if (!cp)
+        return cl->compute_efficiency > 0 && cl->compute_efficiency <= 1 ? cl->compute_efficiency : 1;
+    double e = cp->gemm_eff > cp->fp8_gemm_eff ? cp->gemm_eff : cp->fp8_gemm_eff;
+    if (!(e > 0 && e <= 1))
+        return 1;
+    double bw = cl->gpu.hbm_bw_Bps * cp->mem_eff;
+    if (!(bw > 0) || cp->gemm_min_dim > peak * e / bw)
+        return 1;
+    return e;
+}
+
+/* The compute-only lower bound of the step (docs/plan.md "Lower bound"): a stage's kernels run
+ * one after another on its compute stream, each no faster than its FLOPs at the peak x bound_eff
+ * (causal attention at half its counted FLOPs, at most the peak): T_i. With 1F1B or GPipe a
+ * stage i also waits for micro-batch 1's forward through the stages before it and, after its
+ * last backward, for the last backward through them: one micro-batch chunk of each, T_j / (m v),
+ * counted for the stages j < i without the embedding or the head (so the chunks are alike). */
+static uint64_t lower_bound_ns(const etk_gen_config *cfg, const etk_gen_summary *sum, const etk_cluster *cl,
+                               const etk_compute_params *cp)
+{
+    double peak = bound_peak(cfg, cl);
+    if (!(peak > 0))
+        return 0;
+    double eff = bound_eff(cl, cp, peak), best = 0, chain = 0;
+    double mv = (double)sum->micro_batches * (cfg->vpp > 1 ? cfg->vpp : 1);
+    bool pipe = cfg->mode != ETK_GEN_MODE_INFERENCE && cfg->schedule != ETK_SCHED_ZBH1 && mv > 0;
+    for (uint32_t i = 0; i < sum->n_stages; i++) {
+        const etk_gen_stage *st = &sum->stages[i];
+        double a = attn_flops_bound(cfg, st->layers);
+        if (a > st->flops)
+            a = st->flops;
+        double t = (st->flops - a) / (peak * eff) + 0.5 * a / peak; /* seconds */
+        if (t + chain > best)
+            best = t + chain;
+        if (pipe && !st->has_embed && !st->has_head)
+            chain += t / mv;
+    }
+    return (uint64_t)floor(best * 1e9);
+}
+
+static void reason(etk_plan_row *row, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+static void reason(etk_plan_row *row, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(row->reason, sizeof row->reason, fmt, ap);
+    va_end(ap);
+}
+
+void etk_plan_assess(const etk_plan_search_state *s, etk_plan_row *row)
+{
+    const etk_plan_job *job = &s->jobs[row->job];
+    etk_gen_config cfg;
+    etk_error err = {0};
+    if (etk_plan_config(&s->sp, &row->plan, NULL, &cfg, &err)) {
+        row->status = ETK_PLAN_INVALID;
+        reason(row, "%s", err.msg);
+        return;
+    }
+    etk_gen_summary sum;
+    if (etk_gen_summarize(&cfg, &sum, &err)) {
+        row->status = ETK_PLAN_INVALID;
+        reason(row, "%s", err.msg);
+        return;
+    }
+    row->mem_bytes = sum.peak_bytes;
+    const etk_gen_stage *pk = &sum.stages[sum.peak_stage];
+    double cap = (double)job->cluster.gpu.hbm_bytes * (1.0 - s->o.memory_margin);
+    etk_cluster cl = job->cluster;
+    etk_run_set_precision(&cfg, &cl);
+    row->lb_ns = lower_bound_ns(&cfg, &sum, &cl, job->compute);
+    row->lb_score = plan_score(s, row->job, (double)row->lb_ns);
+    if ((double)sum.peak_bytes > cap) {
+        row->status = ETK_PLAN_MEMORY;
+        if (cfg.mode == ETK_GEN_MODE_INFERENCE)
+            reason(row, "memory estimate %.2f GiB per GPU (stage %u: weights %.2f, KV cache %.2f GiB) > %.2f GiB "
+                   "= %.2f GiB HBM x (1 - margin %g)", sum.peak_bytes / GIB, pk->stage, pk->weight_bytes / GIB,
+                   pk->kv_cache_bytes / GIB, cap / GIB, job->cluster.gpu.hbm_bytes / GIB, s->o.memory_margin);
+        else
+            reason(row, "memory estimate %.2f GiB per GPU (stage %u: weights %.2f, gradients %.2f, optimizer %.2f, "
+                   "activations %.2f GiB) > %.2f GiB = %.2f GiB HBM x (1 - margin %g)", sum.peak_bytes / GIB,
+                   pk->stage, pk->weight_bytes / GIB, pk->grad_bytes / GIB, pk->optimizer_bytes / GIB,
+                   pk->act_bytes / GIB, cap / GIB, job->cluster.gpu.hbm_bytes / GIB, s->o.memory_margin);
+    }
+    etk_gen_summary_free(&sum);
+}
+
+void etk_plan_simulate(const etk_plan_search_state *s, etk_plan_row *row)
+{
+    const etk_plan_job *job = &s->jobs[row->job];
+    etk_gen_config cfg;
+    etk_error err = {0};
+    etk_workload *wl = NULL;
+    etk_sim *sim = NULL;
+    row->status = ETK_PLAN_FAILED;
+    if (etk_plan_config(&s->sp, &row->plan, NULL, &cfg, &err))
+        goto fail;
+    etk_cluster cl = job->cluster;
+    /* folded: the flow model simulates every rank, so the search uses the analytical one */
+    if (cl.net_model == ETK_NET_FLOW)
+        cl.net_model = ETK_NET_ANALYTICAL;
+    etk_run_set_precision(&cfg, &cl);
+    etk_sim_opts o;
+    memset(&o, 0, sizeof o);
+    o.quiet = true;
+    o.compute = job->compute;
+    etk_run_opts_defaults(&cl, &o);
+    if (etk_run_workload(&cfg, &cl, &o, &wl, &err) || etk_run_simulate(&cfg, wl, &cl, &o, &sim, &err))
+        goto fail;
+    const etk_sim_result *r = etk_sim_result_get(sim);
+    row->status = ETK_PLAN_SIMULATED;
+    row->step_ns = r->step_ns;
+    row->mfu = r->mfu;
+    row->tokens_per_s = r->tokens_per_s;
+    row->score = plan_score(s, row->job, (double)r->step_ns);
+    row->usd_per_mtok = job->gpu_hour_usd > 0 && r->tokens_per_s > 0
+                            ? job->gpu_hour_usd * r->n_ranks / 3600.0 / r->tokens_per_s * 1e6
+                            : 0;
+    row->reason[0] = 0;
+    etk_sim_free(sim);
+    etk_workload_free(wl);
+    return;
+fail:
+    reason(row, "simulation failed: %s", err.msg);
+    etk_sim_free(sim);
+    etk_workload_free(wl);
+}

@@ -1,0 +1,157 @@
+#!/usr/bin/env bash
+# cli_plan.sh — `etkit plan` (docs/plan.md): help; pruned rows' reasons and memory estimates
+# against `etkit gen --summary` of the same plan; the compute-only lower bound below every
+# simulated step; branch and bound keeping the exact top k (against the search without pruning);
+# byte-identical CSV with -j 1 and -j 2 and with 1, 2 and 4 MPI processes (skipped when etkit
+# was built without MPI); a cluster sweep; impossible requests and bad flags.
+# usage: bash tests/cli_plan.sh <etkit> <shared-dir>
+set -u
+. "$(dirname "$0")/clilib.sh"   # ETKIT, T, fails, fail, expect
+
+expect 0 "--gpu-hour-cost" plan --help
+expect 0 "plan" --help
+expect 2 "no model: give --model" plan --global-batch 16 --nodes 1
+expect 2 "no batch: give --global-batch" plan --model llama3-8b --nodes 1
+expect 2 "is a preset: give --nodes N" plan --model llama3-8b --global-batch 16
+expect 2 "--rank-by wants step, tokens, mfu or cost, got 'speed'" plan --model llama3-8b --global-batch 16 --nodes 1 --rank-by speed
+expect 2 "--rank-by cost: give --gpu-hour-cost for dgx-h100 x 1" plan --model llama3-8b --global-batch 16 --nodes 1 --rank-by cost
+expect 2 "--schedules: unknown 'pipedream'" plan --model llama3-8b --global-batch 16 --nodes 1 --schedules 1f1b,pipedream
+expect 2 "--memory-margin wants a fraction in \[0, 1), got '1.5'" plan --model llama3-8b --global-batch 16 --nodes 1 --memory-margin 1.5
+expect 2 "--gpu-hour-cost hgx-h200=3: no such cluster" plan --model llama3-8b --global-batch 16 --nodes 1 --gpu-hour-cost hgx-h200=3
+expect 2 "--tp 16 is larger than a node of dgx-h100 x 2 (8 GPUs): give --tp-across-nodes" \
+  plan --model llama3-8b --global-batch 16 --nodes 2 --tp 16
+# impossible requests say why and what to relax
+expect 2 "no candidate plan: --global-batch 7 must be divisible by the data-parallel degree" \
+  plan --model llama3-8b --global-batch 7 --nodes 1 --max-tp 4 --max-pp 1 --max-cp 1
+expect 2 "no plan fits in memory" plan --model llama3-405b --global-batch 16 --nodes 1 --quiet
+grep -q "relax: more nodes" "$T/out" || fail "the memory error does not say what to relax: $(cat "$T/out")"
+
+W="--model llama3-8b --layers 4 --seq 2048 --global-batch 16 --cluster dgx-h100 --nodes 1"
+"$ETKIT" plan $W -j 1 --csv "$T/j1.csv" >"$T/j1.txt" 2>&1 || fail "plan -j 1 failed: $(cat "$T/j1.txt")"
+"$ETKIT" plan $W -j 2 --csv "$T/j2.csv" >/dev/null 2>&1 || fail "plan -j 2 failed"
+cmp -s "$T/j1.csv" "$T/j2.csv" || fail "plan: CSV with -j 1 and -j 2 differ"
+grep -q "ranked by step; top 10" "$T/j1.txt" || fail "plan: no table: $(head -3 "$T/j1.txt")"
+# the table's first line is the CSV's rank 1, with flags ready for `etkit run`
+"$ETKIT" plan $W --top 1000000 --csv "$T/all.csv" >/dev/null 2>&1 || fail "plan --top 1000000 failed"
+
+python3 - "$T" "$ETKIT" <<'EOF' || fail "plan: CSV checks (above)"
+import csv, subprocess, sys, re
+T, etkit = sys.argv[1], sys.argv[2]
+rows = list(csv.DictReader(open(T + "/j1.csv")))
+allr = list(csv.DictReader(open(T + "/all.csv")))
+bad = 0
+def err(msg):
+    global bad
+    print(msg); bad += 1
+model = "--model llama3-8b --layers 4 --seq 2048".split()
+st = {}
+for r in rows:
+    st[r["status"]] = st.get(r["status"], 0) + 1
+# 200 candidates: tp 1, 2, 4, 8 with pp <= 4 and dp | 16 on 8 GPUs (the enumeration test checks counts)
+if len(rows) != 200: err("rows %d, want 200" % len(rows))
+if not st.get("invalid") or not st.get("bound") or not st.get("simulated"):
+    err("statuses %s: want invalid, bound and simulated rows" % st)
+# the lower bound is below every simulated step (a bound above would prune wrongly)
+for r in allr:
+    if r["status"] == "simulated" and int(r["lower_bound_ns"]) > int(r["step_ns"]):
+        err("lower bound %s > step %s: %s" % (r["lower_bound_ns"], r["step_ns"], r["flags"]))
+# branch and bound keeps the exact top 10: the same plans and steps as the search without pruning
+top = sorted((int(r["rank"]), r["flags"], r["step_ns"]) for r in rows if r["status"] == "simulated")[:10]
+ref = sorted((int(r["rank"]), r["flags"], r["step_ns"]) for r in allr if r["status"] == "simulated")[:10]
+if top != ref: err("top 10 with pruning %s != without %s" % (top, ref))
+# the rows pruned by the bound: their bound exceeds the 10th best simulated step
+tenth = sorted(int(r["step_ns"]) for r in allr if r["status"] == "simulated")[9]
+for r in rows:
+    if r["status"] == "bound" and int(r["lower_bound_ns"]) <= tenth:
+        err("pruned by the bound with bound %s <= 10th best %d" % (r["lower_bound_ns"], tenth))
+# invalid rows: the reason is etkit gen's message for the same plan
+inv = [r for r in rows if r["status"] == "invalid"]
+for r in inv[:3]:
+    p = subprocess.run([etkit, "gen"] + model + r["flags"].split() + ["--summary"], capture_output=True, text=True)
+    if p.returncode != 2 or r["reason"] not in p.stderr:
+        err("invalid: reason '%s' vs gen (%d): %s" % (r["reason"], p.returncode, p.stderr.strip()))
+# simulated rows: the memory estimate is etkit gen --summary's peak, and etkit run gives the step
+for r in [x for x in rows if x["status"] == "simulated"][:2]:
+    p = subprocess.run([etkit, "gen"] + model + r["flags"].split() + ["--summary"], capture_output=True, text=True)
+    m = re.search(r"memory: peak [0-9.]+ GiB \(([0-9]+) bytes\)", p.stdout)
+    if not m or m.group(1) != r["mem_bytes"]:
+        err("memory %s vs gen --summary %s" % (r["mem_bytes"], m and m.group(1)))
+    p = subprocess.run([etkit, "run"] + model + r["flags"].split() + ["--cluster", "dgx-h100", "--nodes", "1", "--quiet", "--csv"],
+                       capture_output=True, text=True)
+    m = re.search(r"^run,.*", p.stdout, re.M)
+    hdr = p.stdout.splitlines()[0].split(",") if p.stdout else []
+    vals = m.group(0).split(",") if m else []
+    if "step_ns" not in hdr or vals[hdr.index("step_ns")] != r["step_ns"]:
+        err("step %s vs etkit run %s" % (r["step_ns"], vals[hdr.index("step_ns")] if "step_ns" in hdr else p.stdout[:200]))
+sys.exit(1 if bad else 0)
+EOF
+
+# memory rows: with a 75% margin plans of llama3-8b on one node run out; the reason's figure is
+# etkit gen --summary's peak
+"$ETKIT" plan --model llama3-8b --global-batch 16 --nodes 1 --memory-margin 0.75 --csv "$T/m.csv" >/dev/null 2>&1 ||
+  fail "plan --memory-margin 0.75 failed"
+python3 - "$T" "$ETKIT" <<'EOF' || fail "plan: memory reasons (above)"
+import csv, subprocess, sys, re
+T, etkit = sys.argv[1], sys.argv[2]
+rows = [r for r in csv.DictReader(open(T + "/m.csv")) if r["status"] == "memory"]
+if not rows:
+    print("no memory rows"); sys.exit(1)
+for r in rows[:3]:
+    cap = 85520809984 * 0.25 / 2**30
+    if "> %.2f GiB = 79.65 GiB HBM x (1 - margin 0.75)" % cap not in r["reason"]:
+        print("memory reason", r["reason"]); sys.exit(1)
+    p = subprocess.run([etkit, "gen", "--model", "llama3-8b"] + r["flags"].split() + ["--summary"], capture_output=True, text=True)
+    m = re.search(r"memory: peak ([0-9.]+) GiB \(([0-9]+) bytes\)", p.stdout)
+    if not m or m.group(2) != r["mem_bytes"] or ("memory estimate %s GiB" % m.group(1)) not in r["reason"]:
+        print("memory", r["mem_bytes"], r["reason"], "vs gen", m and m.groups()); sys.exit(1)
+EOF
+
+# a sweep: two clusters x two node counts, per-cluster best plan and tokens per dollar
+"$ETKIT" plan --model llama3-8b --layers 4 --seq 2048 --global-batch 32 --cluster dgx-h100,hgx-h200 --nodes 1,2 \
+  --gpu-hour-cost dgx-h100=2.5,hgx-h200=3.5 --rank-by cost --tp 2 --json "$T/sw.json" >"$T/sw.txt" 2>&1 ||
+  fail "plan sweep failed: $(head -3 "$T/sw.txt")"
+for c in "dgx-h100 x 1" "dgx-h100 x 2" "hgx-h200 x 1" "hgx-h200 x 2"; do
+  grep -q "^$c  *[0-9]" "$T/sw.txt" || fail "sweep: no per-cluster line for $c: $(tail -6 "$T/sw.txt")"
+done
+grep -q "tokens/USD" "$T/sw.txt" || fail "sweep: no tokens/USD column"
+python3 - "$T/sw.json" <<'EOF' || fail "sweep JSON (above)"
+import json, sys
+d = json.load(open(sys.argv[1]))
+sim = [p for p in d["plans"] if p["status"] == "simulated"]
+best = min(sim, key=lambda p: p["usd_per_mtok"])
+if best["rank"] != 1: print("rank 1 is not the cheapest", best); sys.exit(1)
+# USD per 1M tokens = GPUs x USD/hour / 3600 / tokens/s x 1e6
+gpus = {c["cluster"]: (c["gpus"], c["gpu_hour_usd"]) for c in d["clusters"]}
+for p in sim[:5]:
+    n, usd = gpus[p["cluster"]]
+    want = n * usd / 3600 / p["tokens_per_s"] * 1e6
+    if abs(p["usd_per_mtok"] - want) > 1e-9 * want: print("cost", p, want); sys.exit(1)
+EOF
+
+# progress: silent when stderr is not a terminal; on one (script(1) gives a pty) plans done/total
+"$ETKIT" plan $W >/dev/null 2>"$T/err.txt" || fail "plan failed"
+[ -s "$T/err.txt" ] && fail "plan wrote to a non-terminal stderr: $(head -2 "$T/err.txt")"
+if command -v script >/dev/null; then
+  script -qec "$ETKIT plan $W" /dev/null >"$T/tty.txt" 2>&1
+  grep -q "plans 200/200 decided, best" "$T/tty.txt" || fail "no progress on a terminal: $(head -c 300 "$T/tty.txt")"
+  script -qec "$ETKIT plan $W --quiet" /dev/null >"$T/tty.txt" 2>&1
+  grep -q "decided" "$T/tty.txt" && fail "progress despite --quiet"
+fi
+
+# MPI: the same CSV with 1, 2 and 4 processes (dynamic load balancing must not change the result)
+if command -v mpirun >/dev/null && ldd "$ETKIT" 2>/dev/null | grep -q libmpi; then
+  # under ASan (make test-asan) Open MPI's own allocations kept until exit are not etkit's leaks
+  export ASAN_OPTIONS="${ASAN_OPTIONS:-}${ASAN_OPTIONS:+:}detect_leaks=0"
+  MPI="mpirun --allow-run-as-root --oversubscribe"
+  [ "$(id -u)" = 0 ] || MPI="mpirun --oversubscribe"
+  for np in 1 2 4; do
+    $MPI -np $np "$ETKIT" plan $W --quiet --csv "$T/mpi$np.csv" >"$T/mpi$np.txt" 2>&1 ||
+      fail "mpirun -np $np etkit plan failed: $(tail -3 "$T/mpi$np.txt")"
+    cmp -s "$T/j1.csv" "$T/mpi$np.csv" || fail "plan: CSV with mpirun -np $np differs from -j 1"
+    [ "$(grep -c "ranked by step" "$T/mpi$np.txt")" = 1 ] || fail "mpirun -np $np: the table is not printed once"
+  done
+else
+  echo "cli_plan: MPI tests skipped (etkit built without MPI or no mpirun)"
+fi
+
+exit $((fails > 0))

