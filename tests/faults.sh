@@ -110,9 +110,11 @@ rm -rf "$G"/.x.etkit-tmp.* "$G"/x.*.tmp.* "$G/x.05.et" "$G/x.8.et.keep" "$G/y.9.
 # a slow set (~100 MB, 64 ranks of 256 micro-batches): SIGKILL mid-write, then a concurrent writer
 SLOW=(--model llama2-7b --layers 8 --dp 16 --pp 4 --global-batch 4096)
 old=$(cd "$G" && md5sum x.0.et x.1.et x.json)
-wait_tmp() { # wait_tmp PID: until the writer's temporary folder holds a rank file (or it exits)
-  for _ in $(seq 200); do
-    ls "$G/.x.etkit-tmp.$1"/x.*.et >/dev/null 2>&1 && return 0
+wait_tmp() { # wait_tmp PID: until the writer's temporary folder holds a rank file, then stop the
+  # writer (SIGSTOP) so a loaded machine cannot let it finish before the test acts; 1 if it exited
+  # first or wrote nothing within 120 s
+  for _ in $(seq 2400); do
+    if ls "$G/.x.etkit-tmp.$1"/x.*.et >/dev/null 2>&1; then kill -STOP "$1" 2>/dev/null && return 0; return 1; fi
     kill -0 "$1" 2>/dev/null || return 1
     sleep 0.05
   done
@@ -128,17 +130,18 @@ if wait_tmp $w; then
   gen_small --dp 2 -o "$G/x" >/dev/null || fail "gen after a killed writer failed"
   [ "$(files "$G")" = "x.0.et x.1.et x.json " ] || fail "after the next gen: $(files "$G")"
 else
-  fail "the slow gen exited before writing a rank file (cannot test SIGKILL)"
+  fail "the slow gen exited (or wrote no rank file in 120 s) before the test could stop it (cannot test SIGKILL)"
 fi
 # two writers on one prefix: the second is refused while the first holds the lock
 "$ETKIT" gen "${SLOW[@]}" -o "$G/x" >/dev/null 2>"$T/first.err" & w=$!
 if wait_tmp $w; then
   expect 2 "another etkit process is writing this output \\($G/x.lock is locked\\)" gen_small --dp 2 -o "$G/x"
+  kill -CONT $w
   wait $w || fail "the first writer failed: $(cat "$T/first.err")"
   n=$(ls "$G"/x.*.et | wc -l)
   [ "$n" = 64 ] && [ -e "$G/x.json" ] && [ ! -e "$G/x.lock" ] || fail "after two writers: $n rank files, $(files "$G" | head -c 300)"
 else
-  wait $w; fail "the slow gen exited before writing a rank file (cannot test two writers)"
+  kill -CONT $w 2>/dev/null; wait $w; fail "the slow gen exited (or wrote no rank file in 120 s) before the test could stop it (cannot test two writers)"
 fi
 rm -f "$G"/x.*
 
