@@ -148,4 +148,15 @@ PY
 printf '{"model_type": "llama",\n "hidden_size": 1e400}\n' >"$T/hf400.json"
 expectf 2 "hf400.json:2: number 1e400 is out of range" gen --model-file "$T/hf400.json" --summary
 
+# 9. -o /dev/stderr with stderr redirected to a regular file: the report is appended to that file
+# and /dev/stderr stays the link it was (it was renamed over: a temporary file replaced the link)
+before=$(ls -ld /dev/stderr | sed 's/.*-> //')
+echo "first line" >"$T/err.txt"
+"$ETKIT" run --model llama2-7b --layers 2 --tp 2 --dp 2 --global-batch 8 -o /dev/stderr 2>>"$T/err.txt" >/dev/null ||
+  fail "run -o /dev/stderr failed: $(cat "$T/err.txt")"
+[ -L /dev/stderr ] && [ "$(ls -ld /dev/stderr | sed 's/.*-> //')" = "$before" ] ||
+  fail "/dev/stderr is no longer the link to '$before': $(ls -ld /dev/stderr)"
+head -1 "$T/err.txt" | grep -q "first line" || fail "-o /dev/stderr truncated what stderr held"
+grep -q "step time" "$T/err.txt" || fail "-o /dev/stderr: no report in the redirected file: $(head -c 300 "$T/err.txt")"
+
 exit $((fails > 0))

@@ -48,12 +48,17 @@ FILE *etk_file_begin(const char *path, char **tmp_path_out, etk_error *err)
     /* devices and pipes (/dev/null, /dev/stdout, a FIFO) are written in place: renaming a
      * temporary file over them would replace the device node */
     struct stat st;
-    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
-        if (S_ISDIR(st.st_mode)) {
+    int have = stat(path, &st) == 0;
+    /* /dev/stdout, /dev/stderr and /proc/self/fd/N name a descriptor: when it is redirected to a
+     * regular file, stat sees that file, and a rename would replace the /dev link itself; they
+     * are written in place, appending so that what the descriptor already holds is kept */
+    int fd_alias = strncmp(path, "/dev/", 5) == 0 || strncmp(path, "/proc/", 6) == 0;
+    if ((have && !S_ISREG(st.st_mode)) || fd_alias) {
+        if (have && S_ISDIR(st.st_mode)) {
             etk_err(err, ETK_EIO, "%s: is a directory, expected a file name", path);
             return NULL;
         }
-        FILE *f = fopen(path, "wb");
+        FILE *f = fopen(path, have && S_ISREG(st.st_mode) ? "ab" : "wb");
         if (!f)
             etk_err(err, ETK_EIO, "%s: cannot open for writing: %s", path, strerror(errno));
         *tmp_path_out = NULL;
