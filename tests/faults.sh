@@ -190,6 +190,13 @@ if [ -x /usr/bin/time ] && [ $SANITIZED = 0 ]; then
   awk -v kb="$kb" -v sz="$sz" 'BEGIN { exit !(kb * 1024 < 1.5 * sz + 16 * 1048576) }' ||
     fail "gen of a $sz-byte rank file peaked at $kb KB (want < 1.5 x the file + 16 MiB)"
   rm -rf "$T/one"
+  # inference is streamed the same way (it held 3.4x the file)
+  mkdir -p "$T/one"
+  kb=$(/usr/bin/time -f %M "$ETKIT" gen --mode inference --model llama2-7b --batch 8 --prompt-len 512 --decode-steps 512 -o "$T/one/x" 2>&1 >/dev/null | tail -1)
+  sz=$(stat -c %s "$T/one/x.0.et")
+  awk -v kb="$kb" -v sz="$sz" 'BEGIN { exit !(kb * 1024 < 1.5 * sz + 16 * 1048576) }' ||
+    fail "inference gen of a $sz-byte rank file peaked at $kb KB (want < 1.5 x the file + 16 MiB)"
+  rm -rf "$T/one"
 fi
 
 echo "faults.sh: $fails failure(s), $skips skipped group(s)"
