@@ -142,6 +142,54 @@ else
 fi
 rm -f "$G"/x.*
 
+# --- convert --ranks: the same all-or-nothing set (util/outset.c). 48 ranks (the 8 DLRM host
+# traces, each used 6 times; no process groups, so no x.json): SIGKILL once the first rank is in
+# the temporary folder leaves the published set as it was (no rank under a final name), a second
+# converter is refused by the lock, and the next run cleans the dead one up
+CV=$T/cv; CI=$T/cvin; mkdir -p "$CV" "$CI"
+DLRM=$SHARED/data/real-traces/dlrm-8gpu-v100
+for r in $(seq 0 47); do ln -s "$DLRM/host_$((r % 8)).json.gz" "$CI/h_$r.json.gz"; done
+conv() { "$ETKIT" convert pytorch -q --host "$CI/h_%d.json.gz" --ranks "$1" -o "$CV/x"; }
+conv_bg() { exec "$ETKIT" convert pytorch -q --host "$CI/h_%d.json.gz" --ranks "$1" -o "$CV/x"; } # $! is etkit's pid
+conv 2 >/dev/null || fail "convert --ranks 2 failed"
+old=$(cd "$CV" && md5sum x.0.et x.1.et)
+wait_ctmp() { # wait_ctmp PID: until the converter's temporary folder holds a rank file (or it exits)
+  for _ in $(seq 400); do
+    ls "$CV/.x.etkit-tmp.$1"/x.*.et >/dev/null 2>&1 && return 0
+    kill -0 "$1" 2>/dev/null || return 1
+    sleep 0.02
+  done
+  return 1
+}
+conv_bg 48 >/dev/null 2>&1 & w=$!
+if wait_ctmp $w; then
+  kill -9 $w; wait $w 2>/dev/null
+  [ "$(cd "$CV" && md5sum x.0.et x.1.et)" = "$old" ] || fail "SIGKILL mid-conversion changed the published set"
+  [ "$(files "$CV")" = ".x.etkit-tmp.$w x.0.et x.1.et x.lock " ] ||
+    fail "after SIGKILL mid-conversion: $(files "$CV") (want the old set, the dead converter's folder and lock)"
+  # a second converter is refused while one holds the lock
+  conv_bg 48 >/dev/null 2>"$T/conv.err" & w=$!
+  if wait_ctmp $w; then
+    expect 2 "another etkit process is writing this output \\($CV/x.lock is locked\\)" conv 2
+    wait $w || fail "the first converter failed: $(cat "$T/conv.err")"
+    [ "$(ls "$CV"/x.*.et | wc -l)" = 48 ] && [ ! -e "$CV/x.lock" ] || fail "after two converters: $(files "$CV" | head -c 300)"
+  else
+    wait $w; fail "convert --ranks 48 exited before writing a rank file (cannot test two converters)"
+  fi
+  # the next, smaller run: the dead one's folder and the stale ranks 2..47 removed
+  conv 2 >/dev/null || fail "convert after a killed one failed"
+  [ "$(files "$CV")" = "x.0.et x.1.et " ] || fail "after the next convert: $(files "$CV")"
+else
+  wait $w; fail "convert --ranks 48 exited before writing a rank file (cannot test SIGKILL)"
+fi
+# a rank that fails (rank 1 not a trace): nothing written, the earlier set untouched, no leftovers
+old=$(cd "$CV" && md5sum x.0.et x.1.et)
+rm "$CI/h_1.json.gz"; echo '{"schema": "1.0.2", "nodes": [' | gzip > "$CI/h_1.json.gz"
+expect 2 "etkit convert: error: $CV/x: nothing written: " conv 3
+[ "$(cd "$CV" && md5sum x.0.et x.1.et)" = "$old" ] && [ "$(files "$CV")" = "x.0.et x.1.et " ] ||
+  fail "a failed convert --ranks changed the set: $(files "$CV")"
+rm -rf "$CV" "$CI"
+
 # a full disk and a read-only folder: small tmpfs mounts (root only)
 MNT=$T/mnt; mkdir -p "$MNT"
 if [ "$(id -u)" = 0 ] && mount -t tmpfs -o size=2m tmpfs "$MNT" 2>/dev/null; then
