@@ -110,11 +110,11 @@ rm -rf "$G"/.x.etkit-tmp.* "$G"/x.*.tmp.* "$G/x.05.et" "$G/x.8.et.keep" "$G/y.9.
 # a slow set (~100 MB, 64 ranks of 256 micro-batches): SIGKILL mid-write, then a concurrent writer
 SLOW=(--model llama2-7b --layers 8 --dp 16 --pp 4 --global-batch 4096)
 old=$(cd "$G" && md5sum x.0.et x.1.et x.json)
-wait_tmp() { # wait_tmp PID: until the writer's temporary folder holds a rank file (or it exits)
-  for _ in $(seq 200); do
-    ls "$G/.x.etkit-tmp.$1"/x.*.et >/dev/null 2>&1 && return 0
+wait_tmp() { # wait_tmp PID [FOLDER]: until the writer's temporary folder in FOLDER (default $G) holds a rank file (or it exits)
+  for _ in $(seq 400); do
+    ls "${2:-$G}/.x.etkit-tmp.$1"/x.*.et >/dev/null 2>&1 && return 0
     kill -0 "$1" 2>/dev/null || return 1
-    sleep 0.05
+    sleep 0.025
   done
   return 1
 }
@@ -153,23 +153,15 @@ conv() { "$ETKIT" convert pytorch -q --host "$CI/h_%d.json.gz" --ranks "$1" -o "
 conv_bg() { exec "$ETKIT" convert pytorch -q --host "$CI/h_%d.json.gz" --ranks "$1" -o "$CV/x"; } # $! is etkit's pid
 conv 2 >/dev/null || fail "convert --ranks 2 failed"
 old=$(cd "$CV" && md5sum x.0.et x.1.et)
-wait_ctmp() { # wait_ctmp PID: until the converter's temporary folder holds a rank file (or it exits)
-  for _ in $(seq 400); do
-    ls "$CV/.x.etkit-tmp.$1"/x.*.et >/dev/null 2>&1 && return 0
-    kill -0 "$1" 2>/dev/null || return 1
-    sleep 0.02
-  done
-  return 1
-}
 conv_bg 48 >/dev/null 2>&1 & w=$!
-if wait_ctmp $w; then
+if wait_tmp $w "$CV"; then
   kill -9 $w; wait $w 2>/dev/null
   [ "$(cd "$CV" && md5sum x.0.et x.1.et)" = "$old" ] || fail "SIGKILL mid-conversion changed the published set"
   [ "$(files "$CV")" = ".x.etkit-tmp.$w x.0.et x.1.et x.lock " ] ||
     fail "after SIGKILL mid-conversion: $(files "$CV") (want the old set, the dead converter's folder and lock)"
   # a second converter is refused while one holds the lock
   conv_bg 48 >/dev/null 2>"$T/conv.err" & w=$!
-  if wait_ctmp $w; then
+  if wait_tmp $w "$CV"; then
     expect 2 "another etkit process is writing this output \\($CV/x.lock is locked\\)" conv 2
     wait $w || fail "the first converter failed: $(cat "$T/conv.err")"
     [ "$(ls "$CV"/x.*.et | wc -l)" = 48 ] && [ ! -e "$CV/x.lock" ] || fail "after two converters: $(files "$CV" | head -c 300)"
