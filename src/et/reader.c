@@ -446,7 +446,7 @@ static const char *where_str(char *buf, size_t n, size_t msg_index)
 static int read_stream(src *s, const etk_read_opts *opts, etk_trace *t, etk_error *err)
 {
     uint64_t max_msg = (opts && opts->max_message_bytes) ? opts->max_message_bytes : DEFAULT_MAX_MSG;
-    etk_arena *scratch = etk_arena_new(256u << 10);
+    etk_arena *scratch = etk_arena_new(16u << 10); /* grows to fit the largest message */
     if (!scratch)
         return etk_err(err, ETK_ENOMEM, "%s: out of memory", s->name);
     ProtobufCAllocator alloc = {scratch_alloc, scratch_free, scratch};

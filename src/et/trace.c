@@ -86,7 +86,7 @@ void etk__trace_warn(etk_trace *t, const char *fmt, ...)
 etk_node *etk__trace_push(etk_trace *t)
 {
     if (t->n_nodes == t->cap_nodes) {
-        size_t nc = t->cap_nodes ? t->cap_nodes + t->cap_nodes / 2 : 1024;
+        size_t nc = t->cap_nodes ? t->cap_nodes + t->cap_nodes / 2 : 64;
         etk_node *nn = realloc(t->nodes, nc * sizeof *nn);
         if (!nn)
             return NULL;
