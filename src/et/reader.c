@@ -295,7 +295,8 @@ static int conv_attr(etk_trace *t, etk_attr *d, const ChakraProtoMsg__AttributeP
         break;
     case CHAKRA_PROTO_MSG__ATTRIBUTE_PROTO__VALUE_BYTES_VAL:
         d->n = (uint32_t)s->bytes_val.len; /* messages are bounded well below 4 GiB */
-        d->v.data = etk_arena_memdup(a, s->bytes_val.data, s->bytes_val.len ? s->bytes_val.len : 1);
+        /* empty: a non-NULL zeroed byte (protobuf-c leaves data NULL: nothing to copy) */
+        d->v.data = s->bytes_val.len ? etk_arena_memdup(a, s->bytes_val.data, s->bytes_val.len) : etk_arena_alloc(a, 1);
         if (!d->v.data)
             return ETK_ENOMEM;
         break;
