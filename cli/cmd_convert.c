@@ -37,7 +37,10 @@ static void help(FILE *f)
             "  --rank R         rank of this trace (default: the Kineto trace's\n"
             "                   distributedInfo.rank, else 0); output PREFIX.R.et, or PREFIX.0.et\n"
             "                   when the job has more ranks than this one\n"
-            "  --ranks N        convert ranks 0..N-1; --host/--device contain %%d for the rank\n"
+            "  --ranks N        convert ranks 0..N-1; --host/--device contain %%d for the rank;\n"
+            "                   the set is published only when every rank is converted\n"
+            "                   (written under a temporary folder; PREFIX.lock keeps a second\n"
+            "                   writer out; ranks >= N of an earlier run are removed)\n"
             "  -o, --output P   output prefix                                      (required)\n"
             "  --json           print the summary as JSON\n"
             "  -q, --quiet      no warnings and no progress line on stderr\n"
@@ -80,12 +83,12 @@ static const char *jesc(const char *s, char *buf, size_t cap)
     return buf;
 }
 
-static void print_stats(const etk_convert_stats *st, long long rank, const char *out, bool json,
+static void print_stats(FILE *f, const etk_convert_stats *st, long long rank, const char *out, bool json,
                         bool first, bool last)
 {
     if (json) {
         char eo[8800], es[400];
-        printf("%s{\"rank\": %lld, \"output\": \"%s\", \"schema\": \"%s\", \"schema_known\": %s, "
+        fprintf(f, "%s{\"rank\": %lld, \"output\": \"%s\", \"schema\": \"%s\", \"schema_known\": %s, "
                "\"host_nodes\": %zu, \"nodes\": %zu, \"comp\": %zu, \"metadata\": %zu, "
                "\"comm_coll\": %zu, \"send\": %zu, \"recv\": %zu, \"cpu_ops\": %zu, "
                "\"gpu_ops\": %zu, \"matched_host_ops\": %zu, \"zero_duration_ops\": %zu, "
@@ -106,38 +109,25 @@ static void print_stats(const etk_convert_stats *st, long long rank, const char 
                st->n_warnings, last ? "]" : ",");
         return;
     }
-    printf("rank %lld: %s (schema %s%s): %zu host nodes -> %zu nodes (%zu COMP, %zu METADATA, "
+    fprintf(f, "rank %lld: %s (schema %s%s): %zu host nodes -> %zu nodes (%zu COMP, %zu METADATA, "
            "%zu COMM_COLL, %zu SEND, %zu RECV; %zu CPU, %zu GPU)\n",
            rank, out, st->schema[0] ? st->schema : "?", st->schema_known ? "" : ", unknown",
            st->n_host_nodes, st->n_nodes, st->n_type[ETK_NODE_COMP],
            st->n_type[ETK_NODE_METADATA], st->n_type[ETK_NODE_COLL], st->n_type[ETK_NODE_SEND],
            st->n_type[ETK_NODE_RECV], st->n_cpu_ops, st->n_gpu_ops);
-    printf("  durations: %zu host ops matched to the device trace, %zu without duration; "
+    fprintf(f, "  durations: %zu host ops matched to the device trace, %zu without duration; "
            "trace span %llu us\n",
            st->n_matched, st->n_zero_dur, (unsigned long long)st->trace_span_us);
-    printf("  dependencies: %zu cross-thread, %zu sync, %zu stream-wait; %zu process groups\n",
+    fprintf(f, "  dependencies: %zu cross-thread, %zu sync, %zu stream-wait; %zu process groups\n",
            st->n_cross_thread_deps, st->n_sync_deps, st->n_stream_wait_deps, st->n_groups);
     if (st->n_flop_ops)
-        printf("  FLOPs from shapes: %zu ops (%zu written as GPU work)\n", st->n_flop_ops,
+        fprintf(f, "  FLOPs from shapes: %zu ops (%zu written as GPU work)\n", st->n_flop_ops,
                st->n_flop_gpu_ops);
     if (st->n_threads > 1)
-        printf("  %zu host threads: simulate with 'etkit sim --cpu-streams %zu' so they run "
+        fprintf(f, "  %zu host threads: simulate with 'etkit sim --cpu-streams %zu' so they run "
                "concurrently\n", st->n_threads, st->n_threads);
 }
 
-/* Remove PREFIX.<r>.et for r in [first, end) and PREFIX.json (a --ranks run that failed). */
-static void remove_written(const char *prefix, uint64_t first, uint64_t end)
-{
-    char p[4200];
-    for (uint64_t r = first; r < end; r++) {
-        snprintf(p, sizeof p, "%s.%llu.et", prefix, (unsigned long long)r);
-        remove(p);
-    }
-    if (end > first) {
-        snprintf(p, sizeof p, "%s.json", prefix);
-        remove(p);
-    }
-}
 
 /* What a conversion changed or left out, on stderr. */
 static void notes(const etk_convert_stats *st, const char *device, uint64_t count, bool *warned)
@@ -162,6 +152,43 @@ static void notes(const etk_convert_stats *st, const char *device, uint64_t coun
                 st->n_group_ranks_dropped, (unsigned long long)count);
         *warned = true;
     }
+}
+
+/* one conversion run: the %d patterns and the output */
+typedef struct job {
+    const char *host, *device, *prefix;
+    uint64_t count;
+    bool quiet, json, warned_world;
+    char hp[4096], dp[4096]; /* the current rank's files */
+    FILE *out;               /* the summaries: held until the set is published (--ranks) */
+    etk_progress *prog;      /* ranks converted (--ranks, on a terminal) */
+    uint64_t done;
+} job;
+
+/* etk_convert_rank_opts_fn: rank r's files from the patterns */
+static int rank_opts(void *ctx, uint64_t r, etk_convert_opts *o, etk_error *err)
+{
+    job *j = ctx;
+    if ((j->host && expand(j->host, (long long)r, j->hp, sizeof j->hp)) ||
+        (j->device && expand(j->device, (long long)r, j->dp, sizeof j->dp)))
+        return etk_err(err, ETK_EINVAL, "--host/--device may contain one %%d (the rank)");
+    *o = (etk_convert_opts){j->host ? j->hp : NULL, j->device ? j->dp : NULL, (int64_t)r, j->quiet,
+                            (int64_t)j->count};
+    return 0;
+}
+
+/* etk_convert_rank_done_fn: notes on stderr, the summary of the rank on stdout */
+static void rank_done(void *ctx, uint64_t r, const etk_convert_stats *st)
+{
+    job *j = ctx;
+    if (!j->quiet)
+        notes(st, j->device ? j->dp : NULL, j->count, &j->warned_world);
+    char out[4200];
+    snprintf(out, sizeof out, "%s.%lld.et", j->prefix, (long long)st->rank);
+    print_stats(j->out, st, (long long)st->rank, out, j->json, r == 0 || j->count == 1,
+                r + 1 == j->count || j->count == 1);
+    if (j->prog)
+        etk_progress_update(j->prog, ++j->done);
 }
 
 int cmd_convert(int argc, char **argv)
@@ -250,30 +277,33 @@ int cmd_convert(int argc, char **argv)
             fclose(f);
         }
     }
-    bool warned_world = false;
     etk_progress prog;
-    etk_progress_begin(&prog, stderr, quiet || count == 1, "ranks converted", count);
-    for (uint64_t r = first; r < first + count; r++) {
-        char hp[4096], dp[4096];
-        if ((host && expand(host, (long long)r, hp, sizeof hp)) ||
-            (device && expand(device, (long long)r, dp, sizeof dp)))
-            return cli_usage_error(cmd, "--host/--device may contain one %%d (the rank)");
-        etk_convert_opts o = {host ? hp : NULL, device ? dp : NULL,
-                              have_rank || have_ranks ? (int64_t)r : -1, quiet, (int64_t)count};
-        etk_convert_stats st;
-        etk_error err = {0};
-        if (etk_convert_pytorch_write(&o, prefix, &st, &err)) {
-            etk_progress_end(&prog);
-            remove_written(prefix, first, r); /* no partial workload */
-            return cli_fail(cmd, &err);
-        }
-        if (!quiet)
-            notes(&st, o.device_path, count, &warned_world);
-        char out[4200];
-        snprintf(out, sizeof out, "%s.%lld.et", prefix, (long long)st.rank);
-        print_stats(&st, (long long)st.rank, out, json, r == first, r + 1 == first + count);
-        etk_progress_update(&prog, r - first + 1);
+    job jb = {host, device, prefix, count, quiet, json, false, "", "", stdout, NULL, 0};
+    etk_error err = {0};
+    if (have_ranks) {
+        /* the rank set all or nothing: written under a temporary folder, published whole; the
+         * summaries are printed once it is (none for a set that was not written) */
+        char *text = NULL;
+        size_t len = 0;
+        if (!(jb.out = open_memstream(&text, &len)))
+            return cli_fail(cmd, &(etk_error){ETK_ENOMEM, "out of memory"});
+        etk_progress_begin(&prog, stderr, quiet || count == 1, "ranks converted", count);
+        jb.prog = &prog;
+        int rc = etk_convert_pytorch_write_ranks(count, rank_opts, rank_done, &jb, prefix, &err);
+        etk_progress_end(&prog);
+        fclose(jb.out);
+        if (!rc)
+            fwrite(text, 1, len, stdout);
+        free(text);
+        return rc ? cli_fail(cmd, &err) : 0;
     }
-    etk_progress_end(&prog);
+    etk_convert_opts o;
+    if (rank_opts(&jb, rank, &o, &err))
+        return cli_fail(cmd, &err);
+    o.rank = have_rank ? (int64_t)rank : -1;
+    etk_convert_stats st;
+    if (etk_convert_pytorch_write(&o, prefix, &st, &err))
+        return cli_fail(cmd, &err);
+    rank_done(&jb, (uint64_t)st.rank, &st);
     return 0;
 }

@@ -7,6 +7,7 @@
 
 #include "cmd.h"
 #include "etkit/progress.h"
+#include "run_mem.h"
 #include "sim_cli.h"
 
 static void help(void)
@@ -22,6 +23,9 @@ static void help(void)
            "WORKLOAD is a trace prefix (<prefix>.<rank>.et) or one rank file; groups default to\n"
            "<prefix>.json.\n\n"
            "  -g, --groups FILE        comm-group JSON\n"
+           "  --max-memory BYTES       refuse (before reading the traces) a workload whose estimated\n"
+           "                           memory exceeds BYTES (K, M, G, T suffixes; default: the\n"
+           "                           memory available)\n"
            "%s\n"
            "exit status: 0 ok, 1 deadlock (each blocked rank and what it waits for is printed),\n"
            "2 bad input or usage.\n\n"
@@ -43,9 +47,11 @@ int cmd_sim(int argc, char **argv)
         n++;
     }
     lo[n++] = (struct option){"groups", required_argument, 0, 'g'};
+    lo[n++] = (struct option){"max-memory", required_argument, 0, 'M'};
     lo[n] = (struct option){0, 0, 0, 0};
     sim_cli c;
     memset(&c, 0, sizeof c);
+    uint64_t max_memory = 0;
     static char *cmdv[512]; /* the command line as given (getopt_long permutes argv) */
     c.argc = argc < 512 ? argc : 512;
     memcpy(cmdv, argv, (size_t)c.argc * sizeof *argv);
@@ -62,6 +68,11 @@ int cmd_sim(int argc, char **argv)
             c.groups = optarg;
             continue;
         }
+        if (opt == 'M') {
+            if (run_mem_parse(cmd, optarg, &max_memory))
+                return 2;
+            continue;
+        }
         if (opt == '?')
             return cli_usage_error(cmd, "unknown option '%s'", argv[optind - 1]);
         if (opt == ':')
@@ -76,6 +87,20 @@ int cmd_sim(int argc, char **argv)
         return cli_usage_error(cmd, "no workload given (a trace prefix or a rank file)");
     if (optind + 1 < argc)
         return cli_usage_error(cmd, "one workload expected, got also '%s'", argv[optind + 1]);
+    /* the memory the traces will take, estimated from their sizes before any is read: every
+     * option that keeps all ranks simulated (the cluster file's network model is not known
+     * yet: --net-model flow only) */
+    bool slow = false;
+    for (uint32_t r = 0; r < c.n_slow; r++)
+        slow |= c.slow_factor[r] != 1.0;
+    const char *why = slow                                         ? "--slow-rank"
+                      : c.n_link_factor                            ? "--link-factor"
+                      : c.o.no_fold                                ? "--no-fold"
+                      : c.net_model && !strcmp(c.net_model, "flow") ? "--net-model flow"
+                                                                   : NULL;
+    int mrc = sim_mem_check(cmd, argv[optind], why, max_memory);
+    if (mrc)
+        return mrc;
     etk_error err = {0};
     etk_read_opts ro = {.quiet = true};
     etk_workload *wl = NULL;

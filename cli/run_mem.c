@@ -114,3 +114,29 @@ int run_mem_check(const char *cmd, const etk_gen_config *cfg, uint64_t max_bytes
             max_bytes ? "allowed by --max-memory" : "available");
     return 2;
 }
+
+int sim_mem_check(const char *cmd, const char *spec, const char *why_unfolded, uint64_t max_bytes)
+{
+    uint32_t n_ranks;
+    uint64_t bytes, largest;
+    etk_workload_size(spec, &n_ranks, &bytes, &largest);
+    if (!n_ranks) /* nothing to size: etk_workload_open says what is wrong */
+        return 0;
+    uint64_t simmed = why_unfolded ? bytes : largest;
+    double need = (double)bytes * SIM_MEM_LOAD_PER_BYTE + (double)simmed * SIM_MEM_SIM_PER_BYTE + RUN_MEM_BASE_BYTES;
+    uint64_t have = max_bytes ? max_bytes : run_mem_available();
+    if (need <= (double)have)
+        return 0;
+    fprintf(stderr,
+            "etkit %s: error: %s: %u rank traces of %.3f GB (encoded) need about %.2f GB to simulate (%.2f bytes "
+            "per trace byte held + %.2f per byte simulated%s%s; estimated from the file sizes before reading "
+            "them); %.2f GB %s. %s",
+            cmd, spec, n_ranks, bytes / 1e9, need / 1e9, SIM_MEM_LOAD_PER_BYTE, SIM_MEM_SIM_PER_BYTE,
+            why_unfolded ? ", every rank simulated: " : ", the largest rank simulated (folded)", why_unfolded ? why_unfolded : "", have / 1e9,
+            max_bytes ? "allowed by --max-memory" : "available",
+            why_unfolded ? "Let the ranks fold (drop --no-fold, --slow-rank or --link-factor; --net-model analytical), "
+                           "or simulate fewer ranks\n"
+                         : "Simulate fewer ranks or shorter traces (etkit gen: fewer micro-batches or layers; "
+                           "etkit run simulates a generated plan without writing its traces)\n");
+    return 2;
+}

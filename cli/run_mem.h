@@ -25,4 +25,16 @@ uint64_t run_mem_available(void);
  * what helps) if it exceeds max_bytes (0: run_mem_available()). Returns 0 to go on. */
 int run_mem_check(const char *cmd, const etk_gen_config *cfg, uint64_t max_bytes, const char *why_unfolded);
 
+/* `etkit sim` on trace files, before they are read (issue #18): every rank's trace is held in
+ * memory, SIM_MEM_LOAD_PER_BYTE bytes per encoded trace byte, and the simulator's state adds
+ * SIM_MEM_SIM_PER_BYTE per byte of the ranks it simulates (all of them when unfolded, the
+ * largest rank file's when folded: a lower bound); measured slopes of peak RSS
+ * (bench/RESULTS.md "Memory estimate of sim on trace files"). */
+#define SIM_MEM_LOAD_PER_BYTE 2.69
+#define SIM_MEM_SIM_PER_BYTE 1.40
+/* Estimate for the workload `spec` (etk_workload_size's files) and refuse (exit status 2, a
+ * message with the figures and what helps) past max_bytes (0: run_mem_available()); why_unfolded
+ * names the option that keeps every rank simulated (NULL: folded). Returns 0 to go on. */
+int sim_mem_check(const char *cmd, const char *spec, const char *why_unfolded, uint64_t max_bytes);
+
 #endif

@@ -110,13 +110,17 @@ rm -rf "$G"/.x.etkit-tmp.* "$G"/x.*.tmp.* "$G/x.05.et" "$G/x.8.et.keep" "$G/y.9.
 # a slow set (~100 MB, 64 ranks of 256 micro-batches): SIGKILL mid-write, then a concurrent writer
 SLOW=(--model llama2-7b --layers 8 --dp 16 --pp 4 --global-batch 4096)
 old=$(cd "$G" && md5sum x.0.et x.1.et x.json)
-wait_tmp() { # wait_tmp PID: until the writer's temporary folder holds a rank file, then stop the
-  # writer (SIGSTOP) so a loaded machine cannot let it finish before the test acts; 1 if it exited
-  # first or wrote nothing within 120 s
-  for _ in $(seq 2400); do
-    if ls "$G/.x.etkit-tmp.$1"/x.*.et >/dev/null 2>&1; then kill -STOP "$1" 2>/dev/null && return 0; return 1; fi
+# wait_tmp PID [FOLDER [WHAT]]: until the writer's temporary folder in FOLDER (default $G) holds
+# a rank file (WHAT ".": until it exists, i.e. the writer holds the lock), then stop the writer
+# (SIGSTOP; the test sends SIGCONT or SIGKILL) so a loaded machine cannot let it finish before
+# the test acts; 1 if it exited first or got there within 120 s
+wait_tmp() {
+  for _ in $(seq 4800); do
+    if ls -d "${2:-$G}/.x.etkit-tmp.$1"/${3:-x.*.et} >/dev/null 2>&1; then
+      kill -STOP "$1" 2>/dev/null && return 0; return 1
+    fi
     kill -0 "$1" 2>/dev/null || return 1
-    sleep 0.05
+    sleep 0.025
   done
   return 1
 }
@@ -132,18 +136,60 @@ if wait_tmp $w; then
 else
   fail "the slow gen exited (or wrote no rank file in 120 s) before the test could stop it (cannot test SIGKILL)"
 fi
-# two writers on one prefix: the second is refused while the first holds the lock
+# two writers on one prefix: the second is refused while the first holds the lock (from its
+# temporary folder's creation on: its rank files come only at the end, too short a window)
 "$ETKIT" gen "${SLOW[@]}" -o "$G/x" >/dev/null 2>"$T/first.err" & w=$!
-if wait_tmp $w; then
+if wait_tmp $w "$G" .; then
   expect 2 "another etkit process is writing this output \\($G/x.lock is locked\\)" gen_small --dp 2 -o "$G/x"
   kill -CONT $w
   wait $w || fail "the first writer failed: $(cat "$T/first.err")"
   n=$(ls "$G"/x.*.et | wc -l)
   [ "$n" = 64 ] && [ -e "$G/x.json" ] && [ ! -e "$G/x.lock" ] || fail "after two writers: $n rank files, $(files "$G" | head -c 300)"
 else
-  kill -CONT $w 2>/dev/null; wait $w; fail "the slow gen exited (or wrote no rank file in 120 s) before the test could stop it (cannot test two writers)"
+  kill -CONT $w 2>/dev/null; wait $w; fail "the slow gen exited before making its temporary folder, or took over 120 s (cannot test two writers)"
 fi
 rm -f "$G"/x.*
+
+# --- convert --ranks: the same all-or-nothing set (util/outset.c). 48 ranks (the 8 DLRM host
+# traces, each used 6 times; no process groups, so no x.json): SIGKILL once the first rank is in
+# the temporary folder leaves the published set as it was (no rank under a final name), a second
+# converter is refused by the lock, and the next run cleans the dead one up
+CV=$T/cv; CI=$T/cvin; mkdir -p "$CV" "$CI"
+DLRM=$SHARED/data/real-traces/dlrm-8gpu-v100
+for r in $(seq 0 47); do ln -s "$DLRM/host_$((r % 8)).json.gz" "$CI/h_$r.json.gz"; done
+conv() { "$ETKIT" convert pytorch -q --host "$CI/h_%d.json.gz" --ranks "$1" -o "$CV/x"; }
+conv_bg() { exec "$ETKIT" convert pytorch -q --host "$CI/h_%d.json.gz" --ranks "$1" -o "$CV/x"; } # $! is etkit's pid
+conv 2 >/dev/null || fail "convert --ranks 2 failed"
+old=$(cd "$CV" && md5sum x.0.et x.1.et)
+conv_bg 48 >/dev/null 2>&1 & w=$!
+if wait_tmp $w "$CV"; then
+  kill -9 $w; wait $w 2>/dev/null
+  [ "$(cd "$CV" && md5sum x.0.et x.1.et)" = "$old" ] || fail "SIGKILL mid-conversion changed the published set"
+  [ "$(files "$CV")" = ".x.etkit-tmp.$w x.0.et x.1.et x.lock " ] ||
+    fail "after SIGKILL mid-conversion: $(files "$CV") (want the old set, the dead converter's folder and lock)"
+  # a second converter is refused while one holds the lock
+  conv_bg 48 >/dev/null 2>"$T/conv.err" & w=$!
+  if wait_tmp $w "$CV" .; then
+    expect 2 "another etkit process is writing this output \\($CV/x.lock is locked\\)" conv 2
+    kill -CONT $w
+    wait $w || fail "the first converter failed: $(cat "$T/conv.err")"
+    [ "$(ls "$CV"/x.*.et | wc -l)" = 48 ] && [ ! -e "$CV/x.lock" ] || fail "after two converters: $(files "$CV" | head -c 300)"
+  else
+    kill -CONT $w 2>/dev/null; wait $w; fail "convert --ranks 48 exited before making its temporary folder (cannot test two converters)"
+  fi
+  # the next, smaller run: the dead one's folder and the stale ranks 2..47 removed
+  conv 2 >/dev/null || fail "convert after a killed one failed"
+  [ "$(files "$CV")" = "x.0.et x.1.et " ] || fail "after the next convert: $(files "$CV")"
+else
+  wait $w; fail "convert --ranks 48 exited before writing a rank file (cannot test SIGKILL)"
+fi
+# a rank that fails (rank 1 not a trace): nothing written, the earlier set untouched, no leftovers
+old=$(cd "$CV" && md5sum x.0.et x.1.et)
+rm "$CI/h_1.json.gz"; echo '{"schema": "1.0.2", "nodes": [' | gzip > "$CI/h_1.json.gz"
+expect 2 "etkit convert: error: $CV/x: nothing written: " conv 3
+[ "$(cd "$CV" && md5sum x.0.et x.1.et)" = "$old" ] && [ "$(files "$CV")" = "x.0.et x.1.et " ] ||
+  fail "a failed convert --ranks changed the set: $(files "$CV")"
+rm -rf "$CV" "$CI"
 
 # a full disk and a read-only folder: small tmpfs mounts (root only)
 MNT=$T/mnt; mkdir -p "$MNT"
@@ -185,6 +231,36 @@ else
   skip "/usr/bin/time is missing or this is a sanitizer build: the estimate is not compared with a measured peak"
 fi
 
+# --- sim on trace files: the memory estimated from the file sizes before any trace is read
+# (cli/run_mem.c sim_mem_check): 2.69 bytes per trace byte held + 1.40 per byte simulated (the
+# largest rank file folded, every file unfolded) + 6 MiB; refused with the figures, else run
+est_gb() { # est_gb PREFIX unfolded(0|1): the estimate in GB, from the file sizes
+  stat -c %s "$1".*.et | awk -v u="$2" '{ t += $1; if ($1 > m) m = $1 }
+    END { printf "%.2f", (t * 2.69 + (u ? t : m) * 1.40 + 6291456) / 1e9 }'
+}
+expect 2 "etkit sim: error: $T/w/w: 8 rank traces of 0\\.[0-9]{3} GB \\(encoded\\) need about $(est_gb "$T/w/w" 0) GB to simulate \\(2\\.69 bytes per trace byte held \\+ 1\\.40 per byte simulated, the largest rank simulated \\(folded\\); estimated from the file sizes before reading them\\); 0\\.00 GB allowed by --max-memory\\. Simulate fewer ranks" \
+  "$ETKIT" sim "$T/w/w" --cluster dgx-h100 --nodes 1 --max-memory 1M
+expect 2 "need about $(est_gb "$T/w/w" 1) GB to simulate .*every rank simulated: --no-fold.*Let the ranks fold" \
+  "$ETKIT" sim "$T/w/w" --cluster dgx-h100 --nodes 1 --no-fold --max-memory 1M
+expect 2 "every rank simulated: --slow-rank" "$ETKIT" sim "$T/w/w" --cluster dgx-h100 --nodes 1 --slow-rank 1:0.5 --max-memory 1M
+expect 2 "--max-memory wants bytes" "$ETKIT" sim "$T/w/w" --cluster dgx-h100 --nodes 1 --max-memory lots
+expect 0 "step time" "$ETKIT" sim "$T/w/w" --cluster dgx-h100 --nodes 1 --max-memory 64M
+expect 0 "step time" "$ETKIT" sim "$T/w/w" --cluster dgx-h100 --nodes 1 --no-fold --max-memory 64M
+# the estimate against the measured peak RSS (a 64-rank, 13.7 MB set), folded and not: within 20%
+if [ -x /usr/bin/time ] && [ $SANITIZED = 0 ]; then
+  mkdir -p "$T/sm"
+  "$ETKIT" gen --model llama2-7b --layers 8 --dp 32 --pp 2 --global-batch 512 -o "$T/sm/b" >/dev/null || fail "gen of the sim-memory set"
+  for nf in "" --no-fold; do
+    est=$("$ETKIT" sim "$T/sm/b" --cluster dgx-h100 --nodes 8 $nf --max-memory 1 2>&1 | sed -n 's/.*need about \([0-9.]*\) GB.*/\1/p')
+    kb=$(/usr/bin/time -f %M "$ETKIT" sim "$T/sm/b" --cluster dgx-h100 --nodes 8 $nf 2>&1 >/dev/null | tail -1)
+    awk -v e="$est" -v kb="$kb" 'BEGIN { m = kb * 1024 / 1e9; r = e / m; exit !(r > 0.8 && r < 1.2) }' ||
+      fail "sim ${nf:-folded}: memory estimate $est GB vs measured peak RSS $kb KB: not within 20%"
+  done
+  rm -rf "$T/sm"
+else
+  skip "/usr/bin/time is missing or this is a sanitizer build: the sim estimate is not compared with a measured peak"
+fi
+
 # --- the generator streams: peak memory about one rank file (it was 4.4x), on a ~35 MB trace
 if [ -x /usr/bin/time ] && [ $SANITIZED = 0 ]; then
   mkdir -p "$T/one"
@@ -192,6 +268,13 @@ if [ -x /usr/bin/time ] && [ $SANITIZED = 0 ]; then
   sz=$(stat -c %s "$T/one/x.0.et")
   awk -v kb="$kb" -v sz="$sz" 'BEGIN { exit !(kb * 1024 < 1.5 * sz + 16 * 1048576) }' ||
     fail "gen of a $sz-byte rank file peaked at $kb KB (want < 1.5 x the file + 16 MiB)"
+  rm -rf "$T/one"
+  # inference is streamed the same way (it held 3.4x the file)
+  mkdir -p "$T/one"
+  kb=$(/usr/bin/time -f %M "$ETKIT" gen --mode inference --model llama2-7b --batch 8 --prompt-len 512 --decode-steps 512 -o "$T/one/x" 2>&1 >/dev/null | tail -1)
+  sz=$(stat -c %s "$T/one/x.0.et")
+  awk -v kb="$kb" -v sz="$sz" 'BEGIN { exit !(kb * 1024 < 1.5 * sz + 16 * 1048576) }' ||
+    fail "inference gen of a $sz-byte rank file peaked at $kb KB (want < 1.5 x the file + 16 MiB)"
   rm -rf "$T/one"
 fi
 

@@ -450,7 +450,7 @@ static void test_astra_errors(void **state)
                        "expected one entry per network dimension (1), got 2");
     expect_astra_error(ok_net, "{\"preferred-dataset-splits\": 4, \"local-mem-bw\": \"fast\"}",
                        "\"local-mem-bw\": expected a number");
-    expect_astra_error(ok_net, "{\"preferred-dataset-splits\": 4,", "JSON error");
+    expect_astra_error(ok_net, "{\"preferred-dataset-splits\": 4,", "malformed JSON");
     expect_astra_error(ok_net, "{\"preferred-dataset-splits\": 4, \"collective-optimization\": \"smart\"}",
                        "expected \"baseline\" or \"localBWAware\"");
     etk_cluster c;

@@ -82,6 +82,18 @@ int etk_convert_pytorch(const etk_convert_opts *o, etk_trace **out_trace, etk_gr
 int etk_convert_pytorch_write(const etk_convert_opts *o, const char *prefix,
                               etk_convert_stats *stats, etk_error *err);
 
+/* A job's ranks 0..n-1 into one rank set, all or nothing: every rank is converted (with the
+ * options opts(ctx, r, &o) fills in for rank r, which must come out as rank r) into a temporary
+ * folder next to the prefix, and the set <prefix>.<r>.et + <prefix>.json is published by renames
+ * only when all n are written; <prefix>.lock keeps a second writer out, ranks >= n of an earlier
+ * run and temporary files of dead writers are removed (as `etkit gen` does). done(ctx, r,
+ * stats), when not NULL, is called after rank r is converted (before the set is published). On
+ * error the final names are untouched and err reads "<prefix>: nothing written: <why>". */
+typedef int (*etk_convert_rank_opts_fn)(void *ctx, uint64_t r, etk_convert_opts *o, etk_error *err);
+typedef void (*etk_convert_rank_done_fn)(void *ctx, uint64_t r, const etk_convert_stats *st);
+int etk_convert_pytorch_write_ranks(uint64_t n, etk_convert_rank_opts_fn opts, etk_convert_rank_done_fn done,
+                                    void *ctx, const char *prefix, etk_error *err);
+
 /* Name of a collective from an NCCL kernel or op name (lower-cased, '_' and '-' removed,
  * then "allreduce", "alltoall", "allgather", "reducescatter", "broadcast", "reduce",
  * "barrier" in that order); -1 when it names none. */

@@ -345,6 +345,12 @@ typedef struct etk_workload {
  * comm-group JSON, or NULL to use <prefix>.json when it exists. */
 int etk_workload_open(const char *spec, const char *groups_path, const etk_read_opts *opts,
                       etk_workload **out, etk_error *err);
+/* Before opening a workload: the rank files etk_workload_open(spec) would read, counted
+ * (*n_ranks) and sized (*trace_bytes: their encoded bytes, a gzip file's by its trailer's
+ * uncompressed size, modulo 4 GiB as gzip records it, at least its size on disk; *largest: the
+ * largest file's). Reads no trace; files that cannot be sized count as empty
+ * (etk_workload_open reports them). */
+void etk_workload_size(const char *spec, uint32_t *n_ranks, uint64_t *trace_bytes, uint64_t *largest);
 /* Write <prefix>.<r>.et for every rank and <prefix>.json if groups are set. */
 int etk_workload_write(const etk_workload *w, const char *prefix, etk_error *err);
 void etk_workload_free(etk_workload *w);

@@ -12,6 +12,7 @@
 
 #include "etkit/calib.h"
 #include "etkit/run.h"
+#include "util/jsonfile.h"
 
 static const char *const metric_names[ETK_CALIB_N_METRICS] = {
     "tokens_per_s_per_gpu", "tflops_per_gpu", "out_tokens_per_s_per_gpu", "step_s"};
@@ -401,17 +402,10 @@ static void read_row(const etk_calib_rows *rs, etk_calib_row *r, const json_t *o
 int etk_calib_load(const char *path, const char *models_dir, etk_calib_rows **out, etk_error *err)
 {
     *out = NULL;
-    char *text;
-    size_t len;
-    int rc = etk_file_read_all(path, &text, &len, err);
+    json_t *root;
+    int rc = etk_json_file_load(path, ETK_MAX_INPUT_BYTES, "calibration file", 0, &root, err);
     if (rc)
         return rc;
-    json_error_t je;
-    json_t *root = json_loadb(text, len, 0, &je);
-    free(text);
-    if (!root)
-        return etk_err(err, ETK_EFORMAT, "%s:%d:%d: malformed JSON: %s", path, je.line,
-                       je.column, je.text);
     if (!json_is_array(root) || json_array_size(root) == 0) {
         json_decref(root);
         return etk_err(err, ETK_EFORMAT, "%s: expected a JSON array of rows (objects with name, "

@@ -10,6 +10,7 @@
 
 #include "et/depgraph.h"
 #include "et/validate_priv.h"
+#include "util/cmp.h"
 
 const char *etk_severity_name(int sev)
 {
@@ -153,12 +154,6 @@ const char *val_sb_str(sbuf *b)
     return b->p && !b->oom ? b->p : "";
 }
 
-static int cmp_u64(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
 int val_u64_push(u64vec *a, uint64_t x)
 {
     if (a->n == a->cap) {
@@ -178,7 +173,7 @@ size_t val_u64_unique(u64vec *a)
 {
     if (!a->n)
         return 0;
-    qsort(a->v, a->n, sizeof *a->v, cmp_u64);
+    qsort(a->v, a->n, sizeof *a->v, etk_cmp_u64);
     size_t k = 1;
     for (size_t i = 1; i < a->n; i++)
         if (a->v[i] != a->v[k - 1])

@@ -295,7 +295,8 @@ static int conv_attr(etk_trace *t, etk_attr *d, const ChakraProtoMsg__AttributeP
         break;
     case CHAKRA_PROTO_MSG__ATTRIBUTE_PROTO__VALUE_BYTES_VAL:
         d->n = (uint32_t)s->bytes_val.len; /* messages are bounded well below 4 GiB */
-        d->v.data = etk_arena_memdup(a, s->bytes_val.data, s->bytes_val.len ? s->bytes_val.len : 1);
+        /* empty: a non-NULL zeroed byte (protobuf-c leaves data NULL: nothing to copy) */
+        d->v.data = s->bytes_val.len ? etk_arena_memdup(a, s->bytes_val.data, s->bytes_val.len) : etk_arena_alloc(a, 1);
         if (!d->v.data)
             return ETK_ENOMEM;
         break;
@@ -446,7 +447,7 @@ static const char *where_str(char *buf, size_t n, size_t msg_index)
 static int read_stream(src *s, const etk_read_opts *opts, etk_trace *t, etk_error *err)
 {
     uint64_t max_msg = (opts && opts->max_message_bytes) ? opts->max_message_bytes : DEFAULT_MAX_MSG;
-    etk_arena *scratch = etk_arena_new(256u << 10);
+    etk_arena *scratch = etk_arena_new(16u << 10); /* grows to fit the largest message */
     if (!scratch)
         return etk_err(err, ETK_ENOMEM, "%s: out of memory", s->name);
     ProtobufCAllocator alloc = {scratch_alloc, scratch_free, scratch};

@@ -86,7 +86,7 @@ void etk__trace_warn(etk_trace *t, const char *fmt, ...)
 etk_node *etk__trace_push(etk_trace *t)
 {
     if (t->n_nodes == t->cap_nodes) {
-        size_t nc = t->cap_nodes ? t->cap_nodes + t->cap_nodes / 2 : 1024;
+        size_t nc = t->cap_nodes ? t->cap_nodes + t->cap_nodes / 2 : 64;
         etk_node *nn = realloc(t->nodes, nc * sizeof *nn);
         if (!nn)
             return NULL;
@@ -155,7 +155,7 @@ int etk__attr_copy(etk_trace *t, etk_attr *dst, const etk_attr *src)
         dst->v.s = etk_arena_strdup(a, src->v.s ? src->v.s : "");
         return dst->v.s ? 0 : ETK_ENOMEM;
     case ETK_ATTR_BYTES:
-        dst->v.data = etk_arena_memdup(a, src->v.data, src->n ? src->n : 1);
+        dst->v.data = src->n ? etk_arena_memdup(a, src->v.data, src->n) : etk_arena_alloc(a, 1); /* empty: nothing to read */
         return dst->v.data ? 0 : ETK_ENOMEM;
     case ETK_ATTR_STRING_LIST: {
         const char **sl = etk_arena_alloc(a, (src->n ? src->n : 1) * sizeof *sl);

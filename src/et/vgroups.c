@@ -11,6 +11,7 @@
 #include "et/depgraph.h"
 #include "et/validate_priv.h"
 #include "util/kmap.h"
+#include "util/cmp.h"
 
 /* Index of group `id`, or -1 when absent. The table (util/kmap.h) is keyed by the name's hash
  * and length; two names sharing both are told apart by a scan. */
@@ -54,12 +55,6 @@ static int64_t grp_get(xstate *x, const char *id)
 const char *val_all_note(const grp *g)
 {
     return g->all ? " (all ranks: no pg_name)" : "";
-}
-
-static int cmp_u32(const void *a, const void *b)
-{
-    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-    return x < y ? -1 : x > y;
 }
 
 bool val_grp_has(const grp *g, uint32_t r)
@@ -123,7 +118,7 @@ int val_load_groups(xstate *x)
             return ETK_ENOMEM;
         if (src->n_ranks)
             memcpy(g->members, src->ranks, src->n_ranks * sizeof *g->members);
-        qsort(g->members, g->n_members, sizeof *g->members, cmp_u32);
+        qsort(g->members, g->n_members, sizeof *g->members, etk_cmp_u32);
         uint32_t bad = 0, dup = 0, first_bad = 0, first_dup = 0;
         for (uint32_t k = 0; k < g->n_members; k++) {
             if (g->members[k] >= w->n_ranks && !bad++)

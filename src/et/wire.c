@@ -538,7 +538,7 @@ static bool read_list(etk_arena *a, rd s, etk_attr *at)
                 rtag(&s, &tag);
                 rlen(&s, &v);
                 bl[i].len = (size_t)(v.end - v.p);
-                if (!(bl[i].data = etk_arena_memdup(a, v.p, bl[i].len ? bl[i].len : 1)))
+                if (!(bl[i].data = bl[i].len ? etk_arena_memdup(a, v.p, bl[i].len) : etk_arena_alloc(a, 1)))
                     return false;
             }
             at->v.bytesl = bl;
@@ -716,7 +716,7 @@ static bool read_attr(etk_trace *t, rd s, etk_attr *at)
             if ((size_t)(v.end - v.p) > UINT32_MAX)
                 return false;
             at->n = (uint32_t)(v.end - v.p);
-            if (!(at->v.data = etk_arena_memdup(a, v.p, at->n ? at->n : 1)))
+            if (!(at->v.data = at->n ? etk_arena_memdup(a, v.p, at->n) : etk_arena_alloc(a, 1))) /* empty: read no byte */
                 return false;
             break;
         default:

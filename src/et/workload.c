@@ -2,6 +2,7 @@
  * Opened from a prefix (<prefix>.<rank>.et, <prefix>.json), from one rank file, or from a
  * single trace; written back as files of the same shape. */
 #include <dirent.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -52,6 +53,58 @@ static long long highest_rank_file(const char *prefix)
         closedir(d);
     free(dir);
     return best;
+}
+
+/* The bytes a trace file decodes from: its size, or a gzip file's trailer size (ISIZE) */
+static uint64_t decoded_size(const char *path)
+{
+    struct stat st;
+    if (stat(path, &st) != 0 || !S_ISREG(st.st_mode))
+        return 0;
+    uint64_t n = (uint64_t)st.st_size;
+    FILE *f = fopen(path, "rb");
+    unsigned char m[2], t[4];
+    if (f && st.st_size >= 18 && fread(m, 1, 2, f) == 2 && m[0] == 0x1f && m[1] == 0x8b &&
+        fseek(f, -4, SEEK_END) == 0 && fread(t, 1, 4, f) == 4) {
+        uint64_t isize = (uint64_t)t[0] | (uint64_t)t[1] << 8 | (uint64_t)t[2] << 16 | (uint64_t)t[3] << 24;
+        if (isize > n)
+            n = isize;
+    }
+    if (f)
+        fclose(f);
+    return n;
+}
+
+void etk_workload_size(const char *spec, uint32_t *n_ranks, uint64_t *trace_bytes, uint64_t *largest)
+{
+    *n_ranks = 0;
+    *trace_bytes = 0;
+    *largest = 0;
+    char *prefix = rank_file_prefix(spec);
+    size_t plen = strlen(spec) + 32;
+    char *path = malloc(plen);
+    if (path && !prefix) {
+        snprintf(path, plen, "%s.0.et", spec);
+        if (exists(path))
+            prefix = strdup(spec);
+    }
+    if (path && prefix) { /* the ranks 0, 1, ... up to the first missing one, as etk_workload_open */
+        for (uint32_t r = 0; r < UINT32_MAX; r++) {
+            snprintf(path, plen, "%s.%u.et", prefix, r);
+            if (!exists(path))
+                break;
+            uint64_t b = decoded_size(path);
+            *trace_bytes += b;
+            if (b > *largest)
+                *largest = b;
+            ++*n_ranks;
+        }
+    } else if (exists(spec)) {
+        *trace_bytes = *largest = decoded_size(spec);
+        *n_ranks = 1;
+    }
+    free(prefix);
+    free(path);
 }
 
 void etk_workload_free(etk_workload *w)

@@ -24,7 +24,11 @@
  * stage a data dependency on that sample node), runs its sections and sends its output on.
  * Units are chained on a stage by control dependencies. Node names are
  * "<phase>/mb<j>.<section>.<op>" with phase "prefill" or "decode<i>": the simulator reads the
- * phases from them (TTFT, TPOT; docs/sim.md). */
+ * phases from them (TTFT, TPOT; docs/sim.md).
+ *
+ * Nodes go to a put_fn as they are made (train.h's signature): the trace of an in-memory
+ * workload (gen_put_trace), or, when writing files, the stage's class encoder directly
+ * (gen_write_streamed with stream_cb), so no trace of the representative is held. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -264,7 +268,8 @@ static const ginst *dec_layer(infer *I, int kind, uint32_t i, etk_error *err)
 /* ---------- emitter ---------- */
 typedef struct iemit {
     infer *I;
-    etk_trace *t;             /* NULL: count only (summary) */
+    put_fn put;               /* NULL: count only (summary); else each node as it is made: */
+    void *u;                  /* into a trace (gen_put_trace) or the file encoder (streamed) */
     etk_gen_stage *st;        /* NULL: no statistics */
     uint32_t stage, prev, next, first, last; /* pipeline peers: previous, next, stage 0, last stage */
     char pg[ETK_GEN_N_GROUP_KINDS][16];
@@ -314,8 +319,11 @@ static uint64_t put(iemit *E, const char *name, int type, const uint64_t *deps, 
                 s->decode_last_flops += (double)v;
         }
     }
-    if (E->t && !etk_trace_add(E->t, &n))
-        E->rc = etk_err(E->err, ETK_ENOMEM, "out of memory adding node %" PRIu64, n.id);
+    if (E->put) {
+        int rc = E->put(E->u, &n, E->err);
+        if (rc)
+            E->rc = rc;
+    }
     return n.id;
 }
 
@@ -402,7 +410,7 @@ static uint64_t emit_sec(iemit *E, const ginst *v, int n, int32_t out, const cha
             else if (I->deps[d] == DEP_IN && input)
                 deps[nd++] = input;
         }
-        if (E->t) /* names only for traces that are kept */
+        if (E->put) /* names only for traces that are kept */
             snprintf(name, sizeof name, "%s/mb%u.%s.%s", ph, j, lab, I->name);
         if (I->type == ETK_NODE_COMP)
             put_comp(E, name, I->flops, I->bytes, I->fp8, I->attn, I->causal, I->grouped, deps, nd);
@@ -434,11 +442,11 @@ static void emit_unit(iemit *E, uint32_t j, const ginst *const layer[2])
     uint64_t in = 0;
     int64_t msg = (int64_t)(dec ? I->dec1[0].out_bytes : I->pre_layer[0].out_bytes);
     if (E->stage > 0) {
-        if (E->t)
+        if (E->put)
             snprintf(name, sizeof name, "%s/mb%u.recv_activation", ph, j);
         in = put_p2p(E, name, false, E->prev, msg, act_tag(I, E->phase, j, E->stage - 1), NULL, 0);
     } else if (dec && I->p > 1) {
-        if (E->t)
+        if (E->put)
             snprintf(name, sizeof name, "%s/mb%u.recv_token", ph, j);
         in = put_p2p(E, name, false, E->last, (int64_t)I->b * 4, tok_tag(I, E->phase, j), NULL, 0);
     } else if (dec) {
@@ -457,7 +465,7 @@ static void emit_unit(iemit *E, uint32_t j, const ginst *const layer[2])
     }
     if (!last) {
         uint64_t unit_end = in;
-        if (E->t)
+        if (E->put)
             snprintf(name, sizeof name, "%s/mb%u.send_activation", ph, j);
         put_p2p(E, name, true, E->next, msg, act_tag(I, E->phase, j, E->stage), &in, 1);
         E->ctrl = unit_end; /* the next unit follows this unit's compute, not its send */
@@ -467,11 +475,11 @@ static void emit_unit(iemit *E, uint32_t j, const ginst *const layer[2])
     in = emit_sec(E, I->head.v, I->head_n, I->head_out, "head", j, in);
     int64_t V = I->cfg->model.vocab, tp = I->cfg->tp;
     if (tp > 1) {
-        if (E->t)
+        if (E->put)
             snprintf(name, sizeof name, "%s/mb%u.sample.logits_all_gather", ph, j);
         in = put_coll(E, name, ETK_COLL_ALL_GATHER, (int64_t)I->b * (V / tp) * 2, ETK_GEN_GROUP_TP, &in, 1);
     }
-    if (E->t)
+    if (E->put)
         snprintf(name, sizeof name, "%s/mb%u.sample", ph, j);
     /* argmax / top-p over the vocabulary: one comparison per logit */
     uint64_t smp = put_comp(E, name, (double)I->b * (double)V, (uint64_t)I->b * (uint64_t)V * 2, false, false, false, false, &in, 1);
@@ -480,7 +488,7 @@ static void emit_unit(iemit *E, uint32_t j, const ginst *const layer[2])
     if (E->phase < I->N && I->p > 1) {
         char nph[24];
         phase_name(E->phase + 1, nph, sizeof nph);
-        if (E->t)
+        if (E->put)
             snprintf(name, sizeof name, "%s/mb%u.send_token", nph, j);
         put_p2p(E, name, true, E->first, (int64_t)I->b * 4, tok_tag(I, E->phase + 1, j), &smp, 1);
         E->ctrl = smp;
@@ -506,14 +514,15 @@ static void stage_memory(const infer *I, uint32_t s, etk_gen_stage *st)
     st->in_flight = I->M;
 }
 
-static int emit_stage(infer *I, uint32_t s, uint32_t tp, uint32_t dp, etk_trace *t, etk_gen_stage *st,
+static int emit_stage(infer *I, uint32_t s, uint32_t tp, uint32_t dp, put_fn put, void *u, etk_gen_stage *st,
                       etk_error *err)
 {
     const etk_gen_config *c = I->cfg;
     iemit E;
     memset(&E, 0, sizeof E);
     E.I = I;
-    E.t = t;
+    E.put = put;
+    E.u = u;
     E.st = st;
     E.stage = s;
     E.err = err;
@@ -572,7 +581,13 @@ static int emit_stage(infer *I, uint32_t s, uint32_t tp, uint32_t dp, etk_trace 
 static int emit_cb(void *ctx, uint32_t stage, uint32_t tp, uint32_t cp, uint32_t dp, etk_trace *t, etk_error *err)
 {
     (void)cp;
-    return emit_stage(ctx, stage, tp, dp, t, NULL, err);
+    return emit_stage(ctx, stage, tp, dp, gen_put_trace, t, NULL, err);
+}
+
+/* the stage's representative (tp = dp = 0) straight into the file encoder: no trace held */
+static int stream_cb(void *ctx, uint32_t stage, put_fn put, void *u, etk_error *err)
+{
+    return emit_stage(ctx, stage, 0, 0, put, u, NULL, err);
 }
 
 /* ---------- public (via gen.c / plan.c) ---------- */
@@ -605,7 +620,7 @@ int etk_gen_infer_summarize(const etk_gen_config *cfg, etk_gen_summary *out, etk
     double per_stage = (double)cfg->tp * cfg->dp;
     for (uint32_t s = 0; s < I.p && !rc; s++) {
         etk_gen_stage *st = &out->stages[s];
-        if ((rc = emit_stage(&I, s, 0, 0, NULL, st, err)))
+        if ((rc = emit_stage(&I, s, 0, 0, NULL, NULL, st, err)))
             break;
         out->step_flops += st->flops * per_stage;
         out->model_flops += st->model_flops * per_stage;
@@ -629,7 +644,7 @@ int etk_gen_infer_write(const etk_gen_config *cfg, const char *prefix, uint64_t 
     infer I;
     int rc = infer_init(&I, cfg, err);
     if (!rc)
-        rc = etk_gen_write_with(cfg, I.p, emit_cb, &I, prefix, bytes_out, err);
+        rc = gen_write_streamed(cfg, I.p, emit_cb, stream_cb, &I, prefix, bytes_out, err);
     infer_free(&I);
     return rc;
 }

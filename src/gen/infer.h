@@ -12,9 +12,8 @@ typedef int (*etk_gen_emit_fn)(void *ctx, uint32_t stage, uint32_t tp, uint32_t 
 /* groups.c: communicator group ids of the rank at (tp, cp, dp, pp) (numbering of gen.h) */
 void etk_gen_group_ids(const etk_gen_config *c, uint32_t tp, uint32_t cp, uint32_t dp, uint32_t pp,
                        char pg[ETK_GEN_N_GROUP_KINDS][16]);
-/* writer.c: etk_gen_write_stats / etk_gen_workload for any emitter with one rank class per stage */
-int etk_gen_write_with(const etk_gen_config *cfg, uint32_t n_stages, etk_gen_emit_fn emit, void *ctx,
-                       const char *prefix, uint64_t *bytes_out, etk_error *err);
+/* writer.c: etk_gen_workload for any emitter with one rank class per stage (files: train.h's
+ * gen_write_streamed) */
 int etk_gen_workload_with(const etk_gen_config *cfg, uint32_t n_stages, etk_gen_emit_fn emit, void *ctx, bool fold,
                           etk_workload **out, etk_error *err);
 

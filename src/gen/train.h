@@ -140,8 +140,9 @@ int gen_emit_bwd(emitter *E, int si, uint32_t j, const uint64_t *gd, int ngd, ui
 void gen_emit_optimizer(emitter *E, uint64_t unit_end);
 void gen_group_ids(const etk_gen_config *c, uint32_t tp, uint32_t cp, uint32_t dp, uint32_t pp,
                    char pg[ETK_GEN_N_GROUP_KINDS][16]);
-/* writer.c: etk_gen_write_with where a stage's representative can also be streamed straight
- * into the file encoder (stream != NULL: training), no trace held */
+/* writer.c: the rank files of any emitter with one rank class per stage; a stage's
+ * representative is streamed straight into the file encoder when stream != NULL (training and
+ * inference), no trace held; else emitted into a trace first */
 typedef int (*gen_stream_fn)(void *ctx, uint32_t stage, put_fn put, void *u, etk_error *err);
 int gen_write_streamed(const etk_gen_config *cfg, uint32_t n_stages, etk_gen_emit_fn emit, gen_stream_fn stream,
                        void *ctx, const char *prefix, uint64_t *bytes_out, etk_error *err);

@@ -1,6 +1,7 @@
 /* writer.c — output of any emitter with one rank class per pipeline stage (training: emit.c,
  * inference: infer.c): per-rank .et files written in parallel threads through fastwrite.c
- * (etk_gen_write_with), and in-memory workloads, folded or not (etk_gen_workload_with). */
+ * (gen_write_streamed: each stage's representative streamed into the encoder, or emitted into a
+ * trace when no stream function is given), and in-memory workloads, folded or not (etk_gen_workload_with). */
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -75,12 +76,6 @@ static void *write_ranks(void *arg)
     }
     free(path);
     return NULL;
-}
-
-int etk_gen_write_with(const etk_gen_config *cfg, uint32_t n_stages, etk_gen_emit_fn emit, void *ctx,
-                       const char *prefix, uint64_t *bytes_out, etk_error *err)
-{
-    return gen_write_streamed(cfg, n_stages, emit, NULL, ctx, prefix, bytes_out, err);
 }
 
 int gen_write_streamed(const etk_gen_config *cfg, uint32_t n_stages, etk_gen_emit_fn emit, gen_stream_fn stream,

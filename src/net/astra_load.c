@@ -15,6 +15,7 @@
 #include "etkit/net.h"
 #include "net/net_internal.h"
 #include "util/check.h"
+#include "util/jsonfile.h"
 
 /* ---------- network YAML ---------- */
 
@@ -239,17 +240,10 @@ static int impl_list(json_t *v, const char *file, const char *key, etk_cluster *
 
 static int load_system_json(const char *path, etk_cluster *c, etk_error *err)
 {
-    char *text;
-    size_t len;
-    int rc = etk_file_read_max(path, ETK_MAX_CONFIG_BYTES, "ASTRA-sim system file", &text, &len, err);
+    json_t *root;
+    int rc = etk_json_file_load(path, ETK_MAX_CONFIG_BYTES, "ASTRA-sim system file", 0, &root, err);
     if (rc)
         return rc;
-    json_error_t je;
-    json_t *root = json_loadb(text, len, 0, &je);
-    free(text);
-    if (!root)
-        return etk_err(err, ETK_EFORMAT, "%s:%d:%d: JSON error: %s", path, je.line, je.column,
-                       je.text);
     if (!json_is_object(root)) {
         json_decref(root);
         return etk_err(err, ETK_EFORMAT, "%s: expected a JSON object of system settings", path);

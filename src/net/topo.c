@@ -12,6 +12,7 @@
 #include "etkit/flow.h"
 #include "etkit/net.h"
 #include "net/net_internal.h"
+#include "util/cmp.h"
 
 void etk_fabric_of(const etk_cluster *c, etk_fabric *f)
 {
@@ -209,12 +210,6 @@ static double ring_wire(etk_coll_type t, double n, double S)
     }
 }
 
-static int cmp_u32(const void *a, const void *b)
-{
-    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-    return x < y ? -1 : x > y;
-}
-
 static int start_route(etk_flow *fl, const etk_fabric *fab, uint32_t a, uint32_t b, double bytes,
                        double lat, uint64_t tag, uint32_t *count, etk_error *err)
 {
@@ -249,7 +244,7 @@ static int start_op(etk_flow *fl, const etk_cluster *c, const etk_fabric *fab, e
         return etk_err(err, ETK_ENOMEM, "flow op: out of memory");
     for (uint32_t i = 0; i < n; i++)
         rk[i] = op->ranks ? op->ranks[i] % N : i % N;
-    qsort(rk, n, sizeof *rk, cmp_u32);
+    qsort(rk, n, sizeof *rk, etk_cmp_u32);
     uint32_t nodes = 1;
     for (uint32_t i = 1; i < n; i++)
         if (rk[i] / G != rk[i - 1] / G)

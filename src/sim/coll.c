@@ -11,12 +11,7 @@
 #include <sys/mman.h>
 
 #include "sim/internal.h"
-
-static int cmp_u32(const void *a, const void *b)
-{
-    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-    return x < y ? -1 : x > y;
-}
+#include "util/cmp.h"
 
 /* Sort the members once and number the simulated ones. */
 int sim_prepare_group(etk_sim *s, sgroup *g, etk_error *err)
@@ -28,7 +23,7 @@ int sim_prepare_group(etk_sim *s, sgroup *g, etk_error *err)
     if (!g->sorted || !g->simpos)
         return sim_oom(err);
     memcpy(g->sorted, g->ranks, sizeof(uint32_t) * g->n);
-    qsort(g->sorted, g->n, sizeof(uint32_t), cmp_u32);
+    qsort(g->sorted, g->n, sizeof(uint32_t), etk_cmp_u32);
     uint32_t k = 0;
     for (uint32_t i = 0; i < g->n; i++) {
         if (i && g->sorted[i] == g->sorted[i - 1])

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "etkit/et.h"
 
@@ -22,6 +23,24 @@
             abort();                                                                                \
         }                                                                                           \
     } while (0)
+
+/* Folder for the scratch files of targets whose API reads or writes paths: /dev/shm (memory,
+ * no disk I/O per input) when it is a writable folder, else /tmp. */
+static inline const char *fc_scratch_dir(void)
+{
+    static const char *dir;
+    if (!dir) {
+        char probe[64];
+        snprintf(probe, sizeof probe, "/dev/shm/etk_fuzz_probe.%ld", (long)getpid());
+        FILE *f = fopen(probe, "wb");
+        dir = f ? "/dev/shm" : "/tmp";
+        if (f) {
+            fclose(f);
+            remove(probe);
+        }
+    }
+    return dir;
+}
 
 static inline int fc_streq(const char *a, const char *b)
 {

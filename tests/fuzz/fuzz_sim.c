@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "etkit/sim.h"
+#include "fuzz_common.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -30,18 +31,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         etk_sim_opts o = {.missing_deps_ignore = lenient, .timeline = true, .quiet = true};
         etk_sim *s = NULL;
         if (etk_sim_workload(&w, &c, &o, &s, &err) == 0) {
-            FILE *devnull = fopen("/dev/null", "w");
+            static FILE *devnull; /* opened once */
+            if (!devnull)
+                devnull = fopen("/dev/null", "w");
             if (devnull) {
                 const etk_sim_result *r = etk_sim_result_get(s);
                 etk_sim_print_text(r, devnull);
                 etk_sim_print_json(r, devnull);
                 etk_sim_print_csv(r, devnull);
-                fclose(devnull);
             }
-            /* into a private directory: never rename over a device */
+            /* into a private directory (in memory, /dev/shm, when possible): never rename over a
+             * device */
             static char dir[64];
             if (!dir[0]) {
-                snprintf(dir, sizeof dir, "/tmp/etk_fuzz_sim_XXXXXX");
+                snprintf(dir, sizeof dir, "%s/etk_fuzz_sim_XXXXXX", fc_scratch_dir());
                 if (!mkdtemp(dir))
                     dir[0] = 0;
             }

@@ -13,6 +13,18 @@ BUILD=$1; SHARED=$2; SECONDS_EACH=$3; shift 3
 here=$(cd "$(dirname "$0")" && pwd)
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1}
+# -max_len per target, fit for the format (libFuzzer's default is the largest seed: the 100 KB
+# traces of ../shared/data made every mutation that large): a Node message, a groups file and a
+# model or cluster YAML are small; a trace big enough for dozens of nodes and a JSON trace of a
+# few hundred lines cover the readers' paths. Inputs past it are cut when loaded.
+max_len_of() {
+  case $1 in
+    fuzz_node_codec|fuzz_groups) echo 1024 ;;
+    fuzz_model|fuzz_cluster) echo 4096 ;;
+    fuzz_sim|fuzz_json_import|fuzz_convert) echo 8192 ;;
+    *) echo 16384 ;;   # fuzz_trace_read, fuzz_validate
+  esac
+}
 failed=()
 summary=()
 for f in "$BUILD"/fuzz_*; do
@@ -26,17 +38,19 @@ for f in "$BUILD"/fuzz_*; do
   [ -d "$here/corpus-$name" ] && seeds+=("$here/corpus-$name")
   [ -f "$here/seeds-$name.sh" ] && bash "$here/seeds-$name.sh" "$SHARED" "$work/seeds" && seeds+=("$work/seeds")
   mkdir -p "$work/new"
-  echo "== $name for ${SECONDS_EACH}s"
-  "$f" -max_total_time="$SECONDS_EACH" -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 \
+  max_len=$(max_len_of "$name")
+  echo "== $name for ${SECONDS_EACH}s (-max_len=$max_len)"
+  "$f" -max_total_time="$SECONDS_EACH" -max_len="$max_len" -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 \
     -artifact_prefix="$art/" "$work/new" "${seeds[@]}" 2>&1 | tee "$work/log" | grep -E "^(#[0-9]+ +DONE|==[0-9]+==ERROR|SUMMARY|.*runtime error|stat::number_of_executed_units)" 
   rc=${PIPESTATUS[0]}
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$work/log" | tail -1)
-  summary+=("$name ${execs:-?} executions in ${SECONDS_EACH}s, exit $rc")
+  secs=$(sed -n 's/^Done [0-9]* runs in \([0-9]*\) second.*/\1/p' "$work/log" | tail -1)
+  summary+=("$name ${execs:-?} executions in ${secs:-$SECONDS_EACH}s, exit $rc")
   if [ "$rc" != 0 ] || grep -q "runtime error:" "$work/log"; then
     failed+=("$name")
     tail -40 "$work/log"
   elif [ "${FUZZ_MERGE:-0}" = 1 ]; then
-    "$f" -merge=1 -max_len=65536 "$here/corpus/$name" "$work/new" >/dev/null 2>&1 || echo "merge of $name failed"
+    "$f" -merge=1 -max_len="$max_len" "$here/corpus/$name" "$work/new" >/dev/null 2>&1 || echo "merge of $name failed"
   fi
   rm -rf "$work"
 done
