@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# cli_calibration_figures.sh — the figures of bench/RESULTS.md ("Calibration") pinned: every
+# row of ../shared/spec/calibration-modern.json predicted with the presets as built (fitted: the
+# H100 values of bench/refit-presets.sh, H200/B200 transferred, A100 as fitted to Korthikanti)
+# and held out (each H100 set with the parameters fitted without it,
+# bench/calibration/loso-h100.txt), mean and worst |error| per set, per GPU and overall, to
+# 0.01 percentage points (bench/calibration_figures.py --json). The goal of issue #16 is mean
+# <= 10% and worst <= 25% in every group, both columns; the groups that miss it are listed in
+# RESULTS.md with their cause. A change that moves a prediction moves these: rerun the refit
+# (docs/calibrate.md, "The project's presets") and update them from the script's output.
+# usage: bash tests/cli_calibration_figures.sh <etkit> <shared-dir>
+set -u
+. "$(dirname "$0")/clilib.sh"   # ETKIT, T, fails, fail, expect
+SHARED=$2
+HERE=$(cd "$(dirname "$0")/.." && pwd)
+python3 "$HERE/bench/calibration_figures.py" "$ETKIT" "$SHARED/spec/calibration-modern.json" \
+  "$HERE/bench/calibration/loso-h100.txt" --json -j 2 >"$T/fig.json" 2>"$T/fig.err" ||
+  fail "calibration_figures.py failed: $(tail -3 "$T/fig.err")"
+# column group rows mean% worst%
+cat >"$T/pins" <<'PINS'
+fitted all:all 46 9.78 56.44
+fitted gpu:A100 3 8.51 19.21
+fitted gpu:B200 5 24.25 56.44
+fitted gpu:H100 36 8.16 28.22
+fitted gpu:H200 2 4.56 6.73
+fitted set:mbridge-b200 5 24.25 56.44
+fitted set:mbridge-h100-fp8 6 17.12 28.22
+fitted set:megatron-lm-llama-h100-fp8 3 8.24 11.79
+fitted set:nemo-24.07-h100-fp8 12 6.05 15.52
+fitted set:nemo-longseq-h100-fp8 5 6.39 14.81
+fitted set:trtllm-0.9 15 6.43 19.21
+held_out all:all 46 12.49 56.44
+held_out gpu:A100 3 8.51 19.21
+held_out gpu:B200 5 24.25 56.44
+held_out gpu:H100 36 11.63 34.77
+held_out gpu:H200 2 4.56 6.73
+held_out set:mbridge-b200 5 24.25 56.44
+held_out set:mbridge-h100-fp8 6 18.03 28.71
+held_out set:megatron-lm-llama-h100-fp8 3 8.22 11.88
+held_out set:nemo-24.07-h100-fp8 12 8.90 20.43
+held_out set:nemo-longseq-h100-fp8 5 20.70 34.77
+held_out set:trtllm-0.9 15 7.33 19.21
+PINS
+python3 - "$T/fig.json" "$T/pins" <<'PY' || fail "the calibration figures moved"
+import json, sys
+d = json.load(open(sys.argv[1]))
+bad = []
+pins = [l.split() for l in open(sys.argv[2]) if l.strip()]
+for col, key, rows, mean, worst in pins:
+    g = d[col].get(key)
+    if not g or g["rows"] != int(rows) or abs(g["mean_abs_err_pct"] - float(mean)) > 0.011 \
+            or abs(g["worst_abs_err_pct"] - float(worst)) > 0.011:
+        bad.append("%s %s: want %s rows, mean %s%%, worst %s%%; got %s" % (col, key, rows, mean, worst, g))
+extra = sorted(set((c, k) for c in d for k in d[c]) - set((p[0], p[1]) for p in pins))
+if extra:
+    bad.append("groups not pinned: %s" % extra)
+print("\n".join(bad))
+sys.exit(1 if bad else 0)
+PY
+exit $((fails > 0))
