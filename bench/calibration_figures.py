@@ -7,6 +7,7 @@ it (leave-one-set-out, LOSO_FILE: lines "SET NAME=VALUE ..." from `etkit calibra
 rows of other GPUs are never fitted to, so their held-out figure is their fitted one.
 Prints the per-row table and the mean / worst |error| per set, per GPU and overall, both columns;
 --json prints the summaries as one JSON object (tests/cli_calibration_figures.sh pins them).
+The full report and the held-out sets run as concurrent processes of N threads each (-j, default 1).
 usage: calibration_figures.py ETKIT ROWS.json LOSO_FILE [--json] [--json-out FILE] [-j N]"""
 import json
 import os
@@ -14,12 +15,19 @@ import subprocess
 import sys
 
 
-def calibrate(etkit, rows, args, jobs):
-    p = subprocess.run([etkit, "calibrate", rows, "--json", "-j", str(jobs)] + args,
-                       capture_output=True, text=True)
-    if p.returncode not in (0, 2) or not p.stdout:
-        sys.exit("calibration_figures: etkit calibrate %s failed: %s" % (" ".join(args), p.stderr))
-    return json.loads(p.stdout)
+def calibrate_all(etkit, rows, arglists, jobs):
+    """one `etkit calibrate --json` per argument list, all at once (the predictions do not depend
+    on it); jobs threads each"""
+    procs = [subprocess.Popen([etkit, "calibrate", rows, "--json", "-j", str(jobs)] + args,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for args in arglists]
+    out = []
+    for args, p in zip(arglists, procs):
+        so, se = p.communicate()
+        if p.returncode not in (0, 2) or not so:
+            sys.exit("calibration_figures: etkit calibrate %s failed: %s" % (" ".join(args), se))
+        out.append(json.loads(so))
+    return out
 
 
 def summarize(rows, col):
@@ -42,7 +50,7 @@ def summarize(rows, col):
 def main():
     argv = sys.argv[1:]
     as_json = "--json" in argv
-    jobs = 2
+    jobs = 1
     if "-j" in argv:
         jobs = int(argv[argv.index("-j") + 1])
         del argv[argv.index("-j"):argv.index("-j") + 2]
@@ -57,7 +65,15 @@ def main():
         f = line.split()
         if f and not f[0].startswith("#"):
             loso[f[0]] = f[1:]
-    full = calibrate(etkit, rows_file, [], jobs)
+    sets = sorted(loso.items())
+    arglists = [[]]
+    for s, params in sets:
+        args = ["--gpu", "h100", "--set", s]
+        for p in params:
+            args += ["--param", p]
+        arglists.append(args)
+    results = calibrate_all(etkit, rows_file, arglists, jobs)
+    full = results[0]
     rows, notex = [], []
     for r in full["rows"]:
         if r["status"] != "ok":
@@ -68,11 +84,7 @@ def main():
                      "metric": r["metric"], "fitted_value": r["predicted"]["predicted"],
                      "fitted": e, "held": e if r["gpu"] != "H100" else None,
                      "oom": r["predicted"]["oom"]})
-    for s, params in sorted(loso.items()):
-        args = ["--gpu", "h100", "--set", s]
-        for p in params:
-            args += ["--param", p]
-        d = calibrate(etkit, rows_file, args, jobs)
+    for d in results[1:]:
         for r in d["rows"]:
             if r["status"] != "ok":
                 continue

@@ -14,7 +14,7 @@ set -u
 SHARED=$2
 HERE=$(cd "$(dirname "$0")/.." && pwd)
 python3 "$HERE/bench/calibration_figures.py" "$ETKIT" "$SHARED/spec/calibration-modern.json" \
-  "$HERE/bench/calibration/loso-h100.txt" --json -j 2 >"$T/fig.json" 2>"$T/fig.err" ||
+  "$HERE/bench/calibration/loso-h100.txt" --json -j 1 >"$T/fig.json" 2>"$T/fig.err" ||
   fail "calibration_figures.py failed: $(tail -3 "$T/fig.err")"
 # column group rows mean% worst%
 cat >"$T/pins" <<'PINS'
