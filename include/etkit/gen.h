@@ -174,7 +174,8 @@ typedef struct etk_gen_stage {
     uint64_t cp_send_count, cp_send_bytes, cp_recv_count, cp_recv_bytes; /* CP ring (--cp-comm ring) */
     /* memory per rank, bytes */
     uint64_t params;             /* parameters held (TP shard of the stage's weights) */
-    uint64_t weight_bytes, grad_bytes, optimizer_bytes;
+    uint64_t weight_bytes, grad_bytes, optimizer_bytes; /* optimizer: held all step (fp32 master, Adam m, v) */
+    uint64_t optimizer_step_bytes; /* the fp32 copy of 16-bit gradients, only during the optimizer step */
     uint64_t act_per_mb_bytes;   /* activations kept by one micro-batch of the stage */
     uint32_t in_flight;          /* micro-batches (chunks with --vpp) whose activations are held at the peak */
     uint64_t act_bytes;          /* act_per_mb_bytes * in_flight / vpp */

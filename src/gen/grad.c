@@ -388,6 +388,8 @@ void gen_emit_optimizer(emitter *E, uint64_t unit_end)
     uint64_t opt = E->next_id;
     /* reads and writes fp32 master weights, Adam m and v; reads the gradient, writes the parameter */
     ginst adam = {.flops = (double)n * ADAM_FLOPS_PER_PARAM, .bytes = n * (2 * 12 + c->grad_bytes + 2)};
+    E->mem_alloc_pending += E->opt_step_bytes; /* held only while the step runs */
+    E->mem_free_pending += E->opt_step_bytes;
     gen_put_comp(E, "optimizer.adam", &adam, deps, (uint32_t)nd);
     free(deps);
     if (c->zero && c->zero < 3) /* ZeRO-3 gathers parameters when a layer runs */

@@ -12,7 +12,7 @@
 
 /* FP8 GEMM (Transformer Engine's linear layers): a GEMM with a weight, outside the attention
  * region and the head (Megatron's output layer is not a TE module: BF16) */
-static bool fp8_gemm(const ctx *c, const gop *op)
+bool low_fp8_gemm(const ctx *c, const gop *op)
 {
     if (op->kind != G_MATMUL || c->o->gemm_bytes != 1 || op->region || c->p->sec == G_SEC_HEAD)
         return false;
@@ -159,7 +159,7 @@ int low_lower_op_fwd(ctx *c, int pass, int j, int phase)
     }
     }
     /* conversions and the compute node; FP8 GEMMs read 1-byte operands (output in BF16) */
-    bool fp8 = fp8_gemm(c, op);
+    bool fp8 = low_fp8_gemm(c, op);
     int in_bytes = fp8 ? 1 : c->o->act_bytes;
     int32_t deps[G_MAX_IN + 3];
     int nd = 0;

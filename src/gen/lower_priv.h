@@ -122,4 +122,7 @@ void low_add_contrib(ctx *c, int t, int32_t inst, lay L);
 int low_get_grad(ctx *c, int t, int32_t *out, lay *L);
 int low_lower_op_bwd(ctx *c, int j);
 
+/* lower_fwd.c: an FP8 GEMM (a weight GEMM outside attention and the head, --precision fp8) */
+bool low_fp8_gemm(const ctx *c, const gop *op);
+
 #endif

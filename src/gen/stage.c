@@ -248,16 +248,18 @@ void gen_stage_memory(gen *G, uint32_t s, etk_gen_stage *st)
     uint64_t held = (dense + d - 1) / d + (xparams + xd - 1) / xd;
     st->weight_bytes = c->zero == 3 ? held * 2 : params * 2;
     st->grad_bytes = c->zero >= 2 ? held * c->grad_bytes : params * c->grad_bytes;
-    /* fp32 master weights + Adam m and v (12 bytes), plus an fp32 copy of 16-bit gradients */
-    uint64_t opb = 12 + (c->grad_bytes == 2 ? 4 : 0);
-    st->optimizer_bytes = c->zero ? ((dense * opb + d - 1) / d + (xparams * opb + xd - 1) / xd) : params * opb;
+    /* fp32 master weights + Adam m and v (12 bytes), held all step; the fp32 copy of 16-bit
+     * gradients (4 bytes) exists only during the optimizer step: Megatron's optimizer makes it
+     * from the gradient buffer in step() and zero_grad() sets it to None before the next
+     * forward, so it never coexists with saved activations */
+    uint64_t sb = c->grad_bytes == 2 ? 4 : 0;
+    st->optimizer_bytes = c->zero ? ((dense * 12 + d - 1) / d + (xparams * 12 + xd - 1) / xd) : params * 12;
+    st->optimizer_step_bytes = c->zero ? ((dense * sb + d - 1) / d + (xparams * sb + xd - 1) / xd) : params * sb;
     uint64_t act_layers = G->prog[G_SEC_LAYER].saved_bytes * nmoe + (nd ? G->prog[G_SEC_DENSE].saved_bytes * nd : 0);
-    uint64_t act = act_layers;
+    uint64_t act = act_layers, head = s == G->p - 1 ? G->prog[G_SEC_HEAD].saved_bytes : 0;
     if (s == 0)
         act += G->prog[G_SEC_EMBED].saved_bytes;
-    if (s == G->p - 1)
-        act += G->prog[G_SEC_HEAD].saved_bytes;
-    st->act_per_mb_bytes = act;
+    st->act_per_mb_bytes = act + head;
     /* units (micro-batch chunks) whose activations are held at the peak: the warm-up plus the
      * one in its forward; each holds 1/v of the stage's layers */
     uint32_t total = G->m * G->v, warm;
@@ -270,12 +272,19 @@ void gen_stage_memory(gen *G, uint32_t s, etk_gen_stage *st)
     else
         warm = (G->p - s - 1) * 2 + (G->v - 1) * G->p;
     st->in_flight = warm + 1 < total ? warm + 1 : total;
-    st->act_bytes = act * st->in_flight / G->v;
+    /* the head is in the last chunk of the last stage: interleaved 1F1B runs that chunk's
+     * forward and backward back to back in the steady state (its warm-up, (v - 1) p units, fills
+     * the earlier chunks), so one micro-batch of it is held, not in_flight / v */
+    bool head1 = c->schedule == ETK_SCHED_1F1B && G->v > 1;
+    st->act_bytes = act * st->in_flight / G->v + (head1 ? head : head * st->in_flight / G->v);
     st->act_layers_bytes = act_layers * st->in_flight / G->v;
     uint64_t msg = G->prog[G_SEC_LAYER].out_bytes;
     st->comm_buffer_bytes = (s > 0 ? msg : 0) + (s + 1 < G->p ? msg : 0);
     if (G->z3) /* gathered parameters: the layer computing and the one prefetched */
         st->comm_buffer_bytes += 2 * 2 * (nd && G->sec_elems[G_SEC_DENSE] > G->sec_elems[G_SEC_LAYER]
                                                ? G->sec_elems[G_SEC_DENSE] : G->sec_elems[G_SEC_LAYER]);
-    st->total_bytes = st->weight_bytes + st->grad_bytes + st->optimizer_bytes + st->act_bytes + st->comm_buffer_bytes;
+    /* the peak: the activations at the end of the warm-up, or the optimizer step's fp32
+     * gradient copy (activations all freed by then) */
+    st->total_bytes = st->weight_bytes + st->grad_bytes + st->optimizer_bytes + st->comm_buffer_bytes +
+                      (st->act_bytes > st->optimizer_step_bytes ? st->act_bytes : st->optimizer_step_bytes);
 }

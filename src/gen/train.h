@@ -70,6 +70,7 @@ typedef struct emitter {
      * the next node put (static state on the first node, saved activations from a section's
      * forward to the end of its backward) */
     uint64_t mem_alloc_pending, mem_free_pending;
+    uint64_t opt_step_bytes; /* the optimizer step's fp32 gradient copy, alloc'd and freed by its node */
     int nsi;
     int *si_sec;
     uint32_t *si_layer;
