@@ -106,6 +106,8 @@ typedef struct etk_gen_config {
                               * the all-to-all of every rank sized for it; 1 or 0: balanced) */
     uint32_t moe_max_nodes;  /* node-limited routing (DeepSeek-V3): a token's experts on at most this
                               * many nodes, one copy per node crosses the network; 0: unlimited */
+    uint32_t gpus_per_node;  /* GPUs per node for --moe-max-nodes (0: 8; etk_run_workload: the
+                              * cluster's first dimension, its NVLink domain) */
     bool sp;                 /* Megatron sequence parallelism (needs tp > 1) */
     uint32_t micro_batch;    /* sequences per micro-batch per DP rank */
     uint32_t global_batch;   /* sequences per step (0: micro_batch * dp, one micro-batch) */

@@ -19,18 +19,26 @@ static void gen_layer_split(const etk_gen_config *cfg, uint32_t p, uint32_t v, u
 
 /* Node-limited routing (--moe-max-nodes M, DeepSeek-V3): a token's experts lie on at most M
  * nodes and one copy per destination node crosses the network (forwarded inside the node over
- * NVLink, not counted), so of its topk copies at most min(M, N, topk) leave, N the nodes of
- * GPUS_PER_NODE GPUs the EP group spans (ranks of rank 0's group); the all-to-all bytes are
- * scaled by min(M, N, topk) / topk. 1 when not set or not binding. */
-#define GPUS_PER_NODE 8
+ * NVLink, not counted), so of its topk copies at most min(M, N, topk) leave, N the nodes the EP
+ * group spans (ranks of rank 0's group; nodes of cfg->gpus_per_node GPUs, the cluster's, 8 when
+ * not known); the all-to-all bytes are scaled by min(M, N, topk) / topk. 1 when not set or not
+ * binding. */
 static double moe_a2a_scale(const etk_gen_config *cfg)
 {
     int64_t topk = cfg->model.topk;
     if (!cfg->moe_max_nodes || cfg->ep < 2 || topk <= 0)
         return 1;
+    uint32_t per_node = cfg->gpus_per_node ? cfg->gpus_per_node : 8;
     uint32_t nodes = 0, last = UINT32_MAX;
-    for (uint32_t e = 0; e < cfg->ep; e++) { /* EP members dp 0..ep-1 at tp 0: increasing ranks */
-        uint32_t node = etk_gen_rank(cfg, 0, e, 0) / GPUS_PER_NODE;
+    for (uint32_t e = 0; e < cfg->ep; e++) { /* rank 0's EP group: increasing ranks */
+        uint32_t r;
+        if (gen_ep_folded(cfg)) {
+            uint32_t C = cfg->cp ? cfg->cp : 1;
+            r = etk_gen_rank_cp(cfg, e % cfg->tp, e / cfg->tp % C, e / (cfg->tp * C), 0);
+        } else {
+            r = etk_gen_rank(cfg, 0, e, 0);
+        }
+        uint32_t node = r / per_node;
         if (node != last)
             nodes++;
         last = node;
@@ -65,7 +73,7 @@ int gen_init(gen *G, const etk_gen_config *cfg, etk_error *err)
     G->cp = cfg->cp ? cfg->cp : 1;
     G->dpw = cfg->dp * G->cp;
     G->ep = cfg->ep ? cfg->ep : 1;
-    G->edp = G->dpw / G->ep;
+    G->edp = (gen_ep_folded(cfg) ? cfg->tp * G->dpw : G->dpw) / G->ep;
     /* context parallelism: each rank holds seq / cp of the query sequence (the stream's s); the
      * key sequence (t) stays whole, K and V are all-gathered (lower.c) */
     G->g->dim[G->g->stream_seq] /= G->cp;
