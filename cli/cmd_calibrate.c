@@ -38,8 +38,10 @@ static void help(void)
            "  --loso                 with --fit: leave-one-set-out, each set predicted with the\n"
            "                         parameters fitted on the other sets\n"
            "  --max-evals N          objective evaluations per fit (default 60 x (parameters + 1))\n"
-           "  -o, --output FILE      with --fit: write the GPU YAML with the fitted values in its\n"
-           "                         compute: mapping (atomically)\n"
+           "  -o, --output FILE      write the GPU YAML of the rows' GPU with the fitted values (or,\n"
+           "                         without --fit, the --param values) in its compute: mapping\n"
+           "                         (atomically)\n"
+           "  --note TEXT            with -o: a comment line for the YAML's header (repeatable)\n"
            "  --models-dir DIR       where model files named by rows are looked up by base name\n"
            "                         (besides next to ROWS.json and its parents)\n"
            "  --json                 the report as JSON\n"
@@ -56,13 +58,14 @@ static void help(void)
            "                  --loso -o h100-fitted.yaml\n");
 }
 
-enum { O_REPORT = 1000, O_GPU, O_SET, O_PARAM, O_FIT, O_LOSO, O_MAXEV, O_MODELS, O_JSON, O_VERBOSE, O_JOBS, O_ROWS };
+enum { O_REPORT = 1000, O_GPU, O_SET, O_PARAM, O_FIT, O_LOSO, O_MAXEV, O_MODELS, O_JSON, O_VERBOSE, O_JOBS, O_ROWS, O_NOTE };
 
 typedef struct cal_opts {
     const char *gpu, *fit, *output, *models_dir;
     const char *sets[32];
     uint32_t n_sets;
     char names[2048];      /* --rows NAME,NAME,...: ",a,b," */
+    char notes[2048];      /* --note lines, '\n'-separated */
     etk_calib_params given;
     bool loso, json, verbose;
     uint32_t max_evals, jobs;
@@ -127,6 +130,37 @@ static bool row_selected(const cal_opts *o, const etk_calib_row *r)
     return false;
 }
 
+static const char *base_name(const char *path)
+{
+    const char *b = strrchr(path, '/');
+    return b ? b + 1 : path;
+}
+
+/* -o without --fit: the GPU YAML of the selected rows' one GPU with the --param values */
+static int write_given(const char *cmd, const cal_opts *o, etk_calib_rows *rows, const bool *use)
+{
+    const etk_calib_row *g = NULL;
+    for (uint32_t i = 0; i < rows->n; i++) {
+        const etk_calib_row *r = &rows->rows[i];
+        if (!use[i] || !r->built)
+            continue;
+        if (g && strcmp(g->cluster.gpu.name, r->cluster.gpu.name))
+            return cli_usage_error(cmd, "--output: the rows cover GPUs %s and %s; choose one with "
+                                        "--gpu", g->cluster.gpu.name, r->cluster.gpu.name);
+        if (!g)
+            g = r;
+    }
+    if (!g)
+        return cli_usage_error(cmd, "--output: no built row selected");
+    char header[4096];
+    snprintf(header, sizeof header, "%s: values given to etkit calibrate --param%s",
+             g->cluster.gpu.name, o->notes);
+    etk_error err = {0};
+    if (etk_calib_write_gpu_yaml(o->output, &g->cluster.gpu, &o->given, header, &err))
+        return cli_fail(cmd, &err);
+    return 0;
+}
+
 static int report(const char *cmd, const cal_opts *o, etk_calib_rows *rows, const bool *use)
 {
     etk_calib_eval *ev = calloc(rows->n, sizeof *ev);
@@ -146,7 +180,8 @@ static int report(const char *cmd, const cal_opts *o, etk_calib_rows *rows, cons
             fprintf(stderr, "etkit %s: %s: %.2f s\n", cmd, rows->rows[i].name, ev[i].wall_s);
     }
     free(ev);
-    return failed ? 2 : 0;
+    int rc = o->output ? write_given(cmd, o, rows, use) : 0;
+    return failed ? 2 : rc;
 }
 
 /* mean |log(predicted / measured)| of the predicted rows (the fit's objective) */
@@ -292,11 +327,12 @@ static int fit_rows(const char *cmd, const cal_opts *o, etk_calib_rows *rows, co
     }
     rc = 0;
     if (o->output) {
-        char header[2048];
+        char header[4096];
         int w = snprintf(header, sizeof header,
                          "%s fitted by etkit calibrate --fit %s on %u rows of %s\n"
-                         "mean |log(predicted/measured)| %.5f",
-                         rows->rows[first].cluster.gpu.name, o->fit, n_use, rows->path, obj);
+                         "mean |log(predicted/measured)| %.5f%s",
+                         rows->rows[first].cluster.gpu.name, o->fit, n_use,
+                         base_name(rows->path), obj, o->notes);
         (void)w;
         if (etk_calib_write_gpu_yaml(o->output, &rows->rows[first].cluster.gpu, &fitted_all, header, &err))
             rc = cli_fail(cmd, &err);
@@ -315,7 +351,7 @@ int cmd_calibrate(int argc, char **argv)
         {"max-evals", required_argument, 0, O_MAXEV},
         {"models-dir", required_argument, 0, O_MODELS}, {"json", no_argument, 0, O_JSON},
         {"verbose", no_argument, 0, O_VERBOSE}, {"jobs", required_argument, 0, O_JOBS},
-        {"rows", required_argument, 0, O_ROWS},
+        {"rows", required_argument, 0, O_ROWS}, {"note", required_argument, 0, O_NOTE},
         {"output", required_argument, 0, 'o'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
     cal_opts o;
     memset(&o, 0, sizeof o);
@@ -380,6 +416,14 @@ int cmd_calibrate(int argc, char **argv)
         case 'o':
             o.output = optarg;
             break;
+        case O_NOTE: {
+            size_t len = strlen(o.notes);
+            if (strchr(optarg, '\n') || len + strlen(optarg) + 2 > sizeof o.notes)
+                return cli_usage_error(cmd, "--note: one line; at most %zu characters in all",
+                                       sizeof o.notes - 2);
+            snprintf(o.notes + len, sizeof o.notes - len, "\n%s", optarg);
+            break;
+        }
         default:
             return cli_getopt_error(cmd, c, argv);
         }
@@ -391,8 +435,12 @@ int cmd_calibrate(int argc, char **argv)
     const char *in;
     if ((rc = cli_one_input(cmd, argc, argv, &in)))
         return rc;
-    if ((o.loso || o.output) && !o.fit)
-        return cli_usage_error(cmd, "%s applies to --fit", o.loso ? "--loso" : "--output");
+    if (o.loso && !o.fit)
+        return cli_usage_error(cmd, "--loso applies to --fit");
+    if (o.output && !o.fit && !o.given.n)
+        return cli_usage_error(cmd, "--output writes fitted values (--fit) or given ones (--param)");
+    if (o.notes[0] && !o.output)
+        return cli_usage_error(cmd, "--note applies to --output");
     if (o.fit) { /* check the names before the (slow) loading */
         etk_calib_params t = {0};
         if ((rc = parse_params(cmd, o.fit, &t)))

@@ -223,10 +223,11 @@ static void print_text(const etk_gen_config *c, const etk_gen_summary *s)
             snprintf(inflight, sizeof inflight, "%u micro-batch chunks of 1/%u in flight", st->in_flight, c->vpp);
         else
             snprintf(inflight, sizeof inflight, "%u in flight", st->in_flight);
-        printf("  memory per rank: weights %.2f GiB, gradients %.2f GiB, optimizer %.2f GiB, activations %.2f GiB "
-               "(%.3f GiB per micro-batch x %s), comm buffers %.3f GiB, total %.2f GiB\n",
-               st->weight_bytes / GIB, st->grad_bytes / GIB, st->optimizer_bytes / GIB, st->act_bytes / GIB,
-               st->act_per_mb_bytes / GIB, inflight, st->comm_buffer_bytes / GIB, st->total_bytes / GIB);
+        printf("  memory per rank: weights %.2f GiB, gradients %.2f GiB, optimizer %.2f GiB (+ %.2f GiB during the step), "
+               "activations %.2f GiB (%.3f GiB per micro-batch x %s), comm buffers %.3f GiB, total %.2f GiB\n",
+               st->weight_bytes / GIB, st->grad_bytes / GIB, st->optimizer_bytes / GIB, st->optimizer_step_bytes / GIB,
+               st->act_bytes / GIB, st->act_per_mb_bytes / GIB, inflight, st->comm_buffer_bytes / GIB,
+               st->total_bytes / GIB);
     }
     printf("memory: peak %.2f GiB (%" PRIu64 " bytes) per rank on stage %u; %s has %.1f GiB (%" PRIu64 " bytes): %s\n",
            s->peak_bytes / GIB, s->peak_bytes, s->peak_stage, c->gpu, s->gpu_bytes / GIB, s->gpu_bytes,
@@ -255,6 +256,9 @@ static json_t *summary_json(const etk_gen_config *c, const etk_gen_summary *s)
                       (json_int_t)st->act_layers_bytes, "activations_per_micro_batch",
                       (json_int_t)st->act_per_mb_bytes, "in_flight", (json_int_t)st->in_flight, "comm_buffers",
                       (json_int_t)st->comm_buffer_bytes, "total", (json_int_t)st->total_bytes);
+        if (sj)
+            json_object_set_new(json_object_get(sj, "memory_bytes"), "optimizer_step",
+                                json_integer((json_int_t)st->optimizer_step_bytes));
         if (sj && (st->cp_send_count || st->cp_recv_count))
             json_object_set_new(sj, "cp_ring", json_pack("{s:I,s:I,s:I,s:I}", "send_count", (json_int_t)st->cp_send_count,
                                                          "send_bytes", (json_int_t)st->cp_send_bytes, "recv_count",
@@ -284,7 +288,7 @@ int cmd_gen(int argc, char **argv)
 {
     enum { O_OUT = 1000, O_SUMMARY, O_JSON, O_HELP, O_GEN };
     static const char *gen_opts[] = {"model", "model-file", "layers", "hidden", "heads", "kv-heads", "ffn", "vocab",
-                                     "seq", "dp", "tp", "pp", "cp", "cp-comm", "ep", "etp", "moe-imbalance", "moe-max-nodes", "attention", "sp", "micro-batch", "global-batch", "schedule", "vpp", "first-stage-layers", "last-stage-layers", "zero", "fsdp",
+                                     "seq", "dp", "tp", "pp", "cp", "cp-comm", "ep", "etp", "moe-imbalance", "moe-max-nodes", "gpus-per-node", "attention", "sp", "micro-batch", "global-batch", "schedule", "vpp", "first-stage-layers", "last-stage-layers", "zero", "fsdp",
                                      "recompute", "precision", "grad-precision", "dp-bucket-mb", "rank-order", "gpu",
                                      "mode", "prompt-len", "decode-steps", "batch", "micro-batches", "kv-precision"};
     enum { NG = sizeof gen_opts / sizeof gen_opts[0] };

@@ -300,6 +300,7 @@ int cmd_run(int argc, char **argv)
         return rc;
     if (!c.precision)
         etk_run_set_precision(&cfg, &cl);
+    etk_run_set_node(&cfg, &cl);
     if (write_prefix && (etk_file_mkdirs(write_prefix, &err) != 0 || etk_gen_write(&cfg, write_prefix, &err) != 0))
         return cli_fail(cmd, &err);
     etk_workload *wl = NULL;

@@ -58,6 +58,15 @@ grep -q "^  launch_ns: " "$T/f1.yaml" || fail "fitted YAML lacks launch_ns"
 cmp -s "$T/f1.yaml" "$T/f2.yaml" || fail "the same fit gave different YAML"
 ls "$T" | grep -q tmp && fail "a temporary file was left behind"
 
+# -o without --fit writes the --param values (the presets' transfers, bench/refit-presets.sh)
+expect 2 "--output writes fitted values (--fit) or given ones (--param)" calibrate "$T/good.json" -o "$T/g.yaml"
+expect 2 "--note applies to --output" calibrate "$T/good.json" --note x
+"$ETKIT" calibrate "$T/good.json" --param fp8_gemm_eff=0.5 -o "$T/g.yaml" --note "a note" >/dev/null ||
+  fail "-o with --param failed"
+grep -q "^  fp8_gemm_eff: 0.5$" "$T/g.yaml" || fail "-o with --param: no fp8_gemm_eff 0.5: $(cat "$T/g.yaml")"
+grep -q "^# a note$" "$T/g.yaml" || fail "--note not in the YAML header: $(cat "$T/g.yaml")"
+grep -q "^name: H100-SXM$" "$T/g.yaml" || fail "-o with --param: not the rows' GPU: $(cat "$T/g.yaml")"
+
 # a --param that is not fitted stays fixed in the fit and is written to the YAML
 "$ETKIT" calibrate "$T/two.json" --fit gemm_eff --param launch_ns=5000 --max-evals 10 -o "$T/f3.yaml" >"$T/f3.out" \
   || fail "fit with a fixed parameter failed: $(head -3 "$T/f3.out")"

@@ -244,7 +244,9 @@ static void test_fit_deterministic(void **state)
     uint8_t *a = tu_read(path[0], &la), *b = tu_read(path[1], &lb);
     assert_int_equal(la, lb);
     assert_memory_equal(a, b, la);
-    assert_non_null(strstr((char *)a, "compute:\n  gemm_eff: "));
+    /* the preset's own compute: entries first (presets/gpus/h100.yaml), the fitted ones after */
+    assert_non_null(strstr((char *)a, "compute:\n  fp8_gemm_eff: "));
+    assert_non_null(strstr((char *)a, "\n  gemm_eff: "));
     assert_non_null(strstr((char *)a, "\n  launch_ns: "));
     assert_non_null(strstr((char *)a, "name: H100-SXM\n"));
     free(a);

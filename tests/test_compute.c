@@ -243,6 +243,28 @@ static void attention_causal_bwd_dim(void **st)
     p.attn_half_seq = 0;
     uint64_t fast = etk_compute_op_ns(&c, &p, &sh);
     assert_true(fabs((double)slow / (double)fast - 2.0) < 1e-3);
+    /* attn_ref_seq 8192 (the length attn_eff was measured at): unchanged at 8192; at 4096 the
+     * kernel takes (8192/8802) / (4096/4706) = 1.06932 times as long */
+    p.attn_half_seq = 610;
+    p.attn_ref_seq = 8192;
+    sh.attn_s = 8192;
+    uint64_t at8k = etk_compute_op_ns(&c, &p, &sh);
+    sh.attn_s = 4096;
+    uint64_t at4k = etk_compute_op_ns(&c, &p, &sh);
+    p.attn_half_seq = 0;
+    uint64_t flat4k = etk_compute_op_ns(&c, &p, &sh);
+    sh.attn_s = 8192;
+    uint64_t flat8k = etk_compute_op_ns(&c, &p, &sh);
+    assert_true(fabs((double)at8k / (double)flat8k - 1.0) < 1e-6);
+    assert_true(fabs((double)at4k / (double)flat4k - (8192.0 / 8802.0) / (4096.0 / 4706.0)) < 1e-5);
+    /* H100 and B200 defaults: the FA3 causal length curve relative to 8k (kernels-measured sec. 3) */
+    etk_compute_params d;
+    etk_gpu g = {0};
+    snprintf(g.name, sizeof g.name, "H100");
+    etk_compute_defaults(&g, &d);
+    assert_true(d.attn_half_seq == 610 && d.attn_ref_seq == 8192);
+    etk_compute_defaults(NULL, &d);
+    assert_true(d.attn_half_seq == 0 && d.attn_ref_seq == 0);
 }
 
 static void gemm_grouped_experts(void **st)

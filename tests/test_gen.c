@@ -270,18 +270,29 @@ static void test_comm_dp_pp(void **state)
     /* with SP each TP rank sends its sequence slice: b s h / t */
     assert_int_equal(s.stages[0].send_bytes, m * sq * h * 2 / t);
     /* memory: bf16 params, fp32 grads, sharded optimizer: 6 + 12/d bytes per parameter */
-    assert_int_equal(s.stages[0].weight_bytes + s.stages[0].grad_bytes + s.stages[0].optimizer_bytes, 6 * p0 + 12 * p0 / 4);
+    assert_int_equal(s.stages[0].weight_bytes + s.stages[0].grad_bytes + s.stages[0].optimizer_bytes +
+                         s.stages[0].optimizer_step_bytes, 6 * p0 + 12 * p0 / 4);
     etk_gen_summary_free(&s);
 
     /* formulas.md memory table: bf16/fp32 grads 18 bytes per parameter, fp16/fp16 20, fp16 + ZeRO-1 4 + 16/d */
     summarize("--model llama2-7b --tp 2 --pp 2 --dp 4 --global-batch 4", &c, &s);
-    assert_int_equal(s.stages[0].weight_bytes + s.stages[0].grad_bytes + s.stages[0].optimizer_bytes, 18 * p0);
+    assert_int_equal(s.stages[0].weight_bytes + s.stages[0].grad_bytes + s.stages[0].optimizer_bytes +
+                         s.stages[0].optimizer_step_bytes, 18 * p0);
     etk_gen_summary_free(&s);
     summarize("--model llama2-7b --tp 2 --pp 2 --dp 4 --global-batch 4 --precision fp16 --grad-precision fp16", &c, &s);
-    assert_int_equal(s.stages[0].weight_bytes + s.stages[0].grad_bytes + s.stages[0].optimizer_bytes, 20 * p0);
+    assert_int_equal(s.stages[0].weight_bytes + s.stages[0].grad_bytes + s.stages[0].optimizer_bytes +
+                         s.stages[0].optimizer_step_bytes, 20 * p0);
     etk_gen_summary_free(&s);
     summarize("--model llama2-7b --tp 2 --pp 2 --dp 4 --global-batch 4 --precision fp16 --grad-precision fp16 --zero 1", &c, &s);
-    assert_int_equal(s.stages[0].weight_bytes + s.stages[0].grad_bytes + s.stages[0].optimizer_bytes, 4 * p0 + 16 * p0 / 4);
+    assert_int_equal(s.stages[0].weight_bytes + s.stages[0].grad_bytes + s.stages[0].optimizer_bytes +
+                         s.stages[0].optimizer_step_bytes, 4 * p0 + 16 * p0 / 4);
+    /* of which the fp32 copy of the fp16 gradients (4/d) lives only during the optimizer step, and
+     * the peak is the larger of it and the activations (Megatron's zero_grad frees it) */
+    assert_int_equal(s.stages[0].optimizer_step_bytes, 4 * p0 / 4);
+    assert_int_equal(s.stages[0].optimizer_bytes, 12 * p0 / 4);
+    assert_int_equal(s.stages[0].total_bytes, s.stages[0].weight_bytes + s.stages[0].grad_bytes +
+                                                  s.stages[0].optimizer_bytes + s.stages[0].comm_buffer_bytes +
+                                                  (s.stages[0].act_bytes > p0 ? s.stages[0].act_bytes : p0));
     etk_gen_summary_free(&s);
 }
 
@@ -591,6 +602,34 @@ static void test_bad_plans(void **state)
     assert_true(c.sp);
 }
 
+/* issue #16: what Megatron + Transformer Engine hold. FP8 linears keep the 1-byte cast of their
+ * input for the weight gradient (llama layer, b = 1: xn1, xn2 (s h) and the SwiGLU output m (s f)
+ * 1 byte instead of 2, and the attention output O also kept as the proj GEMM's FP8 copy (s h):
+ * bf16 - fp8 = s h + s f per layer); interleaved 1F1B holds the head of one micro-batch. */
+static void test_fp8_and_head_memory(void **state)
+{
+    (void)state;
+    etk_gen_config c;
+    etk_gen_summary a, b;
+    const uint64_t L = 4, sq = 4096, h = 4096, f = 11008, V = 32000;
+    summarize("--model llama2-7b --layers 4 --global-batch 1", &c, &a);
+    summarize("--model llama2-7b --layers 4 --global-batch 1 --precision fp8", &c, &b);
+    assert_int_equal(a.stages[0].act_layers_bytes - b.stages[0].act_layers_bytes, L * (sq * h + sq * f));
+    etk_gen_summary_free(&a);
+    etk_gen_summary_free(&b);
+
+    /* pp 2, vpp 2, 4 micro-batches: the last stage's warm-up is (v - 1) p = 2 units of chunk 0,
+     * in_flight 3 (chunks of 1/2 of its 2 layers); the head (final-norm input x and output xn,
+     * 2 s h each, the fp32 logits 4 s V) counted once, not 3/2 times */
+    summarize("--model llama2-7b --layers 4 --pp 2 --vpp 2 --global-batch 4", &c, &a);
+    const etk_gen_stage *st = &a.stages[1];
+    uint64_t head = 2 * sq * h + 2 * sq * h + 4 * sq * V;
+    assert_int_equal(st->in_flight, 3);
+    assert_int_equal(st->act_per_mb_bytes - st->act_layers_bytes * 2 / 3, head);
+    assert_int_equal(st->act_bytes, st->act_layers_bytes + head);
+    etk_gen_summary_free(&a);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -598,7 +637,7 @@ int main(void)
         cmocka_unit_test(test_flops_llama),    cmocka_unit_test(test_comm_tp),
         cmocka_unit_test(test_comm_dp_pp),     cmocka_unit_test(test_activation_memory),
         cmocka_unit_test(test_calibration_memory), cmocka_unit_test(test_kernel_bytes),
-        cmocka_unit_test(test_bad_plans),
+        cmocka_unit_test(test_bad_plans),      cmocka_unit_test(test_fp8_and_head_memory),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -365,6 +365,72 @@ static void test_cp_ring_structure(void **state)
     }
 }
 
+/* The fused attention kernels carry their shape for the compute model (attn_s: the key length a
+ * kernel runs over, attn_d: the head dimension), and the CP ring's per-block work: llama2-7b
+ * (32 heads of 128), seq 16384, CP 4 ring, one layer on rank 0:
+ * - 4 forward kernels flash_attn.cp0..3 at attn_s = 16384 / 4 = 4096, attn_d 128, and after
+ *   each but the first a memory-bound log-sum-exp merge of the partial output: reads both
+ *   outputs (b (s/cp) heads d x 2 B) and log-sum-exps (b heads (s/cp) x 4 B), writes the merged
+ *   ones: 3 x (4096 x 4096 x 2 + 32 x 4096 x 4) = 102236160 bytes;
+ * - 4 backward kernels, and after each but the first the dQ add in fp32 (3 x 4096 x 4096 x 4 =
+ *   201326592 bytes);
+ * - all-gather CP: one kernel over the whole key length, attn_s 16384, no merges; no CP: 16384. */
+static void test_cp_ring_kernels(void **state)
+{
+    (void)state;
+    const char *base = "--model llama2-7b --layers 1 --seq 16384 --global-batch 1";
+    const struct {
+        const char *plan;
+        int64_t s;
+        int fwd, merges, dq;
+    } cases[] = {{"--cp 4 --cp-comm ring", 4096, 4, 3, 3}, {"--cp 4", 16384, 1, 0, 0}, {"", 16384, 1, 0, 0}};
+    for (int i = 0; i < 3; i++) {
+        char line[512];
+        snprintf(line, sizeof line, "%s %s", base, cases[i].plan);
+        etk_gen_config c;
+        etk_error err = {0};
+        if (parse(line, &c, &err))
+            fail_msg("%s: %s", line, err.msg);
+        etk_workload *w;
+        if (etk_gen_workload(&c, false, &w, &err))
+            fail_msg("%s: %s", line, err.msg);
+        int fwd = 0, bwd = 0, merges = 0, dq = 0;
+        const etk_trace *tr = w->ranks[0];
+        for (size_t k = 0; k < tr->n_nodes; k++) {
+            const etk_node *n = &tr->nodes[k];
+            if (!n->name || !strstr(n->name, "flash_attn"))
+                continue;
+            uint64_t bytes = 0;
+            etk_node_u64(n, "tensor_size", &bytes);
+            if (strstr(n->name, "lse_merge")) {
+                merges++;
+                assert_int_equal(bytes, 3 * (4096ull * 4096 * 2 + 32ull * 4096 * 4));
+                continue;
+            }
+            if (strstr(n->name, "dq_add")) {
+                dq++;
+                assert_int_equal(bytes, 3ull * 4096 * 4096 * 4);
+                continue;
+            }
+            int64_t as = 0, ad = 0;
+            assert_true(etk_node_i64(n, "attn_s", &as));
+            assert_true(etk_node_i64(n, "attn_d", &ad));
+            assert_int_equal(as, cases[i].s);
+            assert_int_equal(ad, 128);
+            if (strstr(n->name, "bwd"))
+                bwd++;
+            else
+                fwd++;
+        }
+        assert_int_equal(fwd, cases[i].fwd);
+        assert_int_equal(bwd, cases[i].fwd);
+        assert_int_equal(merges, cases[i].merges);
+        assert_int_equal(dq, cases[i].dq);
+        gen_expect_clean(w, line);
+        etk_workload_free(w);
+    }
+}
+
 static void test_cp_ring_errors(void **state)
 {
     (void)state;
@@ -385,6 +451,7 @@ int main(void)
         cmocka_unit_test(test_cp_ring_bytes),
         cmocka_unit_test(test_cp_ring_flops),
         cmocka_unit_test(test_cp_ring_structure),
+        cmocka_unit_test(test_cp_ring_kernels),
         cmocka_unit_test(test_cp_ring_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -109,6 +109,84 @@ static void test_ep_groups(void **state)
     etk_workload_free(w);
 }
 
+/* EP folded over TP x DP (--etp 1, Megatron's expert groups: expert TP 1, EP, expert DP over the
+ * tp x cp x dp ranks of a stage, TP fastest). Small mixtral (h 256, 8 experts of FFN 14336, top-2,
+ * 2 layers, seq 64), TP 2 with SP:
+ * - DP 2, EP 4 (EP > DP, Qwen3-235B's EP 32 over TP 2 x DP 16): one EP group of ranks 0-3
+ *   (q = t + 2 d), E / ep = 2 whole experts per rank, no expert-DP group (4 / 4 = 1), and no
+ *   TP sum of expert gradients (the TP ranks hold different experts): the TP all-reduce of the
+ *   SP-replicated weights is the norms' and the router's only, L (2 h + h E) + h elements x 4 B
+ *   (with whole experts replicated over TP it was 3 h f E / 2 per layer more);
+ * - DP 4, EP 4: EP groups {0,1,2,3} and {4,5,6,7}, expert DP 8 / 4 = 2: {0,4}, {1,5}, ...
+ * Each all-to-all carries the rank's own sequence slice, b (s/t) k h x 2 bytes. */
+static void test_ep_folded(void **state)
+{
+    (void)state;
+    const char *base = "--model mixtral-8x7b --layers 2 --hidden 256 --heads 4 --kv-heads 2 --ffn 512 --vocab 512 "
+                       "--seq 64 --tp 2 --sp --global-batch 4";
+    const uint64_t h = 256, E = 8, f = 14336 /* moe_ffn: --ffn sets the dense FFN */, L = 2, sq = 64, k = 2, t = 2;
+    etk_gen_config c;
+    etk_gen_summary s;
+    etk_error err = {0};
+    char line[512];
+    snprintf(line, sizeof line, "%s --dp 2 --ep 4", base);
+    summarize(line, &c, &s);
+    const etk_gen_stage *x = &s.stages[0];
+    uint64_t m = 2; /* 4 sequences / dp 2 */
+    assert_int_equal(x->coll_bytes[ETK_GEN_GROUP_EP][ETK_COLL_ALL_TO_ALL], 4 * L * m * (sq / t) * k * h * 2);
+    /* + the vocabulary-parallel loss's 3 fp32 reductions of b s per micro-batch */
+    assert_int_equal(x->coll_bytes[ETK_GEN_GROUP_TP][ETK_COLL_ALL_REDUCE], (L * (2 * h + h * E) + h) * 4 + m * 3 * sq * 4);
+    assert_int_equal(x->coll_count[ETK_GEN_GROUP_EDP][ETK_COLL_ALL_REDUCE] +
+                         x->coll_count[ETK_GEN_GROUP_EDP][ETK_COLL_REDUCE_SCATTER], 0);
+    /* whole experts: E / ep of 3 h f each per layer */
+    etk_gen_config c1;
+    etk_gen_summary s1;
+    snprintf(line, sizeof line, "%s --dp 2", base);
+    summarize(line, &c1, &s1);
+    assert_int_equal(s1.stages[0].params - x->params, L * 3 * h * f * E - L * 3 * h * f * E / 4);
+    etk_gen_summary_free(&s1);
+    etk_gen_summary_free(&s);
+    etk_workload *w;
+    assert_int_equal(etk_gen_workload(&c, false, &w, &err), 0);
+    const char *epg = NULL;
+    for (size_t i = 0; i < w->ranks[3]->n_nodes; i++)
+        if (strstr(w->ranks[3]->nodes[i].name, "ep_all_to_all"))
+            epg = etk_node_str(&w->ranks[3]->nodes[i], "pg_name");
+    assert_non_null(epg);
+    const etk_group *g = etk_groups_find(w->groups, epg);
+    assert_non_null(g);
+    assert_int_equal(g->n_ranks, 4);
+    for (uint32_t i = 0; i < 4; i++)
+        assert_int_equal(g->ranks[i], i);
+    etk_workload_free(w);
+
+    snprintf(line, sizeof line, "%s --dp 4 --ep 4", base);
+    if (parse(line, &c, &err))
+        fail_msg("%s", err.msg);
+    assert_int_equal(etk_gen_workload(&c, false, &w, &err), 0);
+    for (uint32_t r = 0; r < 8; r++) {
+        const char *eg = NULL, *xg = NULL;
+        for (size_t i = 0; i < w->ranks[r]->n_nodes; i++) {
+            const etk_node *n = &w->ranks[r]->nodes[i];
+            if (strstr(n->name, "ep_all_to_all"))
+                eg = etk_node_str(n, "pg_name");
+            if (strstr(n->name, "edp.expert_grad_bucket"))
+                xg = etk_node_str(n, "pg_name");
+        }
+        assert_non_null(eg);
+        assert_non_null(xg);
+        g = etk_groups_find(w->groups, eg);
+        assert_int_equal(g->n_ranks, 4);
+        for (uint32_t i = 0; i < 4; i++)
+            assert_int_equal(g->ranks[i], r / 4 * 4 + i);
+        g = etk_groups_find(w->groups, xg);
+        assert_int_equal(g->n_ranks, 2);
+        assert_int_equal(g->ranks[0], r % 4);
+        assert_int_equal(g->ranks[1], r % 4 + 4);
+    }
+    etk_workload_free(w);
+}
+
 static void test_ep_validate(void **state)
 {
     (void)state;
@@ -122,6 +200,9 @@ static void test_ep_validate(void **state)
         /* --etp 1 with SP, imbalance and node-limited routing */
         "--model mixtral-8x7b --layers 4 --hidden 256 --heads 4 --kv-heads 2 --ffn 512 --vocab 512 --seq 64 --tp 2 --sp "
         "--pp 2 --dp 4 --ep 4 --global-batch 8 --zero 1 --recompute full --moe-imbalance 1.3 --moe-max-nodes 1",
+        /* EP folded over TP x DP: EP 4 > DP 2 */
+        "--model mixtral-8x7b --layers 4 --hidden 256 --heads 4 --kv-heads 2 --ffn 512 --vocab 512 --seq 64 --tp 2 --sp "
+        "--pp 2 --dp 2 --ep 4 --global-batch 4 --zero 1",
     };
     gen_expect_valid(plans, sizeof plans / sizeof plans[0]);
 }
@@ -277,7 +358,43 @@ static void test_ep_max_nodes(void **state)
         assert_int_equal(s.stages[0].coll_bytes[ETK_GEN_GROUP_EP][ETK_COLL_ALL_TO_ALL], all * cases[i].num / cases[i].den);
         etk_gen_summary_free(&s);
     }
+    /* nodes of the cluster's size, not 8 (--gpus-per-node; etk_run_workload sets it from the
+     * cluster): 4 GPUs per node, the group spans 8 nodes: x min(M, 8, 8) / 8 = 1/2 with M 4, 1
+     * (not binding) with M 8; 16 per node, 2 nodes: x 2/8 with M 4 */
+    const struct {
+        int g, m;
+        uint64_t num, den;
+    } nodes[] = {{4, 4, 1, 2}, {4, 8, 1, 1}, {16, 4, 1, 4}, {8, 4, 1, 2}};
+    for (int i = 0; i < 4; i++) {
+        char line[512];
+        snprintf(line, sizeof line, "%s --moe-max-nodes %d --gpus-per-node %d", base, nodes[i].m, nodes[i].g);
+        summarize(line, &c, &s);
+        assert_int_equal(s.stages[0].coll_bytes[ETK_GEN_GROUP_EP][ETK_COLL_ALL_TO_ALL], all * nodes[i].num / nodes[i].den);
+        etk_gen_summary_free(&s);
+    }
+    /* EP folded over TP: TP 2 (--sp), DP 16, EP 32: rank 0's EP group is ranks 0-31, 4 nodes of 8,
+     * so M 8 gives x 4/8; carved from DP (--etp 2, EP 16) the group is 16 ranks of stride 2 over 4
+     * nodes as well (x 4/8), and EP 16 folded is ranks 0-15, 2 nodes (x 2/8) */
+    const char *fold = "--model deepseek-v3 --layers 5 --hidden 512 --heads 4 --kv-heads 4 --ffn 1024 --vocab 1024 "
+                       "--seq 256 --tp 2 --sp --dp 16 --ep 32 --global-batch 16";
+    summarize(fold, &c, &s0);
+    all = s0.stages[0].coll_bytes[ETK_GEN_GROUP_EP][ETK_COLL_ALL_TO_ALL];
+    assert_int_equal(all, 2 * 4 * 128ull * 8 * 512 * 2); /* each TP rank's 128 tokens */
+    char line[512];
+    snprintf(line, sizeof line, "%s --moe-max-nodes 8", fold);
+    summarize(line, &c, &s);
+    assert_int_equal(s.stages[0].coll_bytes[ETK_GEN_GROUP_EP][ETK_COLL_ALL_TO_ALL], all / 2);
+    etk_gen_summary_free(&s);
     etk_gen_summary_free(&s0);
+    fold = "--model deepseek-v3 --layers 5 --hidden 512 --heads 4 --kv-heads 4 --ffn 1024 --vocab 1024 "
+           "--seq 256 --tp 2 --sp --dp 16 --ep 16 --global-batch 16 --moe-max-nodes 8";
+    summarize(fold, &c, &s);
+    assert_int_equal(s.stages[0].coll_bytes[ETK_GEN_GROUP_EP][ETK_COLL_ALL_TO_ALL], all / 4);
+    etk_gen_summary_free(&s);
+    snprintf(line, sizeof line, "%s --etp 2", fold);
+    summarize(line, &c, &s);
+    assert_int_equal(s.stages[0].coll_bytes[ETK_GEN_GROUP_EP][ETK_COLL_ALL_TO_ALL], all / 2);
+    etk_gen_summary_free(&s);
 }
 
 static void test_ep_errors(void **state)
@@ -286,7 +403,11 @@ static void test_ep_errors(void **state)
     const char *e = plan_error("--model mixtral-8x7b --dp 3 --ep 3");
     assert_non_null(strstr(e, "--ep 3 does not divide the 8 experts of model mixtral-8x7b"));
     e = plan_error("--model mixtral-8x7b --dp 2 --ep 4");
-    assert_non_null(strstr(e, "--ep 4 does not divide --dp 2"));
+    assert_string_equal(e, "--ep 4 does not divide --tp x --cp x --dp = 2 (with --etp 1 the expert parallel ranks "
+                           "are carved from the tensor, context and data parallel ones)");
+    e = plan_error("--model mixtral-8x7b --tp 2 --sp --etp 2 --dp 2 --ep 4");
+    assert_string_equal(e, "--ep 4 does not divide --dp 2 (expert parallel ranks are carved from the data-parallel "
+                           "ones; with --etp 1 from tensor x context x data parallel)");
     e = plan_error("--model llama2-7b --dp 2 --ep 2");
     assert_non_null(strstr(e, "model llama2-7b has no experts"));
     e = plan_error("--model mixtral-8x7b --tp 2 --dp 2 --ep 2");
@@ -297,6 +418,8 @@ static void test_ep_errors(void **state)
     assert_string_equal(e, "--etp 2: expert tensor parallelism is 1 or --tp 4");
     e = plan_error("--model mixtral-8x7b --dp 2 --moe-imbalance 0.5");
     assert_non_null(strstr(e, "--moe-imbalance wants the busiest expert's tokens over the mean"));
+    e = plan_error("--model deepseek-v3 --dp 32 --ep 32 --moe-max-nodes 4 --gpus-per-node 0");
+    assert_string_equal(e, "--gpus-per-node wants a positive integer, got '0'");
     e = plan_error("--model llama2-7b --dp 2 --moe-max-nodes 4");
     assert_string_equal(e, "--moe-max-nodes: model llama2-7b has no experts");
 }
@@ -306,6 +429,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ep_bytes_and_params),
         cmocka_unit_test(test_ep_groups),
+        cmocka_unit_test(test_ep_folded),
         cmocka_unit_test(test_ep_validate),
         cmocka_unit_test(test_ep_megatron_share),
         cmocka_unit_test(test_ep_imbalance),

@@ -200,6 +200,11 @@ static void check_structure(etk_workload *w)
                     /* etkit's compute-model attributes of the fused attention kernel */
                     assert_string_equal(etk_node_str(n, "op_kind"), "attention");
                     want = ETK_ATTR_BOOL;
+                } else if (want == ETK_ATTR_NONE && (!strcmp(n->attr[k].name, "attn_s") ||
+                                                     !strcmp(n->attr[k].name, "attn_d"))) {
+                    /* the fused kernel's key length and head dimension (compute model) */
+                    assert_string_equal(etk_node_str(n, "op_kind"), "attention");
+                    want = ETK_ATTR_INT64;
                 } else if (want == ETK_ATTR_NONE && !strcmp(n->attr[k].name, "gemm_grouped")) {
                     want = ETK_ATTR_BOOL; /* a grouped expert GEMM (compute model) */
                 } else if (want == ETK_ATTR_NONE) { /* etkit's memory-over-time attributes */

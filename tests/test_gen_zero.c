@@ -77,7 +77,9 @@ static void test_zero_volumes(void **state)
          * ZeRO-0 2 + 2 + 12 + 4 (fp32 gradient copy) = 20; ZeRO-1 4 + 16/d; ZeRO-2 2 + 18/d;
          * ZeRO-3 20/d */
         const etk_gen_stage *st = &s.stages[0];
-        uint64_t mem = st->weight_bytes + st->grad_bytes + st->optimizer_bytes;
+        uint64_t mem = st->weight_bytes + st->grad_bytes + st->optimizer_bytes + st->optimizer_step_bytes;
+        /* the fp32 gradient copy (4 bytes, /d when sharded) is held only during the step */
+        assert_int_equal(st->optimizer_step_bytes, z == 0 ? 4 * P : 4 * P / d);
         uint64_t want_mem = z == 0 ? 20 * P : z == 1 ? 4 * P + 16 * P / d : z == 2 ? 2 * P + 18 * P / d : 20 * P / d;
         assert_true(P % d == 0);
         assert_int_equal(mem, want_mem);
@@ -169,7 +171,8 @@ static void test_zero3_ep(void **state)
         assert_true(Pd % d == 0 && Px % dx == 0);
         assert_int_equal(st->weight_bytes, 2 * (Pd / d + Px / dx));
         assert_int_equal(st->grad_bytes, 2 * (Pd / d + Px / dx));
-        assert_int_equal(st->optimizer_bytes, 16 * (Pd / d + Px / dx));
+        assert_int_equal(st->optimizer_bytes, 12 * (Pd / d + Px / dx));
+        assert_int_equal(st->optimizer_step_bytes, 4 * (Pd / d + Px / dx));
         /* the Adam step runs on the shard */
         assert_true(st->flops - st->model_flops == (double)(10 * (Pd / d + Px / dx)));
         etk_gen_summary_free(&s);

@@ -17,7 +17,7 @@
  *                    bytes / (HBM * mem_eff)) + launch, FLOPs = 4 b s^2 heads d (forward,
  *                    halved when causal: the kernel skips masked blocks; backward 2.5x the
  *                    forward), eff = attn_eff (attn_bwd_eff backward) times s/(s + attn_half_seq)
- *                    and (d/(d + attn_half_dim)) / (128/(128 + attn_half_dim)) where the shape
+ *                    (over attn_ref_seq/(attn_ref_seq + attn_half_seq) when that is set) and (d/(d + attn_half_dim)) / (128/(128 + attn_half_dim)) where the shape
  *                    is known; attention runs at the BF16 peak under FP8 plans
  *
  * What an op is comes from node attributes when present (op_kind, gemm_m/n/k, attn_*); without
@@ -79,6 +79,8 @@ typedef struct etk_compute_params {
     double grouped_gemm_half_dim; /* gemm_half_dim of grouped expert GEMMs */
     double attn_half_dim;    /* head dimension d: efficiency scales as d/(d + attn_half_dim),
                                 relative to d = 128 (0: no dependence) */
+    double attn_ref_seq;     /* the sequence length attn_eff holds at: with attn_half_seq the
+                                factor is s/(s + half) over ref/(ref + half) (0: absolute) */
 } etk_compute_params;
 
 /* The documented defaults for a GPU (by its preset name; unknown GPUs get the A100 figures). */

@@ -106,6 +106,8 @@ typedef struct etk_gen_config {
                               * the all-to-all of every rank sized for it; 1 or 0: balanced) */
     uint32_t moe_max_nodes;  /* node-limited routing (DeepSeek-V3): a token's experts on at most this
                               * many nodes, one copy per node crosses the network; 0: unlimited */
+    uint32_t gpus_per_node;  /* GPUs per node for --moe-max-nodes (0: 8; etk_run_workload: the
+                              * cluster's first dimension, its NVLink domain) */
     bool sp;                 /* Megatron sequence parallelism (needs tp > 1) */
     uint32_t micro_batch;    /* sequences per micro-batch per DP rank */
     uint32_t global_batch;   /* sequences per step (0: micro_batch * dp, one micro-batch) */
@@ -175,7 +177,8 @@ typedef struct etk_gen_stage {
     uint64_t cp_send_count, cp_send_bytes, cp_recv_count, cp_recv_bytes; /* CP ring (--cp-comm ring) */
     /* memory per rank, bytes */
     uint64_t params;             /* parameters held (TP shard of the stage's weights) */
-    uint64_t weight_bytes, grad_bytes, optimizer_bytes;
+    uint64_t weight_bytes, grad_bytes, optimizer_bytes; /* optimizer: held all step (fp32 master, Adam m, v) */
+    uint64_t optimizer_step_bytes; /* the fp32 copy of 16-bit gradients, only during the optimizer step */
     uint64_t act_per_mb_bytes;   /* activations kept by one micro-batch of the stage */
     uint32_t in_flight;          /* micro-batches (chunks with --vpp) whose activations are held at the peak */
     uint64_t act_bytes;          /* act_per_mb_bytes * in_flight / vpp */

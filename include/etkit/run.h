@@ -32,6 +32,9 @@ bool etk_run_flow_auto(etk_cluster *cl, uint32_t n_ranks);
 /* The cluster's roofline precision for the plan: fp8 plans run their GEMMs in FP8 (nodes marked
  * "precision": "fp8") and the rest in BF16, so the roofline precision stays bf16. */
 void etk_run_set_precision(const etk_gen_config *cfg, etk_cluster *cl);
+/* The plan's GPUs per node (--moe-max-nodes counts nodes) from the cluster's first dimension,
+ * its NVLink domain, unless given (--gpus-per-node); etk_run_workload applies it. */
+void etk_run_set_node(etk_gen_config *cfg, const etk_cluster *cl);
 /* Engine defaults: one communication stream per communicator group (and per send peer) unless
  * o->comm_streams is given (none in ASTRA-sim compatibility, which keeps ASTRA-sim's one): NCCL
  * runs each communicator's kernels on its own stream (docs/sim.md "Streams"). */

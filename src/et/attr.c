@@ -120,8 +120,11 @@ bool etk_attr_as_bool(const etk_attr *a, bool *out)
 
 const etk_attr *etk_node_attr(const etk_node *n, const char *name)
 {
+    /* the first byte before strcmp: the simulator looks up ~20 names per node (calibration
+     * re-simulates every row per evaluation), most of them absent */
     for (uint32_t i = 0; i < n->n_attr; i++)
-        if (n->attr[i].name == name || !strcmp(n->attr[i].name, name))
+        if (n->attr[i].name == name ||
+            (n->attr[i].name[0] == name[0] && !strcmp(n->attr[i].name, name)))
             return &n->attr[i];
     return NULL;
 }

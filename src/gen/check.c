@@ -77,12 +77,18 @@ int etk_gen_check(etk_gen_config *c, etk_error *err)
     if (c->ep > 1 && m->experts % c->ep)
         return etk_err(err, ETK_EINVAL, "--ep %u does not divide the %" PRId64 " experts of model %s", c->ep, m->experts,
                        m->name);
-    if (c->ep > 1 && c->dp % c->ep)
+    if (c->mode == ETK_GEN_MODE_TRAINING && m->experts && !c->etp)
+        c->etp = 1;
+    /* training with --etp 1: EP folded over the tp x cp x dp ranks of a stage (Megatron) */
+    uint32_t xw = c->tp * (c->cp ? c->cp : 1) * c->dp;
+    if (c->ep > 1 && c->mode == ETK_GEN_MODE_TRAINING && c->etp == 1 && xw % c->ep)
+        return etk_err(err, ETK_EINVAL, "--ep %u does not divide --tp x --cp x --dp = %u (with --etp 1 the expert "
+                       "parallel ranks are carved from the tensor, context and data parallel ones)", c->ep, xw);
+    if (c->ep > 1 && !(c->mode == ETK_GEN_MODE_TRAINING && c->etp == 1) && c->dp % c->ep)
         return etk_err(err, ETK_EINVAL, "--ep %u does not divide --dp %u (expert parallel ranks are carved from the "
-                       "data-parallel ones)", c->ep, c->dp);
+                       "data-parallel ones%s)", c->ep, c->dp,
+                       c->mode == ETK_GEN_MODE_TRAINING ? "; with --etp 1 from tensor x context x data parallel" : "");
     if (c->mode == ETK_GEN_MODE_TRAINING && m->experts) {
-        if (!c->etp)
-            c->etp = 1;
         if (c->etp != 1 && c->etp != c->tp)
             return etk_err(err, ETK_EINVAL, "--etp %u: expert tensor parallelism is 1 or --tp %u", c->etp, c->tp);
         if (c->etp == 1 && c->tp > 1 && !c->sp)

@@ -150,6 +150,7 @@ int gen_emit_stage(gen *G, uint32_t stage, uint32_t tp_i, uint32_t cp_i, uint32_
         gen_stage_memory(G, stage, &ms);
         E.mem_alloc_pending = ms.weight_bytes + ms.grad_bytes + ms.optimizer_bytes +
                               ms.comm_buffer_bytes;
+        E.opt_step_bytes = ms.optimizer_step_bytes;
     }
     char name[96];
     for (uint32_t u2 = 0; u2 < 2 * total && !E.rc; u2++) {

@@ -20,6 +20,13 @@ static void bucket_append(emitter *E, uint64_t elems, uint64_t id);
 /* Backward of section instance si for micro-batch j. gd: ids of the output gradient.
  * Returns the ids of the input gradient in out (count). */
 /* zb-h1: the weight-gradient GEMMs ("W"), deferred out of the backward unit ("B") */
+/* an expert weight with EP folded over TP (gen_ep_folded): the TP ranks hold different experts
+ * (or the same ones as members of the expert-DP group), summed over EDP, not over TP */
+static bool xfold(const gen *G, int t)
+{
+    return gen_ep_folded(G->cfg) && gen_is_expert(G, t);
+}
+
 static bool is_w(const ginst *I)
 {
     return I->type == ETK_NODE_COMP && I->nw > 0 && strstr(I->name, ".wgrad");
@@ -154,7 +161,7 @@ int gen_emit_bwd(emitter *E, int si, uint32_t j, const uint64_t *gd, int ngd, ui
                 z3_note(E, si, I, id, last);
             for (int w = 0; w < I->nw && last; w++) {
                 int t = I->w[w];
-                if (G->cfg->sp && G->cfg->tp > 1 && G->g->t[t].split < 0 && !tied) {
+                if (G->cfg->sp && G->cfg->tp > 1 && G->g->t[t].split < 0 && !tied && !xfold(G, t)) {
                     bool first_use = true;
                     for (int k2 = P->nfwd; k2 < k; k2++)
                         for (int w2 = 0; w2 < P->v[k2].nw; w2++)
@@ -190,7 +197,7 @@ int gen_emit_bwd(emitter *E, int si, uint32_t j, const uint64_t *gd, int ngd, ui
                         E->emb_elems += gen_weight_elems_rank(G, t);
                     continue;
                 }
-                if (G->cfg->sp && G->cfg->tp > 1 && G->g->t[t].split < 0 && first_use) {
+                if (G->cfg->sp && G->cfg->tp > 1 && G->g->t[t].split < 0 && first_use && !xfold(G, t)) {
                     E->repl_elems += gen_weight_elems_rank(G, t);
                     if (gen_push(&E->repl, &E->nrepl, &E->caprepl, id))
                         E->rc = etk_err(E->err, ETK_ENOMEM, "out of memory");
@@ -388,6 +395,8 @@ void gen_emit_optimizer(emitter *E, uint64_t unit_end)
     uint64_t opt = E->next_id;
     /* reads and writes fp32 master weights, Adam m and v; reads the gradient, writes the parameter */
     ginst adam = {.flops = (double)n * ADAM_FLOPS_PER_PARAM, .bytes = n * (2 * 12 + c->grad_bytes + 2)};
+    E->mem_alloc_pending += E->opt_step_bytes; /* held only while the step runs */
+    E->mem_free_pending += E->opt_step_bytes;
     gen_put_comp(E, "optimizer.adam", &adam, deps, (uint32_t)nd);
     free(deps);
     if (c->zero && c->zero < 3) /* ZeRO-3 gathers parameters when a layer runs */

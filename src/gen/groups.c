@@ -14,6 +14,25 @@
 #include "util/outset.h"
 #include "gen/train.h"
 
+/* Expert parallelism folded over TP x CP x DP (training, --etp 1, as Megatron forms its expert
+ * groups: expert TP 1, then EP, then expert DP over the tp x cp x dp ranks of a stage, TP
+ * fastest): EP groups are ep consecutive ranks of q = tp + TP (cp + CP dp), so EP may exceed DP
+ * (Qwen3-235B: TP 2, DP 16, EP 32), and the ranks holding the same experts (EDP) are
+ * tp x cp x dp / ep. Otherwise (--etp = --tp, inference) EP is carved from DP at fixed tp, cp. */
+bool gen_ep_folded(const etk_gen_config *c)
+{
+    return c->mode == ETK_GEN_MODE_TRAINING && c->model.experts && c->ep > 1 && c->etp == 1;
+}
+
+/* a rank's (tp, cp, dp) from its index q over the stage's expert world (gen_ep_folded) */
+static void ep_unfold(const etk_gen_config *c, uint32_t q, uint32_t *t, uint32_t *cp, uint32_t *d)
+{
+    uint32_t C = c->cp ? c->cp : 1;
+    *t = q % c->tp;
+    *cp = q / c->tp % C;
+    *d = q / (c->tp * C);
+}
+
 /* Communicator group ids of the rank at (tp, cp, dp, pp): the numbering of gen.h. */
 void gen_group_ids(const etk_gen_config *c, uint32_t tp, uint32_t cp, uint32_t dp, uint32_t pp,
                    char pg[ETK_GEN_N_GROUP_KINDS][16])
@@ -25,6 +44,12 @@ void gen_group_ids(const etk_gen_config *c, uint32_t tp, uint32_t cp, uint32_t d
     snprintf(pg[ETK_GEN_GROUP_DP], 16, "%u", 1 + base + tp + c->tp * pp);
     snprintf(pg[ETK_GEN_GROUP_EMB], 16, "%u", 1 + base + c->tp * c->pp + tp + c->tp * (cp + C * dp));
     snprintf(pg[ETK_GEN_GROUP_CP], 16, "%u", 1 + base + c->tp * c->pp + c->tp * C * c->dp + tp + c->tp * (dp + c->dp * pp));
+    if (gen_ep_folded(c)) {
+        uint32_t q = tp + c->tp * (cp + C * dp), XW = c->tp * C * c->dp / EP;
+        snprintf(pg[ETK_GEN_GROUP_EP], 16, "%u", B + q / EP + XW * pp);
+        snprintf(pg[ETK_GEN_GROUP_EDP], 16, "%u", B + XW * c->pp + q % EP + EP * pp);
+        return;
+    }
     snprintf(pg[ETK_GEN_GROUP_EP], 16, "%u", B + tp + c->tp * (cp + C * (x + X * pp)));
     snprintf(pg[ETK_GEN_GROUP_EDP], 16, "%u", B + c->tp * C * X * c->pp + tp + c->tp * (e + EP * pp));
 }
@@ -44,7 +69,7 @@ int etk_gen_groups(const etk_gen_config *c, etk_groups **out, etk_error *err)
     if (!g)
         return etk_err(err, ETK_ENOMEM, "out of memory");
     uint32_t C = c->cp ? c->cp : 1;
-    uint32_t n = c->tp > c->dp * C ? c->tp : c->dp * C;
+    uint32_t n = c->tp * c->dp * C; /* the largest group: the folded expert world */
     uint32_t *r = malloc(sizeof(uint32_t) * n);
     if (!r) {
         etk_groups_free(g);
@@ -96,8 +121,33 @@ int etk_gen_groups(const etk_gen_config *c, etk_groups **out, etk_error *err)
                 gen_group_ids(c, t, 0, d, pp, id);
                 rc = etk_groups_add(g, id[3], r, C);
             }
-    /* expert parallelism: EP groups (dp = e + EP x) and expert-data-parallel groups (same e) */
+    /* expert parallelism: EP groups (dp = e + EP x) and expert-data-parallel groups (same e);
+     * folded: q = e + EP x over the stage's tp x cp x dp ranks */
     uint32_t EP = c->ep ? c->ep : 1, X = c->dp / EP;
+    if (gen_ep_folded(c)) {
+        uint32_t XW = c->tp * C * c->dp / EP, t, cp, d;
+        for (uint32_t pp = 0; pp < c->pp && !rc; pp++)
+            for (uint32_t x = 0; x < XW && !rc; x++) {
+                for (uint32_t e = 0; e < EP; e++) {
+                    ep_unfold(c, e + EP * x, &t, &cp, &d);
+                    r[e] = etk_gen_rank_cp(c, t, cp, d, pp);
+                }
+                ep_unfold(c, EP * x, &t, &cp, &d);
+                gen_group_ids(c, t, cp, d, pp, id);
+                rc = etk_groups_add(g, id[ETK_GEN_GROUP_EP], r, EP);
+            }
+        for (uint32_t pp = 0; pp < c->pp && !rc && XW > 1; pp++)
+            for (uint32_t e = 0; e < EP && !rc; e++) {
+                for (uint32_t x = 0; x < XW; x++) {
+                    ep_unfold(c, e + EP * x, &t, &cp, &d);
+                    r[x] = etk_gen_rank_cp(c, t, cp, d, pp);
+                }
+                ep_unfold(c, e, &t, &cp, &d);
+                gen_group_ids(c, t, cp, d, pp, id);
+                rc = etk_groups_add(g, id[ETK_GEN_GROUP_EDP], r, XW);
+            }
+        EP = 1; /* done */
+    }
     for (uint32_t pp = 0; pp < c->pp && !rc && EP > 1; pp++)
         for (uint32_t x = 0; x < X && !rc; x++)
             for (uint32_t cp = 0; cp < C && !rc; cp++)

@@ -25,19 +25,24 @@
 #include "etkit/gen.h"
 #include "gen/lower_priv.h"
 
-/* Bytes of tensor t kept for op j's backward (once per tensor), in the layout op j consumed it
- * (a tensor all-gathered for j is kept sharded). */
-static uint64_t save_one(ctx *c, bool *seen, int j, int t, int per)
+/* Bytes of tensor t kept for op j's backward (once per tensor and form), in the layout op j
+ * consumed it (a tensor all-gathered for j is kept sharded). An FP8 GEMM keeps its activation
+ * input as the 1-byte FP8 copy it cast (Transformer Engine's linear layers save the cast input
+ * for the weight gradient, not the 16-bit tensor); a tensor also saved by a 16-bit consumer is
+ * kept in both forms. seen[t]: bit 0 the 16-bit form counted, bit 1 the FP8 form. */
+static uint64_t save_one(ctx *c, uint8_t *seen, int j, int t, int per)
 {
     const gop *op = &c->S->ops[j];
-    if (seen[t])
+    bool fp8 = !per && !c->g->t[t].weight && low_fp8_gemm(c, op);
+    uint8_t bit = fp8 ? 2 : 1;
+    if (seen[t] & bit)
         return 0;
-    seen[t] = true;
+    seen[t] |= bit;
     lay L = c->ts[0][t].L;
     for (int i = 0; i < op->nin; i++)
         if (op->in[i] == t && !c->via_ag[j][i])
             L = c->used[j][i];
-    return (uint64_t)low_elems_rank(c, t, L) * (uint64_t)(per ? per : c->o->act_bytes);
+    return (uint64_t)low_elems_rank(c, t, L) * (uint64_t)(fp8 ? 1 : per ? per : c->o->act_bytes);
 }
 
 static uint64_t saved_bytes(ctx *c)
@@ -45,7 +50,7 @@ static uint64_t saved_bytes(ctx *c)
     const etk_graph *g = c->g;
     if (c->full)
         return (uint64_t)low_elems_rank(c, c->S->input, c->stream) * (uint64_t)c->o->act_bytes;
-    bool *seen = calloc((size_t)g->nt, 1);
+    uint8_t *seen = calloc((size_t)g->nt, 1);
     uint64_t total = 0;
     for (int j = 0; j < c->S->nops; j++) {
         const gop *op = &c->S->ops[j];
@@ -59,8 +64,8 @@ static uint64_t saved_bytes(ctx *c)
                     total += save_one(c, seen, j, op->in[i], 0);
             if (j == hi - 1) {
                 total += low_region_lse_bytes(c, lo, hi);
-                if (!seen[op->out]) {
-                    seen[op->out] = true;
+                if (!(seen[op->out] & 1)) {
+                    seen[op->out] |= 1;
                     total += low_region_out_bytes(c, hi);
                 }
             }

@@ -43,6 +43,8 @@ typedef struct ginst {
     int64_t gemm_m, gemm_n, gemm_k; /* expert GEMMs: the shape of one expert's GEMM (m tokens per
                                      * expert forward and dgrad; k tokens for wgrad), 0: not set */
     int64_t gemm_groups;            /* and the experts of the rank (one grouped GEMM) */
+    int64_t attn_s, attn_d;         /* fused attention: the kernel's key length (the K/V block's
+                                     * with the CP ring) and head dimension (attn_s, attn_d), 0: unset */
 } ginst;
 
 typedef struct gprog {

@@ -214,7 +214,15 @@ static int flash_bwd(ctx *c, int lo, int hi)
     }
     int64_t C = ring ? c->o->cp : 1;
     uint64_t bytes = 2 * low_region_in_bytes(c, lo, hi, !ring) + 2 * low_region_out_bytes(c, hi) + low_region_lse_bytes(c, lo, hi);
-    int32_t prev = NONE;
+    int32_t prev = NONE, merged = NONE;
+    int64_t as, ad;
+    low_attn_shape(c, lo, ring, &as, &ad);
+    /* the CP ring: each block's dQ is added into the running dQ (read both, write one, fp32 as
+     * TE accumulates it) after every kernel but the first */
+    uint64_t dq = 0;
+    for (int n = 0; n < nin; n++)
+        if (!blk[n] && ink[n] == lo && ini[n] == 0)
+            dq = (uint64_t)low_elems_rank(c, c->S->ops[lo].in[0], c->used[lo][0]) * 4 * 3;
     for (int64_t r = 0; r < C; r++) {
         int32_t deps[MAX_CONTRIB * 2 + NIN * 3 + 1];
         int nd = 0;
@@ -241,7 +249,16 @@ static int flash_bwd(ctx *c, int lo, int hi)
         I->bytes = bytes;
         I->attn = 1;
         I->causal = low_is_causal(c);
+        I->attn_s = as;
+        I->attn_d = ad;
         prev = b;
+        if (r > 0 && dq) {
+            int32_t md[2] = {b, merged};
+            snprintf(name + strlen(name), sizeof name - strlen(name), ".dq_add");
+            if ((merged = low_emit(c, name, ETK_NODE_COMP, P_BWD, 2, md)) < 0)
+                return c->rc ? c->rc : ETK_ENOMEM;
+            c->p->v[merged].bytes = dq;
+        }
         for (int n = 0; n < nin; n++) {
             if (!blk[n])
                 continue;
@@ -270,7 +287,7 @@ static int flash_bwd(ctx *c, int lo, int hi)
             low_add_contrib(c, t, accr[n], c->used[k][i]);
             continue;
         }
-        int32_t gi = prev;
+        int32_t gi = merged != NONE ? merged : prev; /* the ring's dQ: after its last add */
         if (c->cpmark[k][i] && (gi = cp_reduce_scatter(c, t, prev, c->used[k][i])) < 0)
             return c->rc ? c->rc : ETK_ENOMEM;
         low_add_contrib(c, t, gi, c->used[k][i]);

@@ -247,6 +247,27 @@ uint64_t low_region_out_bytes(const ctx *c, int hi)
     return (uint64_t)low_elems_rank(c, c->S->ops[hi - 1].out, c->outL[hi - 1]) * (uint64_t)c->o->act_bytes;
 }
 
+/* The shape a fused attention kernel of the region starting at op lo runs at, for the compute
+ * model's sequence- and head-dimension-dependent efficiency: the key length (t; with the CP ring
+ * each kernel sees one K/V block of t / cp) and the head dimension (the dims of the first GEMM's
+ * (QK^T) left operand that its output lacks). */
+void low_attn_shape(const ctx *c, int lo, bool ring, int64_t *s, int64_t *d)
+{
+    const etk_graph *g = c->g;
+    const gop *op = &c->S->ops[lo];
+    int64_t t = g->dim['t' - 'a'] > 0 ? g->dim['t' - 'a'] : g->dim[g->stream_seq];
+    *s = ring && c->o->cp > 1 ? t / c->o->cp : t;
+    *d = 0;
+    if (op->kind != G_MATMUL || op->nin < 1)
+        return;
+    const gtensor *A = &g->t[op->in[0]], *O = &g->t[op->out];
+    int64_t hd = 1;
+    for (int k = 0; k < A->nd; k++)
+        if (!low_has_dim(O, A->dims[k]) && g->dim[A->dims[k]] > 0)
+            hd *= g->dim[A->dims[k]];
+    *d = hd > 1 ? hd : 0;
+}
+
 /* decoder attention is causal except in a decode step (one query sees every cached key) */
 bool low_is_causal(const ctx *c)
 {

@@ -12,7 +12,7 @@
 
 /* FP8 GEMM (Transformer Engine's linear layers): a GEMM with a weight, outside the attention
  * region and the head (Megatron's output layer is not a TE module: BF16) */
-static bool fp8_gemm(const ctx *c, const gop *op)
+bool low_fp8_gemm(const ctx *c, const gop *op)
 {
     if (op->kind != G_MATMUL || c->o->gemm_bytes != 1 || op->region || c->p->sec == G_SEC_HEAD)
         return false;
@@ -35,7 +35,13 @@ static int flash_fwd(ctx *c, int pass, int lo, int hi, int phase)
     bool ring = c->fz_nblk > 0;
     int64_t nchunk = ring ? c->o->cp : 1;
     uint64_t bytes = low_region_in_bytes(c, lo, hi, !ring) + low_region_out_bytes(c, hi) + low_region_lse_bytes(c, lo, hi);
-    int32_t i = NONE;
+    int64_t as, ad;
+    low_attn_shape(c, lo, ring, &as, &ad);
+    /* the CP ring: after each block's kernel but the first, the partial output is merged into
+     * the running one by its log-sum-exp (TE's softmax-LSE correction): memory-bound, reading
+     * both outputs and log-sum-exps and writing the merged ones */
+    uint64_t merge = 3 * (low_region_out_bytes(c, hi) + low_region_lse_bytes(c, lo, hi));
+    int32_t i = NONE, last = NONE;
     for (int64_t r = 0; r < nchunk; r++) {
         char name[96];
         snprintf(name, sizeof name, "%sflash_attn", phase == P_RECOMP ? "recompute." : "");
@@ -52,8 +58,19 @@ static int flash_fwd(ctx *c, int pass, int lo, int hi, int phase)
         I->bytes = bytes;
         I->attn = 1;
         I->causal = low_is_causal(c);
+        I->attn_s = as;
+        I->attn_d = ad;
+        if (r == 0) {
+            last = i;
+        } else { /* after this block's kernel and the previous merge */
+            int32_t md[2] = {i, r > 1 ? last : NONE};
+            snprintf(name + strlen(name), sizeof name - strlen(name), ".lse_merge");
+            if ((last = low_emit(c, name, ETK_NODE_COMP, phase, 2, md)) < 0)
+                return c->rc ? c->rc : ETK_ENOMEM;
+            c->p->v[last].bytes = merge;
+        }
     }
-    c->ts[pass][c->S->ops[hi - 1].out].inst = i;
+    c->ts[pass][c->S->ops[hi - 1].out].inst = last;
     return 0;
 }
 
@@ -159,7 +176,7 @@ int low_lower_op_fwd(ctx *c, int pass, int j, int phase)
     }
     }
     /* conversions and the compute node; FP8 GEMMs read 1-byte operands (output in BF16) */
-    bool fp8 = fp8_gemm(c, op);
+    bool fp8 = low_fp8_gemm(c, op);
     int in_bytes = fp8 ? 1 : c->o->act_bytes;
     int32_t deps[G_MAX_IN + 3];
     int nd = 0;

@@ -117,9 +117,13 @@ uint64_t low_region_in_bytes(const ctx *c, int lo, int hi, bool whole);
 uint64_t low_region_lse_bytes(const ctx *c, int lo, int hi);
 uint64_t low_region_out_bytes(const ctx *c, int hi);
 bool low_is_causal(const ctx *c);
+void low_attn_shape(const ctx *c, int lo, bool ring, int64_t *s, int64_t *d);
 int low_lower_op_fwd(ctx *c, int pass, int j, int phase);
 void low_add_contrib(ctx *c, int t, int32_t inst, lay L);
 int low_get_grad(ctx *c, int t, int32_t *out, lay *L);
 int low_lower_op_bwd(ctx *c, int j);
+
+/* lower_fwd.c: an FP8 GEMM (a weight GEMM outside attention and the head, --precision fp8) */
+bool low_fp8_gemm(const ctx *c, const gop *op);
 
 #endif

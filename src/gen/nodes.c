@@ -115,7 +115,7 @@ int gen_put_comp(emitter *E, const char *name, const ginst *I, uint64_t *deps, u
      * either way (docs/astra-compat.md); the summary's FLOPs leave it out */
     int64_t ops = (int64_t)(I->flops + 0.5);
     bool min_op = ops == 0 && I->bytes > 0;
-    etk_attr a[14] = {etk_attr_bool("is_cpu_op", false), etk_attr_i64("num_ops", min_op ? 1 : ops),
+    etk_attr a[16] = {etk_attr_bool("is_cpu_op", false), etk_attr_i64("num_ops", min_op ? 1 : ops),
                       etk_attr_u64("tensor_size", I->bytes)};
     uint32_t n = 3;
     if (I->gemm_m > 0) { /* an expert GEMM: one expert's shape, the rank's experts (grouped GEMM) */
@@ -136,6 +136,10 @@ int gen_put_comp(emitter *E, const char *name, const ginst *I, uint64_t *deps, u
         a[n++] = etk_attr_bool("attn_causal", true);
     if (I->attn && I->phase == P_BWD)
         a[n++] = etk_attr_bool("attn_bwd", true);
+    if (I->attn && I->attn_s > 0) /* the kernel's key length and head dim: attn_half_seq/_dim */
+        a[n++] = etk_attr_i64("attn_s", I->attn_s);
+    if (I->attn && I->attn_d > 0)
+        a[n++] = etk_attr_i64("attn_d", I->attn_d);
     int rc = put_node(E, name, ETK_NODE_COMP, deps, nd, a, n);
     if (!rc && min_op && E->st) { /* not a real FLOP: the summary leaves it out */
         E->st->flops -= 1;

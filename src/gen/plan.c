@@ -37,7 +37,7 @@ static const struct {
     bool value;
 } options[] = {
     {"model", true}, {"model-file", true}, {"layers", true}, {"hidden", true}, {"heads", true},
-    {"kv-heads", true}, {"ffn", true}, {"vocab", true}, {"seq", true}, {"dp", true}, {"tp", true}, {"cp", true}, {"cp-comm", true}, {"ep", true}, {"etp", true}, {"moe-imbalance", true}, {"moe-max-nodes", true}, {"attention", true},
+    {"kv-heads", true}, {"ffn", true}, {"vocab", true}, {"seq", true}, {"dp", true}, {"tp", true}, {"cp", true}, {"cp-comm", true}, {"ep", true}, {"etp", true}, {"moe-imbalance", true}, {"moe-max-nodes", true}, {"gpus-per-node", true}, {"attention", true},
     {"pp", true}, {"sp", false}, {"micro-batch", true}, {"global-batch", true}, {"schedule", true}, {"vpp", true}, {"first-stage-layers", true}, {"last-stage-layers", true},
     {"zero", true}, {"fsdp", false}, {"recompute", true}, {"precision", true}, {"grad-precision", true},
     {"dp-bucket-mb", true}, {"rank-order", true}, {"gpu", true},
@@ -75,15 +75,18 @@ const char *etk_gen_options_help(void)
            "  --cp N               context parallel degree: sequence split over N ranks\n"
            "  --cp-comm C          allgather (default: K/V all-gathered, Llama 3) | ring (K/V blocks\n"
            "                       passed around the CP ring by send/recv, overlapped with blockwise attention)\n"
-           "  --ep N               expert parallel degree (MoE models): experts split over N of the DP\n"
-           "                       ranks, tokens exchanged by all-to-all (N divides --dp)\n"
+           "  --ep N               expert parallel degree (MoE models): experts split over N ranks,\n"
+           "                       tokens exchanged by all-to-all; with --etp 1 folded over TP x CP x DP\n"
+           "                       as Megatron (N divides tp x cp x dp, may exceed --dp), else N divides --dp\n"
            "  --etp N              expert tensor parallelism: 1 (default, as Megatron's MoE recipes:\n"
            "                       whole experts per TP rank, each TP rank dispatches its own sequence\n"
            "                       slice; needs --sp with --tp > 1) or --tp (experts split over TP)\n"
            "  --moe-imbalance F    tokens of the busiest expert / the mean (>= 1, default 1: balanced);\n"
            "                       expert GEMMs and all-to-alls sized for the busiest\n"
            "  --moe-max-nodes M    node-limited routing (DeepSeek-V3: 4): a token's experts on at most M\n"
-           "                       nodes of 8 GPUs, one copy per node crosses the network\n"
+           "                       nodes, one copy per node crosses the network\n"
+           "  --gpus-per-node N    GPUs per node for --moe-max-nodes (default 8; 'etkit run' and\n"
+           "                       'calibrate': the cluster's)\n"
            "  --sp                 Megatron sequence parallelism (with --tp > 1)\n"
            "  --attention A        flash (default: one fused FlashAttention kernel forward and one\n"
            "                       backward, op_kind attention; Q, K, V, O and the log-sum-exp saved;\n"
@@ -226,6 +229,8 @@ int etk_gen_set(etk_gen_config *c, const char *name, const char *v, etk_error *e
         return parse_u32(name, v, &c->etp, err);
     if (!strcmp(name, "moe-max-nodes"))
         return parse_u32(name, v, &c->moe_max_nodes, err);
+    if (!strcmp(name, "gpus-per-node"))
+        return parse_u32(name, v, &c->gpus_per_node, err);
     if (!strcmp(name, "moe-imbalance")) {
         char *end;
         errno = 0;

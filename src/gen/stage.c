@@ -19,18 +19,26 @@ static void gen_layer_split(const etk_gen_config *cfg, uint32_t p, uint32_t v, u
 
 /* Node-limited routing (--moe-max-nodes M, DeepSeek-V3): a token's experts lie on at most M
  * nodes and one copy per destination node crosses the network (forwarded inside the node over
- * NVLink, not counted), so of its topk copies at most min(M, N, topk) leave, N the nodes of
- * GPUS_PER_NODE GPUs the EP group spans (ranks of rank 0's group); the all-to-all bytes are
- * scaled by min(M, N, topk) / topk. 1 when not set or not binding. */
-#define GPUS_PER_NODE 8
+ * NVLink, not counted), so of its topk copies at most min(M, N, topk) leave, N the nodes the EP
+ * group spans (ranks of rank 0's group; nodes of cfg->gpus_per_node GPUs, the cluster's, 8 when
+ * not known); the all-to-all bytes are scaled by min(M, N, topk) / topk. 1 when not set or not
+ * binding. */
 static double moe_a2a_scale(const etk_gen_config *cfg)
 {
     int64_t topk = cfg->model.topk;
     if (!cfg->moe_max_nodes || cfg->ep < 2 || topk <= 0)
         return 1;
+    uint32_t per_node = cfg->gpus_per_node ? cfg->gpus_per_node : 8;
     uint32_t nodes = 0, last = UINT32_MAX;
-    for (uint32_t e = 0; e < cfg->ep; e++) { /* EP members dp 0..ep-1 at tp 0: increasing ranks */
-        uint32_t node = etk_gen_rank(cfg, 0, e, 0) / GPUS_PER_NODE;
+    for (uint32_t e = 0; e < cfg->ep; e++) { /* rank 0's EP group: increasing ranks */
+        uint32_t r;
+        if (gen_ep_folded(cfg)) {
+            uint32_t C = cfg->cp ? cfg->cp : 1;
+            r = etk_gen_rank_cp(cfg, e % cfg->tp, e / cfg->tp % C, e / (cfg->tp * C), 0);
+        } else {
+            r = etk_gen_rank(cfg, 0, e, 0);
+        }
+        uint32_t node = r / per_node;
         if (node != last)
             nodes++;
         last = node;
@@ -65,7 +73,7 @@ int gen_init(gen *G, const etk_gen_config *cfg, etk_error *err)
     G->cp = cfg->cp ? cfg->cp : 1;
     G->dpw = cfg->dp * G->cp;
     G->ep = cfg->ep ? cfg->ep : 1;
-    G->edp = G->dpw / G->ep;
+    G->edp = (gen_ep_folded(cfg) ? cfg->tp * G->dpw : G->dpw) / G->ep;
     /* context parallelism: each rank holds seq / cp of the query sequence (the stream's s); the
      * key sequence (t) stays whole, K and V are all-gathered (lower.c) */
     G->g->dim[G->g->stream_seq] /= G->cp;
@@ -248,16 +256,18 @@ void gen_stage_memory(gen *G, uint32_t s, etk_gen_stage *st)
     uint64_t held = (dense + d - 1) / d + (xparams + xd - 1) / xd;
     st->weight_bytes = c->zero == 3 ? held * 2 : params * 2;
     st->grad_bytes = c->zero >= 2 ? held * c->grad_bytes : params * c->grad_bytes;
-    /* fp32 master weights + Adam m and v (12 bytes), plus an fp32 copy of 16-bit gradients */
-    uint64_t opb = 12 + (c->grad_bytes == 2 ? 4 : 0);
-    st->optimizer_bytes = c->zero ? ((dense * opb + d - 1) / d + (xparams * opb + xd - 1) / xd) : params * opb;
+    /* fp32 master weights + Adam m and v (12 bytes), held all step; the fp32 copy of 16-bit
+     * gradients (4 bytes) exists only during the optimizer step: Megatron's optimizer makes it
+     * from the gradient buffer in step() and zero_grad() sets it to None before the next
+     * forward, so it never coexists with saved activations */
+    uint64_t sb = c->grad_bytes == 2 ? 4 : 0;
+    st->optimizer_bytes = c->zero ? ((dense * 12 + d - 1) / d + (xparams * 12 + xd - 1) / xd) : params * 12;
+    st->optimizer_step_bytes = c->zero ? ((dense * sb + d - 1) / d + (xparams * sb + xd - 1) / xd) : params * sb;
     uint64_t act_layers = G->prog[G_SEC_LAYER].saved_bytes * nmoe + (nd ? G->prog[G_SEC_DENSE].saved_bytes * nd : 0);
-    uint64_t act = act_layers;
+    uint64_t act = act_layers, head = s == G->p - 1 ? G->prog[G_SEC_HEAD].saved_bytes : 0;
     if (s == 0)
         act += G->prog[G_SEC_EMBED].saved_bytes;
-    if (s == G->p - 1)
-        act += G->prog[G_SEC_HEAD].saved_bytes;
-    st->act_per_mb_bytes = act;
+    st->act_per_mb_bytes = act + head;
     /* units (micro-batch chunks) whose activations are held at the peak: the warm-up plus the
      * one in its forward; each holds 1/v of the stage's layers */
     uint32_t total = G->m * G->v, warm;
@@ -270,12 +280,19 @@ void gen_stage_memory(gen *G, uint32_t s, etk_gen_stage *st)
     else
         warm = (G->p - s - 1) * 2 + (G->v - 1) * G->p;
     st->in_flight = warm + 1 < total ? warm + 1 : total;
-    st->act_bytes = act * st->in_flight / G->v;
+    /* the head is in the last chunk of the last stage: interleaved 1F1B runs that chunk's
+     * forward and backward back to back in the steady state (its warm-up, (v - 1) p units, fills
+     * the earlier chunks), so one micro-batch of it is held, not in_flight / v */
+    bool head1 = c->schedule == ETK_SCHED_1F1B && G->v > 1;
+    st->act_bytes = act * st->in_flight / G->v + (head1 ? head : head * st->in_flight / G->v);
     st->act_layers_bytes = act_layers * st->in_flight / G->v;
     uint64_t msg = G->prog[G_SEC_LAYER].out_bytes;
     st->comm_buffer_bytes = (s > 0 ? msg : 0) + (s + 1 < G->p ? msg : 0);
     if (G->z3) /* gathered parameters: the layer computing and the one prefetched */
         st->comm_buffer_bytes += 2 * 2 * (nd && G->sec_elems[G_SEC_DENSE] > G->sec_elems[G_SEC_LAYER]
                                                ? G->sec_elems[G_SEC_DENSE] : G->sec_elems[G_SEC_LAYER]);
-    st->total_bytes = st->weight_bytes + st->grad_bytes + st->optimizer_bytes + st->act_bytes + st->comm_buffer_bytes;
+    /* the peak: the activations at the end of the warm-up, or the optimizer step's fp32
+     * gradient copy (activations all freed by then) */
+    st->total_bytes = st->weight_bytes + st->grad_bytes + st->optimizer_bytes + st->comm_buffer_bytes +
+                      (st->act_bytes > st->optimizer_step_bytes ? st->act_bytes : st->optimizer_step_bytes);
 }

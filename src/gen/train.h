@@ -36,7 +36,7 @@ typedef struct gen {
     uint32_t cp;    /* context parallel degree (1: none) */
     uint32_t dpw;   /* ranks holding the same weights: dp x cp (gradient reduction, ZeRO sharding) */
     uint32_t ep;    /* expert parallel degree (1: none) */
-    uint32_t edp;   /* ranks holding the same experts: dp x cp / ep */
+    uint32_t edp;   /* ranks holding the same experts: dp x cp / ep (folded: tp x cp x dp / ep) */
     bool z3;        /* ZeRO-3 with dp > 1: parameters gathered per section instance, gradients
                      * reduce-scattered per section instance per micro-batch */
     uint32_t dense;       /* the first `dense` layers are the dense_layer section's (DeepSeek) */
@@ -70,6 +70,7 @@ typedef struct emitter {
      * the next node put (static state on the first node, saved activations from a section's
      * forward to the end of its backward) */
     uint64_t mem_alloc_pending, mem_free_pending;
+    uint64_t opt_step_bytes; /* the optimizer step's fp32 gradient copy, alloc'd and freed by its node */
     int nsi;
     int *si_sec;
     uint32_t *si_layer;
@@ -138,6 +139,7 @@ uint64_t *gen_bid_get(emitter *E, int si, uint32_t j);
 enum { BW_ALL = 0, BW_B = 1, BW_W = 2 };
 int gen_emit_bwd(emitter *E, int si, uint32_t j, const uint64_t *gd, int ngd, uint64_t *out, bool last, int mode);
 void gen_emit_optimizer(emitter *E, uint64_t unit_end);
+bool gen_ep_folded(const etk_gen_config *c);
 void gen_group_ids(const etk_gen_config *c, uint32_t tp, uint32_t cp, uint32_t dp, uint32_t pp,
                    char pg[ETK_GEN_N_GROUP_KINDS][16]);
 /* writer.c: the rank files of any emitter with one rank class per stage; a stage's

@@ -34,6 +34,7 @@ void etk_compute_defaults(const etk_gpu *gpu, etk_compute_params *p)
      * expert: torch._grouped_mm 242 (h = 436: 0.245 -> 988); about the mean */
     p->grouped_gemm_half_dim = 1100;
     p->attn_half_seq = 0;
+    p->attn_ref_seq = 0;
     p->attn_half_dim = 54;   /* FA3 fwd hd64 / hd256 against hd128: 0.77 / 1.17 (sec. 3) */
     if (!gpu)
         return;
@@ -47,6 +48,10 @@ void etk_compute_defaults(const etk_gpu *gpu, etk_compute_params *p)
          * the isolated FA3 causal fwd/bwd ratio at 8k (602 / 559) */
         p->attn_eff = 0.475;
         p->attn_bwd_eff = 0.44;
+        /* FA3 causal hd128 fwd by length, 292 TFLOP/s at 512 to 616 at 16k: s/(s + 610)
+         * (sec. 3), relative to the 8k of the in-step figure above */
+        p->attn_half_seq = 610;
+        p->attn_ref_seq = 8192;
         p->launch_ns = 3000;     /* raw cuLaunchKernel 3.0 us (sec. 7) */
     } else if (strstr(n, "B200") || strstr(n, "b200")) {
         p->gemm_eff = 0.77;      /* MAMF 1745 of 2250 (sec. 1) */
@@ -55,6 +60,9 @@ void etk_compute_defaults(const etk_gpu *gpu, etk_compute_params *p)
         /* in-step FlashAttention-4, the same job: 834 TFLOP/s fwd+bwd (sec. 3) */
         p->attn_eff = 0.39;
         p->attn_bwd_eff = 0.36;
+        /* FA4 / FA3 causal fwd+bwd 1.88x at 8k, 1.95x at 32k (sec. 3): FA3's length curve */
+        p->attn_half_seq = 610;
+        p->attn_ref_seq = 8192;
         p->launch_ns = 3000;
     } else if (strstr(n, "MI300") || strstr(n, "mi300")) {
         p->attn_eff = 0.40;      /* assumption: no measured figure in the spec */
@@ -89,6 +97,7 @@ static const field fields[] = {
     {"attn_half_seq", F(attn_half_seq), 0, 1e9, false, "a sequence length in [0, 1e9]"},
     {"grouped_gemm_half_dim", F(grouped_gemm_half_dim), 0, 1e9, false, "a dimension in [0, 1e9]"},
     {"attn_half_dim", F(attn_half_dim), 0, 1e9, false, "a head dimension in [0, 1e9]"},
+    {"attn_ref_seq", F(attn_ref_seq), 0, 1e9, false, "a sequence length in [0, 1e9]"},
 };
 #undef F
 #define N_FIELDS (sizeof fields / sizeof fields[0])
@@ -255,8 +264,11 @@ uint64_t etk_compute_op_ns(const etk_cluster *c, const etk_compute_params *p, co
         double eff = op->attn_bwd && p->attn_bwd_eff > 0 ? p->attn_bwd_eff : p->attn_eff;
         if (!op->fp8 && pr == ETK_PREC_FP8 && c->gpu.peak_flops[ETK_PREC_BF16] > 0)
             peak = c->gpu.peak_flops[ETK_PREC_BF16]; /* attention stays BF16 */
-        if (op->attn_s > 0 && p->attn_half_seq > 0)
+        if (op->attn_s > 0 && p->attn_half_seq > 0) {
             eff *= (double)op->attn_s / ((double)op->attn_s + p->attn_half_seq);
+            if (p->attn_ref_seq > 0)
+                eff /= p->attn_ref_seq / (p->attn_ref_seq + p->attn_half_seq);
+        }
         if (op->attn_d > 0 && p->attn_half_dim > 0)
             eff *= (double)op->attn_d / ((double)op->attn_d + p->attn_half_dim) /
                    (128.0 / (128.0 + p->attn_half_dim));

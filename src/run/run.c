@@ -26,11 +26,19 @@ void etk_run_opts_defaults(const etk_cluster *cl, etk_sim_opts *o)
         o->comm_stream_per_group = true;
 }
 
+void etk_run_set_node(etk_gen_config *cfg, const etk_cluster *cl)
+{
+    if (!cfg->gpus_per_node && cl->n_dims > 1 && cl->dims[0].size) /* one dimension: one node */
+        cfg->gpus_per_node = cl->dims[0].size;
+}
+
 int etk_run_workload(const etk_gen_config *cfg, const etk_cluster *cl, const etk_sim_opts *o,
                      etk_workload **out, etk_error *err)
 {
     bool flow = cl->net_model == ETK_NET_FLOW && !cl->astra_compat;
-    return etk_gen_workload(cfg, !o->no_fold && !flow, out, err);
+    etk_gen_config c = *cfg; /* node-limited routing counts the cluster's nodes */
+    etk_run_set_node(&c, cl);
+    return etk_gen_workload(&c, !o->no_fold && !flow, out, err);
 }
 
 int etk_run_simulate(const etk_gen_config *cfg, const etk_workload *wl, const etk_cluster *cl,
