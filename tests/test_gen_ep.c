@@ -377,6 +377,7 @@ static void test_ep_max_nodes(void **state)
      * nodes as well (x 4/8), and EP 16 folded is ranks 0-15, 2 nodes (x 2/8) */
     const char *fold = "--model deepseek-v3 --layers 5 --hidden 512 --heads 4 --kv-heads 4 --ffn 1024 --vocab 1024 "
                        "--seq 256 --tp 2 --sp --dp 16 --ep 32 --global-batch 16";
+    etk_gen_summary_free(&s0);
     summarize(fold, &c, &s0);
     all = s0.stages[0].coll_bytes[ETK_GEN_GROUP_EP][ETK_COLL_ALL_TO_ALL];
     assert_int_equal(all, 2 * 4 * 128ull * 8 * 512 * 2); /* each TP rank's 128 tokens */

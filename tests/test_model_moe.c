@@ -378,10 +378,51 @@ static void test_moe_errors(void **state)
     assert_int_equal(p, 2 * (4 * h * h + 2 * h + 4 * h + 4 * 3 * h * 128) + 2 * 1000 * h + h);
 }
 
+/* GPT-OSS-120B (openai/gpt-oss-120b config.json, shared/data/models/gpt-oss-120b.json): l = 36,
+ * h = 2880, 64 query heads and 8 KV heads of d = 64, 128 experts of f = 2880, top-4, V = 201088,
+ * untied output.
+ *   attention per layer = h (64 d + 2 x 8 d + 64 d) = 2880 x 9216 = 26,542,080
+ *   norms 2h = 5,760;  router h E = 368,640;  experts E 3 h f = 3,185,049,600
+ *   layer = 3,211,966,080;  total = 36 layers + 2 V h + h = 116,789,048,640
+ * Published 116.83B: the difference, 40.1M, is the biases (q, k, v, o per layer 288,000 in all;
+ * experts' 128 x 3 x 2880 per layer, 39.8M) and the 64 attention sinks per layer, which etkit
+ * leaves out (0.03%). */
+static void test_gpt_oss_params(void **state)
+{
+    (void)state;
+    const char *cfg = "{\"model_type\": \"gpt_oss\", \"hidden_size\": 2880, \"num_hidden_layers\": 36, "
+                      "\"num_attention_heads\": 64, \"num_key_value_heads\": 8, \"head_dim\": 64, "
+                      "\"intermediate_size\": 2880, \"num_local_experts\": 128, \"num_experts_per_tok\": 4, "
+                      "\"vocab_size\": 201088, \"max_position_embeddings\": 131072, \"sliding_window\": 128}";
+    etk_model m;
+    etk_error err = {0};
+    if (etk_model_parse(cfg, strlen(cfg), "gpt-oss-120b.json", &m, &err))
+        fail_msg("%s", err.msg);
+    assert_string_equal(m.arch, "moe");
+    assert_int_equal(m.experts, 128);
+    assert_int_equal(m.topk, 4);
+    assert_int_equal(m.moe_ffn, 2880);
+    assert_int_equal(m.head_dim, 64);
+    uint64_t h = 2880, E = 128, f = 2880, V = 201088, d = 64;
+    uint64_t layer = h * (64 * d + 2 * 8 * d + 64 * d) + 2 * h + h * E + E * 3 * h * f;
+    assert_int_equal(layer, 3211966080ull);
+    uint64_t got;
+    assert_int_equal(etk_model_params(&m, &got, &err), 0);
+    assert_int_equal(got, 36 * layer + 2 * V * h + h);
+    assert_int_equal(got, 116789048640ull);
+    assert_non_null(strstr(m.source, "sliding-window layers as full attention"));
+    /* a config without the experts names the key */
+    const char *bad = "{\"model_type\": \"gpt_oss\", \"hidden_size\": 2880, \"num_hidden_layers\": 36, "
+                      "\"num_attention_heads\": 64, \"intermediate_size\": 2880, \"vocab_size\": 201088, "
+                      "\"max_position_embeddings\": 131072}";
+    assert_true(etk_model_parse(bad, strlen(bad), "oss/config.json", &m, &err) < 0);
+    assert_non_null(strstr(err.msg, "oss/config.json: missing 'num_local_experts'"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_mixtral_params), cmocka_unit_test(test_moe_layer_flops),
-                                       cmocka_unit_test(test_moe_errors), cmocka_unit_test(test_deepseek_v3_params),
+                                       cmocka_unit_test(test_moe_errors), cmocka_unit_test(test_deepseek_v3_params), cmocka_unit_test(test_gpt_oss_params),
                                        cmocka_unit_test(test_deepseek_layer_flops), cmocka_unit_test(test_fp8_lowering),
                                        cmocka_unit_test(test_fp8_roofline), cmocka_unit_test(test_kv_cache)};
     return cmocka_run_group_tests(tests, NULL, NULL);

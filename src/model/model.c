@@ -104,7 +104,7 @@ static void hf_seq_tie(json_t *root, etk_model *out)
 }
 
 /* A Hugging Face config.json (JSON is YAML, so it arrives through the same parser), by
- * model_type: llama, mistral (arch llama), qwen2 (qwen2: QKV biases), mixtral, qwen3_moe (moe),
+ * model_type: llama, mistral (arch llama), qwen2 (qwen2: QKV biases), mixtral, qwen3_moe, gpt_oss (moe),
  * qwen2_moe (moe-shared), deepseek_v2, deepseek_v3 (deepseek: MLA), gpt_neox (neox); GPT-2 keys
  * (n_embd, n_layer, n_head, n_inner, vocab_size, n_positions) give arch gpt. Unknown keys are
  * ignored; a missing required key is an error naming it. */
@@ -136,7 +136,8 @@ static int parse_hf(json_t *root, const char *fname, etk_model *out, etk_error *
         const char *type, *arch;
     } types[] = {{"llama", "llama"},    {"mistral", "llama"},      {"qwen2", "qwen2"},
                  {"mixtral", "moe"},    {"qwen3_moe", "moe"},      {"qwen2_moe", "moe-shared"},
-                 {"deepseek_v2", "deepseek"}, {"deepseek_v3", "deepseek"}, {"gpt_neox", "neox"}};
+                 {"deepseek_v2", "deepseek"}, {"deepseek_v3", "deepseek"}, {"gpt_neox", "neox"},
+                 {"gpt_oss", "moe"}};
     const char *arch = type ? NULL : "llama";
     for (size_t i = 0; type && i < sizeof types / sizeof types[0]; i++)
         if (!strcmp(type, types[i].type))
@@ -144,7 +145,7 @@ static int parse_hf(json_t *root, const char *fname, etk_model *out, etk_error *
     if (!arch)
         return etk_err(err, ETK_EUNSUPPORTED,
                        "%s: model_type '%s' is not supported (llama, mistral, qwen2, mixtral, qwen2_moe, qwen3_moe, "
-                       "deepseek_v2, deepseek_v3, gpt_neox, or GPT-2 keys)", fname, type);
+                       "deepseek_v2, deepseek_v3, gpt_neox, gpt_oss, or GPT-2 keys)", fname, type);
     if (!type)
         type = "llama";
     snprintf(out->arch, sizeof out->arch, "%s", arch);
@@ -163,7 +164,17 @@ static int parse_hf(json_t *root, const char *fname, etk_model *out, etk_error *
         out->kv_heads = out->heads; /* MLA: every head has its own keys and values */
     if (out->head_dim && out->head_dim * out->heads == out->hidden)
         out->head_dim = 0;
-    if (!strcmp(type, "mixtral")) {
+    if (!strcmp(type, "gpt_oss")) {
+        /* GPT-OSS: experts of intermediate_size, top-k; its alternating sliding-window layers
+         * are charged as full attention (docs/models.md), its attention sinks (one logit per
+         * head added to the softmax denominator) and its biases are not modelled (negligible) */
+        if ((rc = hf_int(root, "num_local_experts", fname, type, true, 1, &out->experts, err)) ||
+            (rc = hf_int(root, "num_experts_per_tok", fname, type, true, 1, &out->topk, err)))
+            return rc;
+        out->moe_ffn = out->ffn;
+        snprintf(out->source + strlen(out->source), sizeof out->source - strlen(out->source),
+                 " (gpt_oss: sliding-window layers as full attention, sinks and biases not modelled)");
+    } else if (!strcmp(type, "mixtral")) {
         if ((rc = hf_int(root, "num_local_experts", fname, type, true, 1, &out->experts, err)) ||
             (rc = hf_int(root, "num_experts_per_tok", fname, type, true, 1, &out->topk, err)))
             return rc;
