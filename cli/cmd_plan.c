@@ -17,6 +17,7 @@
 #include "cmd.h"
 #include "etkit/compute.h"
 #include "etkit/plan.h"
+#include "plan_html.h"
 #include "plan_mpi.h"
 
 static void help(void)
@@ -52,6 +53,8 @@ static void help(void)
            "  --memory-margin F        HBM fraction kept free (default 0.1)\n"
            "  -j, --jobs N             threads (default 1); under mpirun, processes share the work\n"
            "  --csv FILE, --json FILE  every candidate (simulated or pruned, with the reason); '-' stdout\n"
+           "  --html FILE              a page: the ranked table, throughput against memory per GPU with\n"
+           "                           the Pareto front, pruned plans by reason (docs/report.md)\n"
            "  -q, --quiet              no progress line (it is shown only when stderr is a terminal)\n\n"
            "examples:\n"
            "  etkit plan --model llama3-70b --global-batch 512 --cluster dgx-h100 --nodes 128 -j 2\n"
@@ -195,6 +198,26 @@ static int write_out(const char *cmd, const char *path, const etk_plan_space *sp
     return 0;
 }
 
+/* the page (cli/plan_html.c) from the document of --json, read back */
+static int write_html(const char *cmd, const char *path, const etk_plan_space *sp, const etk_plan_job *jobs,
+                      uint32_t n_jobs, const etk_plan_opts *o, const etk_plan_result *r)
+{
+    FILE *t = tmpfile();
+    if (!t || etk_plan_print_json(sp, jobs, n_jobs, o, r, t) || fflush(t) || fseek(t, 0, SEEK_SET)) {
+        if (t)
+            fclose(t);
+        return cli_usage_error(cmd, "--html %s: no temporary file for the plans' JSON", path);
+    }
+    json_error_t je;
+    json_t *doc = json_loadf(t, 0, &je);
+    fclose(t);
+    if (!doc)
+        return cli_usage_error(cmd, "--html %s: the plans' JSON does not read back: %s", path, je.text);
+    int rc = plan_html_file(cmd, path, doc);
+    json_decref(doc);
+    return rc;
+}
+
 /* nothing could be simulated: say why and what to relax */
 static int impossible(const char *cmd, const etk_plan_space *sp, const etk_plan_result *r, const etk_plan_opts *o)
 {
@@ -275,7 +298,7 @@ int cmd_plan(int argc, char **argv)
         rc = cli_fail(cmd, &err);
     rest[0] = argv[0];
     enum { O_HOUR = 2000, O_RANK, O_TOP, O_MARGIN, O_MAXTP, O_MAXPP, O_MAXVPP, O_MAXCP, O_MAXEP, O_MAXMB, O_TPX,
-           O_NOREC, O_SCHEDS, O_ZEROS, O_CSV, O_JSON, O_COMPUTE };
+           O_NOREC, O_SCHEDS, O_ZEROS, O_CSV, O_JSON, O_COMPUTE, O_HTML };
     static const struct option lo[] = {
         {"cluster", required_argument, 0, 'c'}, {"nodes", required_argument, 0, 'n'},
         {"jobs", required_argument, 0, 'j'}, {"quiet", no_argument, 0, 'q'},
@@ -287,10 +310,10 @@ int cmd_plan(int argc, char **argv)
         {"tp-across-nodes", no_argument, 0, O_TPX}, {"no-recompute", no_argument, 0, O_NOREC},
         {"schedules", required_argument, 0, O_SCHEDS}, {"zero-stages", required_argument, 0, O_ZEROS},
         {"csv", required_argument, 0, O_CSV}, {"json", required_argument, 0, O_JSON},
-        {"compute", required_argument, 0, O_COMPUTE}, {0, 0, 0, 0}};
+        {"compute", required_argument, 0, O_COMPUTE}, {"html", required_argument, 0, O_HTML}, {0, 0, 0, 0}};
     etk_plan_opts o;
     etk_plan_opts_defaults(&o);
-    const char *clusters = "dgx-h100", *nodes = NULL, *hour = NULL, *csv = NULL, *json = NULL;
+    const char *clusters = "dgx-h100", *nodes = NULL, *hour = NULL, *csv = NULL, *json = NULL, *html = NULL;
     bool quiet = false, roofline = false;
     optind = 1;
     opterr = 0;
@@ -339,6 +362,7 @@ int cmd_plan(int argc, char **argv)
         }
         case O_CSV: csv = optarg; break;
         case O_JSON: json = optarg; break;
+        case O_HTML: html = optarg; break;
         case O_COMPUTE:
             if (!strcmp(optarg, "roofline") || !strcmp(optarg, "model"))
                 roofline = !strcmp(optarg, "roofline");
@@ -361,7 +385,8 @@ int cmd_plan(int argc, char **argv)
     if (sp.base.mode == ETK_GEN_MODE_INFERENCE && (sp.cp > 1 || sp.vpp > 1 || sp.micro_batch || sp.zero >= 0 ||
                                                    sp.recompute > 0))
         return cli_usage_error(cmd, "--mode inference searches TP, PP, EP and micro-batches: drop the training flags");
-    if ((csv && etk_output_check(csv, &err)) || (json && etk_output_check(json, &err)))
+    if ((csv && etk_output_check(csv, &err)) || (json && etk_output_check(json, &err)) ||
+        (html && etk_output_check(html, &err)))
         return cli_fail(cmd, &err);
 
     /* 3. the jobs: every cluster x node count */
@@ -486,6 +511,8 @@ int cmd_plan(int argc, char **argv)
             rc = write_out(cmd, csv, &sp, jobs, n_jobs, &o, &res, false) ? 2 : rc;
         if (json)
             rc = write_out(cmd, json, &sp, jobs, n_jobs, &o, &res, true) ? 2 : rc;
+        if (html && res.n_simulated)
+            rc = write_html(cmd, html, &sp, jobs, n_jobs, &o, &res) ? 2 : rc;
         bool table_on_stdout = !(csv && !strcmp(csv, "-")) && !(json && !strcmp(json, "-"));
         if (res.n_simulated && table_on_stdout)
             etk_plan_print_table(&sp, jobs, n_jobs, &o, &res, stdout);

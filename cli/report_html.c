@@ -12,8 +12,9 @@
 #define W 900.0    /* chart width, px */
 #define LEFT 110.0 /* label column */
 #define MAX_ROWS 512
+#define esc report_html_esc
 
-static void esc(FILE *f, const char *s)
+void report_html_esc(FILE *f, const char *s)
 {
     for (; s && *s; s++)
         switch (*s) {
@@ -447,7 +448,7 @@ static void collectives(FILE *f, const json_t *r)
     fputs("</table>\n", f);
 }
 
-static const char css[] =
+const char report_html_css[] =
     "body{font:14px/1.4 sans-serif;margin:24px;color:#222}h1{font-size:20px}h2{font-size:16px;margin-top:28px}"
     "table{border-collapse:collapse}th,td{padding:2px 10px;text-align:left}table.grid td,table.grid th"
     "{border-bottom:1px solid #ddd}table.grid td{text-align:right}table.grid td:nth-child(-n+2){text-align:left}"
@@ -484,7 +485,7 @@ int report_html(FILE *f, const json_t *run, const json_t *timeline, char *msg, s
     }
     fputs("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"/><title>etkit report: ", f);
     esc(f, str(run, "workload"));
-    fprintf(f, "</title>\n<style>%s</style></head><body>\n<h1>etkit report</h1>\n", css);
+    fprintf(f, "</title>\n<style>%s</style></head><body>\n<h1>etkit report</h1>\n", report_html_css);
     summary(f, run);
     rank_bars(f, run);
     if (evs)

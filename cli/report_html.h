@@ -16,4 +16,8 @@ int report_html(FILE *f, const json_t *run, const json_t *timeline, char *msg, s
  * messages. */
 int report_html_file(const char *cmd, const char *path, const json_t *run, const json_t *timeline,
                      const char *src);
+/* Shared with the plan page (cli/plan_html.c): the page's style sheet, and s written with
+ * &, <, > and " escaped. */
+extern const char report_html_css[];
+void report_html_esc(FILE *f, const char *s);
 #endif

@@ -19,11 +19,12 @@ import os
 from typing import Any, Dict, List, Optional, Sequence, Union
 
 from ._native import Error, call, check, version
+from .planresult import PlanResult
 from .result import Result
 from .trace import Node, Trace, read_trace
 
-__all__ = ["Error", "Result", "Node", "Trace", "run", "simulate", "gen", "read_trace", "validate",
-           "convert_pytorch", "models", "report", "version", "call", "options"]
+__all__ = ["Error", "Result", "PlanResult", "Node", "Trace", "run", "simulate", "gen", "read_trace", "validate",
+           "convert_pytorch", "models", "plan", "report", "version", "call", "options"]
 __version__ = "0.1.0"
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -121,6 +122,27 @@ def models() -> List[Dict[str, Any]]:
     params."""
     _, text, _ = check(["models", "--json"])
     return json.loads(text)["models"]
+
+
+def _list(v: Any) -> Any:
+    """A list or tuple as the comma-separated value the command takes (``--nodes 4,8``)."""
+    return ",".join(str(x) for x in v) if isinstance(v, (list, tuple)) else v
+
+
+def plan(model: Optional[str] = None, cluster: Union[str, Sequence[str], None] = None,
+         nodes: Union[int, Sequence[int], None] = None, global_batch: Optional[int] = None,
+         **flags: Any) -> PlanResult:
+    """Search the parallel plans of a model on a cluster, as ``etkit plan``: the same defaults
+    and options (``tp``, ``pp``, ... fix a choice; ``max_tp``, ``schedules``, ``zero_stages``,
+    ``top``, ``rank_by``, ``gpu_hour_cost``, ``memory_margin``, ``jobs``, ``seq``, ``mode``, ...;
+    ``etkit plan --help``; ``html="plan.html"`` writes the page too). ``cluster`` and ``nodes``
+    may be lists (a sweep: ``cluster=["dgx-h100", "hgx-h200"], nodes=[4, 8]``). Returns the
+    ``--json`` report, every candidate with its fate, as a :class:`PlanResult`; ``.best["flags"]``
+    are the top plan's flags for :func:`run`. No plan simulated (none fits) raises Error."""
+    args = ["plan"] + options(model=model, cluster=_list(cluster), nodes=_list(nodes),
+                              global_batch=global_batch, **flags)
+    _, out, err = check(args + ["--quiet", "--json", "-"])
+    return PlanResult.from_json(out, err)
 
 
 def report(result: Union[Result, PathLike], html: PathLike, timeline: Optional[PathLike] = None) -> str:
