@@ -46,6 +46,14 @@ timeout 30 "$ETKIT" live --cluster "$T/ring4.yaml" --ranks 4 --cpu-scale 0 --jso
 grep -q '"step_ns": 21729' "$T/r.json" 2>/dev/null && ok "--json -o: step_ns 21729" || fail "--json -o: $(head -c 300 "$T/r.json" 2>&1)"
 grep -q '"dur":21.729,"name":"ALL_REDUCE 1048576 B"' "$T/tl.json" 2>/dev/null && ok "--timeline: the all-reduce, 21.729 us" ||
   fail "--timeline: $(head -c 300 "$T/tl.json" 2>&1)"
+# --html: the page of the live run (report_html_file), the one `etkit report` makes from its files
+timeout 30 "$ETKIT" live --cluster "$T/ring4.yaml" --ranks 4 --cpu-scale 0 --json -o "$T/r2.json" --timeline "$T/tl2.json" \
+  --html "$T/live.html" -- "$T/faults" ok >"$T/out" 2>&1
+"$ETKIT" report "$T/r2.json" --timeline "$T/tl2.json" -o "$T/rep.html" >/dev/null 2>&1
+grep -q '"step_ns": 21729' "$T/r2.json" 2>/dev/null && cmp -s "$T/live.html" "$T/rep.html" &&
+  grep -q 'data-busbw=' "$T/live.html" && [ "$(grep -c '<svg' "$T/live.html")" -ge 3 ] &&
+  ok "--html: the page of the run (3+ charts, busbw), equal to etkit report's" ||
+  fail "--html: $(head -c 300 "$T/out"; cmp "$T/live.html" "$T/rep.html" 2>&1)"
 expect "out of memory" 0 "oom: 2 out of memory; half: 0" oom
 expect "not modelled" 1 "etkit live: cudaMallocManaged is not modelled" unmodelled
 expect "bad --kernels" 2 "k.txt:1: wanted 'PATTERN ns N'" ok --kernels "$(printf 'x nsx 3\n' >"$T/k.txt"; echo "$T/k.txt")"
