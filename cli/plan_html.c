@@ -16,6 +16,8 @@
 #define PL 80.0   /* left margin (the y labels) */
 #define PT 12.0   /* top margin */
 #define GIB (1024.0 * 1024.0 * 1024.0)
+#define num report_html_num
+#define str report_html_str
 
 typedef struct {
     const json_t *row;
@@ -23,18 +25,6 @@ typedef struct {
     int cluster;      /* index in the document's clusters */
     int front;
 } point;
-
-static double num(const json_t *o, const char *k)
-{
-    const json_t *v = json_object_get(o, k);
-    return json_is_number(v) ? json_number_value(v) : 0;
-}
-
-static const char *str(const json_t *o, const char *k)
-{
-    const json_t *v = json_object_get(o, k);
-    return json_is_string(v) ? json_string_value(v) : "";
-}
 
 static int by_mem(const void *a, const void *b)
 {

@@ -13,6 +13,8 @@
 #define LEFT 110.0 /* label column */
 #define MAX_ROWS 512
 #define esc report_html_esc
+#define num report_html_num
+#define str report_html_str
 
 void report_html_esc(FILE *f, const char *s)
 {
@@ -26,13 +28,13 @@ void report_html_esc(FILE *f, const char *s)
         }
 }
 
-static double num(const json_t *o, const char *k)
+double report_html_num(const json_t *o, const char *k)
 {
     const json_t *v = json_object_get(o, k);
     return json_is_number(v) ? json_number_value(v) : 0;
 }
 
-static const char *str(const json_t *o, const char *k)
+const char *report_html_str(const json_t *o, const char *k)
 {
     const json_t *v = json_object_get(o, k);
     return json_is_string(v) ? json_string_value(v) : "";

@@ -16,8 +16,10 @@ int report_html(FILE *f, const json_t *run, const json_t *timeline, char *msg, s
  * messages. */
 int report_html_file(const char *cmd, const char *path, const json_t *run, const json_t *timeline,
                      const char *src);
-/* Shared with the plan page (cli/plan_html.c): the page's style sheet, and s written with
- * &, <, > and " escaped. */
+/* Shared with the plan page (cli/plan_html.c): the page's style sheet; s written with &, <, >
+ * and " escaped; member k of object o as a number (0 when absent) and as a string ("" when absent). */
 extern const char report_html_css[];
 void report_html_esc(FILE *f, const char *s);
+double report_html_num(const json_t *o, const char *k);
+const char *report_html_str(const json_t *o, const char *k);
 #endif

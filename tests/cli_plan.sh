@@ -24,6 +24,12 @@ expect 2 "--tp 16 is larger than a node of dgx-h100 x 2 (8 GPUs): give --tp-acro
 expect 2 "no candidate plan: --global-batch 7 must be divisible by the data-parallel degree" \
   plan --model llama3-8b --global-batch 7 --nodes 1 --max-tp 4 --max-pp 1 --max-cp 1
 expect 2 "no plan fits in memory" plan --model llama3-405b --global-batch 16 --nodes 1 --quiet
+# --html: an unwritable page is refused before the search; no page when nothing was simulated
+: >"$T/afile"
+expect 2 "etkit plan: error: $T/afile/p.html: $T/afile is not a folder" \
+  plan --model llama3-8b --layers 4 --global-batch 16 --nodes 1 --html "$T/afile/p.html"
+expect 2 "no plan fits in memory" plan --model llama3-405b --global-batch 16 --nodes 1 --quiet --html "$T/none.html"
+[ -e "$T/none.html" ] && fail "plan --html wrote a page with no plan simulated"
 grep -q "relax: more nodes" "$T/out" || fail "the memory error does not say what to relax: $(cat "$T/out")"
 
 W="--model llama3-8b --layers 4 --seq 2048 --global-batch 16 --cluster dgx-h100 --nodes 1"

@@ -3,11 +3,12 @@ built from the same JSON document, so the two never disagree."""
 from __future__ import annotations
 
 import html
-import json
 from typing import Any, Dict, List, Optional
 
+from .result import JsonDoc
 
-class PlanResult:
+
+class PlanResult(JsonDoc):
     """A plan search. Every top-level field of ``etkit plan --json`` is an attribute: ``model``,
     ``mode``, ``global_batch``, ``rank_by``, ``top``, ``memory_margin``, ``clusters`` (list of
     dicts: cluster, gpus, gpu_hour_usd), ``counts`` (dict: candidates, invalid, memory, bound,
@@ -15,25 +16,6 @@ class PlanResult:
     tp, cp, pp, ..., flags, mem_bytes, step_ns / mfu / tokens_per_s when simulated, reason when
     pruned; ``pandas.DataFrame(p.plans)`` makes a table), ``ranked`` the simulated ones best
     first and ``best`` the first of them (its ``flags`` paste into ``etkit run``)."""
-
-    def __init__(self, doc: Dict[str, Any], warnings: str = "", text: str = ""):
-        self._doc = doc
-        self.warnings: List[str] = [l for l in warnings.splitlines() if l.strip()]
-        self.json_text = text
-
-    @classmethod
-    def from_json(cls, text: str, warnings: str = "") -> "PlanResult":
-        """A PlanResult from the JSON text of ``etkit plan --json -``."""
-        return cls(json.loads(text), warnings, text)
-
-    def __getattr__(self, name: str) -> Any:
-        doc = self.__dict__.get("_doc")
-        if doc is not None and name in doc:
-            return doc[name]
-        raise AttributeError(f"etkit.PlanResult has no field '{name}' (fields: {', '.join(sorted(doc or {}))})")
-
-    def __dir__(self) -> List[str]:
-        return sorted(set(super().__dir__()) | set(self._doc))
 
     @property
     def plans(self) -> List[Dict[str, Any]]:
@@ -51,10 +33,6 @@ class PlanResult:
         """The top-ranked plan, or None when none was simulated."""
         r = self.ranked
         return r[0] if r else None
-
-    def to_dict(self) -> Dict[str, Any]:
-        """The whole JSON report as a dict (a deep copy)."""
-        return json.loads(json.dumps(self._doc))
 
     def __repr__(self) -> str:
         b = self.best

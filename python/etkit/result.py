@@ -5,16 +5,15 @@ from __future__ import annotations
 
 import html
 import json
-from typing import Any, Dict, Iterator, List
+from typing import Any, Dict, Iterator, List, Type, TypeVar
 
 
-class Result:
-    """One simulated step. Every top-level field of the JSON report is an attribute, with the
-    report's name and unit: ``step_ns``, ``mfu``, ``tflops_per_gpu``, ``tokens_per_s``,
-    ``n_ranks``, ``plan`` (dict), ``cluster`` (dict), ``memory`` (dict), ``ttft_ns`` /
-    ``inference`` (dict: ttft_ns, tpot_ns, phase_end_ns, ...) for inference, ... ``per_rank`` and ``collectives`` are lists of dicts (one per
-    rank / per collective type and group; ``pandas.DataFrame(r.per_rank)`` makes a table).
-    ``warnings`` holds the lines the command printed on stderr."""
+D = TypeVar("D", bound="JsonDoc")
+
+
+class JsonDoc:
+    """A command's JSON document as an object: its top-level fields are attributes; ``warnings``
+    holds the lines the command printed on stderr, ``json_text`` the document as printed."""
 
     def __init__(self, doc: Dict[str, Any], warnings: str = "", text: str = ""):
         self._doc = doc
@@ -22,18 +21,34 @@ class Result:
         self.json_text = text
 
     @classmethod
-    def from_json(cls, text: str, warnings: str = "") -> "Result":
-        """A Result from the JSON text of ``etkit run --json`` or ``etkit sim --json``."""
+    def from_json(cls: Type[D], text: str, warnings: str = "") -> D:
+        """An object from the JSON text the command printed."""
         return cls(json.loads(text), warnings, text)
 
     def __getattr__(self, name: str) -> Any:
         doc = self.__dict__.get("_doc")
         if doc is not None and name in doc:
             return doc[name]
-        raise AttributeError(f"etkit.Result has no field '{name}' (fields: {', '.join(sorted(doc or {}))})")
+        raise AttributeError(f"etkit.{type(self).__name__} has no field '{name}' (fields: {', '.join(sorted(doc or {}))})")
 
     def __dir__(self) -> List[str]:
         return sorted(set(super().__dir__()) | set(self._doc))
+
+    def to_dict(self) -> Dict[str, Any]:
+        """The whole JSON report as a dict (a deep copy)."""
+        return json.loads(json.dumps(self._doc))
+
+    def keys(self) -> Iterator[str]:
+        return iter(self._doc)
+
+
+class Result(JsonDoc):
+    """One simulated step. Every top-level field of the JSON report is an attribute, with the
+    report's name and unit: ``step_ns``, ``mfu``, ``tflops_per_gpu``, ``tokens_per_s``,
+    ``n_ranks``, ``plan`` (dict), ``cluster`` (dict), ``memory`` (dict), ``ttft_ns`` /
+    ``inference`` (dict: ttft_ns, tpot_ns, phase_end_ns, ...) for inference, ... ``per_rank`` and ``collectives`` are lists of dicts (one per
+    rank / per collective type and group; ``pandas.DataFrame(r.per_rank)`` makes a table).
+    ``warnings`` holds the lines the command printed on stderr."""
 
     @property
     def per_rank(self) -> List[Dict[str, Any]]:
@@ -51,13 +66,6 @@ class Result:
     def step_s(self) -> float:
         """The step time in seconds (step_ns / 1e9)."""
         return self._doc["step_ns"] / 1e9
-
-    def to_dict(self) -> Dict[str, Any]:
-        """The whole JSON report as a dict (a deep copy)."""
-        return json.loads(json.dumps(self._doc))
-
-    def keys(self) -> Iterator[str]:
-        return iter(self._doc)
 
     def __repr__(self) -> str:
         d = self._doc

@@ -36,3 +36,20 @@ def shared():
     if not os.path.isdir(os.path.join(d, "data")):
         pytest.skip(f"shared data not found ({d})")
     return d
+
+
+@pytest.fixture
+def chromium(tmp_path):
+    """Run headless Chromium on a page with every host name unresolvable: chromium(path, *flags)
+    -> CompletedProcess (skipped, with the reason, where chromium is absent)."""
+    import shutil
+    exe = shutil.which("chromium") or shutil.which("chromium-browser")
+    if not exe:
+        pytest.skip("chromium is not installed: the page was not rendered")
+
+    def run(path, *flags):
+        args = [exe, "--headless", "--no-sandbox", "--disable-gpu", "--user-data-dir=" + str(tmp_path / "prof"),
+                "--host-resolver-rules=MAP * ~NOTFOUND", "--enable-logging=stderr", "--v=0"]
+        return subprocess.run(args + list(flags) + ["file://" + str(path)], capture_output=True, text=True,
+                              timeout=120)
+    return run

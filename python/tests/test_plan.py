@@ -90,3 +90,13 @@ def test_plan_html_scatter_and_pareto(tmp_path, cli_json):
     for reason in ("invalid", "memory", "bound"):
         cell = root.find(f".//*[@data-pruned='{reason}']")
         assert cell is not None and int(cell.text) == p.counts[reason]
+
+
+def test_plan_page_renders(tmp_path, chromium):
+    page = tmp_path / "plan.html"
+    p = etkit.plan(**W, html=page)
+    r = chromium(page, "--dump-dom")
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.count("<circle") == p.counts["simulated"]
+    assert f"{p.best['step_ns'] / 1e6:.3f}" in r.stdout  # the top plan's step in the table
+    assert "CONSOLE" not in r.stderr and "Uncaught" not in r.stderr

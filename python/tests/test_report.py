@@ -2,8 +2,6 @@
 values, the Gantt chart shows the 1F1B order, and headless Chromium renders it."""
 import json
 import os
-import shutil
-import subprocess
 import xml.etree.ElementTree as ET
 
 import pytest
@@ -127,22 +125,15 @@ def test_report_errors(cli, tmp_path):
     assert not [p for p in os.listdir(tmp_path) if ".tmp." in p]  # no temporary left behind
 
 
-def test_chromium_renders(page, tmp_path):
-    exe = shutil.which("chromium") or shutil.which("chromium-browser")
-    if not exe:
-        pytest.skip("chromium is not installed: the page was not rendered")
+def test_chromium_renders(page, tmp_path, chromium):
     d, text, _, run = page
-    url = "file://" + str(d / "page.html")
-    args = [exe, "--headless", "--no-sandbox", "--disable-gpu", "--user-data-dir=" + str(tmp_path / "prof"),
-            "--host-resolver-rules=MAP * ~NOTFOUND", "--enable-logging=stderr", "--v=0"]
-    p = subprocess.run(args + ["--dump-dom", url], capture_output=True, text=True, timeout=120)
+    p = chromium(d / "page.html", "--dump-dom")
     assert p.returncode == 0, p.stderr[-2000:]
     dom = p.stdout
     assert dom.count("<svg") == 3 and f"{run['step_ns'] / 1e6:.3f} ms" in dom
     assert dom.count("<rect") == text.count("<rect")
     assert "CONSOLE" not in p.stderr and "Uncaught" not in p.stderr
     shot = tmp_path / "shot.png"
-    p = subprocess.run(args + ["--window-size=1100,1600", "--screenshot=" + str(shot), url],
-                       capture_output=True, text=True, timeout=120)
+    p = chromium(d / "page.html", "--window-size=1100,1600", "--screenshot=" + str(shot))
     assert p.returncode == 0 and shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert shot.stat().st_size > 20000  # a drawn page, not a blank one
