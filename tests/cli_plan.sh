@@ -34,7 +34,10 @@ grep -q "relax: more nodes" "$T/out" || fail "the memory error does not say what
 
 W="--model llama3-8b --layers 4 --seq 2048 --global-batch 16 --cluster dgx-h100 --nodes 1"
 "$ETKIT" plan $W -j 1 --csv "$T/j1.csv" >"$T/j1.txt" 2>&1 || fail "plan -j 1 failed: $(cat "$T/j1.txt")"
-"$ETKIT" plan $W -j 2 --csv "$T/j2.csv" >/dev/null 2>&1 || fail "plan -j 2 failed"
+"$ETKIT" plan $W -j 2 --csv "$T/j2.csv" --html "$T/p.html" >/dev/null 2>&1 || fail "plan -j 2 failed"
+# the page: one point per simulated plan (python/tests/test_plan.py checks the values and the front)
+nsim=$(grep -c ',simulated,' "$T/j2.csv"); npt=$(grep -c '<circle class="pt' "$T/p.html")
+[ "$nsim" -gt 0 ] && [ "$nsim" = "$npt" ] || fail "plan --html: $npt points for $nsim simulated plans"
 cmp -s "$T/j1.csv" "$T/j2.csv" || fail "plan: CSV with -j 1 and -j 2 differ"
 grep -q "ranked by step; top 10" "$T/j1.txt" || fail "plan: no table: $(head -3 "$T/j1.txt")"
 # the table's first line is the CSV's rank 1, with flags ready for `etkit run`
