@@ -123,7 +123,7 @@ static void run(const char *label, const char *host, const char *dev, const char
     getrusage(RUSAGE_SELF, &ru0);
     double cpu0 = (double)(ru0.ru_utime.tv_sec + ru0.ru_stime.tv_sec) +
                   (double)(ru0.ru_utime.tv_usec + ru0.ru_stime.tv_usec) * 1e-6;
-    etk_convert_opts o = {host, dev, 0, true, 0};
+    etk_convert_opts o = {host, dev, 0, true, 0, NULL};
     etk_convert_stats st;
     etk_error err = {0};
     double t0 = now_s();

@@ -173,7 +173,10 @@ static int rank_opts(void *ctx, uint64_t r, etk_convert_opts *o, etk_error *err)
         (j->device && expand(j->device, (long long)r, j->dp, sizeof j->dp)))
         return etk_err(err, ETK_EINVAL, "--host/--device may contain one %%d (the rank)");
     *o = (etk_convert_opts){j->host ? j->hp : NULL, j->device ? j->dp : NULL, (int64_t)r, j->quiet,
-                            (int64_t)j->count};
+                            (int64_t)j->count, NULL};
+    /* one trace: a progress line per phase of its conversion (many: one line counts the ranks) */
+    if (j->count == 1 && !j->quiet)
+        o->progress = stderr;
     return 0;
 }
 

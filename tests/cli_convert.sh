@@ -151,5 +151,22 @@ expect 0 'note: .* is a STAGE trace' "$ETKIT" sim "$S" --cluster dgx-h100 --node
 expect 0 '"flops_per_step": 5697714520064' "$ETKIT" sim "$S" --cluster dgx-h100 --nodes 1 --json --quiet
 expect 0 '"flops_per_step": 2850151202816' "$ETKIT" sim "$S" --cluster dgx-h100 --nodes 1 --json --no-stage-units
 
+# --- progress (issue #15): one line per phase of a single conversion on a terminal (script(1)
+# gives a pty; ETK_PROGRESS_DELAY_MS=0 draws from the first update), none off a terminal or with
+# --quiet. The written phase counts the host ops plus the GPU events of the --json summary.
+K="--host $P/kineto_host_0.json --device $P/kineto_device_0.json"
+"$ETKIT" convert pytorch $K -o "$T/pg" --json >"$T/pg.out" 2>"$T/pg.err" || fail "convert for progress failed"
+grep -q 'parsed' "$T/pg.err" && fail "progress line on a non-terminal stderr: $(head -c 200 "$T/pg.err")"
+if command -v script >/dev/null; then
+  want=$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1]))[0]; print(d["host_nodes"] + d["gpu_ops"])' "$T/pg.out")
+  [ "$want" = 15 ] || fail "kineto_host_0 + device: $want host ops + GPU events, expected 12 + 3"
+  ETK_PROGRESS_DELAY_MS=0 script -qec "$ETKIT convert pytorch $K -o $T/pg" /dev/null >"$T/tty.txt" 2>&1
+  for pat in "host trace MiB parsed 0/1 " "device trace MiB parsed 0/1 " "host ops and GPU events written 0/$want "; do
+    grep -qF "$pat" "$T/tty.txt" || fail "no '$pat' progress on a terminal: $(head -c 400 "$T/tty.txt")"
+  done
+  ETK_PROGRESS_DELAY_MS=0 script -qec "$ETKIT convert pytorch $K -o $T/pg --quiet" /dev/null >"$T/tty.txt" 2>&1
+  grep -q 'parsed' "$T/tty.txt" && fail "progress despite --quiet"
+fi
+
 [ "$fails" = 0 ] || { echo "$fails failure(s)"; exit 1; }
 echo "cli_convert: all checks passed"

@@ -157,7 +157,7 @@ static const char *tmp_prefix(const char *name)
 
 static void write_ok(const char *host, const char *device, int64_t rank, const char *prefix)
 {
-    etk_convert_opts o = {host, device, rank, true, 0};
+    etk_convert_opts o = {host, device, rank, true, 0, NULL};
     etk_convert_stats st;
     etk_error err = {0};
     if (etk_convert_pytorch_write(&o, prefix, &st, &err))
@@ -180,7 +180,7 @@ static const char *write_tmp(const char *name, const char *text)
 static etk_trace *convert_ok(const char *host, const char *device, etk_convert_stats *st,
                              etk_groups **groups)
 {
-    etk_convert_opts o = {host, device, -1, true, 0};
+    etk_convert_opts o = {host, device, -1, true, 0, NULL};
     etk_trace *t = NULL;
     etk_error err = {0};
     int rc = etk_convert_pytorch(&o, &t, groups, st, &err);
@@ -191,7 +191,7 @@ static etk_trace *convert_ok(const char *host, const char *device, etk_convert_s
 
 static int convert_err(const char *host, const char *device, int64_t rank, etk_error *err)
 {
-    etk_convert_opts o = {host, device, rank, true, 0};
+    etk_convert_opts o = {host, device, rank, true, 0, NULL};
     etk_trace *t = NULL;
     etk_groups *g = NULL;
     etk_convert_stats st;
@@ -653,7 +653,7 @@ static void test_write_files(void **state)
     char prefix[512], path[600];
     snprintf(prefix, sizeof prefix, "%s/kin", tu_tmpdir());
     etk_convert_opts o = {"tests/pytorch/kineto_host_0.json", "tests/pytorch/kineto_device_0.json", 3,
-                          true, 0};
+                          true, 0, NULL};
     etk_convert_stats st;
     etk_error err = {0};
     /* rank 3 given but the Kineto trace says rank 0: refused */
@@ -769,7 +769,7 @@ static void test_pg_from_attrs(void **state)
         "\"ts\": 13, \"dur\": 2, \"args\": {\"External id\": 60, \"correlation\": 5}},"
         "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"ncclDevKernel_AllGather_RING_LL\", \"pid\": 0, "
         "\"tid\": 3, \"ts\": 14, \"dur\": 30.4, \"args\": {\"stream\": 3, \"correlation\": 5}}]}");
-    etk_convert_opts o = {h, d, 1, true, 0};
+    etk_convert_opts o = {h, d, 1, true, 0, NULL};
     etk_convert_stats st;
     etk_trace *t = NULL;
     etk_groups *g = NULL;

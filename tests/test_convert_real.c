@@ -34,7 +34,7 @@ static const char *prefix_of(const char *name)
 static void convert_ok(const char *host, const char *device, int64_t rank, int64_t n_ranks,
                        const char *prefix, etk_convert_stats *st)
 {
-    etk_convert_opts o = {host, device, rank, true, n_ranks};
+    etk_convert_opts o = {host, device, rank, true, n_ranks, NULL};
     etk_error err = {0};
     if (etk_convert_pytorch_write(&o, prefix, st, &err))
         fail_msg("convert %s + %s: %s", host ? host : "-", device ? device : "-", err.msg);
@@ -148,7 +148,7 @@ static void test_etplus_refused(void **state)
 {
     (void)state;
     etk_convert_opts o = {tu_data(RT "dlrm-etplus-chakra-linked/host_0.json.gz"), NULL, -1, true,
-                          1};
+                          1, NULL};
     etk_convert_stats st;
     etk_error err = {0};
     assert_int_not_equal(etk_convert_pytorch_write(&o, prefix_of("etp"), &st, &err), 0);
@@ -236,7 +236,7 @@ static int convert_text(const char *kineto, etk_error *err)
     assert_non_null(f);
     fputs(kineto, f);
     fclose(f);
-    etk_convert_opts o = {NULL, path, -1, true, 1};
+    etk_convert_opts o = {NULL, path, -1, true, 1, NULL};
     etk_convert_stats st;
     return etk_convert_pytorch_write(&o, prefix_of("bad"), &st, err);
 }

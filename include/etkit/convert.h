@@ -9,6 +9,8 @@
 #ifndef ETKIT_CONVERT_H
 #define ETKIT_CONVERT_H
 
+#include <stdio.h>
+
 #include "etkit/et.h"
 
 #ifdef __cplusplus
@@ -27,6 +29,9 @@ typedef struct etk_convert_opts {
                                 of a larger job alone is written as rank 0 with its groups cut
                                 to it and its NCCL kernels as timed GPU work; with N short of
                                 the job, groups keep only ranks < N */
+    FILE *progress;          /* long conversions: one progress line per phase (host trace parsed,
+                                device trace parsed, nodes written) on this stream when it is a
+                                terminal (etkit/progress.h); NULL: none */
 } etk_convert_opts;
 
 #define ETK_CONVERT_MAX_WARN 8

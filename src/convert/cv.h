@@ -24,6 +24,8 @@ void js_ws(jscan *s);
 size_t js_line(const jscan *s, size_t off);
 /* Find the end of the value starting at s->pos (after whitespace); sets *start and *end. */
 int js_skip(jscan *s, size_t *start, size_t *end, etk_error *err);
+/* MiB of a text, rounded up (the unit of the parse phases' progress lines) */
+static inline uint64_t js_mib(size_t bytes) { return ((uint64_t)bytes + (1u << 20) - 1) >> 20; }
 /* Parse the value at s->pos with jansson and advance past it. */
 int js_value(jscan *s, json_t **out, etk_error *err);
 /* Read a string key and the ':' after it (object walking). */
@@ -87,7 +89,8 @@ typedef struct cv_host {
     uint64_t max_id;
 } cv_host;
 
-int cv_host_parse(const char *path, cv_host *h, etk_convert_stats *st, etk_error *err);
+/* prog: the progress line's stream (etk_convert_opts.progress), NULL: none */
+int cv_host_parse(const char *path, cv_host *h, etk_convert_stats *st, FILE *prog, etk_error *err);
 
 /* ---------- kineto.c ---------- */
 enum { EV_OTHER = 0, EV_CPU_OP, EV_ANNOT, EV_KERNEL, EV_MEMCPY, EV_MEMSET, EV_RUNTIME, EV_SYNC };
@@ -118,7 +121,7 @@ typedef struct cv_dev {
     size_t n_pgs, cap_pgs;
 } cv_dev;
 
-int cv_dev_parse(const char *path, etk_arena *a, cv_dev *d, uint64_t *bytes, etk_error *err);
+int cv_dev_parse(const char *path, etk_arena *a, cv_dev *d, uint64_t *bytes, FILE *prog, etk_error *err);
 
 /* ---------- the conversion state (pytorch.c, match.c, gpu.c, kineto_only.c) ---------- */
 typedef struct kv {

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "convert/cv.h"
+#include "etkit/progress.h"
 
 static const char *const known_schemas[] = {"1.0.1", "1.0.2", "1.0.3", "1.1.0", "1.1.1"};
 
@@ -448,7 +449,7 @@ static int top_value(cv_host *h, jscan *s, const char *key, etk_convert_stats *s
     return 0;
 }
 
-int cv_host_parse(const char *path, cv_host *h, etk_convert_stats *st, etk_error *err)
+int cv_host_parse(const char *path, cv_host *h, etk_convert_stats *st, FILE *prog, etk_error *err)
 {
     char *buf;
     size_t len;
@@ -456,6 +457,8 @@ int cv_host_parse(const char *path, cv_host *h, etk_convert_stats *st, etk_error
     if (rc)
         return rc;
     st->input_bytes += len;
+    etk_progress pr;
+    etk_progress_begin(&pr, prog, !prog, "host trace MiB parsed", js_mib(len));
     jscan s = {buf, len, 0, path};
     bool have_nodes = false;
     js_ws(&s);
@@ -501,6 +504,7 @@ int cv_host_parse(const char *path, cv_host *h, etk_convert_stats *st, etk_error
                             goto out;
                         rc = parse_node(h, &s, n, i, off, s.pos, st, err);
                         json_decref(n);
+                        etk_progress_update(&pr, s.pos >> 20);
                         if (rc)
                             goto out;
                         rc = js_next(&s, ']', "the \"nodes\" list", err);
@@ -536,6 +540,7 @@ int cv_host_parse(const char *path, cv_host *h, etk_convert_stats *st, etk_error
         }
     }
 out:
+    etk_progress_end(&pr);
     free(buf);
     return rc;
 }

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "convert/cv.h"
+#include "etkit/progress.h"
 
 static int cat_of(const char *c)
 {
@@ -183,7 +184,7 @@ static int parse_event(jscan *s, etk_arena *a, cv_dev *d, dstate *ds, const json
     return 0;
 }
 
-static int parse_events(jscan *s, etk_arena *a, cv_dev *d, dstate *ds, etk_error *err)
+static int parse_events(jscan *s, etk_arena *a, cv_dev *d, dstate *ds, etk_progress *pr, etk_error *err)
 {
     int rc = js_expect(s, '[', "start of the event list", err);
     if (rc)
@@ -201,6 +202,7 @@ static int parse_events(jscan *s, etk_arena *a, cv_dev *d, dstate *ds, etk_error
             return rc;
         rc = parse_event(s, a, d, ds, e, i, off, err);
         json_decref(e);
+        etk_progress_update(pr, s->pos >> 20);
         if (rc)
             return rc;
         rc = js_next(s, ']', "the event list", err);
@@ -257,7 +259,7 @@ static int dist_info(jscan *s, etk_arena *a, cv_dev *d, const json_t *v, etk_err
     return 0;
 }
 
-int cv_dev_parse(const char *path, etk_arena *a, cv_dev *d, uint64_t *bytes, etk_error *err)
+int cv_dev_parse(const char *path, etk_arena *a, cv_dev *d, uint64_t *bytes, FILE *prog, etk_error *err)
 {
     char *buf;
     size_t len;
@@ -265,6 +267,8 @@ int cv_dev_parse(const char *path, etk_arena *a, cv_dev *d, uint64_t *bytes, etk
     if (rc)
         return rc;
     *bytes += len;
+    etk_progress pr;
+    etk_progress_begin(&pr, prog, !prog, "device trace MiB parsed", js_mib(len));
     jscan s = {buf, len, 0, path};
     dstate ds = {false, false};
     bool have_events = false;
@@ -278,7 +282,7 @@ int cv_dev_parse(const char *path, etk_arena *a, cv_dev *d, uint64_t *bytes, etk
     }
     if (buf[s.pos] == '[') {
         have_events = true;
-        if ((rc = parse_events(&s, a, d, &ds, err)))
+        if ((rc = parse_events(&s, a, d, &ds, &pr, err)))
             goto out;
     } else if (buf[s.pos] == '{') {
         s.pos++;
@@ -298,7 +302,7 @@ int cv_dev_parse(const char *path, etk_arena *a, cv_dev *d, uint64_t *bytes, etk
                                      "list of events", path, js_line(&s, s.pos));
                         goto out;
                     }
-                    if ((rc = parse_events(&s, a, d, &ds, err)))
+                    if ((rc = parse_events(&s, a, d, &ds, &pr, err)))
                         goto out;
                 } else if (!strcmp(key, "distributedInfo")) {
                     json_t *v;
@@ -336,6 +340,7 @@ int cv_dev_parse(const char *path, etk_arena *a, cv_dev *d, uint64_t *bytes, etk
     d->profiler_list = !ds.any_cat && !ds.any_rf;
     d->has_rf = ds.any_rf;
 out:
+    etk_progress_end(&pr);
     free(buf);
     return rc;
 }

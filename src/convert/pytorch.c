@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "convert/cv.h"
+#include "etkit/progress.h"
 
 static int op_cmp(const void *a, const void *b)
 {
@@ -212,7 +213,8 @@ static void count_node(etk_convert_stats *st, const etk_node *n, bool cpu)
     st->n_cpu_ops += cpu;
 }
 
-static int emit_all(conv *c, const uint64_t *prev, emit_fn emit, void *ctx, etk_error *err)
+static int emit_nodes(conv *c, const uint64_t *prev, emit_fn emit, void *ctx, etk_progress *pr,
+                      etk_error *err)
 {
     cv_host *h = &c->h;
     etk_attr at[16];
@@ -221,6 +223,7 @@ static int emit_all(conv *c, const uint64_t *prev, emit_fn emit, void *ctx, etk_
     int rc;
     for (size_t i = 0; i < h->n_ops; i++) {
         const cv_op *op = &h->ops[i];
+        etk_progress_update(pr, i);
         while (e < c->n_edges && c->edges[e].from < i)
             e++;
         if (!emitted(op))
@@ -282,6 +285,7 @@ static int emit_all(conv *c, const uint64_t *prev, emit_fn emit, void *ctx, etk_
     for (size_t i = 0; i < c->n_gpu; i++) {
         const gpu_node *g = &c->gpu[i];
         const cv_ev *ev = &c->d.ev[g->ev];
+        etk_progress_update(pr, h->n_ops + i);
         etk_node n;
         memset(&n, 0, sizeof n);
         n.id = g->id;
@@ -329,6 +333,17 @@ static int emit_all(conv *c, const uint64_t *prev, emit_fn emit, void *ctx, etk_
         c->st->n_gpu_ops++;
     }
     return 0;
+}
+
+/* every node to emit, with the progress line of the phase */
+static int emit_all(conv *c, const uint64_t *prev, emit_fn emit, void *ctx, etk_error *err)
+{
+    etk_progress pr;
+    etk_progress_begin(&pr, c->o->progress, !c->o->progress, "host ops and GPU events written",
+                       c->h.n_ops + c->n_gpu);
+    int rc = emit_nodes(c, prev, emit, ctx, &pr, err);
+    etk_progress_end(&pr);
+    return rc;
 }
 
 /* ---------- driver ---------- */
@@ -400,7 +415,7 @@ static int convert_kineto_only(conv *c, uint64_t **prev, etk_error *err)
     int rc;
     c->have_dev = true;
     c->kineto_only = true;
-    if ((rc = cv_dev_parse(o->device_path, c->h.arena, &c->d, &st->input_bytes, err)))
+    if ((rc = cv_dev_parse(o->device_path, c->h.arena, &c->d, &st->input_bytes, o->progress, err)))
         return rc;
     if (c->d.profiler_list)
         return etk_err(err, ETK_EINVAL, "%s: a PyTorch 1.13 profiler list has no GPU events and "
@@ -455,7 +470,7 @@ static int convert(const etk_convert_opts *o, etk_convert_stats *st, conv *c, ui
     int rc;
     if (!o->host_path)
         return convert_kineto_only(c, prev, err);
-    if ((rc = cv_host_parse(o->host_path, &c->h, st, err)))
+    if ((rc = cv_host_parse(o->host_path, &c->h, st, o->progress, err)))
         return rc;
     cv_host *h = &c->h;
     if (!h->schema)
@@ -480,7 +495,7 @@ static int convert(const etk_convert_opts *o, etk_convert_stats *st, conv *c, ui
 
     if (o->device_path) {
         c->have_dev = true;
-        if ((rc = cv_dev_parse(o->device_path, h->arena, &c->d, &st->input_bytes, err)))
+        if ((rc = cv_dev_parse(o->device_path, h->arena, &c->d, &st->input_bytes, o->progress, err)))
             return rc;
         st->device_is_profiler_list = c->d.profiler_list;
         if ((rc = c->d.has_rf ? cv_match_by_rf(c, err) : cv_match_by_name(c, err)))

@@ -70,7 +70,7 @@ int FUZZ_ENTRY(const uint8_t *data, size_t size)
     }
     /* bit 1 with a device trace: the Kineto trace alone (no host trace), one rank of a job */
     bool alone = device && (data[-1] & 2);
-    etk_convert_opts o = {alone ? NULL : device ? h : a, device ? b : NULL, -1, true, alone ? 1 : 0};
+    etk_convert_opts o = {alone ? NULL : device ? h : a, device ? b : NULL, -1, true, alone ? 1 : 0, NULL};
     etk_trace *t = NULL;
     etk_groups *g = NULL;
     etk_convert_stats st;
