@@ -294,9 +294,149 @@ int cmd_synth(int argc, char **argv)
     return synth_eval(&o, model);
 }
 
+/* the step time of graph g run by n_ranks ranks on the cluster (ns), 0 on failure */
+static double step_ns(const etk_synth_model *m, const etk_synth_graph *g, uint32_t n_ranks, const etk_cluster *c)
+{
+    etk_workload *w = NULL;
+    etk_sim *s = NULL;
+    etk_error err = {0};
+    etk_sim_opts so = {0};
+    double t = 0;
+    if (!etk_synth_assemble(g, n_ranks, etk_synth_model_inner(m, n_ranks), &w, &err) &&
+        !etk_sim_workload(w, c, &so, &s, &err))
+        t = (double)etk_sim_result_get(s)->step_ns;
+    etk_sim_free(s);
+    etk_workload_free(w);
+    return t;
+}
+
 static int synth_eval(const opts *o, const char *model)
 {
-    (void)o;
-    (void)model;
-    return cli_usage_error("synth", "eval: not yet");
+    etk_error err = {0};
+    if (!o->real)
+        return cli_usage_error("synth", "eval: give --real FILE (the held-out workloads, one per line)");
+    etk_synth_model *m = NULL;
+    char **specs = NULL;
+    size_t n_specs = 0, n_real = 0;
+    etk_synth_graph **real = NULL, **syn = NULL, **rnd = NULL;
+    uint32_t *world = NULL, *inner = NULL;
+    size_t k = 0;
+    double *t_a = NULL, *t_b = NULL, *t_s = NULL, *t_r = NULL;
+    int rc = etk_synth_model_load(model, &m, &err);
+    if (!rc)
+        rc = read_list(o->real, &specs, &n_specs, &err);
+    if (!rc) {
+        world = calloc(n_specs, sizeof *world);
+        inner = calloc(n_specs, sizeof *inner);
+        rc = !world || !inner ? etk_err(&err, ETK_ENOMEM, "out of memory") : 0;
+    }
+    if (!rc)
+        rc = load_graphs(specs, n_specs, &real, &n_real, world, inner, &err);
+    if (!rc && n_real < 2)
+        rc = etk_err(&err, ETK_EINVAL, "%s: %zu rank graph(s): eval needs at least 2 (two halves)", o->real, n_real);
+    if (rc)
+        goto done;
+    /* halves: even-indexed graphs (a) and odd ones (b, the reference of every row) */
+    size_t na = (n_real + 1) / 2, nb = n_real / 2;
+    etk_synth_graph **a = malloc(na * sizeof *a), **b = malloc(nb * sizeof *b);
+    k = o->samples ? (size_t)o->samples : nb;
+    syn = calloc(k, sizeof *syn);
+    rnd = calloc(k, sizeof *rnd);
+    if (!a || !b || !syn || !rnd) {
+        free(a), free(b);
+        rc = etk_err(&err, ETK_ENOMEM, "out of memory");
+        goto done;
+    }
+    for (size_t i = 0; i < n_real; i++)
+        (i % 2 ? b : a)[i / 2] = real[i];
+    uint32_t rej_all = 0;
+    for (size_t i = 0; i < k && !rc; i++) {
+        etk_synth_sample_opts so = {.seed = o->seed + i};
+        uint32_t rej = 0;
+        rc = etk_synth_sample_graph(m, &so, &syn[i], &rej, &err);
+        rej_all += rej;
+        if (!rc)
+            rc = etk_synth_random_like(m, a[i % na], o->seed + i, &rnd[i], &err);
+    }
+    if (rc) {
+        free(a), free(b);
+        goto done;
+    }
+    static const char *cols[3] = {"real_vs_real", "count", "random"};
+    double mmd[ETK_SYNTH_N_DESC][3];
+    for (int d = 0; d < ETK_SYNTH_N_DESC; d++) {
+        mmd[d][0] = etk_synth_mmd2(m, a, na, b, nb, d);
+        mmd[d][1] = etk_synth_mmd2(m, syn, k, b, nb, d);
+        mmd[d][2] = etk_synth_mmd2(m, rnd, k, b, nb, d);
+    }
+    double ks[3] = {NAN, NAN, NAN};
+    uint32_t n_ranks = etk_synth_model_default_ranks(m);
+    if (o->cluster) {
+        etk_cluster c;
+        rc = n_ranks <= 8 ? etk_cluster_preset_gpus(o->cluster, 1, n_ranks, &c, &err)
+                          : etk_cluster_preset(o->cluster, (n_ranks + 7) / 8, &c, &err);
+        if (!rc && n_ranks > 8 && n_ranks % 8)
+            rc = etk_err(&err, ETK_EINVAL, "the model's %u ranks do not fill nodes of 8 GPUs", n_ranks);
+        t_a = calloc(na, sizeof *t_a), t_b = calloc(nb, sizeof *t_b), t_s = calloc(k, sizeof *t_s),
+        t_r = calloc(k, sizeof *t_r);
+        if (!rc && (!t_a || !t_b || !t_s || !t_r))
+            rc = etk_err(&err, ETK_ENOMEM, "out of memory");
+        if (rc) {
+            free(a), free(b);
+            goto done;
+        }
+        for (size_t i = 0; i < na; i++)
+            t_a[i] = step_ns(m, a[i], n_ranks, &c);
+        for (size_t i = 0; i < nb; i++)
+            t_b[i] = step_ns(m, b[i], n_ranks, &c);
+        for (size_t i = 0; i < k; i++) {
+            t_s[i] = step_ns(m, syn[i], n_ranks, &c);
+            t_r[i] = step_ns(m, rnd[i], n_ranks, &c);
+        }
+        ks[0] = etk_synth_ks(t_a, na, t_b, nb);
+        ks[1] = etk_synth_ks(t_s, k, t_b, nb);
+        ks[2] = etk_synth_ks(t_r, k, t_b, nb);
+    }
+    if (o->json) {
+        printf("{\"real_graphs\": %zu, \"samples\": %zu, \"rejected\": %u, \"mmd2\": {", n_real, k, rej_all);
+        for (int d = 0; d < ETK_SYNTH_N_DESC; d++) {
+            printf("%s\"%s\": {", d ? ", " : "", etk_synth_desc_name(d));
+            for (int j = 0; j < 3; j++)
+                printf("%s\"%s\": %.6g", j ? ", " : "", cols[j], mmd[d][j]);
+            printf("}");
+        }
+        printf("}");
+        if (o->cluster)
+            printf(", \"step_time_ks\": {\"cluster\": \"%s\", \"ranks\": %u, \"real_vs_real\": %.6g, \"count\": "
+                   "%.6g, \"random\": %.6g}",
+                   o->cluster, n_ranks, ks[0], ks[1], ks[2]);
+        printf("}\n");
+    } else {
+        printf("real rank graphs %zu (halves of %zu and %zu), %zu count-model samples (%u rejected as isomorphic to "
+               "a training graph), %zu random DAGs\n",
+               n_real, na, nb, k, rej_all, k);
+        printf("%-18s %14s %14s %14s\n", "MMD^2 vs half b", "real half a", "count model", "random DAG");
+        for (int d = 0; d < ETK_SYNTH_N_DESC; d++)
+            printf("%-18s %14.6f %14.6f %14.6f\n", etk_synth_desc_name(d), mmd[d][0], mmd[d][1], mmd[d][2]);
+        if (o->cluster)
+            printf("%-18s %14.4f %14.4f %14.4f   (KS distance; %u ranks on %s)\n", "step time", ks[0], ks[1], ks[2],
+                   n_ranks, o->cluster);
+    }
+    free(a), free(b);
+done:
+    free(t_a), free(t_b), free(t_s), free(t_r);
+    for (size_t i = 0; i < k; i++) {
+        if (syn)
+            etk_synth_graph_free(syn[i]);
+        if (rnd)
+            etk_synth_graph_free(rnd[i]);
+    }
+    free(syn);
+    free(rnd);
+    free_graphs(real, n_real);
+    free_list(specs, n_specs);
+    free(world);
+    free(inner);
+    etk_synth_model_free(m);
+    return rc ? cli_fail("synth", &err) : 0;
 }

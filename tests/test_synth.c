@@ -15,6 +15,7 @@
 
 #include "etkit/sim.h"
 #include "etkit/synth.h"
+#include "../src/synth/synth_internal.h"
 
 #define assert_near(x, y, eps) assert_true(fabs((x) - (y)) <= (eps))
 
@@ -393,6 +394,51 @@ static void test_model_file(void **state)
     free_gs(gs, n);
 }
 
+/* quantile bins with a point mass: 10 GEMMs in a chain with FLOPs 0 x 6, 100, 200, 400, 800.
+ * Edges at indices floor(k * 9 / 8) = 0 1 2 3 4 5 6 7 9: 0 0 0 0 0 0 100 200 800. Bins: 0 is the
+ * point 0 (six nodes), 6 = [100, 200) (100), 7 = [200, 800) (200, 400), 8 = the point 800. */
+static void test_bins(void **state)
+{
+    (void)state;
+    uint16_t tok[10] = {0};
+    uint32_t off[11], par[9];
+    double val[40] = {0};
+    const double f[10] = {0, 0, 0, 0, 0, 0, 100, 200, 400, 800};
+    for (int i = 0; i < 10; i++) {
+        off[i] = i ? (uint32_t)i - 1 : 0;
+        if (i)
+            par[i - 1] = (uint32_t)i - 1;
+        val[i * ETK_SYNTH_N_ATTR + ETK_SYNTH_A_FLOPS] = f[i];
+    }
+    off[10] = 9;
+    etk_synth_graph *g = NULL;
+    etk_error err = {0};
+    assert_int_equal(etk_synth_graph_build(10, tok, val, off, par, &g, NULL, &err), 0);
+    etk_synth_model *m = NULL;
+    assert_int_equal(etk_synth_fit(&g, 1, NULL, 0, NULL, 0, &m, &err), 0);
+    const double want_edges[9] = {0, 0, 0, 0, 0, 0, 100, 200, 800};
+    for (int k = 0; k < 9; k++)
+        assert_near(m->edges[0][ETK_SYNTH_A_FLOPS][k], want_edges[k], 0);
+    const uint32_t want_bin[10] = {0, 0, 0, 0, 0, 0, 6, 7, 7, 8}, digit = SYN_BIN_CODES * SYN_BIN_CODES * SYN_BIN_CODES;
+    for (int i = 0; i < 10; i++)
+        assert_int_equal(syn_bin_code(m, 0, g->val + (size_t)i * ETK_SYNTH_N_ATTR) / digit, want_bin[i]);
+    /* values drawn inside the bins: the points exactly, the ranges inside [lo, hi) */
+    srng r = {42};
+    double v[ETK_SYNTH_N_ATTR];
+    for (int k = 0; k < 200; k++) {
+        syn_bin_values(m, 0, 0 * digit, &r, v);
+        assert_near(v[ETK_SYNTH_A_FLOPS], 0, 0);
+        syn_bin_values(m, 0, 8 * digit, &r, v);
+        assert_near(v[ETK_SYNTH_A_FLOPS], 800, 0);
+        syn_bin_values(m, 0, 7 * digit, &r, v);
+        assert_true(v[ETK_SYNTH_A_FLOPS] >= 200 && v[ETK_SYNTH_A_FLOPS] <= 800);
+        syn_bin_values(m, 0, 6 * digit, &r, v);
+        assert_true(v[ETK_SYNTH_A_FLOPS] >= 100 && v[ETK_SYNTH_A_FLOPS] <= 200);
+    }
+    etk_synth_model_free(m);
+    etk_synth_graph_free(g);
+}
+
 static void test_metrics(void **state)
 {
     (void)state;
@@ -420,7 +466,7 @@ int main(void)
         cmocka_unit_test(test_peel_edges_and_cycle), cmocka_unit_test(test_wl),
         cmocka_unit_test(test_extract_fit),     cmocka_unit_test(test_wl_rejection),
         cmocka_unit_test(test_assemble_by_hand), cmocka_unit_test(test_assemble_valid_and_simulated),
-        cmocka_unit_test(test_model_file),      cmocka_unit_test(test_metrics),
+        cmocka_unit_test(test_model_file),      cmocka_unit_test(test_metrics), cmocka_unit_test(test_bins),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

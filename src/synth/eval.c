@@ -64,7 +64,7 @@ static int describe(const etk_synth_model *m, const etk_synth_graph *g, int d, s
         return 0;
     case ETK_SYNTH_D_ATTRBIN:
         for (uint32_t i = 0; i < g->n && m; i++)
-            if (shist_add(h, (uint32_t)g->tok[i] * 4096u + syn_bin_code(m, g->tok[i], g->val + (size_t)i * ETK_SYNTH_N_ATTR),
+            if (shist_add(h, (uint32_t)g->tok[i] * 6561u + syn_bin_code(m, g->tok[i], g->val + (size_t)i * ETK_SYNTH_N_ATTR),
                           1))
                 return -1;
         return 0;

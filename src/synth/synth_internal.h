@@ -37,7 +37,9 @@ void shist_free(shist *h);
 
 /* context buckets of the layer-size table */
 #define SYN_POS_BUCKETS 8
-#define SYN_SIZE_CAP 4096 /* previous layer sizes above this share one context */
+#define SYN_SIZE_CAP 4096
+/* bin codes per attribute: the B + 1 quantile edges (tokens.c bin_of) */
+#define SYN_BIN_CODES (ETK_SYNTH_N_BINS + 1) /* previous layer sizes above this share one context */
 
 struct etk_synth_model {
     uint32_t n_graphs;

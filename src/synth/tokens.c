@@ -131,49 +131,47 @@ bool etk_synth_tok_has_attr(int tok, int a)
     return comp ? a != ETK_SYNTH_A_COMM : a == ETK_SYNTH_A_COMM;
 }
 
-/* bin of v among the edges e[0..B]: the number of interior edges <= v, so equal values share a
- * bin and the bins are quantile bins of the training values */
+/* Bin of v among the quantile edges e[0..B] (B + 1 codes): k = the last edge <= v. A value equal
+ * to an edge repeated in e (a point mass: many training values equal) gets the bin of the edge's
+ * first occurrence, which stands for exactly that value; any other value gets bin k, the range
+ * [e[k], e[k + 1]). */
 static uint32_t bin_of(const double *e, double v)
 {
-    uint32_t b = 0;
-    for (int k = 1; k < ETK_SYNTH_N_BINS; k++)
-        if (v >= e[k] && e[k] > e[k - 1])
-            b = (uint32_t)k;
-    return b;
+    int k = 0;
+    for (int j = 1; j <= ETK_SYNTH_N_BINS; j++)
+        if (e[j] <= v)
+            k = j;
+    if (v == e[k])
+        while (k > 0 && e[k - 1] == v)
+            k--;
+    return (uint32_t)k;
 }
 
 uint32_t syn_bin_code(const etk_synth_model *m, int tok, const double *val)
 {
     uint32_t code = 0;
     for (int a = 0; a < ETK_SYNTH_N_ATTR; a++)
-        code = code * ETK_SYNTH_N_BINS + (etk_synth_tok_has_attr(tok, a) ? bin_of(m->edges[tok][a], val[a]) : 0);
+        code = code * SYN_BIN_CODES + (etk_synth_tok_has_attr(tok, a) ? bin_of(m->edges[tok][a], val[a]) : 0);
     return code;
 }
 
 void syn_bin_values(const etk_synth_model *m, int tok, uint32_t code, srng *r, double *val)
 {
     for (int a = ETK_SYNTH_N_ATTR - 1; a >= 0; a--) {
-        uint32_t b = code % ETK_SYNTH_N_BINS;
-        code /= ETK_SYNTH_N_BINS;
+        uint32_t b = code % SYN_BIN_CODES;
+        code /= SYN_BIN_CODES;
         if (!etk_synth_tok_has_attr(tok, a)) {
             val[a] = 0;
             continue;
         }
         const double *e = m->edges[tok][a];
-        /* the bin spans [e[b], e[next distinct edge]) */
-        double lo = e[b], hi = lo;
-        for (int k = (int)b + 1; k <= ETK_SYNTH_N_BINS; k++)
-            if (e[k] > lo) {
-                hi = e[k];
-                break;
-            }
-        double u = srng_unit(r), v;
-        if (hi <= lo)
-            v = lo;
-        else if (lo >= 1) /* log-uniform inside the bin */
-            v = exp(log(lo) + u * (log(hi) - log(lo)));
-        else
-            v = lo + u * (hi - lo);
+        double lo = e[b], v = lo;
+        /* a range bin [e[b], e[b + 1]): log-uniform inside (uniform from 0); a point bin (the
+         * edge repeated, or the top edge): the value itself */
+        if (b < ETK_SYNTH_N_BINS && e[b + 1] > lo) {
+            double hi = e[b + 1], u = srng_unit(r);
+            v = lo >= 1 ? exp(log(lo) + u * (log(hi) - log(lo))) : lo + u * (hi - lo);
+        }
         val[a] = floor(v + 0.5);
     }
 }
