@@ -20,6 +20,7 @@ int cmd_calibrate(int argc, char **argv);
 int cmd_plan(int argc, char **argv);
 int cmd_live(int argc, char **argv);
 int cmd_report(int argc, char **argv);
+int cmd_synth(int argc, char **argv);
 
 /* `etkit argv[1] argv[2...]`: runs the command; returns its exit status (cli/main.c). */
 int cli_dispatch(int argc, char **argv);

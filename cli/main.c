@@ -32,6 +32,7 @@ static const struct {
     {"calibrate", cmd_calibrate, "predict measured runs, report the errors, fit model parameters to them"},
     {"report", cmd_report, "HTML page of a run or simulation (charts of where the time goes, Gantt, memory)"},
     {"plan", cmd_plan, "search parallel plans (and clusters): enumerate, prune, simulate, rank"},
+    {"synth", cmd_synth, "learn a generative model of rank graphs from workloads, sample new valid workloads"},
 };
 #define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))
 

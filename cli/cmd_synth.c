@@ -1,0 +1,442 @@
+/* cmd_synth.c — `etkit synth`: learn a generative model of rank graphs from Chakra workloads
+ * (`fit`), sample new multi-rank workloads from it (`sample`), and measure how realistic the
+ * samples are (`eval`). Library: include/etkit/synth.h; docs/synth.md. */
+#include <getopt.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cmd.h"
+#include "etkit/net.h"
+#include "etkit/sim.h"
+#include "etkit/synth.h"
+
+static void help(void)
+{
+    printf("usage: etkit synth fit WORKLOAD... [--list FILE] -o MODEL\n"
+           "       etkit synth sample MODEL -o PREFIX [--ranks N] [--inner G] [--seed S] [--max-nodes N]\n"
+           "       etkit synth eval MODEL --real FILE [--samples K] [--seed S] [--cluster NAME] [--json]\n\n"
+           "Learned synthetic workloads (docs/synth.md). Rank graphs (one per rank class) become token\n"
+           "graphs (node type x operator class x collective type x group role; FLOPs, tensor bytes, comm\n"
+           "bytes and duration in per-token quantile bins) peeled into layers (layer 1 = the sources,\n"
+           "layer l+1 = the nodes whose parents are all placed).\n\n"
+           "  fit      learn the count model (conditional frequency tables with back-off) from workloads\n"
+           "           (a prefix, or a rank file PREFIX.<r>.et); --list FILE: one workload per line\n"
+           "  sample   write PREFIX.<rank>.et + PREFIX.json: every rank runs one sampled rank graph,\n"
+           "           collectives in the same order on every group member, send/recv matched by tag,\n"
+           "           valid and deadlock-free by construction; a graph isomorphic to a training graph\n"
+           "           (Weisfeiler-Lehman hash) is rejected and re-sampled. Node names are token names.\n"
+           "  eval     MMD^2 of degree, layer-size, token, edge-token-pair, layer-skip and attribute-bin\n"
+           "           histograms against the workloads listed in --real: its two halves against each\n"
+           "           other, K count-model samples, K random DAGs of the same sizes; with --cluster, the\n"
+           "           KS distance of the simulated step times too\n\n"
+           "options:\n"
+           "  -o, --out PATH       the model file (fit) or the output prefix (sample)\n"
+           "  --list FILE          fit: more workloads, one per line ('#' comments)\n"
+           "  --ranks N            sample: ranks (default: the most common world size of the corpus)\n"
+           "  --inner G            sample: ranks per inner group (default: the corpus' most common size\n"
+           "                       that divides N; 1: every collective on the world group)\n"
+           "  --seed S             random seed (default 1): the output is byte-identical for a seed\n"
+           "  --max-nodes N        sample: at most N nodes per rank graph (layers are cut)\n"
+           "  --real FILE          eval: the held-out workloads, one per line\n"
+           "  --samples K          eval: synthetic graphs per baseline (default: as many as real ones)\n"
+           "  --cluster NAME       eval: simulate every workload on this cluster preset (KS of step time)\n"
+           "  --json               eval: one JSON document\n"
+           "  -q, --quiet          fit/sample: no summary line\n"
+           "  -h, --help           this text\n\n"
+           "examples:\n"
+           "  bash bench/synth-corpus.sh /tmp/corpus && etkit synth fit --list /tmp/corpus/train.txt -o synth.json\n"
+           "  etkit synth sample synth.json -o out/syn --ranks 16 --seed 7 && etkit validate out/syn\n"
+           "  etkit synth eval synth.json --real /tmp/corpus/test.txt --cluster dgx-h100\n");
+}
+
+enum { O_LIST = 1000, O_RANKS, O_INNER, O_SEED, O_MAXN, O_REAL, O_SAMPLES, O_CLUSTER, O_JSON };
+static const struct option longopts[] = {
+    {"out", required_argument, 0, 'o'},         {"list", required_argument, 0, O_LIST},
+    {"ranks", required_argument, 0, O_RANKS},   {"inner", required_argument, 0, O_INNER},
+    {"seed", required_argument, 0, O_SEED},     {"max-nodes", required_argument, 0, O_MAXN},
+    {"real", required_argument, 0, O_REAL},     {"samples", required_argument, 0, O_SAMPLES},
+    {"cluster", required_argument, 0, O_CLUSTER}, {"json", no_argument, 0, O_JSON},
+    {"quiet", no_argument, 0, 'q'},             {"help", no_argument, 0, 'h'},
+    {0, 0, 0, 0},
+};
+
+typedef struct opts {
+    const char *out, *list, *real, *cluster;
+    uint64_t ranks, inner, seed, max_nodes, samples;
+    bool ranks_set, inner_set, json, quiet;
+} opts;
+
+/* the lines of a list file (workload specs), appended to *v */
+static int read_list(const char *path, char ***v, size_t *n, etk_error *err)
+{
+    char *data = NULL;
+    size_t len = 0;
+    int rc = etk_file_read_max(path, (size_t)64 << 20, "workload list", &data, &len, err);
+    if (rc)
+        return rc;
+    for (char *line = strtok(data, "\n"); line; line = strtok(NULL, "\n")) {
+        while (*line == ' ' || *line == '\t')
+            line++;
+        size_t l = strlen(line);
+        while (l && (line[l - 1] == ' ' || line[l - 1] == '\r' || line[l - 1] == '\t'))
+            line[--l] = 0;
+        if (!l || *line == '#')
+            continue;
+        char **nv = realloc(*v, (*n + 1) * sizeof **v);
+        if (!nv || !(nv[*n] = strdup(line))) {
+            free(data);
+            if (nv)
+                *v = nv;
+            return etk_err(err, ETK_ENOMEM, "out of memory");
+        }
+        *v = nv;
+        (*n)++;
+    }
+    free(data);
+    if (!*n)
+        return etk_err(err, ETK_EINVAL, "%s: no workload listed (one prefix per line)", path);
+    return 0;
+}
+
+static void free_list(char **v, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(v[i]);
+    free(v);
+}
+
+/* the rank graphs of the listed workloads; world and inner sizes per workload */
+static int load_graphs(char **specs, size_t n, etk_synth_graph ***gs, size_t *ng, uint32_t *world, uint32_t *inner,
+                       etk_error *err)
+{
+    etk_read_opts ro = {.quiet = true};
+    for (size_t i = 0; i < n; i++) {
+        etk_workload *w = NULL;
+        int rc = etk_workload_open(specs[i], NULL, &ro, &w, err);
+        if (!rc) {
+            world[i] = w->n_ranks;
+            rc = etk_synth_workload_graphs(w, gs, ng, &inner[i], err);
+        }
+        etk_workload_free(w);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+static void free_graphs(etk_synth_graph **gs, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        etk_synth_graph_free(gs[i]);
+    free(gs);
+}
+
+static int do_fit(const opts *o, char **specs, size_t n)
+{
+    etk_error err = {0};
+    if (!o->out)
+        return cli_usage_error("synth", "fit: give -o MODEL");
+    if (!n)
+        return cli_usage_error("synth", "fit: give at least one WORKLOAD (or --list FILE)");
+    if (etk_output_check(o->out, &err))
+        return cli_fail("synth", &err);
+    etk_synth_graph **gs = NULL;
+    size_t ng = 0;
+    uint32_t *world = calloc(n, sizeof *world), *inner = calloc(n, sizeof *inner);
+    etk_synth_model *m = NULL;
+    int rc = !world || !inner ? etk_err(&err, ETK_ENOMEM, "out of memory") : 0;
+    if (!rc)
+        rc = load_graphs(specs, n, &gs, &ng, world, inner, &err);
+    if (!rc)
+        rc = etk_synth_fit(gs, ng, world, n, inner, n, &m, &err);
+    if (!rc)
+        rc = etk_synth_model_save(m, o->out, &err);
+    if (!rc && !o->quiet) {
+        uint64_t nodes = 0, edges = 0;
+        uint32_t maxl = 0;
+        for (size_t i = 0; i < ng; i++) {
+            nodes += gs[i]->n;
+            edges += gs[i]->n_edges;
+            if (gs[i]->n_layers > maxl)
+                maxl = gs[i]->n_layers;
+        }
+        printf("fitted the count model to %zu rank graphs (%" PRIu64 " nodes, %" PRIu64
+               " edges, up to %u layers) from %zu workloads: %s\n",
+               ng, nodes, edges, maxl, n, o->out);
+    }
+    free_graphs(gs, ng);
+    free(world);
+    free(inner);
+    etk_synth_model_free(m);
+    return rc ? cli_fail("synth", &err) : 0;
+}
+
+static int do_sample(const opts *o, const char *model)
+{
+    etk_error err = {0};
+    if (!o->out)
+        return cli_usage_error("synth", "sample: give -o PREFIX");
+    if (o->ranks_set && (o->ranks < 1 || o->ranks > (1u << 20)))
+        return cli_usage_error("synth", "--ranks wants 1 to 1048576, got %" PRIu64, o->ranks);
+    if (o->inner_set && (o->inner < 1 || (o->ranks_set && o->ranks % o->inner)))
+        return cli_usage_error("synth", "--inner %" PRIu64 " must be at least 1 and divide --ranks %" PRIu64, o->inner,
+                               o->ranks);
+    if (o->max_nodes > UINT32_MAX)
+        return cli_usage_error("synth", "--max-nodes wants at most 4294967295");
+    if (etk_output_check(o->out, &err))
+        return cli_fail("synth", &err);
+    etk_synth_model *m = NULL;
+    etk_synth_graph *g = NULL;
+    etk_workload *w = NULL;
+    uint32_t rej = 0;
+    int rc = etk_synth_model_load(model, &m, &err);
+    uint32_t ranks = 0;
+    if (!rc) {
+        ranks = o->ranks_set ? (uint32_t)o->ranks : etk_synth_model_default_ranks(m);
+        etk_synth_sample_opts so = {.seed = o->seed, .max_nodes = (uint32_t)o->max_nodes};
+        rc = etk_synth_sample_graph(m, &so, &g, &rej, &err);
+    }
+    if (!rc)
+        rc = etk_synth_assemble(g, ranks, o->inner_set ? (uint32_t)o->inner : etk_synth_model_inner(m, ranks), &w,
+                                &err);
+    if (!rc)
+        rc = etk_synth_write(w, o->out, &err);
+    if (!rc && !o->quiet)
+        printf("wrote %u rank files %s.<rank>.et + %s.json: %u nodes (%u layers, %u edges) per rank graph, seed %" PRIu64
+               ", %u sample(s) rejected as isomorphic to a training graph\n",
+               ranks, o->out, o->out, g->n, g->n_layers, g->n_edges, o->seed, rej);
+    etk_workload_free(w);
+    etk_synth_graph_free(g);
+    etk_synth_model_free(m);
+    return rc ? cli_fail("synth", &err) : 0;
+}
+
+static int synth_eval(const opts *o, const char *model);
+
+int cmd_synth(int argc, char **argv)
+{
+    opts o = {.seed = 1};
+    char **specs = NULL;
+    size_t n_specs = 0;
+    int c;
+    optind = 1;
+    if (argc >= 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
+        help();
+        return 0;
+    }
+    if (argc < 2)
+        return cli_usage_error("synth", "missing subcommand: fit, sample or eval");
+    const char *sub = argv[1];
+    if (strcmp(sub, "fit") && strcmp(sub, "sample") && strcmp(sub, "eval"))
+        return cli_usage_error("synth", "unknown subcommand '%s' (fit, sample or eval)", sub);
+    argc--, argv++;
+    while ((c = getopt_long(argc, argv, ":o:qh", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'o': o.out = optarg; break;
+        case 'q': o.quiet = true; break;
+        case 'h': help(); return 0;
+        case O_LIST: o.list = optarg; break;
+        case O_REAL: o.real = optarg; break;
+        case O_CLUSTER: o.cluster = optarg; break;
+        case O_JSON: o.json = true; break;
+        case O_RANKS:
+            if (cli_parse_u64("synth", "--ranks", optarg, &o.ranks))
+                return 2;
+            o.ranks_set = true;
+            break;
+        case O_INNER:
+            if (cli_parse_u64("synth", "--inner", optarg, &o.inner))
+                return 2;
+            o.inner_set = true;
+            break;
+        case O_SEED:
+            if (cli_parse_u64("synth", "--seed", optarg, &o.seed))
+                return 2;
+            break;
+        case O_MAXN:
+            if (cli_parse_u64("synth", "--max-nodes", optarg, &o.max_nodes))
+                return 2;
+            break;
+        case O_SAMPLES:
+            if (cli_parse_u64("synth", "--samples", optarg, &o.samples))
+                return 2;
+            break;
+        default: return cli_getopt_error("synth", c, argv);
+        }
+    }
+    if (!strcmp(sub, "fit")) {
+        etk_error err = {0};
+        for (int i = optind; i < argc; i++) {
+            char **nv = realloc(specs, (n_specs + 1) * sizeof *specs);
+            if (!nv || !(nv[n_specs] = strdup(argv[i]))) {
+                free_list(nv ? nv : specs, n_specs);
+                return cli_fail("synth", &(etk_error){ETK_ENOMEM, "out of memory"});
+            }
+            specs = nv;
+            n_specs++;
+        }
+        if (o.list && read_list(o.list, &specs, &n_specs, &err)) {
+            free_list(specs, n_specs);
+            return cli_fail("synth", &err);
+        }
+        int rc = do_fit(&o, specs, n_specs);
+        free_list(specs, n_specs);
+        return rc;
+    }
+    const char *model;
+    if (cli_one_input("synth", argc, argv, &model))
+        return 2;
+    if (!strcmp(sub, "sample"))
+        return do_sample(&o, model);
+    return synth_eval(&o, model);
+}
+
+/* the step time of graph g run by n_ranks ranks on the cluster (ns), 0 on failure */
+static double step_ns(const etk_synth_model *m, const etk_synth_graph *g, uint32_t n_ranks, const etk_cluster *c)
+{
+    etk_workload *w = NULL;
+    etk_sim *s = NULL;
+    etk_error err = {0};
+    etk_sim_opts so = {0};
+    double t = 0;
+    if (!etk_synth_assemble(g, n_ranks, etk_synth_model_inner(m, n_ranks), &w, &err) &&
+        !etk_sim_workload(w, c, &so, &s, &err))
+        t = (double)etk_sim_result_get(s)->step_ns;
+    etk_sim_free(s);
+    etk_workload_free(w);
+    return t;
+}
+
+static int synth_eval(const opts *o, const char *model)
+{
+    etk_error err = {0};
+    if (!o->real)
+        return cli_usage_error("synth", "eval: give --real FILE (the held-out workloads, one per line)");
+    etk_synth_model *m = NULL;
+    char **specs = NULL;
+    size_t n_specs = 0, n_real = 0;
+    etk_synth_graph **real = NULL, **syn = NULL, **rnd = NULL;
+    uint32_t *world = NULL, *inner = NULL;
+    size_t k = 0;
+    double *t_a = NULL, *t_b = NULL, *t_s = NULL, *t_r = NULL;
+    int rc = etk_synth_model_load(model, &m, &err);
+    if (!rc)
+        rc = read_list(o->real, &specs, &n_specs, &err);
+    if (!rc) {
+        world = calloc(n_specs, sizeof *world);
+        inner = calloc(n_specs, sizeof *inner);
+        rc = !world || !inner ? etk_err(&err, ETK_ENOMEM, "out of memory") : 0;
+    }
+    if (!rc)
+        rc = load_graphs(specs, n_specs, &real, &n_real, world, inner, &err);
+    if (!rc && n_real < 2)
+        rc = etk_err(&err, ETK_EINVAL, "%s: %zu rank graph(s): eval needs at least 2 (two halves)", o->real, n_real);
+    if (rc)
+        goto done;
+    /* halves: even-indexed graphs (a) and odd ones (b, the reference of every row) */
+    size_t na = (n_real + 1) / 2, nb = n_real / 2;
+    etk_synth_graph **a = malloc(na * sizeof *a), **b = malloc(nb * sizeof *b);
+    k = o->samples ? (size_t)o->samples : nb;
+    syn = calloc(k, sizeof *syn);
+    rnd = calloc(k, sizeof *rnd);
+    if (!a || !b || !syn || !rnd) {
+        free(a), free(b);
+        rc = etk_err(&err, ETK_ENOMEM, "out of memory");
+        goto done;
+    }
+    for (size_t i = 0; i < n_real; i++)
+        (i % 2 ? b : a)[i / 2] = real[i];
+    uint32_t rej_all = 0;
+    for (size_t i = 0; i < k && !rc; i++) {
+        etk_synth_sample_opts so = {.seed = o->seed + i};
+        uint32_t rej = 0;
+        rc = etk_synth_sample_graph(m, &so, &syn[i], &rej, &err);
+        rej_all += rej;
+        if (!rc)
+            rc = etk_synth_random_like(m, a[i % na], o->seed + i, &rnd[i], &err);
+    }
+    if (rc) {
+        free(a), free(b);
+        goto done;
+    }
+    static const char *cols[3] = {"real_vs_real", "count", "random"};
+    double mmd[ETK_SYNTH_N_DESC][3];
+    for (int d = 0; d < ETK_SYNTH_N_DESC; d++) {
+        mmd[d][0] = etk_synth_mmd2(m, a, na, b, nb, d);
+        mmd[d][1] = etk_synth_mmd2(m, syn, k, b, nb, d);
+        mmd[d][2] = etk_synth_mmd2(m, rnd, k, b, nb, d);
+    }
+    double ks[3] = {NAN, NAN, NAN};
+    uint32_t n_ranks = etk_synth_model_default_ranks(m);
+    if (o->cluster) {
+        etk_cluster c;
+        rc = n_ranks <= 8 ? etk_cluster_preset_gpus(o->cluster, 1, n_ranks, &c, &err)
+                          : etk_cluster_preset(o->cluster, (n_ranks + 7) / 8, &c, &err);
+        if (!rc && n_ranks > 8 && n_ranks % 8)
+            rc = etk_err(&err, ETK_EINVAL, "the model's %u ranks do not fill nodes of 8 GPUs", n_ranks);
+        t_a = calloc(na, sizeof *t_a), t_b = calloc(nb, sizeof *t_b), t_s = calloc(k, sizeof *t_s),
+        t_r = calloc(k, sizeof *t_r);
+        if (!rc && (!t_a || !t_b || !t_s || !t_r))
+            rc = etk_err(&err, ETK_ENOMEM, "out of memory");
+        if (rc) {
+            free(a), free(b);
+            goto done;
+        }
+        for (size_t i = 0; i < na; i++)
+            t_a[i] = step_ns(m, a[i], n_ranks, &c);
+        for (size_t i = 0; i < nb; i++)
+            t_b[i] = step_ns(m, b[i], n_ranks, &c);
+        for (size_t i = 0; i < k; i++) {
+            t_s[i] = step_ns(m, syn[i], n_ranks, &c);
+            t_r[i] = step_ns(m, rnd[i], n_ranks, &c);
+        }
+        ks[0] = etk_synth_ks(t_a, na, t_b, nb);
+        ks[1] = etk_synth_ks(t_s, k, t_b, nb);
+        ks[2] = etk_synth_ks(t_r, k, t_b, nb);
+    }
+    if (o->json) {
+        printf("{\"real_graphs\": %zu, \"samples\": %zu, \"rejected\": %u, \"mmd2\": {", n_real, k, rej_all);
+        for (int d = 0; d < ETK_SYNTH_N_DESC; d++) {
+            printf("%s\"%s\": {", d ? ", " : "", etk_synth_desc_name(d));
+            for (int j = 0; j < 3; j++)
+                printf("%s\"%s\": %.6g", j ? ", " : "", cols[j], mmd[d][j]);
+            printf("}");
+        }
+        printf("}");
+        if (o->cluster)
+            printf(", \"step_time_ks\": {\"cluster\": \"%s\", \"ranks\": %u, \"real_vs_real\": %.6g, \"count\": "
+                   "%.6g, \"random\": %.6g}",
+                   o->cluster, n_ranks, ks[0], ks[1], ks[2]);
+        printf("}\n");
+    } else {
+        printf("real rank graphs %zu (halves of %zu and %zu), %zu count-model samples (%u rejected as isomorphic to "
+               "a training graph), %zu random DAGs\n",
+               n_real, na, nb, k, rej_all, k);
+        printf("%-18s %14s %14s %14s\n", "MMD^2 vs half b", "real half a", "count model", "random DAG");
+        for (int d = 0; d < ETK_SYNTH_N_DESC; d++)
+            printf("%-18s %14.6f %14.6f %14.6f\n", etk_synth_desc_name(d), mmd[d][0], mmd[d][1], mmd[d][2]);
+        if (o->cluster)
+            printf("%-18s %14.4f %14.4f %14.4f   (KS distance; %u ranks on %s)\n", "step time", ks[0], ks[1], ks[2],
+                   n_ranks, o->cluster);
+    }
+    free(a), free(b);
+done:
+    free(t_a), free(t_b), free(t_s), free(t_r);
+    for (size_t i = 0; i < k; i++) {
+        if (syn)
+            etk_synth_graph_free(syn[i]);
+        if (rnd)
+            etk_synth_graph_free(rnd[i]);
+    }
+    free(syn);
+    free(rnd);
+    free_graphs(real, n_real);
+    free_list(specs, n_specs);
+    free(world);
+    free(inner);
+    etk_synth_model_free(m);
+    return rc ? cli_fail("synth", &err) : 0;
+}

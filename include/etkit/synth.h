@@ -1,0 +1,172 @@
+/* etkit/synth.h — learned synthetic workloads (`etkit synth`, docs/synth.md): rank graphs read
+ * from Chakra workloads are turned into token graphs (node type x operator class x collective
+ * type x group role, numeric attributes in per-token quantile bins), peeled into layers
+ * (LayerDAG: layer 1 = the sources, layer l+1 = the nodes whose parents are all placed), and a
+ * generative model learned from them samples new rank graphs, assembled into multi-rank
+ * workloads that are valid and deadlock-free by construction.
+ *
+ * Model in this version: the count baseline (conditional frequency tables with back-off). The
+ * model file is one versioned JSON document ("etkit-synth-model", version 1; docs/synth.md). */
+#ifndef ETKIT_SYNTH_H
+#define ETKIT_SYNTH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "etkit/et.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------- tokens ---------- */
+/* Operator classes of compute nodes (the operator name is replaced by its class: privacy). */
+enum {
+    ETK_SYNTH_OP_GEMM = 0,
+    ETK_SYNTH_OP_ATTENTION,
+    ETK_SYNTH_OP_NORM,
+    ETK_SYNTH_OP_ELEMENTWISE,
+    ETK_SYNTH_OP_EMBEDDING,
+    ETK_SYNTH_OP_LOSS,
+    ETK_SYNTH_OP_OPTIMIZER,
+    ETK_SYNTH_OP_MEMORY, /* copies, casts, memory load/store/metadata nodes */
+    ETK_SYNTH_OP_OTHER,
+};
+#define ETK_SYNTH_N_OPS 9
+/* Group roles of a collective: the whole world, a group of consecutive ranks (TP-like), a
+ * strided group (DP/PP-like). Point-to-point: the peer is the next or the previous rank. */
+enum { ETK_SYNTH_ROLE_WORLD = 0, ETK_SYNTH_ROLE_INNER, ETK_SYNTH_ROLE_OUTER };
+#define ETK_SYNTH_N_ROLES 3
+enum { ETK_SYNTH_PEER_NEXT = 0, ETK_SYNTH_PEER_PREV };
+
+/* The token vocabulary (fixed): COMP x op class, COLL x collective type x role, SEND x peer,
+ * RECV x peer. */
+#define ETK_SYNTH_TOK_COLL0 ETK_SYNTH_N_OPS
+#define ETK_SYNTH_TOK_SEND0 (ETK_SYNTH_TOK_COLL0 + ETK_COLL_TYPE_COUNT * ETK_SYNTH_N_ROLES)
+#define ETK_SYNTH_TOK_RECV0 (ETK_SYNTH_TOK_SEND0 + 2)
+#define ETK_SYNTH_N_TOKENS (ETK_SYNTH_TOK_RECV0 + 2)
+
+int etk_synth_tok_comp(int op);
+int etk_synth_tok_coll(int coll_type, int role);
+int etk_synth_tok_p2p(bool send, int peer);
+int etk_synth_tok_type(int tok);      /* etk_node_type of the token */
+int etk_synth_tok_coll_type(int tok); /* collective type, -1 if not a collective */
+int etk_synth_tok_role(int tok);      /* role (collective) or peer (p2p), -1 for COMP */
+/* "COMP:gemm", "COLL:ALL_REDUCE:inner", "SEND:next", ... (static strings) */
+const char *etk_synth_tok_name(int tok);
+int etk_synth_tok_parse(const char *name); /* inverse; -1 if unknown */
+/* Operator class of a node name (+ op_kind attribute, may be NULL): lower-case substrings. */
+int etk_synth_op_class(const char *name, const char *op_kind);
+const char *etk_synth_op_name(int op);
+
+/* Numeric attributes of a node: FLOPs (num_ops), tensor bytes (tensor_size), communication
+ * bytes (comm_size), duration (duration_micros). */
+enum { ETK_SYNTH_A_FLOPS = 0, ETK_SYNTH_A_TENSOR, ETK_SYNTH_A_COMM, ETK_SYNTH_A_DUR };
+#define ETK_SYNTH_N_ATTR 4
+#define ETK_SYNTH_N_BINS 8
+/* true for the attributes a token carries (COMP: flops, tensor, duration; others: comm, dur) */
+bool etk_synth_tok_has_attr(int tok, int a);
+
+/* ---------- rank graphs ---------- */
+/* One rank's program as a token graph, nodes in layer order (layer[i] non-decreasing, 0-based:
+ * layer 0 = the sources). Parents in CSR form: par[par_off[i] .. par_off[i+1]), all of earlier
+ * layers, the first one (the main parent) in the layer just before. */
+typedef struct etk_synth_graph {
+    uint32_t n, n_edges, n_layers;
+    uint16_t *tok;
+    uint32_t *layer;
+    uint32_t *par_off; /* [n + 1] */
+    uint32_t *par;     /* [n_edges] */
+    double *val;       /* [n * ETK_SYNTH_N_ATTR] attribute values */
+} etk_synth_graph;
+
+/* A graph from parent lists in any topological or non-topological order (nodes 0..n-1,
+ * parents given by index; duplicates and self loops dropped): peels it into layers and reorders
+ * the nodes by layer (stable: file order inside a layer). `order` (may be NULL) gets, for each
+ * new index, the old one. ETK_EINVAL on a cycle. */
+int etk_synth_graph_build(uint32_t n, const uint16_t *tok, const double *val, const uint32_t *par_off,
+                          const uint32_t *par, etk_synth_graph **out, uint32_t *order, etk_error *err);
+void etk_synth_graph_free(etk_synth_graph *g);
+/* Weisfeiler-Lehman hash (3 rounds over parents and children, token labels): isomorphic token
+ * graphs hash equal. */
+uint64_t etk_synth_graph_wl_hash(const etk_synth_graph *g);
+
+/* The rank graphs of a workload, one per rank class (ranks whose token graphs and attribute
+ * values are identical count once). Appends to *gs (realloc'ed; *n counts). Collective roles
+ * from the workload's groups (a collective on an unknown group: world). *inner_size (may be
+ * NULL): the size of the workload's groups of consecutive ranks used by a collective (0: none). */
+int etk_synth_workload_graphs(const etk_workload *w, etk_synth_graph ***gs, size_t *n, uint32_t *inner_size,
+                              etk_error *err);
+
+/* ---------- the model ---------- */
+typedef struct etk_synth_model etk_synth_model;
+
+/* Fit the count baseline to n graphs (n >= 1). world_sizes / inner_sizes: ranks of the training
+ * workloads and sizes of their inner (consecutive) groups, for the default of --ranks and the
+ * inner group size at sampling (may be NULL / 0). */
+int etk_synth_fit(etk_synth_graph *const *gs, size_t n, const uint32_t *world_sizes, size_t n_world,
+                  const uint32_t *inner_sizes, size_t n_inner, etk_synth_model **out, etk_error *err);
+void etk_synth_model_free(etk_synth_model *m);
+int etk_synth_model_save(const etk_synth_model *m, const char *path, etk_error *err);
+int etk_synth_model_load(const char *path, etk_synth_model **out, etk_error *err);
+size_t etk_synth_model_n_graphs(const etk_synth_model *m);
+uint32_t etk_synth_model_default_ranks(const etk_synth_model *m);
+/* the most common inner-group size of the corpus that divides n_ranks (0: none) */
+uint32_t etk_synth_model_inner(const etk_synth_model *m, uint32_t n_ranks);
+
+typedef struct etk_synth_sample_opts {
+    uint64_t seed;
+    uint32_t max_nodes;   /* 0: no limit; else layers are added until the graph would exceed it */
+    uint32_t max_tries;   /* WL-hash rejection: re-sample at most this often (0: 100) */
+} etk_synth_sample_opts;
+
+/* Sample one rank graph (deterministic for the seed); a graph isomorphic to a training graph
+ * (WL hash) is rejected and re-sampled; *rejected (may be NULL) counts the rejections. */
+int etk_synth_sample_graph(const etk_synth_model *m, const etk_synth_sample_opts *o, etk_synth_graph **out,
+                           uint32_t *rejected, etk_error *err);
+/* A random-DAG baseline of the same size as g: layer sizes kept, each node's main parent and
+ * extra parents uniform over earlier layers, tokens and attributes from the marginals of m. */
+int etk_synth_random_like(const etk_synth_model *m, const etk_synth_graph *g, uint64_t seed, etk_synth_graph **out,
+                          etk_error *err);
+
+/* ---------- multi-rank assembly ---------- */
+/* The workload of n_ranks ranks all running g (one rank class): inner groups of inner_size
+ * consecutive ranks (0: the model's most common size dividing n_ranks), outer groups strided,
+ * the world group; collectives of one role chained in program order (same order on every
+ * member, equal sizes); every point-to-point node paired with a twin of the same parents in the
+ * other direction so that each send to rank r+1 meets the recv of r+1 from r (tag = the node's
+ * program position): valid and deadlock-free by construction. With one rank, point-to-point
+ * nodes become empty compute nodes. Node names are token names (privacy). */
+int etk_synth_assemble(const etk_synth_graph *g, uint32_t n_ranks, uint32_t inner_size, etk_workload **out,
+                       etk_error *err);
+
+/* Write a workload as <prefix>.<rank>.et + <prefix>.json, all or nothing (a temporary folder
+ * published by renames; a second writer of the same prefix is refused). */
+int etk_synth_write(const etk_workload *w, const char *prefix, etk_error *err);
+
+/* ---------- evaluation ---------- */
+/* Descriptor histograms of a set of graphs (docs/synth.md "Evaluation"). */
+enum {
+    ETK_SYNTH_D_INDEG = 0,
+    ETK_SYNTH_D_OUTDEG,
+    ETK_SYNTH_D_LAYERSIZE,
+    ETK_SYNTH_D_TOKEN,
+    ETK_SYNTH_D_EDGEPAIR,
+    ETK_SYNTH_D_SKIP,
+    ETK_SYNTH_D_ATTRBIN,
+};
+#define ETK_SYNTH_N_DESC 7
+const char *etk_synth_desc_name(int d);
+/* MMD^2 between two sets of graphs for descriptor d: Gaussian kernel exp(-TV^2 / (2 sigma^2)),
+ * sigma 1, TV the total-variation distance of the normalized histograms (biased estimator).
+ * Attribute bins need the model's quantile edges (m; NULL: 0 for that descriptor). */
+double etk_synth_mmd2(const etk_synth_model *m, etk_synth_graph *const *a, size_t na, etk_synth_graph *const *b,
+                      size_t nb, int d);
+/* Kolmogorov-Smirnov distance of two samples (sorted copies are made). */
+double etk_synth_ks(const double *a, size_t na, const double *b, size_t nb);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,540 @@
+/* count.c — the count baseline (docs/synth.md "Count baseline"): per-layer conditional frequency
+ * tables with back-off — layer count; layer size given (position, previous size) -> previous
+ * size -> position -> all; token given the main parent's token -> marginal; in-degree and
+ * parent-layer distance given token; joint attribute bins given token — fitted by counting and
+ * sampled layer by layer. Also the random-DAG baseline of the evaluation. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "synth_internal.h"
+
+/* ---------- sparse histograms ---------- */
+int shist_add(shist *h, uint32_t key, uint32_t cnt)
+{
+    uint32_t lo = 0, hi = h->n;
+    while (lo < hi) {
+        uint32_t mid = (lo + hi) / 2;
+        if (h->key[mid] < key)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    h->total += cnt;
+    if (lo < h->n && h->key[lo] == key) {
+        h->cnt[lo] += cnt;
+        return 0;
+    }
+    if (h->n == h->cap) {
+        uint32_t nc = h->cap ? 2 * h->cap : 4;
+        uint32_t *k = realloc(h->key, nc * sizeof *k);
+        if (!k)
+            return ETK_ENOMEM;
+        h->key = k;
+        uint32_t *c = realloc(h->cnt, nc * sizeof *c);
+        if (!c)
+            return ETK_ENOMEM;
+        h->cnt = c;
+        h->cap = nc;
+    }
+    memmove(h->key + lo + 1, h->key + lo, (h->n - lo) * sizeof *h->key);
+    memmove(h->cnt + lo + 1, h->cnt + lo, (h->n - lo) * sizeof *h->cnt);
+    h->key[lo] = key;
+    h->cnt[lo] = cnt;
+    h->n++;
+    return 0;
+}
+
+uint32_t shist_draw(const shist *h, srng *r, uint32_t dflt)
+{
+    if (!h || !h->total)
+        return dflt;
+    uint64_t x = (uint64_t)(srng_unit(r) * (double)h->total);
+    for (uint32_t i = 0; i < h->n; i++) {
+        if (x < h->cnt[i])
+            return h->key[i];
+        x -= h->cnt[i];
+    }
+    return h->key[h->n - 1];
+}
+
+uint32_t shist_mode(const shist *h, uint32_t dflt)
+{
+    uint32_t best = dflt, bc = 0;
+    for (uint32_t i = 0; h && i < h->n; i++)
+        if (h->cnt[i] > bc)
+            bc = h->cnt[i], best = h->key[i];
+    return best;
+}
+
+void shist_free(shist *h)
+{
+    free(h->key);
+    free(h->cnt);
+    memset(h, 0, sizeof *h);
+}
+
+/* ---------- layer-size contexts ---------- */
+#define PREV_ONLY ((uint32_t)SYN_POS_BUCKETS * (SYN_SIZE_CAP + 1))
+
+uint32_t syn_ctx_key(uint32_t pos, uint32_t prev)
+{
+    return pos * (SYN_SIZE_CAP + 1) + (prev > SYN_SIZE_CAP ? SYN_SIZE_CAP : prev);
+}
+
+uint32_t syn_pos_bucket(uint32_t l, uint32_t n_layers)
+{
+    uint64_t b = n_layers ? (uint64_t)l * SYN_POS_BUCKETS / n_layers : 0;
+    return b >= SYN_POS_BUCKETS ? SYN_POS_BUCKETS - 1 : (uint32_t)b;
+}
+
+const shist *syn_ctx_find(const etk_synth_model *m, uint32_t key)
+{
+    uint32_t lo = 0, hi = m->n_ctx;
+    while (lo < hi) {
+        uint32_t mid = (lo + hi) / 2;
+        if (m->ctx_key[mid] < key)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < m->n_ctx && m->ctx_key[lo] == key ? &m->ctx_hist[lo] : NULL;
+}
+
+shist *syn_ctx(etk_synth_model *m, uint32_t key, int create)
+{
+    shist *h = (shist *)syn_ctx_find(m, key);
+    if (h || !create)
+        return h;
+    if (m->n_ctx == m->cap_ctx) {
+        uint32_t nc = m->cap_ctx ? 2 * m->cap_ctx : 64;
+        uint32_t *k = realloc(m->ctx_key, nc * sizeof *k);
+        if (!k)
+            return NULL;
+        m->ctx_key = k;
+        shist *hh = realloc(m->ctx_hist, nc * sizeof *hh);
+        if (!hh)
+            return NULL;
+        m->ctx_hist = hh;
+        m->cap_ctx = nc;
+    }
+    uint32_t i = m->n_ctx;
+    while (i > 0 && m->ctx_key[i - 1] > key) {
+        m->ctx_key[i] = m->ctx_key[i - 1];
+        m->ctx_hist[i] = m->ctx_hist[i - 1];
+        i--;
+    }
+    m->ctx_key[i] = key;
+    memset(&m->ctx_hist[i], 0, sizeof m->ctx_hist[i]);
+    m->n_ctx++;
+    return &m->ctx_hist[i];
+}
+
+int syn_wl_rejected(const etk_synth_model *m, uint64_t h)
+{
+    uint32_t lo = 0, hi = m->n_wl;
+    while (lo < hi) {
+        uint32_t mid = (lo + hi) / 2;
+        if (m->wl[mid] < h)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < m->n_wl && m->wl[lo] == h;
+}
+
+void etk_synth_model_free(etk_synth_model *m)
+{
+    if (!m)
+        return;
+    shist_free(&m->layer_count);
+    for (uint32_t i = 0; i < m->n_ctx; i++)
+        shist_free(&m->ctx_hist[i]);
+    free(m->ctx_key);
+    free(m->ctx_hist);
+    for (int p = 0; p < SYN_POS_BUCKETS; p++)
+        shist_free(&m->size_pos[p]);
+    shist_free(&m->size_all);
+    for (int t = 0; t < ETK_SYNTH_N_TOKENS; t++) {
+        shist_free(&m->indeg[t]);
+        shist_free(&m->dist[t]);
+        shist_free(&m->bins[t]);
+    }
+    shist_free(&m->world);
+    shist_free(&m->inner);
+    free(m->wl);
+    free(m);
+}
+
+size_t etk_synth_model_n_graphs(const etk_synth_model *m) { return m->n_graphs; }
+
+uint32_t etk_synth_model_default_ranks(const etk_synth_model *m)
+{
+    uint32_t r = shist_mode(&m->world, 8);
+    return r ? r : 8;
+}
+
+uint32_t etk_synth_model_inner(const etk_synth_model *m, uint32_t n_ranks)
+{
+    uint32_t best = 0, bc = 0;
+    for (uint32_t i = 0; i < m->inner.n; i++) {
+        uint32_t g = m->inner.key[i];
+        if (g >= 2 && g < n_ranks && n_ranks % g == 0 && m->inner.cnt[i] > bc)
+            bc = m->inner.cnt[i], best = g;
+    }
+    return best;
+}
+
+/* ---------- fit ---------- */
+static int cmp_dbl(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+int etk_synth_fit(etk_synth_graph *const *gs, size_t n, const uint32_t *world_sizes, size_t n_world,
+                  const uint32_t *inner_sizes, size_t n_inner, etk_synth_model **out, etk_error *err)
+{
+    *out = NULL;
+    if (!n)
+        return etk_err(err, ETK_EINVAL, "no rank graphs to fit");
+    etk_synth_model *m = calloc(1, sizeof *m);
+    double *vals[ETK_SYNTH_N_TOKENS] = {0};
+    size_t cnt[ETK_SYNTH_N_TOKENS] = {0}, fillc[ETK_SYNTH_N_TOKENS] = {0};
+    uint32_t *lsize = NULL;
+    int rc = ETK_ENOMEM;
+    if (!m)
+        goto fail;
+    m->n_graphs = (uint32_t)n;
+    m->wl = malloc(n * sizeof *m->wl);
+    if (!m->wl)
+        goto fail;
+    for (size_t k = 0; k < n_world; k++)
+        if (shist_add(&m->world, world_sizes[k], 1))
+            goto fail;
+    for (size_t k = 0; k < n_inner; k++)
+        if (inner_sizes[k] > 1 && shist_add(&m->inner, inner_sizes[k], 1))
+            goto fail;
+    for (size_t gi = 0; gi < n; gi++) {
+        const etk_synth_graph *g = gs[gi];
+        m->wl[gi] = etk_synth_graph_wl_hash(g);
+        if (shist_add(&m->layer_count, g->n_layers, 1))
+            goto fail;
+        uint32_t *ls = realloc(lsize, ((size_t)g->n_layers + 1) * sizeof *ls);
+        if (!ls)
+            goto fail;
+        lsize = ls;
+        memset(lsize, 0, ((size_t)g->n_layers + 1) * sizeof *lsize);
+        for (uint32_t i = 0; i < g->n; i++)
+            lsize[g->layer[i]]++;
+        for (uint32_t l = 0; l < g->n_layers; l++) {
+            uint32_t pos = syn_pos_bucket(l, g->n_layers), prev = l ? lsize[l - 1] : 0;
+            shist *a = syn_ctx(m, syn_ctx_key(pos, prev), 1);
+            if (!a || shist_add(a, lsize[l], 1))
+                goto fail;
+            shist *b = syn_ctx(m, PREV_ONLY + (prev > SYN_SIZE_CAP ? SYN_SIZE_CAP : prev), 1);
+            if (!b || shist_add(b, lsize[l], 1) || shist_add(&m->size_pos[pos], lsize[l], 1) ||
+                shist_add(&m->size_all, lsize[l], 1))
+                goto fail;
+        }
+        for (uint32_t i = 0; i < g->n; i++) {
+            int t = g->tok[i];
+            uint32_t b = g->par_off[i], e = g->par_off[i + 1];
+            m->tok_given_parent[b < e ? g->tok[g->par[b]] : ETK_SYNTH_N_TOKENS][t]++;
+            m->tok_marginal[t]++;
+            cnt[t]++;
+            if (g->layer[i] > 0 && shist_add(&m->indeg[t], e - b, 1))
+                goto fail;
+            for (uint32_t k = b + 1; k < e; k++)
+                if (shist_add(&m->dist[t], g->layer[i] - g->layer[g->par[k]], 1))
+                    goto fail;
+        }
+    }
+    qsort(m->wl, n, sizeof *m->wl, cmp_u64);
+    m->n_wl = (uint32_t)n;
+    /* per-token quantile edges of every attribute */
+    for (int t = 0; t < ETK_SYNTH_N_TOKENS; t++)
+        if (cnt[t] && !(vals[t] = malloc(cnt[t] * ETK_SYNTH_N_ATTR * sizeof(double))))
+            goto fail;
+    for (size_t gi = 0; gi < n; gi++) {
+        const etk_synth_graph *g = gs[gi];
+        for (uint32_t i = 0; i < g->n; i++) {
+            int t = g->tok[i];
+            for (int a = 0; a < ETK_SYNTH_N_ATTR; a++)
+                vals[t][a * cnt[t] + fillc[t]] = g->val[(size_t)i * ETK_SYNTH_N_ATTR + a];
+            fillc[t]++;
+        }
+    }
+    for (int t = 0; t < ETK_SYNTH_N_TOKENS; t++)
+        for (int a = 0; a < ETK_SYNTH_N_ATTR && cnt[t]; a++) {
+            double *v = vals[t] + a * cnt[t];
+            qsort(v, cnt[t], sizeof *v, cmp_dbl);
+            for (int k = 0; k <= ETK_SYNTH_N_BINS; k++)
+                m->edges[t][a][k] = v[(size_t)((double)k * (double)(cnt[t] - 1) / ETK_SYNTH_N_BINS)];
+        }
+    for (size_t gi = 0; gi < n; gi++) {
+        const etk_synth_graph *g = gs[gi];
+        for (uint32_t i = 0; i < g->n; i++)
+            if (shist_add(&m->bins[g->tok[i]], syn_bin_code(m, g->tok[i], g->val + (size_t)i * ETK_SYNTH_N_ATTR), 1))
+                goto fail;
+    }
+    rc = 0;
+    *out = m;
+    m = NULL;
+fail:
+    if (rc)
+        etk_err(err, rc, "out of memory fitting %zu graphs", n);
+    for (int t = 0; t < ETK_SYNTH_N_TOKENS; t++)
+        free(vals[t]);
+    free(lsize);
+    etk_synth_model_free(m);
+    return rc;
+}
+
+/* ---------- sampling ---------- */
+typedef struct gbuild {
+    uint32_t n, cap, e, cap_e, n_layers;
+    uint16_t *tok;
+    uint32_t *layer, *off, *par;
+    double *val;
+    uint32_t *lstart; /* first node of each layer; [n_layers] = n */
+    uint32_t cap_l;
+} gbuild;
+
+static int gb_node(gbuild *b, uint32_t layer)
+{
+    if (b->n == b->cap) {
+        uint32_t nc = b->cap ? 2 * b->cap : 256;
+        uint16_t *t = realloc(b->tok, nc * sizeof *t);
+        if (!t)
+            return -1;
+        b->tok = t;
+        uint32_t *l = realloc(b->layer, nc * sizeof *l), *o;
+        if (!l)
+            return -1;
+        b->layer = l;
+        if (!(o = realloc(b->off, ((size_t)nc + 1) * sizeof *o)))
+            return -1;
+        b->off = o;
+        double *v = realloc(b->val, (size_t)nc * ETK_SYNTH_N_ATTR * sizeof *v);
+        if (!v)
+            return -1;
+        b->val = v;
+        b->cap = nc;
+    }
+    b->layer[b->n] = layer;
+    b->off[b->n] = b->e;
+    b->off[b->n + 1] = b->e;
+    return (int)b->n++;
+}
+
+static int gb_edge(gbuild *b, uint32_t p)
+{
+    for (uint32_t k = b->off[b->n - 1]; k < b->e; k++)
+        if (b->par[k] == p)
+            return 0;
+    if (b->e == b->cap_e) {
+        uint32_t nc = b->cap_e ? 2 * b->cap_e : 512;
+        uint32_t *q = realloc(b->par, nc * sizeof *q);
+        if (!q)
+            return -1;
+        b->par = q;
+        b->cap_e = nc;
+    }
+    b->par[b->e++] = p;
+    b->off[b->n] = b->e;
+    return 0;
+}
+
+static int gb_layer(gbuild *b)
+{
+    if (b->n_layers + 2 > b->cap_l) {
+        uint32_t nc = b->cap_l ? 2 * b->cap_l : 64;
+        uint32_t *l = realloc(b->lstart, nc * sizeof *l);
+        if (!l)
+            return -1;
+        b->lstart = l;
+        b->cap_l = nc;
+    }
+    b->lstart[b->n_layers++] = b->n;
+    return 0;
+}
+
+static etk_synth_graph *gb_finish(gbuild *b)
+{
+    etk_synth_graph *g = syn_graph_alloc(b->n, b->e);
+    if (g) {
+        g->n_layers = b->n_layers;
+        memcpy(g->tok, b->tok, b->n * sizeof *g->tok);
+        memcpy(g->layer, b->layer, b->n * sizeof *g->layer);
+        memcpy(g->par_off, b->off, ((size_t)b->n + 1) * sizeof *g->par_off);
+        memcpy(g->par, b->par, b->e * sizeof *g->par);
+        memcpy(g->val, b->val, (size_t)b->n * ETK_SYNTH_N_ATTR * sizeof *g->val);
+    }
+    return g;
+}
+
+static void gb_free(gbuild *b)
+{
+    free(b->tok), free(b->layer), free(b->off), free(b->par), free(b->val), free(b->lstart);
+    memset(b, 0, sizeof *b);
+}
+
+static int draw_row(const uint32_t *row, const uint32_t *marg, srng *r)
+{
+    uint64_t tot = 0;
+    for (int t = 0; t < ETK_SYNTH_N_TOKENS; t++)
+        tot += row[t];
+    if (!tot) {
+        row = marg;
+        for (int t = 0; t < ETK_SYNTH_N_TOKENS; t++)
+            tot += row[t];
+    }
+    uint64_t x = (uint64_t)(srng_unit(r) * (double)tot);
+    for (int t = 0; t < ETK_SYNTH_N_TOKENS; t++) {
+        if (x < row[t])
+            return t;
+        x -= row[t];
+    }
+    return 0;
+}
+
+static uint32_t layer_size(const etk_synth_model *m, uint32_t pos, uint32_t prev, srng *r)
+{
+    const shist *h = syn_ctx_find(m, syn_ctx_key(pos, prev));
+    if (!h || !h->total)
+        h = syn_ctx_find(m, PREV_ONLY + (prev > SYN_SIZE_CAP ? SYN_SIZE_CAP : prev));
+    if (!h || !h->total)
+        h = &m->size_pos[pos];
+    if (!h->total)
+        h = &m->size_all;
+    uint32_t s = shist_draw(h, r, 1);
+    return s ? s : 1;
+}
+
+static int node_attrs(const etk_synth_model *m, gbuild *b, uint32_t i, int tok, srng *r)
+{
+    b->tok[i] = (uint16_t)tok;
+    syn_bin_values(m, tok, shist_draw(&m->bins[tok], r, 0), r, b->val + (size_t)i * ETK_SYNTH_N_ATTR);
+    return 0;
+}
+
+static int sample_once(const etk_synth_model *m, const etk_synth_sample_opts *o, srng *r, etk_synth_graph **out)
+{
+    gbuild b = {0};
+    uint32_t L = shist_draw(&m->layer_count, r, 1), prev = 0;
+    if (!L)
+        L = 1;
+    for (uint32_t l = 0; l < L; l++) {
+        uint32_t s = layer_size(m, syn_pos_bucket(l, L), prev, r);
+        if (o->max_nodes && b.n + s > o->max_nodes) {
+            if (b.n)
+                break;
+            s = o->max_nodes;
+        }
+        if (gb_layer(&b))
+            goto oom;
+        for (uint32_t j = 0; j < s; j++) {
+            int i = gb_node(&b, l);
+            if (i < 0)
+                goto oom;
+            int tok;
+            if (!l)
+                tok = draw_row(m->tok_given_parent[ETK_SYNTH_N_TOKENS], m->tok_marginal, r);
+            else {
+                uint32_t p0 = b.lstart[l - 1], np = b.lstart[l] - p0;
+                uint32_t mp = p0 + srng_below(r, np);
+                if (gb_edge(&b, mp))
+                    goto oom;
+                tok = draw_row(m->tok_given_parent[b.tok[mp]], m->tok_marginal, r);
+                uint32_t deg = shist_draw(&m->indeg[tok], r, 1);
+                for (uint32_t k = 1; k < deg; k++) {
+                    uint32_t d = shist_draw(&m->dist[tok], r, 1);
+                    if (d < 1)
+                        d = 1;
+                    if (d > l)
+                        d = l;
+                    uint32_t q0 = b.lstart[l - d], nq = b.lstart[l - d + 1] - q0;
+                    if (gb_edge(&b, q0 + srng_below(r, nq)))
+                        goto oom;
+                }
+            }
+            node_attrs(m, &b, (uint32_t)i, tok, r);
+        }
+        prev = s;
+    }
+    b.lstart[b.n_layers] = b.n;
+    *out = gb_finish(&b);
+    gb_free(&b);
+    return *out ? 0 : ETK_ENOMEM;
+oom:
+    gb_free(&b);
+    return ETK_ENOMEM;
+}
+
+int etk_synth_sample_graph(const etk_synth_model *m, const etk_synth_sample_opts *o, etk_synth_graph **out,
+                           uint32_t *rejected, etk_error *err)
+{
+    etk_synth_sample_opts d = {0};
+    if (!o)
+        o = &d;
+    uint32_t tries = o->max_tries ? o->max_tries : 100;
+    if (rejected)
+        *rejected = 0;
+    *out = NULL;
+    srng r = {o->seed * 0x2545f4914f6cdd1dULL + 1};
+    for (uint32_t k = 0; k < tries; k++) {
+        etk_synth_graph *g = NULL;
+        if (sample_once(m, o, &r, &g))
+            return etk_err(err, ETK_ENOMEM, "out of memory sampling a graph");
+        if (!syn_wl_rejected(m, etk_synth_graph_wl_hash(g))) {
+            *out = g;
+            return 0;
+        }
+        etk_synth_graph_free(g);
+        if (rejected)
+            (*rejected)++;
+    }
+    return etk_err(err, ETK_EINVAL,
+                   "all %u samples were isomorphic to a training graph (the model memorised its corpus: fit "
+                   "more, more varied workloads)",
+                   tries);
+}
+
+int etk_synth_random_like(const etk_synth_model *m, const etk_synth_graph *g, uint64_t seed, etk_synth_graph **out,
+                          etk_error *err)
+{
+    gbuild b = {0};
+    srng r = {seed * 0x9e3779b97f4a7c15ULL + 7};
+    for (uint32_t i = 0; i < g->n; i++) {
+        uint32_t l = g->layer[i];
+        if (l == b.n_layers && gb_layer(&b))
+            goto oom;
+        if (gb_node(&b, l) < 0)
+            goto oom;
+        uint32_t deg = g->par_off[i + 1] - g->par_off[i];
+        if (l) {
+            uint32_t p0 = b.lstart[l - 1];
+            if (gb_edge(&b, p0 + srng_below(&r, b.lstart[l] - p0)))
+                goto oom;
+            for (uint32_t k = 1; k < deg; k++)
+                if (gb_edge(&b, srng_below(&r, b.lstart[l])))
+                    goto oom;
+        }
+        node_attrs(m, &b, i, draw_row(m->tok_marginal, m->tok_marginal, &r), &r);
+    }
+    if (gb_layer(&b))
+        goto oom;
+    b.n_layers--;
+    *out = gb_finish(&b);
+    gb_free(&b);
+    return *out ? 0 : etk_err(err, ETK_ENOMEM, "out of memory");
+oom:
+    gb_free(&b);
+    return etk_err(err, ETK_ENOMEM, "out of memory building a random graph");
+}

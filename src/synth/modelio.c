@@ -1,0 +1,343 @@
+/* modelio.c — the synth model file: one JSON document, format "etkit-synth-model", version 1
+ * (docs/synth.md "Model file"), written atomically; the reader checks every field and names the
+ * file and the field in its errors. */
+#include <inttypes.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../util/jsonfile.h"
+#include "synth_internal.h"
+
+#define FORMAT "etkit-synth-model"
+#define VERSION 1
+static const char *attr_names[ETK_SYNTH_N_ATTR] = {"flops", "tensor_bytes", "comm_bytes", "duration_us"};
+
+static json_t *hist_json(const shist *h)
+{
+    json_t *a = json_array();
+    for (uint32_t i = 0; i < h->n; i++)
+        json_array_append_new(a, json_pack("[I,I]", (json_int_t)h->key[i], (json_int_t)h->cnt[i]));
+    return a;
+}
+
+static json_t *tok_hists(const shist *h)
+{
+    json_t *o = json_object();
+    for (int t = 0; t < ETK_SYNTH_N_TOKENS; t++)
+        if (h[t].n)
+            json_object_set_new(o, etk_synth_tok_name(t), hist_json(&h[t]));
+    return o;
+}
+
+int etk_synth_model_save(const etk_synth_model *m, const char *path, etk_error *err)
+{
+    json_t *root = json_object();
+    json_object_set_new(root, "format", json_string(FORMAT));
+    json_object_set_new(root, "version", json_integer(VERSION));
+    json_object_set_new(root, "kind", json_string("count"));
+    json_object_set_new(root, "graphs", json_integer(m->n_graphs));
+    json_object_set_new(root, "bins", json_integer(ETK_SYNTH_N_BINS));
+    json_object_set_new(root, "position_buckets", json_integer(SYN_POS_BUCKETS));
+    json_object_set_new(root, "size_cap", json_integer(SYN_SIZE_CAP));
+    json_t *toks = json_array();
+    for (int t = 0; t < ETK_SYNTH_N_TOKENS; t++)
+        json_array_append_new(toks, json_string(etk_synth_tok_name(t)));
+    json_object_set_new(root, "tokens", toks);
+    json_object_set_new(root, "layer_count", hist_json(&m->layer_count));
+    json_t *ctx = json_array();
+    for (uint32_t i = 0; i < m->n_ctx; i++)
+        json_array_append_new(ctx, json_pack("[I,o]", (json_int_t)m->ctx_key[i], hist_json(&m->ctx_hist[i])));
+    json_t *bypos = json_array();
+    for (int p = 0; p < SYN_POS_BUCKETS; p++)
+        json_array_append_new(bypos, hist_json(&m->size_pos[p]));
+    json_object_set_new(root, "layer_size",
+                        json_pack("{s:o,s:o,s:o}", "contexts", ctx, "by_position", bypos, "all", hist_json(&m->size_all)));
+    json_t *tp = json_array();
+    for (int p = 0; p <= ETK_SYNTH_N_TOKENS; p++)
+        for (int t = 0; t < ETK_SYNTH_N_TOKENS; t++)
+            if (m->tok_given_parent[p][t])
+                json_array_append_new(tp, json_pack("[i,i,I]", p, t, (json_int_t)m->tok_given_parent[p][t]));
+    json_object_set_new(root, "token_given_parent", tp);
+    json_t *marg = json_array();
+    for (int t = 0; t < ETK_SYNTH_N_TOKENS; t++)
+        json_array_append_new(marg, json_integer(m->tok_marginal[t]));
+    json_object_set_new(root, "token_marginal", marg);
+    json_object_set_new(root, "in_degree", tok_hists(m->indeg));
+    json_object_set_new(root, "parent_distance", tok_hists(m->dist));
+    json_object_set_new(root, "attr_bins", tok_hists(m->bins));
+    json_t *edges = json_object();
+    for (int t = 0; t < ETK_SYNTH_N_TOKENS; t++) {
+        if (!m->tok_marginal[t])
+            continue;
+        json_t *e = json_object();
+        for (int a = 0; a < ETK_SYNTH_N_ATTR; a++) {
+            json_t *row = json_array();
+            for (int k = 0; k <= ETK_SYNTH_N_BINS; k++)
+                json_array_append_new(row, json_real(m->edges[t][a][k]));
+            json_object_set_new(e, attr_names[a], row);
+        }
+        json_object_set_new(edges, etk_synth_tok_name(t), e);
+    }
+    json_object_set_new(root, "attr_edges", edges);
+    json_object_set_new(root, "world_sizes", hist_json(&m->world));
+    json_object_set_new(root, "inner_sizes", hist_json(&m->inner));
+    json_t *wl = json_array();
+    for (uint32_t i = 0; i < m->n_wl; i++) {
+        char hex[20];
+        snprintf(hex, sizeof hex, "%016" PRIx64, m->wl[i]);
+        json_array_append_new(wl, json_string(hex));
+    }
+    json_object_set_new(root, "wl_hashes", wl);
+    char *text = json_dumps(root, JSON_COMPACT | JSON_REAL_PRECISION(17));
+    json_decref(root);
+    if (!text)
+        return etk_err(err, ETK_ENOMEM, "out of memory writing %s", path);
+    size_t len = strlen(text);
+    text[len] = '\n'; /* json_dumps' NUL replaced: the file ends in a newline */
+    int rc = etk_file_write_all(path, text, len + 1, err);
+    free(text);
+    return rc;
+}
+
+/* ---------- reading ---------- */
+typedef struct rd {
+    const char *path;
+    etk_error *err;
+} rd;
+
+static int bad(rd *r, const char *field, const char *want)
+{
+    return etk_err(r->err, ETK_EFORMAT, "%s: field '%s': %s", r->path, field, want);
+}
+
+static int read_hist(rd *r, json_t *a, const char *field, shist *h)
+{
+    if (!json_is_array(a))
+        return bad(r, field, "wanted an array of [value, count] pairs");
+    size_t i;
+    json_t *p;
+    json_array_foreach(a, i, p)
+    {
+        json_t *k = json_array_get(p, 0), *c = json_array_get(p, 1);
+        if (!json_is_array(p) || json_array_size(p) != 2 || !json_is_integer(k) || !json_is_integer(c) ||
+            json_integer_value(k) < 0 || json_integer_value(k) > UINT32_MAX || json_integer_value(c) < 1 ||
+            json_integer_value(c) > UINT32_MAX)
+            return bad(r, field, "wanted [value, count] pairs of non-negative integers with count >= 1");
+        if (shist_add(h, (uint32_t)json_integer_value(k), (uint32_t)json_integer_value(c)))
+            return etk_err(r->err, ETK_ENOMEM, "out of memory reading %s", r->path);
+    }
+    return 0;
+}
+
+static int read_tok_hists(rd *r, json_t *root, const char *field, shist *h)
+{
+    json_t *o = json_object_get(root, field);
+    if (!json_is_object(o))
+        return bad(r, field, "wanted an object keyed by token names");
+    const char *key;
+    json_t *v;
+    json_object_foreach(o, key, v)
+    {
+        int t = etk_synth_tok_parse(key);
+        char f[128];
+        snprintf(f, sizeof f, "%s.%s", field, key);
+        if (t < 0)
+            return bad(r, f, "unknown token name (see docs/synth.md \"Tokens\")");
+        int rc = read_hist(r, v, f, &h[t]);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+int etk_synth_model_load(const char *path, etk_synth_model **out, etk_error *err)
+{
+    *out = NULL;
+    json_t *root = NULL;
+    int rc = etk_json_file_load(path, (size_t)1 << 30, "synth model file", 0, &root, err);
+    if (rc)
+        return rc;
+    rd r = {path, err};
+    etk_synth_model *m = calloc(1, sizeof *m);
+    if (!m) {
+        json_decref(root);
+        return etk_err(err, ETK_ENOMEM, "out of memory");
+    }
+    json_t *f = json_object_get(root, "format"), *v = json_object_get(root, "version");
+    if (!json_is_string(f) || strcmp(json_string_value(f), FORMAT)) {
+        rc = bad(&r, "format", "wanted \"" FORMAT "\" (a file written by 'etkit synth fit')");
+        goto done;
+    }
+    if (!json_is_integer(v) || json_integer_value(v) != VERSION) {
+        rc = bad(&r, "version", "wanted 1 (this etkit reads synth model files of version 1)");
+        goto done;
+    }
+    json_t *kind = json_object_get(root, "kind");
+    if (!json_is_string(kind) || strcmp(json_string_value(kind), "count")) {
+        rc = bad(&r, "kind", "wanted \"count\"");
+        goto done;
+    }
+    json_t *ng = json_object_get(root, "graphs"), *nb = json_object_get(root, "bins");
+    json_t *npb = json_object_get(root, "position_buckets"), *cap = json_object_get(root, "size_cap");
+    if (!json_is_integer(ng) || json_integer_value(ng) < 1 || json_integer_value(ng) > UINT32_MAX) {
+        rc = bad(&r, "graphs", "wanted a positive integer");
+        goto done;
+    }
+    m->n_graphs = (uint32_t)json_integer_value(ng);
+    if (!json_is_integer(nb) || json_integer_value(nb) != ETK_SYNTH_N_BINS || !json_is_integer(npb) ||
+        json_integer_value(npb) != SYN_POS_BUCKETS || !json_is_integer(cap) || json_integer_value(cap) != SYN_SIZE_CAP) {
+        rc = bad(&r, "bins", "wanted bins 8, position_buckets 8, size_cap 4096 (the constants of version 1)");
+        goto done;
+    }
+    json_t *toks = json_object_get(root, "tokens");
+    if (!json_is_array(toks) || json_array_size(toks) != ETK_SYNTH_N_TOKENS) {
+        rc = bad(&r, "tokens", "wanted the 43 token names of version 1");
+        goto done;
+    }
+    for (int t = 0; t < ETK_SYNTH_N_TOKENS; t++) {
+        json_t *s = json_array_get(toks, (size_t)t);
+        if (!json_is_string(s) || strcmp(json_string_value(s), etk_synth_tok_name(t))) {
+            rc = bad(&r, "tokens", "wanted the token names of version 1 in their order");
+            goto done;
+        }
+    }
+    if ((rc = read_hist(&r, json_object_get(root, "layer_count"), "layer_count", &m->layer_count)))
+        goto done;
+    if (!m->layer_count.total) {
+        rc = bad(&r, "layer_count", "wanted at least one entry");
+        goto done;
+    }
+    json_t *ls = json_object_get(root, "layer_size");
+    json_t *ctx = json_object_get(ls, "contexts"), *bypos = json_object_get(ls, "by_position");
+    if (!json_is_array(ctx) || !json_is_array(bypos) || json_array_size(bypos) != SYN_POS_BUCKETS) {
+        rc = bad(&r, "layer_size", "wanted {\"contexts\": [...], \"by_position\": [8 histograms], \"all\": [...]}");
+        goto done;
+    }
+    size_t i;
+    json_t *c;
+    json_array_foreach(ctx, i, c)
+    {
+        json_t *k = json_array_get(c, 0);
+        if (!json_is_integer(k) || json_integer_value(k) < 0 || json_integer_value(k) > UINT32_MAX) {
+            rc = bad(&r, "layer_size.contexts", "wanted [key, histogram] pairs");
+            goto done;
+        }
+        shist *h = syn_ctx(m, (uint32_t)json_integer_value(k), 1);
+        if (!h) {
+            rc = etk_err(err, ETK_ENOMEM, "out of memory");
+            goto done;
+        }
+        if ((rc = read_hist(&r, json_array_get(c, 1), "layer_size.contexts", h)))
+            goto done;
+    }
+    for (int p = 0; p < SYN_POS_BUCKETS; p++)
+        if ((rc = read_hist(&r, json_array_get(bypos, (size_t)p), "layer_size.by_position", &m->size_pos[p])))
+            goto done;
+    if ((rc = read_hist(&r, json_object_get(ls, "all"), "layer_size.all", &m->size_all)))
+        goto done;
+    json_t *tp = json_object_get(root, "token_given_parent");
+    if (!json_is_array(tp)) {
+        rc = bad(&r, "token_given_parent", "wanted an array of [parent, token, count]");
+        goto done;
+    }
+    json_array_foreach(tp, i, c)
+    {
+        json_int_t p = json_integer_value(json_array_get(c, 0)), t = json_integer_value(json_array_get(c, 1));
+        json_int_t n = json_integer_value(json_array_get(c, 2));
+        if (json_array_size(c) != 3 || p < 0 || p > ETK_SYNTH_N_TOKENS || t < 0 || t >= ETK_SYNTH_N_TOKENS || n < 1 ||
+            n > UINT32_MAX) {
+            rc = bad(&r, "token_given_parent", "wanted [parent 0..43, token 0..42, count >= 1] triples");
+            goto done;
+        }
+        m->tok_given_parent[p][t] = (uint32_t)n;
+    }
+    json_t *marg = json_object_get(root, "token_marginal");
+    if (!json_is_array(marg) || json_array_size(marg) != ETK_SYNTH_N_TOKENS) {
+        rc = bad(&r, "token_marginal", "wanted 43 counts");
+        goto done;
+    }
+    uint64_t mt = 0;
+    for (int t = 0; t < ETK_SYNTH_N_TOKENS; t++) {
+        json_int_t n = json_integer_value(json_array_get(marg, (size_t)t));
+        if (!json_is_integer(json_array_get(marg, (size_t)t)) || n < 0 || n > UINT32_MAX) {
+            rc = bad(&r, "token_marginal", "wanted 43 non-negative counts");
+            goto done;
+        }
+        m->tok_marginal[t] = (uint32_t)n;
+        mt += (uint64_t)n;
+    }
+    if (!mt) {
+        rc = bad(&r, "token_marginal", "wanted some token with a count");
+        goto done;
+    }
+    if ((rc = read_tok_hists(&r, root, "in_degree", m->indeg)) ||
+        (rc = read_tok_hists(&r, root, "parent_distance", m->dist)) ||
+        (rc = read_tok_hists(&r, root, "attr_bins", m->bins)))
+        goto done;
+    json_t *edges = json_object_get(root, "attr_edges");
+    if (!json_is_object(edges)) {
+        rc = bad(&r, "attr_edges", "wanted an object keyed by token names");
+        goto done;
+    }
+    const char *key;
+    json_object_foreach(edges, key, c)
+    {
+        int t = etk_synth_tok_parse(key);
+        if (t < 0) {
+            rc = bad(&r, "attr_edges", "unknown token name");
+            goto done;
+        }
+        for (int a = 0; a < ETK_SYNTH_N_ATTR; a++) {
+            json_t *row = json_object_get(c, attr_names[a]);
+            if (!json_is_array(row) || json_array_size(row) != ETK_SYNTH_N_BINS + 1) {
+                rc = bad(&r, "attr_edges", "wanted 9 ascending bin edges per attribute");
+                goto done;
+            }
+            for (int k = 0; k <= ETK_SYNTH_N_BINS; k++) {
+                json_t *x = json_array_get(row, (size_t)k);
+                double d = json_number_value(x);
+                if (!json_is_number(x) || d < 0 || d > 1e30 || (k && d < m->edges[t][a][k - 1])) {
+                    rc = bad(&r, "attr_edges", "wanted 9 ascending non-negative bin edges per attribute");
+                    goto done;
+                }
+                m->edges[t][a][k] = d;
+            }
+        }
+    }
+    if ((rc = read_hist(&r, json_object_get(root, "world_sizes"), "world_sizes", &m->world)) ||
+        (rc = read_hist(&r, json_object_get(root, "inner_sizes"), "inner_sizes", &m->inner)))
+        goto done;
+    json_t *wl = json_object_get(root, "wl_hashes");
+    if (!json_is_array(wl)) {
+        rc = bad(&r, "wl_hashes", "wanted an array of 16-digit hex strings");
+        goto done;
+    }
+    m->wl = malloc((json_array_size(wl) + 1) * sizeof *m->wl);
+    if (!m->wl) {
+        rc = etk_err(err, ETK_ENOMEM, "out of memory");
+        goto done;
+    }
+    json_array_foreach(wl, i, c)
+    {
+        const char *s = json_string_value(c);
+        char *end;
+        if (!s || strlen(s) != 16) {
+            rc = bad(&r, "wl_hashes", "wanted 16-digit hex strings");
+            goto done;
+        }
+        m->wl[i] = strtoull(s, &end, 16);
+        if (*end || (i && m->wl[i] < m->wl[i - 1])) {
+            rc = bad(&r, "wl_hashes", "wanted ascending 16-digit hex strings");
+            goto done;
+        }
+    }
+    m->n_wl = (uint32_t)json_array_size(wl);
+    *out = m;
+    m = NULL;
+done:
+    json_decref(root);
+    etk_synth_model_free(m);
+    return rc;
+}

@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# cli_synth.sh — `etkit synth fit | sample | eval` from the command line: help, usage errors
+# naming the option, a model fitted to generated workloads, sampled workloads that `etkit
+# validate` finds clean and `etkit sim` runs, byte-identical output for a seed, a broken model
+# file named with its field.
+# usage: bash tests/cli_synth.sh <etkit> <shared-dir>
+set -u
+. "$(dirname "$0")/clilib.sh"   # ETKIT, T, fails, fail, expect
+
+expect 0 "example" synth --help
+expect 2 "missing subcommand" synth
+expect 2 "unknown subcommand 'bogus'" synth bogus
+expect 2 "unknown option '--bogus'" synth fit --bogus
+expect 2 "fit: give -o MODEL" synth fit x
+expect 2 "give at least one WORKLOAD" synth fit -o "$T/m.json"
+expect 2 "needs a value" synth sample m --seed
+expect 2 "--seed wants a non-negative integer, got 'x'" synth sample m --seed x -o "$T/s"
+
+# a small corpus: a TP x DP step and a pipelined one (sends/recvs)
+G="--model llama2-7b --layers 2 --hidden 256 --heads 4 --kv-heads 4 --ffn 512 --seq 64 --vocab 1000"
+"$ETKIT" gen $G --tp 2 --dp 2 --global-batch 4 -o "$T/a" >/dev/null 2>&1 || fail "gen a"
+"$ETKIT" gen $G --tp 2 --pp 2 --dp 2 --global-batch 8 -o "$T/b" >/dev/null 2>&1 || fail "gen b"
+printf '# corpus\n%s\n\n' "$T/b" >"$T/list.txt"
+expect 0 "fitted the count model to 3 rank graphs .* from 2 workloads" synth fit "$T/a" --list "$T/list.txt" -o "$T/m.json"
+grep -q '"format":"etkit-synth-model","version":1' "$T/m.json" || fail "model file lacks format/version: $(head -c 200 "$T/m.json")"
+# privacy: no operator name of the corpus in the model file
+grep -q 'attn_norm\|swiglu\|mb0' "$T/m.json" && fail "an operator name leaked into the model file"
+expect 2 "nothere: " synth fit "$T/nothere" -o "$T/m2.json"
+printf '# nothing\n\n' >"$T/empty.txt"
+expect 2 "empty.txt: no workload listed" synth fit --list "$T/empty.txt" -o "$T/m2.json"
+
+# samples: valid, simulated, deterministic
+expect 0 "wrote 4 rank files" synth sample "$T/m.json" -o "$T/s" --seed 3
+expect 0 "0 errors, 0 warnings" validate "$T/s"
+expect 0 "step time" sim "$T/s" -c dgx-h100 --gpus 4
+"$ETKIT" synth sample "$T/m.json" -o "$T/s2" --seed 3 -q || fail "second sample"
+for r in 0 1 2 3; do cmp -s "$T/s.$r.et" "$T/s2.$r.et" || fail "rank $r differs between two runs with one seed"; done
+cmp -s "$T/s.json" "$T/s2.json" || fail "groups differ between two runs with one seed"
+"$ETKIT" synth sample "$T/m.json" -o "$T/s3" --seed 4 -q || fail "third sample"
+cmp -s "$T/s.0.et" "$T/s3.0.et" && fail "seeds 3 and 4 gave the same rank 0"
+# --ranks scales: 16 ranks in inner groups of 2 (the corpus' TP size) and in groups of 4
+expect 0 "wrote 16 rank files" synth sample "$T/m.json" -o "$T/big" --ranks 16 --seed 5
+expect 0 "0 errors, 0 warnings" validate "$T/big"
+expect 0 "step time" sim "$T/big" -c dgx-h100 -n 2
+grep -q '"2": \[0, 1\]' "$T/big.json" || fail "inner group 2 is not ranks 0,1: $(head -c 300 "$T/big.json")"
+expect 0 "wrote 8 rank files" synth sample "$T/m.json" -o "$T/g4" --ranks 8 --inner 4 --seed 6
+grep -q '"2": \[0, 1, 2, 3\]' "$T/g4.json" || fail "--inner 4: group 2 is not ranks 0-3"
+expect 0 "0 errors, 0 warnings" validate "$T/g4"
+expect 0 "wrote 1 rank files" synth sample "$T/m.json" -o "$T/one" --ranks 1 --seed 7
+expect 0 "0 errors, 0 warnings" validate "$T/one"
+expect 2 "--inner 3 must be at least 1 and divide --ranks 8" synth sample "$T/m.json" -o "$T/x" --ranks 8 --inner 3
+expect 2 "--ranks wants 1 to 1048576, got 0" synth sample "$T/m.json" -o "$T/x" --ranks 0
+expect 0 "wrote 4 rank files" synth sample "$T/m.json" -o "$T/cut" --max-nodes 30 --seed 1
+n=$("$ETKIT" info "$T/cut.0.et" | sed -n 's/.*nodes: \([0-9]*\).*/\1/p' | head -1)
+[ "${n:-999}" -le 60 ] || fail "--max-nodes 30: rank 0 has $n nodes (30 + at most as many point-to-point twins)"
+expect 2 "m.json" synth sample "$T/m.json" -o "$T/m.json/x"
+ls "$T" | grep -q 'tmp\|lock' && fail "temporary files left behind: $(ls "$T")"
+
+# a broken model file: the file and the field
+sed 's/"version":1/"version":7/' "$T/m.json" >"$T/bad.json"
+expect 2 "bad.json: field 'version': wanted 1" synth sample "$T/bad.json" -o "$T/x"
+printf '{"format": "etkit-synth-model", "version": 1, "kind": "count", "graphs": 1, "bins": 8,
+ "position_buckets": 8, "size_cap": 4096, "tokens": []}\n' >"$T/bad2.json"
+expect 2 "bad2.json: field 'tokens'" synth sample "$T/bad2.json" -o "$T/x"
+printf '{"format":' >"$T/bad3.json"
+expect 2 "bad3.json" synth sample "$T/bad3.json" -o "$T/x"
+expect 2 "nothere.json" synth sample "$T/nothere.json" -o "$T/x"
+
+# eval: the two halves of a list, the count model and random DAGs; JSON form
+printf '%s\n%s\n' "$T/a" "$T/b" >"$T/real.txt"
+expect 0 "real rank graphs 3" synth eval "$T/m.json" --real "$T/real.txt" --samples 4
+expect 0 '"edge_token_pair": {"real_vs_real"' synth eval "$T/m.json" --real "$T/real.txt" --samples 4 --json
+expect 0 '"step_time_ks": {"cluster": "dgx-h100", "ranks": 4' synth eval "$T/m.json" --real "$T/real.txt" --samples 4 \
+  --cluster dgx-h100 --json
+echo "$T/a" >"$T/one.txt"
+expect 2 "one.txt: 1 rank graph(s): eval needs at least 2" synth eval "$T/m.json" --real "$T/one.txt"
+expect 2 "give --real FILE" synth eval "$T/m.json"
+exit $((fails > 0))

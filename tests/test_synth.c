@@ -1,0 +1,472 @@
+/* test_synth.c — etkit synth (include/etkit/synth.h): tokens and operator classes of names, layer
+ * peeling of hand-built DAGs (layers counted by hand in the comments), quantile bins, the WL hash
+ * (equal under relabelling, different after one edge moves), the count baseline fitted to
+ * generated workloads (tables against hand counts), sampling (deterministic for a seed, WL
+ * rejection), 100 sampled workloads assembled on 1..16 ranks that the validator finds clean and
+ * the simulator runs, the model file round trip and its errors, MMD^2 and KS against closed
+ * forms. */
+#include "testutil.h"
+#include "gen_testlib.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "etkit/sim.h"
+#include "etkit/synth.h"
+#include "../src/synth/synth_internal.h"
+
+#define assert_near(x, y, eps) assert_true(fabs((x) - (y)) <= (eps))
+
+/* a graph from (parent lists) by hand */
+static etk_synth_graph *hand(uint32_t n, const uint16_t *tok, const uint32_t *off, const uint32_t *par,
+                             uint32_t *order)
+{
+    etk_synth_graph *g = NULL;
+    etk_error err = {0};
+    if (etk_synth_graph_build(n, tok, NULL, off, par, &g, order, &err))
+        fail_msg("build: %s", err.msg);
+    return g;
+}
+
+static void test_tokens(void **state)
+{
+    (void)state;
+    assert_int_equal(ETK_SYNTH_N_TOKENS, 43); /* 9 op classes + 10 x 3 collectives + 2 sends + 2 recvs */
+    for (int t = 0; t < ETK_SYNTH_N_TOKENS; t++)
+        assert_int_equal(etk_synth_tok_parse(etk_synth_tok_name(t)), t);
+    assert_string_equal(etk_synth_tok_name(etk_synth_tok_coll(ETK_COLL_ALL_GATHER, ETK_SYNTH_ROLE_OUTER)),
+                        "COLL:ALL_GATHER:outer");
+    assert_string_equal(etk_synth_tok_name(etk_synth_tok_p2p(false, ETK_SYNTH_PEER_PREV)), "RECV:prev");
+    assert_int_equal(etk_synth_tok_parse("COMP:bogus"), -1);
+    /* the generator's names and PyTorch operator names */
+    assert_int_equal(etk_synth_op_class("mb0.L0.q", NULL), ETK_SYNTH_OP_GEMM);
+    assert_int_equal(etk_synth_op_class("mb3.L1.down.wgrad", NULL), ETK_SYNTH_OP_GEMM);
+    assert_int_equal(etk_synth_op_class("mb0.L0.flash_attn", "attention"), ETK_SYNTH_OP_ATTENTION);
+    assert_int_equal(etk_synth_op_class("mb0.L0.attn_norm", NULL), ETK_SYNTH_OP_NORM);
+    assert_int_equal(etk_synth_op_class("mb0.L0.attn_res", NULL), ETK_SYNTH_OP_ELEMENTWISE);
+    assert_int_equal(etk_synth_op_class("mb0.L0.swiglu.bwd", NULL), ETK_SYNTH_OP_ELEMENTWISE);
+    assert_int_equal(etk_synth_op_class("mb0.embed.tok_embed", NULL), ETK_SYNTH_OP_EMBEDDING);
+    assert_int_equal(etk_synth_op_class("aten::addmm", NULL), ETK_SYNTH_OP_GEMM);
+    assert_int_equal(etk_synth_op_class("aten::_softmax", NULL), ETK_SYNTH_OP_ATTENTION);
+    assert_int_equal(etk_synth_op_class("aten::copy_", NULL), ETK_SYNTH_OP_MEMORY);
+    assert_int_equal(etk_synth_op_class("optimizer.adam_step", NULL), ETK_SYNTH_OP_OPTIMIZER);
+    assert_int_equal(etk_synth_op_class("nll_loss_forward", NULL), ETK_SYNTH_OP_LOSS);
+    assert_int_equal(etk_synth_op_class("", NULL), ETK_SYNTH_OP_OTHER);
+    assert_true(etk_synth_tok_has_attr(ETK_SYNTH_OP_GEMM, ETK_SYNTH_A_FLOPS));
+    assert_false(etk_synth_tok_has_attr(ETK_SYNTH_OP_GEMM, ETK_SYNTH_A_COMM));
+    assert_true(etk_synth_tok_has_attr(etk_synth_tok_coll(0, 0), ETK_SYNTH_A_COMM));
+}
+
+static void test_peel(void **state)
+{
+    (void)state;
+    /* file order 0..6, parents listed per node:
+     *   node 0: parents {3}     node 1: {}      node 2: {1, 0}
+     *   node 3: {}              node 4: {2, 3}  node 5: {1, 1, 5} (dup + self loop dropped)
+     *   node 6: {4, 1}
+     * layers: 0 = {1, 3}; 1 = {0, 5}; 2 = {2}; 3 = {4}; 4 = {6} -> new order 1 3 0 5 2 4 6 */
+    uint16_t tok[7] = {0, 1, 2, 3, 4, 5, 6};
+    uint32_t off[8] = {0, 1, 1, 3, 3, 5, 8, 10};
+    uint32_t par[10] = {3, 1, 0, 2, 3, 1, 1, 5, 4, 1};
+    uint32_t order[7];
+    etk_synth_graph *g = hand(7, tok, off, par, order);
+    assert_int_equal(g->n_layers, 5);
+    uint32_t want_order[7] = {1, 3, 0, 5, 2, 4, 6}, want_layer[7] = {0, 0, 1, 1, 2, 3, 4};
+    for (int i = 0; i < 7; i++) {
+        assert_int_equal(order[i], want_order[i]);
+        assert_int_equal(g->tok[i], want_order[i]);
+        assert_int_equal(g->layer[i], want_layer[i]);
+    }
+    assert_int_equal(g->n_edges, 8); /* 10 listed, less the duplicate and the self loop */
+    etk_synth_graph_free(g);
+}
+
+static void test_peel_edges_and_cycle(void **state)
+{
+    (void)state;
+    /* chain with a skip: 0 -> 1 -> 2, 0 -> 2: node 2's parents new-indexed {1, 0}: the main parent
+     * (layer 1) first */
+    uint16_t tok[3] = {0, 0, 0};
+    uint32_t off[4] = {0, 0, 1, 3}, par[3] = {0, 0, 1};
+    etk_synth_graph *g = hand(3, tok, off, par, NULL);
+    assert_int_equal(g->n_layers, 3);
+    assert_int_equal(g->par_off[2], 1);
+    assert_int_equal(g->par[1], 1);
+    assert_int_equal(g->par[2], 0);
+    etk_synth_graph_free(g);
+    /* a cycle 0 -> 1 -> 0 with a source 2 is refused, naming the count placed */
+    uint32_t off2[4] = {0, 1, 2, 2}, par2[2] = {1, 0};
+    etk_error err = {0};
+    assert_int_equal(etk_synth_graph_build(3, tok, NULL, off2, par2, &g, NULL, &err), ETK_EINVAL);
+    assert_non_null(strstr(err.msg, "cycle (1 of 3 nodes"));
+}
+
+static void test_wl(void **state)
+{
+    (void)state;
+    /* a diamond a -> (b, c) -> d with tokens 0,1,2,3 in two file orders: isomorphic */
+    uint16_t t1[4] = {0, 1, 2, 3}, t2[4] = {3, 2, 1, 0};
+    uint32_t o1[5] = {0, 0, 1, 2, 4}, p1[4] = {0, 0, 1, 2};
+    uint32_t o2[5] = {0, 2, 3, 4, 4}, p2[4] = {1, 2, 3, 3};
+    etk_synth_graph *a = hand(4, t1, o1, p1, NULL), *b = hand(4, t2, o2, p2, NULL);
+    assert_true(etk_synth_graph_wl_hash(a) == etk_synth_graph_wl_hash(b));
+    /* d fed by a and b, c a sink: same tokens, same edge count, not isomorphic */
+    uint32_t o3[5] = {0, 0, 1, 2, 4}, p3[4] = {0, 0, 1, 0};
+    etk_synth_graph *c = hand(4, t1, o3, p3, NULL);
+    assert_true(etk_synth_graph_wl_hash(a) != etk_synth_graph_wl_hash(c));
+    etk_synth_graph_free(a);
+    etk_synth_graph_free(b);
+    etk_synth_graph_free(c);
+}
+
+/* a generated training corpus: two plans (the second with pipeline stages and sends/recvs) */
+static void corpus(etk_synth_graph ***gs, size_t *n, uint32_t *world, uint32_t *inner)
+{
+    const char *plans[] = {
+        "--model llama2-7b --layers 2 --hidden 256 --heads 4 --kv-heads 4 --ffn 512 --seq 64 --vocab 1000 --tp 2 "
+        "--dp 2 --global-batch 4",
+        "--model llama2-7b --layers 2 --hidden 256 --heads 4 --kv-heads 4 --ffn 512 --seq 64 --vocab 1000 --tp 2 "
+        "--pp 2 --dp 2 --global-batch 8",
+    };
+    *gs = NULL;
+    *n = 0;
+    for (int i = 0; i < 2; i++) {
+        etk_gen_config c;
+        cfg_from(&c, plans[i]);
+        etk_workload *w = NULL;
+        etk_error err = {0};
+        if (etk_gen_workload(&c, false, &w, &err) || etk_synth_workload_graphs(w, gs, n, &inner[i], &err))
+            fail_msg("%s: %s", plans[i], err.msg);
+        world[i] = w->n_ranks;
+        etk_workload_free(w);
+    }
+}
+
+static void free_gs(etk_synth_graph **gs, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        etk_synth_graph_free(gs[i]);
+    free(gs);
+}
+
+static void test_extract_fit(void **state)
+{
+    (void)state;
+    etk_synth_graph **gs;
+    size_t n;
+    uint32_t world[2], inner[2];
+    corpus(&gs, &n, world, inner);
+    /* one rank class in the first plan (4 identical TP x DP ranks), two pipeline stages in the
+     * second */
+    assert_int_equal(n, 3);
+    assert_int_equal(world[0], 4);
+    assert_int_equal(world[1], 8);
+    assert_int_equal(inner[0], 2); /* TP groups of 2 consecutive ranks */
+    /* the first graph: its TP all-reduces are inner, its DP gradient reduction outer */
+    size_t coll_inner = 0, coll_outer = 0, send = 0, recv = 0;
+    for (size_t k = 0; k < n; k++)
+        for (uint32_t i = 0; i < gs[k]->n; i++) {
+            int t = gs[k]->tok[i];
+            coll_inner += t == etk_synth_tok_coll(ETK_COLL_ALL_REDUCE, ETK_SYNTH_ROLE_INNER);
+            coll_outer += etk_synth_tok_type(t) == ETK_NODE_COLL && etk_synth_tok_role(t) == ETK_SYNTH_ROLE_OUTER;
+            send += etk_synth_tok_type(t) == ETK_NODE_SEND;
+            recv += etk_synth_tok_type(t) == ETK_NODE_RECV;
+        }
+    assert_true(coll_inner > 0);
+    assert_true(coll_outer > 0);
+    assert_true(send > 0 && send == recv); /* pipeline: as many activations sent as gradients received */
+    etk_synth_model *m = NULL;
+    etk_error err = {0};
+    assert_int_equal(etk_synth_fit(gs, n, world, 2, inner, 2, &m, &err), 0);
+    assert_int_equal(etk_synth_model_n_graphs(m), 3);
+    assert_int_equal(etk_synth_model_inner(m, 8), 2);
+    assert_int_equal(etk_synth_model_inner(m, 3), 0); /* 2 does not divide 3 */
+    assert_int_equal(etk_synth_model_inner(m, 2), 0); /* an inner group as large as the world: none */
+    /* sampling: deterministic for a seed, different for another */
+    etk_synth_sample_opts o = {.seed = 5};
+    etk_synth_graph *a = NULL, *b = NULL, *c = NULL;
+    assert_int_equal(etk_synth_sample_graph(m, &o, &a, NULL, &err), 0);
+    assert_int_equal(etk_synth_sample_graph(m, &o, &b, NULL, &err), 0);
+    o.seed = 6;
+    assert_int_equal(etk_synth_sample_graph(m, &o, &c, NULL, &err), 0);
+    assert_int_equal(a->n, b->n);
+    assert_memory_equal(a->tok, b->tok, a->n * sizeof *a->tok);
+    assert_memory_equal(a->val, b->val, a->n * ETK_SYNTH_N_ATTR * sizeof *a->val);
+    assert_true(etk_synth_graph_wl_hash(a) != etk_synth_graph_wl_hash(c));
+    /* every sampled node of a layer > 0 has its main parent in the layer before; layer counts
+     * are ones seen in training (3 graphs: 3 values at most) */
+    for (uint32_t i = 0; i < a->n; i++)
+        if (a->layer[i])
+            assert_int_equal(a->layer[a->par[a->par_off[i]]], a->layer[i] - 1);
+    bool seen = false;
+    for (size_t k = 0; k < n; k++)
+        seen |= gs[k]->n_layers == a->n_layers;
+    assert_true(seen || a->n_layers < gs[0]->n_layers); /* or cut by max_nodes (none here) */
+    /* attribute values of a sampled GEMM lie inside the range of the training GEMMs */
+    double lo = 1e300, hi = 0;
+    for (size_t k = 0; k < n; k++)
+        for (uint32_t i = 0; i < gs[k]->n; i++)
+            if (gs[k]->tok[i] == ETK_SYNTH_OP_GEMM) {
+                double f = gs[k]->val[(size_t)i * ETK_SYNTH_N_ATTR];
+                lo = f < lo ? f : lo;
+                hi = f > hi ? f : hi;
+            }
+    for (uint32_t i = 0; i < a->n; i++)
+        if (a->tok[i] == ETK_SYNTH_OP_GEMM) {
+            double f = a->val[(size_t)i * ETK_SYNTH_N_ATTR];
+            assert_true(f >= lo && f <= hi);
+        }
+    /* max_nodes cuts whole layers */
+    o.max_nodes = 20;
+    etk_synth_graph *small = NULL;
+    assert_int_equal(etk_synth_sample_graph(m, &o, &small, NULL, &err), 0);
+    assert_true(small->n <= 20 && small->n > 0);
+    etk_synth_graph_free(small);
+    etk_synth_graph_free(a);
+    etk_synth_graph_free(b);
+    etk_synth_graph_free(c);
+    etk_synth_model_free(m);
+    free_gs(gs, n);
+}
+
+/* a model memorising its only graph: a chain of 3 GEMMs has one layer count, one size, one
+ * token: every sample is isomorphic to it and is rejected */
+static void test_wl_rejection(void **state)
+{
+    (void)state;
+    uint16_t tok[3] = {0, 0, 0};
+    uint32_t off[4] = {0, 0, 1, 2}, par[2] = {0, 1};
+    etk_synth_graph *g = hand(3, tok, off, par, NULL);
+    etk_synth_model *m = NULL;
+    etk_error err = {0};
+    uint32_t world = 1;
+    assert_int_equal(etk_synth_fit(&g, 1, &world, 1, NULL, 0, &m, &err), 0);
+    etk_synth_graph *s = NULL;
+    uint32_t rej = 0;
+    etk_synth_sample_opts o = {.seed = 1, .max_tries = 7};
+    assert_int_equal(etk_synth_sample_graph(m, &o, &s, &rej, &err), ETK_EINVAL);
+    assert_int_equal(rej, 7);
+    assert_non_null(strstr(err.msg, "all 7 samples were isomorphic to a training graph"));
+    etk_synth_model_free(m);
+    etk_synth_graph_free(g);
+}
+
+static void test_assemble_valid_and_simulated(void **state)
+{
+    (void)state;
+    etk_synth_graph **gs;
+    size_t n;
+    uint32_t world[2], inner[2];
+    corpus(&gs, &n, world, inner);
+    etk_synth_model *m = NULL;
+    etk_error err = {0};
+    assert_int_equal(etk_synth_fit(gs, n, world, 2, inner, 2, &m, &err), 0);
+    const uint32_t ranks[] = {1, 2, 3, 4, 8, 16};
+    for (uint64_t seed = 1; seed <= 100; seed++) {
+        etk_synth_sample_opts o = {.seed = seed};
+        etk_synth_graph *g = NULL;
+        assert_int_equal(etk_synth_sample_graph(m, &o, &g, NULL, &err), 0);
+        uint32_t nr = ranks[seed % 6];
+        etk_workload *w = NULL;
+        if (etk_synth_assemble(g, nr, etk_synth_model_inner(m, nr), &w, &err))
+            fail_msg("seed %llu: %s", (unsigned long long)seed, err.msg);
+        char what[64];
+        snprintf(what, sizeof what, "sample seed %llu on %u ranks", (unsigned long long)seed, nr);
+        gen_expect_clean(w, what);
+        if (seed % 10 == 0) { /* ten of them through the simulator */
+            etk_cluster c;
+            assert_int_equal(nr <= 8 ? etk_cluster_preset_gpus("dgx-h100", 1, nr, &c, &err)
+                                     : etk_cluster_preset("dgx-h100", nr / 8, &c, &err),
+                             0);
+            etk_sim_opts so = {0};
+            etk_sim *s = NULL;
+            if (etk_sim_workload(w, &c, &so, &s, &err))
+                fail_msg("%s: %s", what, err.msg);
+            assert_true(etk_sim_result_get(s)->step_ns > 0);
+            etk_sim_free(s);
+        }
+        etk_workload_free(w);
+        etk_synth_graph_free(g);
+    }
+    etk_synth_model_free(m);
+    free_gs(gs, n);
+}
+
+static void test_assemble_by_hand(void **state)
+{
+    (void)state;
+    /* gemm -> send(next) -> all_reduce(inner) -> gemm on 4 ranks with inner groups of 2 */
+    uint16_t tok[4] = {ETK_SYNTH_OP_GEMM, (uint16_t)etk_synth_tok_p2p(true, ETK_SYNTH_PEER_NEXT),
+                       (uint16_t)etk_synth_tok_coll(ETK_COLL_ALL_REDUCE, ETK_SYNTH_ROLE_INNER), ETK_SYNTH_OP_GEMM};
+    uint32_t off[5] = {0, 0, 1, 2, 3}, par[3] = {0, 1, 2};
+    double val[16] = {1e9, 4096, 0, 0, 0, 0, 1024, 0, 0, 0, 2048, 0, 2e9, 8192, 0, 0};
+    etk_synth_graph *g = NULL;
+    etk_error err = {0};
+    assert_int_equal(etk_synth_graph_build(4, tok, val, off, par, &g, NULL, &err), 0);
+    etk_workload *w = NULL;
+    assert_int_equal(etk_synth_assemble(g, 4, 2, &w, &err), 0);
+    /* groups: world, inner {0,1} {2,3}, outer {0,2} {1,3} */
+    assert_int_equal(w->groups->n_groups, 5);
+    assert_int_equal(etk_groups_find(w->groups, "3")->ranks[0], 2);
+    assert_int_equal(etk_groups_find(w->groups, "5")->ranks[1], 3);
+    /* rank 3: 5 nodes (the send's twin recv added), send to 0 and recv from 2 with tag 1 */
+    const etk_trace *t = w->ranks[3];
+    assert_int_equal(t->n_nodes, 5);
+    int64_t v;
+    assert_int_equal(t->nodes[1].type, ETK_NODE_SEND);
+    assert_true(etk_node_i64(&t->nodes[1], "comm_dst", &v) && v == 0);
+    assert_true(etk_node_i64(&t->nodes[1], "comm_tag", &v) && v == 1);
+    assert_int_equal(t->nodes[2].type, ETK_NODE_RECV);
+    assert_true(etk_node_i64(&t->nodes[2], "comm_src", &v) && v == 2);
+    assert_true(etk_node_i64(&t->nodes[2], "comm_size", &v) && v == 1024);
+    assert_string_equal(etk_node_str(&t->nodes[3], "pg_name"), "3"); /* rank 3's inner group */
+    assert_true(etk_node_i64(&t->nodes[0], "num_ops", &v) && v == 1000000000);
+    gen_expect_clean(w, "hand-built");
+    etk_workload_free(w);
+    /* one rank: communication becomes local compute */
+    assert_int_equal(etk_synth_assemble(g, 1, 0, &w, &err), 0);
+    assert_int_equal(w->ranks[0]->n_nodes, 4);
+    assert_int_equal(w->ranks[0]->nodes[1].type, ETK_NODE_COMP);
+    gen_expect_clean(w, "one rank");
+    etk_workload_free(w);
+    assert_int_equal(etk_synth_assemble(g, 0, 0, &w, &err), ETK_EINVAL);
+    etk_synth_graph_free(g);
+}
+
+static void test_model_file(void **state)
+{
+    (void)state;
+    etk_synth_graph **gs;
+    size_t n;
+    uint32_t world[2], inner[2];
+    corpus(&gs, &n, world, inner);
+    etk_synth_model *m = NULL, *m2 = NULL;
+    etk_error err = {0};
+    assert_int_equal(etk_synth_fit(gs, n, world, 2, inner, 2, &m, &err), 0);
+    char path[512];
+    snprintf(path, sizeof path, "%s/model.json", tu_tmpdir());
+    assert_int_equal(etk_synth_model_save(m, path, &err), 0);
+    assert_int_equal(etk_synth_model_load(path, &m2, &err), 0);
+    /* the loaded model samples the same graph as the fitted one */
+    etk_synth_sample_opts o = {.seed = 11};
+    etk_synth_graph *a = NULL, *b = NULL;
+    assert_int_equal(etk_synth_sample_graph(m, &o, &a, NULL, &err), 0);
+    assert_int_equal(etk_synth_sample_graph(m2, &o, &b, NULL, &err), 0);
+    assert_int_equal(a->n, b->n);
+    assert_int_equal(a->n_edges, b->n_edges);
+    assert_memory_equal(a->par, b->par, a->n_edges * sizeof *a->par);
+    assert_memory_equal(a->val, b->val, a->n * ETK_SYNTH_N_ATTR * sizeof *a->val);
+    assert_int_equal(etk_synth_model_default_ranks(m2), 4); /* 4 and 8 seen once each: the first */
+    /* malformed files: the file and the field named */
+    size_t len;
+    char *text = (char *)tu_read(path, &len);
+    struct {
+        const char *from, *to, *msg;
+    } cases[] = {
+        {"\"version\":1", "\"version\":2", "field 'version': wanted 1"},
+        {"\"format\":\"etkit-synth-model\"", "\"format\":\"x\"", "field 'format'"},
+        {"\"layer_count\":[[", "\"layer_count\":[[-", "field 'layer_count'"},
+        {"\"COMP:gemm\":[[", "\"COMP:gemmx\":[[", "unknown token name"},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        char *p = strstr(text, cases[k].from);
+        assert_non_null(p);
+        char bad[600];
+        snprintf(bad, sizeof bad, "%s/bad%zu.json", tu_tmpdir(), k);
+        FILE *f = fopen(bad, "w");
+        fwrite(text, 1, (size_t)(p - text), f);
+        fputs(cases[k].to, f);
+        fputs(p + strlen(cases[k].from), f);
+        fclose(f);
+        etk_synth_model *x = NULL;
+        assert_true(etk_synth_model_load(bad, &x, &err) < 0);
+        assert_null(x);
+        if (!strstr(err.msg, cases[k].msg) || !strstr(err.msg, bad))
+            fail_msg("case %zu: %s", k, err.msg);
+    }
+    free(text);
+    etk_synth_graph_free(a);
+    etk_synth_graph_free(b);
+    etk_synth_model_free(m);
+    etk_synth_model_free(m2);
+    free_gs(gs, n);
+}
+
+/* quantile bins with a point mass: 10 GEMMs in a chain with FLOPs 0 x 6, 100, 200, 400, 800.
+ * Edges at indices floor(k * 9 / 8) = 0 1 2 3 4 5 6 7 9: 0 0 0 0 0 0 100 200 800. Bins: 0 is the
+ * point 0 (six nodes), 6 = [100, 200) (100), 7 = [200, 800) (200, 400), 8 = the point 800. */
+static void test_bins(void **state)
+{
+    (void)state;
+    uint16_t tok[10] = {0};
+    uint32_t off[11], par[9];
+    double val[40] = {0};
+    const double f[10] = {0, 0, 0, 0, 0, 0, 100, 200, 400, 800};
+    for (int i = 0; i < 10; i++) {
+        off[i] = i ? (uint32_t)i - 1 : 0;
+        if (i)
+            par[i - 1] = (uint32_t)i - 1;
+        val[i * ETK_SYNTH_N_ATTR + ETK_SYNTH_A_FLOPS] = f[i];
+    }
+    off[10] = 9;
+    etk_synth_graph *g = NULL;
+    etk_error err = {0};
+    assert_int_equal(etk_synth_graph_build(10, tok, val, off, par, &g, NULL, &err), 0);
+    etk_synth_model *m = NULL;
+    assert_int_equal(etk_synth_fit(&g, 1, NULL, 0, NULL, 0, &m, &err), 0);
+    const double want_edges[9] = {0, 0, 0, 0, 0, 0, 100, 200, 800};
+    for (int k = 0; k < 9; k++)
+        assert_near(m->edges[0][ETK_SYNTH_A_FLOPS][k], want_edges[k], 0);
+    const uint32_t want_bin[10] = {0, 0, 0, 0, 0, 0, 6, 7, 7, 8}, digit = SYN_BIN_CODES * SYN_BIN_CODES * SYN_BIN_CODES;
+    for (int i = 0; i < 10; i++)
+        assert_int_equal(syn_bin_code(m, 0, g->val + (size_t)i * ETK_SYNTH_N_ATTR) / digit, want_bin[i]);
+    /* values drawn inside the bins: the points exactly, the ranges inside [lo, hi) */
+    srng r = {42};
+    double v[ETK_SYNTH_N_ATTR];
+    for (int k = 0; k < 200; k++) {
+        syn_bin_values(m, 0, 0 * digit, &r, v);
+        assert_near(v[ETK_SYNTH_A_FLOPS], 0, 0);
+        syn_bin_values(m, 0, 8 * digit, &r, v);
+        assert_near(v[ETK_SYNTH_A_FLOPS], 800, 0);
+        syn_bin_values(m, 0, 7 * digit, &r, v);
+        assert_true(v[ETK_SYNTH_A_FLOPS] >= 200 && v[ETK_SYNTH_A_FLOPS] <= 800);
+        syn_bin_values(m, 0, 6 * digit, &r, v);
+        assert_true(v[ETK_SYNTH_A_FLOPS] >= 100 && v[ETK_SYNTH_A_FLOPS] <= 200);
+    }
+    etk_synth_model_free(m);
+    etk_synth_graph_free(g);
+}
+
+static void test_metrics(void **state)
+{
+    (void)state;
+    /* KS: {1,2,3,4} vs {3,4,5,6}: after 2 the CDFs are 0.5 and 0 -> 0.5 */
+    double a[4] = {4, 1, 3, 2}, b[4] = {3, 4, 5, 6};
+    assert_near(etk_synth_ks(a, 4, b, 4), 0.5, 1e-12);
+    assert_near(etk_synth_ks(a, 4, a, 4), 0, 1e-12);
+    /* MMD^2 of a set with itself is 0; of one graph of tokens {0} against one of tokens {1}:
+     * TV = 1, k = exp(-1/2): 1 + 1 - 2 exp(-0.5) */
+    uint16_t t0[1] = {0}, t1[1] = {1};
+    uint32_t off[2] = {0, 0};
+    etk_synth_graph *x = hand(1, t0, off, NULL, NULL), *y = hand(1, t1, off, NULL, NULL);
+    assert_near(etk_synth_mmd2(NULL, &x, 1, &x, 1, ETK_SYNTH_D_TOKEN), 0, 1e-12);
+    assert_near(etk_synth_mmd2(NULL, &x, 1, &y, 1, ETK_SYNTH_D_TOKEN), 2 - 2 * exp(-0.5), 1e-12);
+    /* same layer sizes: 0 */
+    assert_near(etk_synth_mmd2(NULL, &x, 1, &y, 1, ETK_SYNTH_D_LAYERSIZE), 0, 1e-12);
+    etk_synth_graph_free(x);
+    etk_synth_graph_free(y);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_tokens),          cmocka_unit_test(test_peel),
+        cmocka_unit_test(test_peel_edges_and_cycle), cmocka_unit_test(test_wl),
+        cmocka_unit_test(test_extract_fit),     cmocka_unit_test(test_wl_rejection),
+        cmocka_unit_test(test_assemble_by_hand), cmocka_unit_test(test_assemble_valid_and_simulated),
+        cmocka_unit_test(test_model_file),      cmocka_unit_test(test_metrics), cmocka_unit_test(test_bins),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
