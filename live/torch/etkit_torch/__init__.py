@@ -26,6 +26,15 @@ def install():
     torch.Tensor.record_stream = lambda self, stream: None
     torch.Tensor.pin_memory = lambda self, device=None: self
     torch.Tensor.is_pinned = lambda self, device=None: False
+    # A Parameter of a tensor subclass is the tensor with _is_param set, which Parameter's metaclass
+    # also lets pass as UninitializedParameter (torch 1.13): only Parameter itself may match so
+    meta = type(torch.nn.Parameter)
+    base_check = torch._C._TensorMeta.__instancecheck__
+
+    def instancecheck(cls, inst):
+        return base_check(cls, inst) or (cls is torch.nn.Parameter and isinstance(inst, torch.Tensor) and
+                                         getattr(inst, "_is_param", False))
+    meta.__instancecheck__ = instancecheck
     if torch.distributed.is_available():
         _dist.install()
     _tensor.MODE.__enter__()

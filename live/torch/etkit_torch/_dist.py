@@ -4,6 +4,7 @@ the network model exactly as a CUDA/NCCL program's. As ProcessGroupNCCL: each gr
 communication stream, which first waits for the current stream; Work.wait() makes the current
 stream wait for the collective (the host does not block), barrier() blocks the host.
 Rendezvous needs no store: every rank is a process of the same `etkit live` run."""
+import collections
 import ctypes
 from datetime import timedelta
 
@@ -41,7 +42,7 @@ def _bytes(ts):
         if isinstance(t, (list, tuple)):
             n += _bytes(t)
         else:
-            if not isinstance(t, FakeCuda):
+            if not isinstance(t, FakeCuda) and t.device.type != "meta":
                 _state.fatal(f"{_state.call_site()}: a collective on a CPU tensor ({tuple(t.shape)}) is not modelled: "
                              f"the etkit backend takes CUDA tensors")
             n += t.numel() * t.element_size()
@@ -92,6 +93,7 @@ class EtkProcessGroup(ProcessGroup):
         self.comm = comm.value
         self.stream = _cuda.Stream()
         self.seq = 0
+        self.works = collections.deque(maxlen=1 << 16)
 
     def getBackendName(self):
         return "nccl"
@@ -109,7 +111,11 @@ class EtkProcessGroup(ProcessGroup):
         call(self.stream.cuda_stream)
         ev = _cuda.Event()
         ev.record(self.stream)
-        return EtkWork(self, ev, result, host_blocks)
+        w = EtkWork(self, ev, result, host_blocks)
+        # a C++ caller (DDP's Reducer) holds the work only on the C++ side: the Python object must
+        # outlive it for pybind to find its methods (get_future, wait)
+        self.works.append(w)
+        return w
 
     def _coll(self, fn, nbytes, result, *extra):
         n = _lib.nccl
@@ -201,7 +207,52 @@ def _new_pg(group_size, group_rank, global_ranks_in_group, backend, store, pg_op
     return pg
 
 
+def _broadcast_coalesced(pg, tensors, buffer_size, src=0):
+    """dist._broadcast_coalesced (DDP's start-up sync of parameters and buffers): one broadcast of
+    each bucket of at most buffer_size bytes, as the C++ version does through the dispatcher (whose
+    c10d operators have no kernel for the meta tensors under the fake ones)."""
+    opts = dist.BroadcastOptions()
+    opts.rootRank = src
+    bucket, size = [], 0
+    for t in list(tensors) + [None]:
+        if t is not None and not isinstance(t, FakeCuda):
+            continue
+        nb = 0 if t is None else t.numel() * t.element_size()
+        if bucket and (t is None or size + nb > buffer_size):
+            flat = torch.cat([b.reshape(-1) for b in bucket]) if len(bucket) > 1 else bucket[0]
+            pg.broadcast([flat], opts).wait()
+            bucket, size = [], 0
+        if t is not None:
+            bucket.append(t)
+            size += nb
+
+
+C10D_OPS = ("broadcast_", "allreduce_", "allgather_", "reduce_scatter_", "reduce_", "gather_", "scatter_",
+            "alltoall_", "barrier", "send", "recv_")
+_lib_keep = []
+
+
+def _autograd_meta_kernels():
+    """The C++ callers (DDP's Reducer) reach the process group through the dispatcher's c10d
+    operators, which have no kernel for AutogradMeta (the key of the meta tensors inside the
+    fake ones): one that goes on below autograd, to the fake tensors' dispatch (_tensor.py)."""
+    lib = torch.library.Library("c10d", "IMPL", "AutogradMeta")
+    for name in C10D_OPS:
+        op = getattr(torch.ops.c10d, name)
+
+        def kernel(*args, _op=op):
+            guard = torch._C._AutoDispatchBelowAutograd()  # an RAII guard: active while it lives
+            try:
+                return _op(*args)
+            finally:
+                del guard
+        lib.impl(name, kernel)
+    _lib_keep.append(lib)
+
+
 def install():
+    dist._broadcast_coalesced = _broadcast_coalesced
+    _autograd_meta_kernels()
     c10d.rendezvous = _rendezvous
     c10d._store_based_barrier = lambda *a, **k: None
     c10d._new_process_group_helper = _new_pg

@@ -131,6 +131,11 @@ class Mode(TorchDispatchMode):
                      else x, a)
         k = tree_map(lambda x: x.to("meta") if isinstance(x, torch.Tensor) and x.device.type == "cpu" and x.dim() == 0
                      else x, k)
+        if name.startswith("c10d::"):  # a collective from C++ (DDP): the process group's method (_dist.py)
+            out = func(*a, **k)
+            if isinstance(out, tuple) and out and isinstance(out[0], list):
+                return (args[0],) + tuple(out[1:])
+            return out
         if name in _cost.DATA_DEPENDENT or not name.startswith("aten::"):
             out = self.unmodelled(func, a, k, why="its output depends on the tensor's values"
                                   if name.startswith("aten::") else "it is not an ATen operator")
