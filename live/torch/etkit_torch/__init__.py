@@ -23,6 +23,9 @@ def install():
         d = torch.device("cuda", _cuda._index(device))
         return self.to(d, non_blocking=non_blocking)
     torch.Tensor.cuda = cuda
+    # Module.to(dtype)/.cuda() would assign param.data, which swaps the C++ tensor under a fake one
+    # but not the meta tensor it holds: make them replace the parameters instead
+    torch.__future__.set_overwrite_module_params_on_conversion(True)
     torch.Tensor.record_stream = lambda self, stream: None
     torch.Tensor.pin_memory = lambda self, device=None: self
     torch.Tensor.is_pinned = lambda self, device=None: False

@@ -11,8 +11,7 @@ import torch
 # output shape depends on the values: cannot be run on tensors without data
 DATA_DEPENDENT = {"aten::nonzero", "aten::unique", "aten::_unique", "aten::_unique2", "aten::unique_dim",
                   "aten::unique_consecutive", "aten::masked_select", "aten::bincount", "aten::histc",
-                  "aten::repeat_interleave", "aten::_local_scalar_dense", "aten::equal", "aten::allclose",
-                  "aten::is_nonzero"}
+                  "aten::repeat_interleave", "aten::_local_scalar_dense", "aten::equal", "aten::allclose"}
 NO_KERNEL = {"aten::empty", "aten::empty_like", "aten::empty_strided", "aten::new_empty",
              "aten::new_empty_strided", "aten::_unsafe_view", "aten::lift_fresh", "aten::set_",
              "aten::resize_", "aten::record_stream"}
