@@ -109,8 +109,6 @@ class Mode(TorchDispatchMode):
             k["device"] = torch.device("meta")
         name = func._schema.name
         if dev is None:  # a CPU operator: real
-            if name == "aten::_to_copy" and kwargs.get("device") is not None:
-                pass
             return func(*args, **kwargs)
         # CPU -> GPU copy (.cuda(), .to("cuda")): the bytes over the host link
         if name in ("aten::_to_copy", "aten::copy_") and any(
