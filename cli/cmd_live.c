@@ -1,9 +1,11 @@
 /* cmd_live.c — `etkit live`: run N copies of a CUDA/NCCL program on the modelled cluster
  * (src/live/coord.c) and print etkit's usual report of the run. */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <getopt.h>
 #include <libgen.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,7 +15,7 @@
 #include "etkit/live.h"
 #include "sim_cli.h"
 
-enum { LO_RANKS = 2000, LO_CPU_SCALE, LO_KERNELS, LO_KDEF, LO_RECORD, LO_LIBDIR, LO_LAUNCHER };
+enum { LO_RANKS = 2000, LO_CPU_SCALE, LO_KERNELS, LO_KDEF, LO_RECORD, LO_LIBDIR, LO_LAUNCHER, LO_ALLOW_UNMODELLED };
 
 static void help(void)
 {
@@ -31,13 +33,16 @@ static void help(void)
            "  --lib-dir DIR            folder of the stand-in libraries (default: next to etkit)\n"
            "  --launcher               CMD starts the N ranks itself (mpirun -np N prog): run it once,\n"
            "                           with the MPI interposer (MPI_Wtime virtual, MPI calls timed)\n"
+           "  --allow-unmodelled       PyTorch: an operator etkit does not model is timed by the bytes it moves\n"
+           "                           and listed at the end (default: the run stops naming it)\n"
            "%s\n"
            "The cluster defaults to dgx-h100 with as many GPUs as ranks.\n"
            "exit status: 0 ok, 1 a rank failed or the ranks deadlocked (the report names each rank and the\n"
            "call it waits in), 2 bad usage.\n\n"
            "examples:\n"
            "  etkit live --cluster dgx-h100 --ranks 8 --cpu-scale 0 -- ./allreduce_sweep\n"
-           "  etkit live --ranks 4 --launcher -- mpirun -np 4 ./ring\n",
+           "  etkit live --ranks 4 --launcher -- mpirun -np 4 ./ring\n"
+           "  etkit live --ranks 8 --cpu-scale 0 -- python3 train.py   (PyTorch: docs/live.md)\n",
            sim_cli_help);
 }
 
@@ -68,6 +73,23 @@ static void lib_dir(char *out, size_t len)
         snprintf(out, len, "%s/%s", d, ETK_LIVE_FROM_BIN);
 }
 
+/* A Python program (CMD named python*): the ranks find etkit's PyTorch support (sitecustomize.py,
+ * etkit_torch) in <lib dir>/python ahead of the rest of PYTHONPATH (docs/live.md, "PyTorch").
+ * The ranks inherit the environment. */
+static int python_env(const char *prog, const char *dir, bool allow_unmodelled)
+{
+    const char *base = strrchr(prog, '/');
+    base = base ? base + 1 : prog;
+    if (strncmp(base, "python", 6) != 0)
+        return 0;
+    const char *old = getenv("PYTHONPATH");
+    char path[2 * PATH_MAX + 16];
+    snprintf(path, sizeof path, "%s/python%s%s", dir, old && *old ? ":" : "", old ? old : "");
+    if (setenv("PYTHONPATH", path, 1) != 0)
+        return -1;
+    return allow_unmodelled ? setenv("ETKIT_TORCH_ALLOW_UNMODELLED", "1", 1) : unsetenv("ETKIT_TORCH_ALLOW_UNMODELLED");
+}
+
 int cmd_live(int argc, char **argv)
 {
     static const char *cmd = "live";
@@ -84,6 +106,7 @@ int cmd_live(int argc, char **argv)
     lo[n++] = (struct option){"record", required_argument, 0, LO_RECORD};
     lo[n++] = (struct option){"lib-dir", required_argument, 0, LO_LIBDIR};
     lo[n++] = (struct option){"launcher", no_argument, 0, LO_LAUNCHER};
+    lo[n++] = (struct option){"allow-unmodelled", no_argument, 0, LO_ALLOW_UNMODELLED};
     lo[n] = (struct option){0, 0, 0, 0};
     sim_cli c;
     memset(&c, 0, sizeof c);
@@ -96,6 +119,7 @@ int cmd_live(int argc, char **argv)
     o.cpu_scale = 1;
     o.kernel_default_ns = 10000;
     const char *kernels = NULL;
+    bool allow_unmodelled = false;
     static char dir[PATH_MAX];
     dir[0] = 0;
     uint64_t v;
@@ -138,6 +162,9 @@ int cmd_live(int argc, char **argv)
         case LO_LAUNCHER:
             o.launcher = true;
             continue;
+        case LO_ALLOW_UNMODELLED:
+            allow_unmodelled = true;
+            continue;
         case '?':
             return cli_usage_error(cmd, "unknown option '%s'", argv[optind - 1]);
         case ':':
@@ -159,6 +186,8 @@ int cmd_live(int argc, char **argv)
     if (!dir[0])
         lib_dir(dir, sizeof dir);
     o.lib_dir = dir;
+    if (python_env(o.argv[0], dir, allow_unmodelled) != 0)
+        return cli_usage_error(cmd, "cannot set PYTHONPATH for the PyTorch support (%s)", strerror(errno));
     if (!c.cluster && !c.astra_net)
         c.cluster = "dgx-h100";
     etk_cluster cl;

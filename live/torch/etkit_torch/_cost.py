@@ -1,0 +1,100 @@
+"""_cost.py — what one ATen operator on fake CUDA tensors costs on the modelled GPU: GEMMs and
+batched GEMMs (mm, addmm, bmm, baddbmm) and convolutions (as the implicit GEMM) become compute-
+model GEMM nodes (m, n, k, FLOPs 2mnk·batch); views and uninitialised allocations cost nothing;
+every other operator (elementwise, reductions, norms, softmax, copies, foreach kernels) moves
+the bytes of its tensor inputs and outputs and is timed by the compute model's roofline
+(bytes / HBM bandwidth)."""
+import math
+
+import torch
+
+# output shape depends on the values: cannot be run on tensors without data
+DATA_DEPENDENT = {"aten::nonzero", "aten::unique", "aten::_unique", "aten::_unique2", "aten::unique_dim",
+                  "aten::unique_consecutive", "aten::masked_select", "aten::bincount", "aten::histc",
+                  "aten::repeat_interleave", "aten::_local_scalar_dense", "aten::equal", "aten::allclose"}
+NO_KERNEL = {"aten::empty", "aten::empty_like", "aten::empty_strided", "aten::new_empty",
+             "aten::new_empty_strided", "aten::_unsafe_view", "aten::lift_fresh", "aten::set_",
+             "aten::resize_", "aten::record_stream"}
+
+
+def tensors(x, out):
+    if isinstance(x, torch.Tensor):
+        out.append(x)
+    elif isinstance(x, (list, tuple)):
+        for y in x:
+            tensors(y, out)
+    return out
+
+
+def nbytes(t):
+    return t.numel() * t.element_size()
+
+
+def is_view(func):
+    rets = func._schema.returns
+    return bool(rets) and all(r.alias_info is not None and not r.alias_info.is_write for r in rets)
+
+
+def describe(func, ins):
+    """'aten::addmm [768]bf16 [512x768]bf16 ...' (the node name, at most 127 characters)."""
+    parts = [func._schema.name]
+    for t in ins[:4]:
+        parts.append("[" + "x".join(str(d) for d in t.shape) + "]" + str(t.dtype).replace("torch.", ""))
+    if len(ins) > 4:
+        parts.append(f"+{len(ins) - 4} tensors")
+    return " ".join(parts)[:127]
+
+
+def conv_gemm(x, w, out, transposed, groups):
+    """The implicit GEMM of a convolution: m = N·output positions, n = output channels,
+    k = input channels per group · kernel size (transposed: input and output swapped)."""
+    if transposed:
+        x, out = out, x
+    n_batch = x.shape[0]
+    pos = math.prod(out.shape[2:])
+    ksz = math.prod(w.shape[2:])
+    cout = out.shape[1]
+    cin_g = x.shape[1] // groups
+    m, n, k = n_batch * pos, cout, cin_g * ksz
+    return m, n, k, 2 * m * n * k
+
+
+def gemm_of(name, a, out):
+    """(m, n, k, flops) of a GEMM-family operator, or None."""
+    if name == "aten::mm":
+        m, k = a[0].shape
+        n = a[1].shape[1]
+        return m, n, k, 2 * m * n * k
+    if name == "aten::addmm":
+        m, k = a[1].shape
+        n = a[2].shape[1]
+        return m, n, k, 2 * m * n * k
+    if name in ("aten::bmm", "aten::baddbmm"):
+        x, y = (a[0], a[1]) if name == "aten::bmm" else (a[1], a[2])
+        b, m, k = x.shape
+        n = y.shape[2]
+        return m, n, k, 2 * b * m * n * k
+    if name == "aten::convolution":
+        return conv_gemm(a[0], a[1], out[0], a[6], a[8])
+    if name == "aten::convolution_backward":
+        # grad_output, input, weight, bias_sizes, stride, padding, dilation, transposed, output_padding,
+        # groups, output_mask: the input-gradient and weight-gradient GEMMs (each the forward's size)
+        g, x, w = a[0], a[1], a[2]
+        m, n, k, f = conv_gemm(x, w, g, a[7], a[9])
+        mask = a[10]
+        return m, n, k, f * (int(bool(mask[0])) + int(bool(mask[1])))
+    return None
+
+
+def cost(func, args, outs):
+    """None: no GPU work; else (name, bytes, gemm or None)."""
+    name = func._schema.name
+    if name in NO_KERNEL or is_view(func):
+        return None
+    ins = tensors(args, [])
+    ous = tensors(outs, [])
+    moved = sum(nbytes(t) for t in ins) + sum(nbytes(t) for t in ous)
+    g = gemm_of(name, args, ous)
+    if g is None and moved == 0:
+        return None
+    return describe(func, ins), moved, g

@@ -1,0 +1,205 @@
+"""_tensor.py — fake CUDA tensors: a wrapper subclass over a meta tensor (shape, strides, dtype;
+no storage) whose `device` says cuda:N, and a dispatch mode that sees every ATen operator. An
+operator on fake tensors runs on the meta tensors (output shapes), is sent to the coordinator as
+one GPU node on the current stream (_cost.py) and charges its new outputs to the modelled HBM
+(_alloc.py); CPU tensors stay real. Reading a value back (.item(), .cpu(), printing) gives
+placeholder zeros, with one warning per call site of the script."""
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_map
+
+from . import _alloc, _cost, _lib, _state
+
+aten = torch.ops.aten
+
+
+def cur_stream():
+    s = _state.streams.get(_state.device)
+    return s.cuda_stream if s is not None else None
+
+
+class FakeCuda(torch.Tensor):
+    """A CUDA tensor of the modelled GPU. C++ sees a meta tensor; Python sees cuda:N."""
+    __slots__ = ("_inner", "_dev", "_mem")
+
+    @staticmethod
+    def __new__(cls, inner, dev, mem):
+        r = torch.Tensor._make_wrapper_subclass(cls, inner.size(), strides=inner.stride(),
+                                                storage_offset=inner.storage_offset(), dtype=inner.dtype,
+                                                device="meta", requires_grad=inner.requires_grad)
+        r._inner, r._dev, r._mem = inner, dev, mem
+        return r
+
+    @property
+    def device(self):
+        return self._dev
+
+    @property
+    def is_cuda(self):
+        return True
+
+    @property
+    def is_meta(self):
+        return False
+
+    def get_device(self):
+        return self._dev.index
+
+    def __repr__(self, **kw):
+        return (f"tensor(<placeholder: etkit live fake CUDA tensor>, size={tuple(self.shape)}, "
+                f"device='{self._dev}', dtype={self.dtype})")
+
+    __str__ = __repr__
+    __torch_function__ = torch._C._disabled_torch_function_impl
+
+    @classmethod
+    def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
+        return MODE.run(func, args, kwargs or {})
+
+
+def _dev_of(d):
+    d = torch.device(d)
+    return torch.device("cuda", _state.device if d.index is None else d.index)
+
+
+def _placeholder(what):
+    site = _state.call_site()
+    if site not in _state.placeholder_sites:
+        _state.placeholder_sites.add(site)
+        _state.warn(f"{site}: {what} reads a value of a GPU tensor: placeholder 0 (etkit live tensors hold no data; "
+                    f"docs/live.md)")
+
+
+def _sync():
+    _lib.check(_lib.cudart.cudaStreamSynchronize(cur_stream()), "cudaStreamSynchronize")
+
+
+def _zero_value(dtype):
+    if dtype == torch.bool:
+        return False
+    return 0.0 if dtype.is_floating_point or dtype.is_complex else 0
+
+
+def _cpu_zeros(t):
+    return torch.zeros(t.shape, dtype=t.dtype)
+
+
+class Mode(TorchDispatchMode):
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        return self.run(func, args, kwargs or {})
+
+    def run(self, func, args, kwargs):
+        dev = None
+        aliases = []  # FakeCuda inputs by position (for outputs that alias them)
+
+        def un(x):
+            nonlocal dev
+            if isinstance(x, FakeCuda):
+                dev = x._dev
+                return x._inner
+            if isinstance(x, torch.Tensor) and x.device.type == "meta" and dev is None:
+                dev = torch.device("cuda", _state.device)
+            return x
+        a = tree_map(un, args)
+        k = tree_map(un, kwargs)
+        kdev = k.get("device")
+        if kdev is not None and torch.device(kdev).type in ("cuda", "meta"):
+            if dev is None:
+                dev = _dev_of(kdev)
+            k["device"] = torch.device("meta")
+        name = func._schema.name
+        if dev is None:  # a CPU operator: real
+            return func(*args, **kwargs)
+        # CPU -> GPU copy (.cuda(), .to("cuda")): the bytes over the host link
+        if name in ("aten::_to_copy", "aten::copy_") and any(
+                isinstance(x, torch.Tensor) and not isinstance(x, FakeCuda) and x.device.type == "cpu" and x.dim() > 0
+                for x in _cost.tensors(args, [])):
+            return self.host_copy(func, args, kwargs, a, k, dev)
+        # GPU -> CPU: a placeholder read
+        if name == "aten::_to_copy" and kdev is not None and torch.device(kdev).type == "cpu":
+            _sync()
+            _placeholder(".cpu()/.to('cpu')")
+            return _cpu_zeros(a[0]).to(kwargs.get("dtype") or a[0].dtype)
+        if name == "aten::_local_scalar_dense":
+            _sync()
+            _placeholder(".item()")
+            return _zero_value(a[0].dtype)
+        # 0-dim CPU tensors mix with CUDA tensors in PyTorch: make them meta too
+        a = tree_map(lambda x: x.to("meta") if isinstance(x, torch.Tensor) and x.device.type == "cpu" and x.dim() == 0
+                     else x, a)
+        k = tree_map(lambda x: x.to("meta") if isinstance(x, torch.Tensor) and x.device.type == "cpu" and x.dim() == 0
+                     else x, k)
+        if name.startswith("c10d::"):  # a collective from C++ (DDP): the process group's method (_dist.py)
+            out = func(*a, **k)
+            if isinstance(out, tuple) and out and isinstance(out[0], list):
+                return (args[0],) + tuple(out[1:])
+            return out
+        if name in _cost.DATA_DEPENDENT or not name.startswith("aten::"):
+            out = self.unmodelled(func, a, k, why="its output depends on the tensor's values"
+                                  if name.startswith("aten::") else "it is not an ATen operator")
+        else:
+            try:
+                out = func(*a, **k)
+            except NotImplementedError:
+                out = self.unmodelled(func, a, k, why="it has no shape function (meta kernel)")
+        c = _cost.cost(func, a, out)
+        if c is not None:
+            _lib.issue(cur_stream(), c[0], c[1], c[2])
+        return self.wrap(func, args, out, dev)
+
+    def unmodelled(self, func, a, k, why):
+        name = str(func._schema.name)
+        site = _state.call_site()
+        if not _state.allow_unmodelled:
+            _state.fatal(f"{site}: {name} is not modelled ({why}); --allow-unmodelled times it by the bytes it moves")
+        e = _state.unmodelled.setdefault(name, [0, site])
+        e[0] += 1
+        # run on CPU zeros for the output shapes
+        ca = tree_map(lambda x: _cpu_zeros(x) if isinstance(x, torch.Tensor) and x.device.type == "meta" else x, a)
+        ck = tree_map(lambda x: torch.device("cpu") if isinstance(x, torch.device) else x, k)
+        out = func(*ca, **ck)
+        return tree_map(lambda x: x.to("meta") if isinstance(x, torch.Tensor) else x, out)
+
+    def host_copy(self, func, args, kwargs, a, k, dev):
+        src = [x for x in _cost.tensors(args, []) if not isinstance(x, FakeCuda)][0]
+        nb = _cost.nbytes(src)
+        cfg = _lib.CONFIG
+        dur = int(-(-nb * 1e9 // cfg.pcie_Bps)) if cfg.pcie_Bps > 0 else 0
+        m = tree_map(lambda x: x.to("meta") if isinstance(x, torch.Tensor) and x.device.type == "cpu" else x, a)
+        out = func(*m, **k)
+        _lib.issue(cur_stream(), f"memcpy HtoD {nb} B", 0, dur_ns=max(dur, 1))
+        return self.wrap(func, args, out, dev)
+
+    def wrap(self, func, args, out, dev):
+        rets = func._schema.returns
+        sargs = func._schema.arguments
+
+        def alias_mem(i):
+            ai = rets[i].alias_info if i < len(rets) else None
+            if ai is None:
+                return None
+            for j, sa in enumerate(sargs):
+                if sa.alias_info is not None and sa.alias_info.before_set == ai.before_set and j < len(args):
+                    src = _cost.tensors(args[j], [])
+                    for s in src:
+                        if isinstance(s, FakeCuda):
+                            return s._mem
+            return None
+
+        def one(x, i):
+            if not isinstance(x, torch.Tensor) or x.device.type != "meta":
+                return x
+            mem = alias_mem(i)
+            if mem is None:
+                try:
+                    nb = x.storage().nbytes()
+                except Exception:
+                    nb = _cost.nbytes(x)
+                mem = _alloc.Block(nb) if nb else None
+            return FakeCuda(x, dev, mem)
+        if isinstance(out, (list, tuple)) and len(rets) == len(out) and len(rets) > 1:
+            return type(out)(tree_map(lambda x: one(x, i), o) for i, o in enumerate(out))
+        return tree_map(lambda x: one(x, 0), out)
+
+
+MODE = Mode()

@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# torch.sh — issue #12 (live mode II): unmodified PyTorch scripts (tests/live/torch/) under
+# `etkit live`, with Debian's python3-torch 1.13 (CPU build). Skipped (77) without it.
+#  (a) probe.py: torch.cuda reports the modelled H100; a 4096^3 BF16 GEMM between two CUDA events
+#      takes floor(2 x 4096^3 / 989e12 s) = 138,967 ns with --compute roofline, and the script's
+#      time.perf_counter_ns reads the same virtual interval; .item() is a placeholder 0 with one
+#      warning for its call site; aten::nonzero stops the run naming the operator and the script
+#      line, --allow-unmodelled lists it instead.
+#  (b) mem.py: L = 4 bias-free Linear(1024, 1024) FP32 layers, Adam, batch B = 8192. Closed form of
+#      the peak (reached in backward at layer L-1, from the second step on): weights 4P + Adam 8P
+#      + (L+1) activations of A = 4BH bytes + 2 weight gradients of 4H^2, P = L H^2:
+#      12 x 4 MiB x 4 + 5 x 32 MiB + 8 MiB = 216 MiB (+ 2 x 512 B for the loss and its gradient);
+#      torch.cuda.max_memory_allocated() must be within 5%. B = 4,000,000 (A = 15.26 GiB) raises
+#      torch.cuda.OutOfMemoryError in backward: 5A + weights fit in 79.65 GiB, the sixth A does not.
+#  (c) train_ddp.py: a GPT-2-like model (2 layers, hidden 256, vocab 1024, seq 128) with DDP on
+#      8 ranks, 3 steps: the script's own clock gives the run's step time to the ns, `etkit sim` of
+#      the recording the same; DDP all-reduces every gradient once a step (2P bytes, BF16) and
+#      broadcasts the parameters once at start (2P) and, after the first step, the rebuilt bucket
+#      indices (128 B here), P = 2 Vh + S h + L (12 h^2 + 13 h) + 2h.
+# usage: bash tests/live/torch.sh <etkit>
+. "$(dirname "$0")/livelib.sh"
+PY=${PYTHON:-/usr/bin/python3}
+if ! "$PY" -c "import torch" 2>/dev/null; then
+  echo "skipped: $PY cannot import torch (Debian: apt-get install python3-torch)"
+  exit 77
+fi
+D=$HERE/torch
+num() { sed -n "s/.*$1 \([0-9.]*\).*/\1/p" "$2" | tail -1; }
+step() { sed -n 's/^step time *\([0-9,]*\) ns.*/\1/p' "$1" | tr -d ,; }
+
+# (a)
+timeout 120 "$ETKIT" live --ranks 1 --cpu-scale 0 --compute roofline -- "$PY" "$D/probe.py" >"$T/p.out" 2>"$T/p.err" ||
+  fail "probe.py exited $?: $(tail -3 "$T/p.err")"
+grep -q "available True count 1 name H100-SXM cc 9.0 hbm_bytes" "$T/p.out" && ok "torch.cuda: $(head -1 "$T/p.out")" ||
+  fail "devices: $(head -1 "$T/p.out")"
+grep -q "device cuda:0 is_cuda True" "$T/p.out" && ok "tensor.device cuda:0" || fail "device: $(sed -n 2p "$T/p.out")"
+[ "$(num gemm_ns "$T/p.out")" = 138967 ] && ok "4096^3 BF16 GEMM between events: 138,967 ns" ||
+  fail "GEMM $(num gemm_ns "$T/p.out") ns, want 138967"
+[ "$(num perf_counter_ns "$T/p.out")" = 138967 ] && ok "time.perf_counter_ns reads the virtual clock" ||
+  fail "perf_counter_ns $(num perf_counter_ns "$T/p.out")"
+li=$(grep -n 'v = y.sum().item()' "$D/probe.py" | cut -d: -f1); ln=$(grep -n 'torch.nonzero(y)' "$D/probe.py" | cut -d: -f1)
+[ "$(grep -c "probe.py:$li: .item() reads a value of a GPU tensor: placeholder 0" "$T/p.err")" = 1 ] &&
+  grep -q "^item 0.0" "$T/p.out" && ok ".item(): placeholder 0, one warning for its call site" ||
+  fail "placeholder: $(grep -c item "$T/p.err") warnings; $(grep item "$T/p.out")"
+PROBE_NONZERO=1 timeout 120 "$ETKIT" live --ranks 1 --cpu-scale 0 -- "$PY" "$D/probe.py" >"$T/n.out" 2>"$T/n.err"
+rc=$?
+[ $rc = 1 ] && grep -q "probe.py:$ln: aten::nonzero is not modelled (its output depends on the tensor's values)" "$T/n.err" &&
+  ok "unmodelled operator: exit 1, $(grep -o "probe.py:$ln: aten::nonzero is not modelled" "$T/n.err")" ||
+  fail "nonzero: exit $rc, $(grep -i modelled "$T/n.err" | head -2)"
+PROBE_NONZERO=1 timeout 120 "$ETKIT" live --ranks 1 --cpu-scale 0 --allow-unmodelled -- "$PY" "$D/probe.py" \
+  >"$T/n2.out" 2>"$T/n2.err" || fail "--allow-unmodelled exited $?: $(tail -3 "$T/n2.err")"
+grep -q "nonzero (0, 2)" "$T/n2.out" && grep -q "aten::nonzero  calls 1  first at .*probe.py:$ln" "$T/n2.err" &&
+  ok "--allow-unmodelled: listed, $(grep 'aten::nonzero  calls' "$T/n2.err")" || fail "allow: $(tail -3 "$T/n2.err")"
+
+# (b)
+timeout 120 "$ETKIT" live --ranks 1 --cpu-scale 0 -- "$PY" "$D/mem.py" >"$T/m.out" 2>"$T/m.err" ||
+  fail "mem.py exited $?: $(tail -3 "$T/m.err")"
+got=$(num max_memory_allocated_bytes "$T/m.out")
+want=$(( (12 * 4 + 5 * 32 + 8) * 1048576 ))
+awk -v g="${got:-0}" -v w=$want 'BEGIN { d = (g - w) / w; exit !(d < 0.05 && d > -0.05) }' &&
+  ok "max_memory_allocated $got bytes, closed form $want (+$((got - want)))" || fail "peak $got, want $want +-5%"
+MEM_B=4000000 timeout 120 "$ETKIT" live --ranks 1 --cpu-scale 0 -- "$PY" "$D/mem.py" >"$T/o.out" 2>"$T/o.err"
+rc=$?
+[ $rc = 1 ] && grep -q "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 15.26 GiB (GPU 0; 79.65 GiB total capacity" "$T/o.err" &&
+  ok "batch too large: $(grep -o 'OutOfMemoryError: CUDA out of memory. Tried to allocate [0-9.]* GiB' "$T/o.err")" ||
+  fail "OOM: exit $rc, $(grep -i memory "$T/o.err" | tail -2)"
+
+# (c)
+export GPT_LAYERS=2 GPT_HIDDEN=256 GPT_HEADS=4 GPT_SEQ=128 GPT_VOCAB=1024 GPT_BATCH=2 STEPS=3
+start=$(date +%s)
+timeout 240 "$ETKIT" live --cluster dgx-h100 --ranks 8 --cpu-scale 0 --record "$T/rec" -- "$PY" "$D/train_ddp.py" \
+  >"$T/d.out" 2>"$T/d.err" || fail "train_ddp.py exited $?: $(tail -5 "$T/d.err")"
+echo "     (8 ranks of train_ddp.py, 3 steps: $(( $(date +%s) - start )) s wall)"
+live_step=$(step "$T/d.err")
+[ -n "$live_step" ] && [ "$(num end_ns "$T/d.out")" = "$live_step" ] &&
+  ok "the script's clock at its end = the run's step time, $live_step ns" ||
+  fail "script end $(num end_ns "$T/d.out"), live step time $live_step"
+"$ETKIT" sim "$T/rec" --cluster dgx-h100 >"$T/sim" 2>&1
+[ "$(step "$T/sim")" = "$live_step" ] && ok "etkit sim of the recording: $(step "$T/sim") ns = live" ||
+  fail "sim $(step "$T/sim"), live $live_step"
+P=$(( 2 * 1024 * 256 + 128 * 256 + 2 * (12 * 256 * 256 + 13 * 256) + 2 * 256 ))
+ar=$(awk '$1 == "ALL_REDUCE" { gsub(",", "", $6); print $6 }' "$T/d.err")
+bc=$(awk '$1 == "BROADCAST" { gsub(",", "", $6); print $6 }' "$T/d.err")
+[ "$ar" = $((3 * 2 * P)) ] && ok "DDP all-reduces 3 x 2P = $ar bytes (P = $P)" || fail "all-reduce bytes $ar, want $((6 * P))"
+# + the rebuilt bucket indices DDP broadcasts from rank 0 after its first step (a few int32)
+[ -n "$bc" ] && [ $((bc - 2 * P)) -gt 0 ] && [ $((bc - 2 * P)) -le 1024 ] &&
+  ok "DDP broadcasts the parameters once (2P) and the bucket indices once: $bc bytes" ||
+  fail "broadcast bytes $bc, want 2P = $((2 * P)) + at most 1 KiB"
+[ $fails = 0 ] && echo "all ok" || { echo "$fails failure(s)"; exit 1; }

@@ -1,0 +1,63 @@
+"""gpt.py — a GPT-2-small-like decoder in plain torch.nn (no etkit import), shared by the live
+mode II scripts. Sizes from the environment so the tests stay small: GPT_LAYERS, GPT_HIDDEN,
+GPT_HEADS, GPT_SEQ, GPT_VOCAB, GPT_BATCH (GPT-2 small: 12, 768, 12, 1024, 50304)."""
+import math
+import os
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+def env(name, default):
+    return int(os.environ.get(name, default))
+
+
+LAYERS, HIDDEN, HEADS = env("GPT_LAYERS", 12), env("GPT_HIDDEN", 768), env("GPT_HEADS", 12)
+SEQ, VOCAB, BATCH = env("GPT_SEQ", 1024), env("GPT_VOCAB", 50304), env("GPT_BATCH", 8)
+
+
+class Attention(nn.Module):
+    def __init__(self, h, heads):
+        super().__init__()
+        self.heads = heads
+        self.qkv = nn.Linear(h, 3 * h)
+        self.proj = nn.Linear(h, h)
+
+    def forward(self, x):
+        b, s, h = x.shape
+        q, k, v = self.qkv(x).split(h, dim=2)
+        q, k, v = (t.view(b, s, self.heads, h // self.heads).transpose(1, 2) for t in (q, k, v))
+        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(h // self.heads))
+        att = att.softmax(dim=-1)
+        y = (att @ v).transpose(1, 2).reshape(b, s, h)
+        return self.proj(y)
+
+
+class Block(nn.Module):
+    def __init__(self, h, heads):
+        super().__init__()
+        self.ln1, self.ln2 = nn.LayerNorm(h), nn.LayerNorm(h)
+        self.attn = Attention(h, heads)
+        self.fc, self.out = nn.Linear(h, 4 * h), nn.Linear(4 * h, h)
+
+    def forward(self, x):
+        x = x + self.attn(self.ln1(x))
+        return x + self.out(F.gelu(self.fc(self.ln2(x))))
+
+
+class GPT(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.wte, self.wpe = nn.Embedding(VOCAB, HIDDEN), nn.Embedding(SEQ, HIDDEN)
+        self.blocks = nn.ModuleList(Block(HIDDEN, HEADS) for _ in range(LAYERS))
+        self.ln = nn.LayerNorm(HIDDEN)
+        self.head = nn.Linear(HIDDEN, VOCAB, bias=False)
+
+    def forward(self, idx, targets):
+        pos = torch.arange(idx.shape[1], device=idx.device)
+        x = self.wte(idx) + self.wpe(pos)
+        for b in self.blocks:
+            x = b(x)
+        logits = self.head(self.ln(x))
+        return F.cross_entropy(logits.view(-1, logits.shape[-1]), targets.view(-1))
