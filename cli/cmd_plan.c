@@ -40,6 +40,8 @@ static void help(void)
            "                           4096 tokens per rank, micro-batch 8)\n"
            "  --tp-across-nodes        allow TP groups larger than a node\n"
            "  --no-recompute           only plans without activation recompute\n"
+           "  --even-stages            do not try one layer fewer on the first and last pipeline stage\n"
+           "                           (tried when the layers + 2 split evenly over the stages)\n"
            "  --schedules LIST         pipeline schedules to try (default 1f1b,zb-h1; also gpipe)\n"
            "  --zero-stages LIST       ZeRO stages to try (default 1,3; 0 and 2 too)\n"
            "cluster:\n"
@@ -298,7 +300,7 @@ int cmd_plan(int argc, char **argv)
         rc = cli_fail(cmd, &err);
     rest[0] = argv[0];
     enum { O_HOUR = 2000, O_RANK, O_TOP, O_MARGIN, O_MAXTP, O_MAXPP, O_MAXVPP, O_MAXCP, O_MAXEP, O_MAXMB, O_TPX,
-           O_NOREC, O_SCHEDS, O_ZEROS, O_CSV, O_JSON, O_COMPUTE, O_HTML };
+           O_NOREC, O_SCHEDS, O_ZEROS, O_CSV, O_JSON, O_COMPUTE, O_HTML, O_EVEN };
     static const struct option lo[] = {
         {"cluster", required_argument, 0, 'c'}, {"nodes", required_argument, 0, 'n'},
         {"jobs", required_argument, 0, 'j'}, {"quiet", no_argument, 0, 'q'},
@@ -310,7 +312,8 @@ int cmd_plan(int argc, char **argv)
         {"tp-across-nodes", no_argument, 0, O_TPX}, {"no-recompute", no_argument, 0, O_NOREC},
         {"schedules", required_argument, 0, O_SCHEDS}, {"zero-stages", required_argument, 0, O_ZEROS},
         {"csv", required_argument, 0, O_CSV}, {"json", required_argument, 0, O_JSON},
-        {"compute", required_argument, 0, O_COMPUTE}, {"html", required_argument, 0, O_HTML}, {0, 0, 0, 0}};
+        {"compute", required_argument, 0, O_COMPUTE}, {"html", required_argument, 0, O_HTML},
+        {"even-stages", no_argument, 0, O_EVEN}, {0, 0, 0, 0}};
     etk_plan_opts o;
     etk_plan_opts_defaults(&o);
     const char *clusters = "dgx-h100", *nodes = NULL, *hour = NULL, *csv = NULL, *json = NULL, *html = NULL;
@@ -349,6 +352,7 @@ int cmd_plan(int argc, char **argv)
         case O_MAXEP: rc = parse_u32(cmd, "--max-ep", optarg, &sp.max_ep); break;
         case O_MAXMB: rc = parse_u32(cmd, "--max-micro-batch", optarg, &sp.max_micro_batch); break;
         case O_TPX: sp.tp_across_nodes = true; break;
+        case O_EVEN: sp.no_uneven_ends = true; break;
         case O_NOREC: sp.recompute = ETK_RECOMPUTE_NONE; break;
         case O_SCHEDS: {
             static const char *const s[] = {"1f1b", "gpipe", "zb-h1", NULL};
