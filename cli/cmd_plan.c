@@ -17,6 +17,7 @@
 #include "cmd.h"
 #include "etkit/compute.h"
 #include "etkit/plan.h"
+#include "etkit/progress.h"
 #include "plan_html.h"
 #include "plan_mpi.h"
 
@@ -153,27 +154,30 @@ static int parse_mask(const char *cmd, const char *opt, const char *v, const cha
     return 0;
 }
 
-/* progress on a terminal: plans decided / total and the best so far, at most 5 times a second */
+/* progress on a terminal (etkit/progress.h): plans decided / total, rate, time left, and the best
+ * plan so far in the line's label. The search calls back one call at a time (under its lock), so
+ * the label is rewritten only between draws. */
 typedef struct {
-    struct timespec last;
-    bool shown;
+    etk_progress p;
+    bool quiet, begun;
+    char what[128];
+    const etk_plan_row *best;
 } progress_state;
 
 static void progress(void *ctx, size_t done, size_t total, const etk_plan_row *best)
 {
-    progress_state *p = ctx;
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    double dt = (double)(now.tv_sec - p->last.tv_sec) + (now.tv_nsec - p->last.tv_nsec) / 1e9;
-    if (p->shown && dt < 0.2 && done < total)
-        return;
-    p->last = now;
-    p->shown = true;
-    if (best)
-        fprintf(stderr, "\rplans %zu/%zu decided, best %.3f ms (tp %u cp %u pp %u dp %u)   ", done, total,
-                best->step_ns / 1e6, best->plan.tp, best->plan.cp, best->plan.pp, best->plan.dp);
-    else
-        fprintf(stderr, "\rplans %zu/%zu decided   ", done, total);
+    progress_state *ps = ctx;
+    if (!ps->begun) {
+        snprintf(ps->what, sizeof ps->what, "plans decided");
+        etk_progress_begin(&ps->p, stderr, ps->quiet, ps->what, total);
+        ps->begun = true;
+    }
+    if (best && best != ps->best) {
+        ps->best = best;
+        snprintf(ps->what, sizeof ps->what, "plans decided (best %.3f ms: tp %u cp %u pp %u dp %u)",
+                 best->step_ns / 1e6, best->plan.tp, best->plan.cp, best->plan.pp, best->plan.dp);
+    }
+    etk_progress_update(&ps->p, done);
 }
 
 static int write_out(const char *cmd, const char *path, const etk_plan_space *sp, const etk_plan_job *jobs,
@@ -494,17 +498,13 @@ int cmd_plan(int argc, char **argv)
         rc = plan_mpi_init(&mrank, &msize);
     progress_state ps;
     memset(&ps, 0, sizeof ps);
-    if (!quiet && mrank == 0 && isatty(2)) {
-        o.progress = progress;
-        o.progress_ctx = &ps;
-    }
+    ps.quiet = quiet || mrank != 0;
+    o.progress = progress;
+    o.progress_ctx = &ps;
     if (!rc) {
         int src = mpi ? plan_mpi_search(&sp, jobs, n_jobs, &o, &res, &err) : etk_plan_search(&sp, jobs, n_jobs, &o, &res, &err);
-        if (ps.shown) { /* the final count: rows pruned by the bound are decided at the end */
-            if (!src)
-                progress(&ps, res.n_rows, res.n_rows, res.n_simulated ? &res.rows[res.ranked[0]] : NULL);
-            fputc('\n', stderr);
-        }
+        if (ps.begun)
+            etk_progress_end(&ps.p);
         if (src)
             rc = cli_fail(cmd, &err);
     }

@@ -141,9 +141,13 @@ EOF
 "$ETKIT" plan $W >/dev/null 2>"$T/err.txt" || fail "plan failed"
 [ -s "$T/err.txt" ] && fail "plan wrote to a non-terminal stderr: $(head -2 "$T/err.txt")"
 if command -v script >/dev/null; then
-  script -qec "$ETKIT plan $W" /dev/null >"$T/tty.txt" 2>&1
-  grep -q "plans 200/200 decided, best" "$T/tty.txt" || fail "no progress on a terminal: $(head -c 300 "$T/tty.txt")"
-  script -qec "$ETKIT plan $W --quiet" /dev/null >"$T/tty.txt" 2>&1
+  # etkit/progress.h's line (drawn from the first update with ETK_PROGRESS_DELAY_MS=0), the best
+  # plan so far in its label
+  ETK_PROGRESS_DELAY_MS=0 script -qec "$ETKIT plan $W" /dev/null >"$T/tty.txt" 2>&1
+  grep -Eq "plans decided [0-9]+/200 \(" "$T/tty.txt" || fail "no progress on a terminal: $(head -c 300 "$T/tty.txt")"
+  grep -Eq "plans decided \(best [0-9.]+ ms: tp [0-9]+ cp [0-9]+ pp [0-9]+ dp [0-9]+\) [0-9]+/200 \([0-9.]+%\)" "$T/tty.txt" ||
+    fail "no best plan in the progress line: $(head -c 600 "$T/tty.txt")"
+  ETK_PROGRESS_DELAY_MS=0 script -qec "$ETKIT plan $W --quiet" /dev/null >"$T/tty.txt" 2>&1
   grep -q "decided" "$T/tty.txt" && fail "progress despite --quiet"
 fi
 

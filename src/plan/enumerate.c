@@ -236,6 +236,9 @@ int etk_plan_config(const etk_plan_space *sp, const etk_plan *p, const char *gpu
         cfg->infer_micro_batches = p->infer_mb;
     } else {
         cfg->cp = p->cp;
+        /* --cp-comm ring says how CP ranks exchange K/V: it applies to the plans with CP > 1 */
+        if (p->cp <= 1)
+            cfg->cp_comm = ETK_CP_ALLGATHER;
         cfg->vpp = p->vpp;
         if (p->first_layers || p->last_layers) {
             cfg->first_stage_layers = p->first_layers;
