@@ -1,6 +1,6 @@
 /* cmd_plan.c — `etkit plan`: which parallel plan (and which cluster) is fastest for a model and
  * batch. Enumerates the plans (src/plan/), prunes the invalid ones, those over memory and those
- * whose compute-only lower bound cannot reach the top k, simulates the rest folded as `etkit run`
+ * whose lower bound (compute, communication) cannot reach the top k, simulates the rest folded as `etkit run`
  * does and prints the ranked table; --csv / --json list every candidate with its fate. -j N
  * threads; under mpirun the processes share the work (cli/plan_mpi.c). docs/plan.md. */
 #include <getopt.h>
@@ -27,8 +27,9 @@ static void help(void)
            "Searches the parallel plans of a model on a cluster: TP, CP, PP, VPP, DP, EP, micro-batch,\n"
            "ZeRO stage (3: FSDP), recompute and pipeline schedule (inference: TP, PP, EP, micro-batches,\n"
            "DP as replicas). Plans the generator refuses are pruned with its message, plans whose memory\n"
-           "estimate exceeds the GPU's HBM x (1 - margin) and plans whose compute-only lower bound cannot\n"
-           "reach the top k are pruned; the rest are simulated (folded, as 'etkit run') and ranked.\n"
+           "estimate exceeds the GPU's HBM x (1 - margin) and plans whose lower bound (compute, or one\n"
+           "group's communication) cannot reach the top k are pruned; the rest are simulated (folded,\n"
+           "as 'etkit run') and ranked.\n"
            "Several clusters and node counts are searched in one run (a sweep). docs/plan.md.\n\n"
            "space (a given flag fixes the choice; model and plan flags are those of 'etkit gen'):\n"
            "  --model M | --model-file F, --seq S, --precision P, --attention, --mode inference,\n"
