@@ -1,6 +1,6 @@
 /* cmd_plan.c — `etkit plan`: which parallel plan (and which cluster) is fastest for a model and
  * batch. Enumerates the plans (src/plan/), prunes the invalid ones, those over memory and those
- * whose compute-only lower bound cannot reach the top k, simulates the rest folded as `etkit run`
+ * whose lower bound (compute, communication) cannot reach the top k, simulates the rest folded as `etkit run`
  * does and prints the ranked table; --csv / --json list every candidate with its fate. -j N
  * threads; under mpirun the processes share the work (cli/plan_mpi.c). docs/plan.md. */
 #include <getopt.h>
@@ -17,6 +17,7 @@
 #include "cmd.h"
 #include "etkit/compute.h"
 #include "etkit/plan.h"
+#include "etkit/progress.h"
 #include "plan_html.h"
 #include "plan_mpi.h"
 
@@ -26,8 +27,9 @@ static void help(void)
            "Searches the parallel plans of a model on a cluster: TP, CP, PP, VPP, DP, EP, micro-batch,\n"
            "ZeRO stage (3: FSDP), recompute and pipeline schedule (inference: TP, PP, EP, micro-batches,\n"
            "DP as replicas). Plans the generator refuses are pruned with its message, plans whose memory\n"
-           "estimate exceeds the GPU's HBM x (1 - margin) and plans whose compute-only lower bound cannot\n"
-           "reach the top k are pruned; the rest are simulated (folded, as 'etkit run') and ranked.\n"
+           "estimate exceeds the GPU's HBM x (1 - margin) and plans whose lower bound (compute, or one\n"
+           "group's communication) cannot reach the top k are pruned; the rest are simulated (folded,\n"
+           "as 'etkit run') and ranked.\n"
            "Several clusters and node counts are searched in one run (a sweep). docs/plan.md.\n\n"
            "space (a given flag fixes the choice; model and plan flags are those of 'etkit gen'):\n"
            "  --model M | --model-file F, --seq S, --precision P, --attention, --mode inference,\n"
@@ -40,6 +42,8 @@ static void help(void)
            "                           4096 tokens per rank, micro-batch 8)\n"
            "  --tp-across-nodes        allow TP groups larger than a node\n"
            "  --no-recompute           only plans without activation recompute\n"
+           "  --even-stages            do not try one layer fewer on the first and last pipeline stage\n"
+           "                           (tried when the layers + 2 split evenly over the stages)\n"
            "  --schedules LIST         pipeline schedules to try (default 1f1b,zb-h1; also gpipe)\n"
            "  --zero-stages LIST       ZeRO stages to try (default 1,3; 0 and 2 too)\n"
            "cluster:\n"
@@ -151,27 +155,30 @@ static int parse_mask(const char *cmd, const char *opt, const char *v, const cha
     return 0;
 }
 
-/* progress on a terminal: plans decided / total and the best so far, at most 5 times a second */
+/* progress on a terminal (etkit/progress.h): plans decided / total, rate, time left, and the best
+ * plan so far in the line's label. The search calls back one call at a time (under its lock), so
+ * the label is rewritten only between draws. */
 typedef struct {
-    struct timespec last;
-    bool shown;
+    etk_progress p;
+    bool quiet, begun;
+    char what[128];
+    const etk_plan_row *best;
 } progress_state;
 
 static void progress(void *ctx, size_t done, size_t total, const etk_plan_row *best)
 {
-    progress_state *p = ctx;
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    double dt = (double)(now.tv_sec - p->last.tv_sec) + (now.tv_nsec - p->last.tv_nsec) / 1e9;
-    if (p->shown && dt < 0.2 && done < total)
-        return;
-    p->last = now;
-    p->shown = true;
-    if (best)
-        fprintf(stderr, "\rplans %zu/%zu decided, best %.3f ms (tp %u cp %u pp %u dp %u)   ", done, total,
-                best->step_ns / 1e6, best->plan.tp, best->plan.cp, best->plan.pp, best->plan.dp);
-    else
-        fprintf(stderr, "\rplans %zu/%zu decided   ", done, total);
+    progress_state *ps = ctx;
+    if (!ps->begun) {
+        snprintf(ps->what, sizeof ps->what, "plans decided");
+        etk_progress_begin(&ps->p, stderr, ps->quiet, ps->what, total);
+        ps->begun = true;
+    }
+    if (best && best != ps->best) {
+        ps->best = best;
+        snprintf(ps->what, sizeof ps->what, "plans decided (best %.3f ms: tp %u cp %u pp %u dp %u)",
+                 best->step_ns / 1e6, best->plan.tp, best->plan.cp, best->plan.pp, best->plan.dp);
+    }
+    etk_progress_update(&ps->p, done);
 }
 
 static int write_out(const char *cmd, const char *path, const etk_plan_space *sp, const etk_plan_job *jobs,
@@ -298,7 +305,7 @@ int cmd_plan(int argc, char **argv)
         rc = cli_fail(cmd, &err);
     rest[0] = argv[0];
     enum { O_HOUR = 2000, O_RANK, O_TOP, O_MARGIN, O_MAXTP, O_MAXPP, O_MAXVPP, O_MAXCP, O_MAXEP, O_MAXMB, O_TPX,
-           O_NOREC, O_SCHEDS, O_ZEROS, O_CSV, O_JSON, O_COMPUTE, O_HTML };
+           O_NOREC, O_SCHEDS, O_ZEROS, O_CSV, O_JSON, O_COMPUTE, O_HTML, O_EVEN };
     static const struct option lo[] = {
         {"cluster", required_argument, 0, 'c'}, {"nodes", required_argument, 0, 'n'},
         {"jobs", required_argument, 0, 'j'}, {"quiet", no_argument, 0, 'q'},
@@ -310,7 +317,8 @@ int cmd_plan(int argc, char **argv)
         {"tp-across-nodes", no_argument, 0, O_TPX}, {"no-recompute", no_argument, 0, O_NOREC},
         {"schedules", required_argument, 0, O_SCHEDS}, {"zero-stages", required_argument, 0, O_ZEROS},
         {"csv", required_argument, 0, O_CSV}, {"json", required_argument, 0, O_JSON},
-        {"compute", required_argument, 0, O_COMPUTE}, {"html", required_argument, 0, O_HTML}, {0, 0, 0, 0}};
+        {"compute", required_argument, 0, O_COMPUTE}, {"html", required_argument, 0, O_HTML},
+        {"even-stages", no_argument, 0, O_EVEN}, {0, 0, 0, 0}};
     etk_plan_opts o;
     etk_plan_opts_defaults(&o);
     const char *clusters = "dgx-h100", *nodes = NULL, *hour = NULL, *csv = NULL, *json = NULL, *html = NULL;
@@ -349,6 +357,7 @@ int cmd_plan(int argc, char **argv)
         case O_MAXEP: rc = parse_u32(cmd, "--max-ep", optarg, &sp.max_ep); break;
         case O_MAXMB: rc = parse_u32(cmd, "--max-micro-batch", optarg, &sp.max_micro_batch); break;
         case O_TPX: sp.tp_across_nodes = true; break;
+        case O_EVEN: sp.no_uneven_ends = true; break;
         case O_NOREC: sp.recompute = ETK_RECOMPUTE_NONE; break;
         case O_SCHEDS: {
             static const char *const s[] = {"1f1b", "gpipe", "zb-h1", NULL};
@@ -490,17 +499,13 @@ int cmd_plan(int argc, char **argv)
         rc = plan_mpi_init(&mrank, &msize);
     progress_state ps;
     memset(&ps, 0, sizeof ps);
-    if (!quiet && mrank == 0 && isatty(2)) {
-        o.progress = progress;
-        o.progress_ctx = &ps;
-    }
+    ps.quiet = quiet || mrank != 0;
+    o.progress = progress;
+    o.progress_ctx = &ps;
     if (!rc) {
         int src = mpi ? plan_mpi_search(&sp, jobs, n_jobs, &o, &res, &err) : etk_plan_search(&sp, jobs, n_jobs, &o, &res, &err);
-        if (ps.shown) { /* the final count: rows pruned by the bound are decided at the end */
-            if (!src)
-                progress(&ps, res.n_rows, res.n_rows, res.n_simulated ? &res.rows[res.ranked[0]] : NULL);
-            fputc('\n', stderr);
-        }
+        if (ps.begun)
+            etk_progress_end(&ps.p);
         if (src)
             rc = cli_fail(cmd, &err);
     }

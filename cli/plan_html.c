@@ -207,7 +207,7 @@ int plan_html(FILE *f, const json_t *doc, char *msg, size_t cap)
     static const char *const why[][2] = {
         {"invalid", "invalid: the generator refused the plan (divisibility, limits)"},
         {"memory", "over memory: estimate above the GPU's memory x (1 - margin)"},
-        {"bound", "pruned by the lower bound: its compute-only time cannot reach the top"},
+        {"bound", "pruned by the lower bound: its compute or communication time cannot reach the top"},
         {"failed", "the simulation failed"}};
     fputs("<h2>Pruned plans</h2>\n<table class=\"grid\"><tr><th>reason</th><th>plans</th></tr>\n", f);
     for (int k = 0; k < 4; k++)

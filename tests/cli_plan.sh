@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # cli_plan.sh — `etkit plan` (docs/plan.md): help; pruned rows' reasons and memory estimates
-# against `etkit gen --summary` of the same plan; the compute-only lower bound below every
+# against `etkit gen --summary` of the same plan; the lower bound below every
 # simulated step; branch and bound keeping the exact top k (against the search without pruning);
 # byte-identical CSV with -j 1 and -j 2 and with 1, 2 and 4 MPI processes (skipped when etkit
 # was built without MPI); a cluster sweep; impossible requests and bad flags.
@@ -137,13 +137,32 @@ for p in sim[:5]:
     if abs(p["usd_per_mtok"] - want) > 1e-9 * want: print("cost", p, want); sys.exit(1)
 EOF
 
+# the lower bound (compute, and each TP / CP / DP group's collectives on its stream) is below the
+# simulated step of every plan of a space where communication weighs: 16 GPUs on 2 nodes, CP 2
+# (8,192 tokens), TP across the nodes, ZeRO 0 to 3, nothing pruned by the bound
+"$ETKIT" plan --model llama3-8b --layers 4 --seq 8192 --global-batch 16 --cluster dgx-h100 --nodes 2 \
+  --tp-across-nodes --zero-stages 0,1,2,3 --top 1000000 --quiet --csv "$T/comm.csv" >/dev/null 2>&1 ||
+  fail "plan (communication bound space) failed"
+python3 - "$T/comm.csv" <<'EOF2' || fail "communication bound"
+import csv, sys
+rows = [r for r in csv.DictReader(open(sys.argv[1])) if r["status"] == "simulated"]
+if len(rows) < 100: print("only %d plans simulated" % len(rows)); sys.exit(1)
+bad = [r for r in rows if int(r["lower_bound_ns"]) > int(r["step_ns"])]
+for r in bad[:5]: print("lower bound %s > step %s: %s" % (r["lower_bound_ns"], r["step_ns"], r["flags"]))
+sys.exit(1 if bad else 0)
+EOF2
+
 # progress: silent when stderr is not a terminal; on one (script(1) gives a pty) plans done/total
 "$ETKIT" plan $W >/dev/null 2>"$T/err.txt" || fail "plan failed"
 [ -s "$T/err.txt" ] && fail "plan wrote to a non-terminal stderr: $(head -2 "$T/err.txt")"
 if command -v script >/dev/null; then
-  script -qec "$ETKIT plan $W" /dev/null >"$T/tty.txt" 2>&1
-  grep -q "plans 200/200 decided, best" "$T/tty.txt" || fail "no progress on a terminal: $(head -c 300 "$T/tty.txt")"
-  script -qec "$ETKIT plan $W --quiet" /dev/null >"$T/tty.txt" 2>&1
+  # etkit/progress.h's line (drawn from the first update with ETK_PROGRESS_DELAY_MS=0), the best
+  # plan so far in its label
+  ETK_PROGRESS_DELAY_MS=0 script -qec "$ETKIT plan $W" /dev/null >"$T/tty.txt" 2>&1
+  grep -Eq "plans decided [0-9]+/200 \(" "$T/tty.txt" || fail "no progress on a terminal: $(head -c 300 "$T/tty.txt")"
+  grep -Eq "plans decided \(best [0-9.]+ ms: tp [0-9]+ cp [0-9]+ pp [0-9]+ dp [0-9]+\) [0-9]+/200 \([0-9.]+%\)" "$T/tty.txt" ||
+    fail "no best plan in the progress line: $(head -c 600 "$T/tty.txt")"
+  ETK_PROGRESS_DELAY_MS=0 script -qec "$ETKIT plan $W --quiet" /dev/null >"$T/tty.txt" 2>&1
   grep -q "decided" "$T/tty.txt" && fail "progress despite --quiet"
 fi
 

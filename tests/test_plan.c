@@ -42,8 +42,13 @@ static size_t brute_training(const etk_plan_space *sp, uint32_t N, uint32_t gpn,
                         continue;
                     if (cp > (S >= 8192 ? S / 4096 : 1) || pp > L || G % dp)
                         continue;
-                    for (uint32_t vpp = 1; vpp <= 8; vpp++) {
-                        if (vpp > 1 && (pp < 2 || L % pp || (L / pp) % vpp))
+                    for (uint32_t vpp = 1; vpp <= 8; vpp++)
+                      for (int e = 0; e < 2; e++) {
+                        /* uneven ends: first = last = q - 1, the pp - 2 others q, with pp > 2 */
+                        int64_t q = (L + 2) / pp;
+                        bool ends = pp > 2 && q * pp == L + 2 && q >= 2;
+                        if (e ? !ends || (vpp > 1 && (q % vpp || q - 1 < vpp))
+                              : vpp > 1 && (pp < 2 || L % pp || (L / pp) % vpp))
                             continue;
                         for (uint32_t mb = 1; mb <= 8; mb++) {
                             if ((G / dp) % mb)
@@ -82,6 +87,7 @@ static void test_enumerate_training(void **st)
     (void)st;
     static const struct { int64_t layers, heads, kv; uint32_t N, gpn, G; } cases[] = {
         {6, 16, 4, 16, 8, 32}, {8, 32, 32, 8, 8, 16}, {12, 32, 8, 24, 8, 48}, {4, 16, 2, 32, 4, 64},
+        {14, 16, 4, 16, 4, 64}, /* uneven ends at PP 4 (3, 4, 4, 3; VPP 2) and PP 8 (1, 2 x 6, 1) */
     };
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         etk_plan_space sp;
@@ -128,6 +134,58 @@ static void test_enumerate_by_hand(void **st)
     sp.tp_across_nodes = true;
     assert_int_equal(etk_plan_enumerate(&sp, 16, 8, &v, &n, &err), 0);
     assert_int_equal(n, 8);
+    free(v);
+}
+
+/* Meta's Llama 3 405B plan (TP 8, PP 16, DP 128, interleaved, one layer fewer on the first and
+ * last stage: 7 + 14 x 8 + 7 = 126) is in the space: with TP, PP and DP fixed the pipeline shapes
+ * are VPP 1 even (126 = 14 x 8 + 2 x 7 by etkit gen's split), VPP 1 with ends 7, and VPP 2 and 4
+ * with ends 7 (the middle stages' 8 layers; VPP 8 would leave a 7-layer end stage a chunk short),
+ * and etk_plan_config gives the generator these ends, as `etkit run --first-stage-layers 7`. */
+static void test_meta_405b_in_space(void **st)
+{
+    (void)st;
+    etk_plan_space sp;
+    etk_error err = {0};
+    etk_plan_space_init(&sp);
+    assert_int_equal(etk_model_preset("llama3-405b", &sp.base.model, &err), 0);
+    sp.base.model_set = true;
+    sp.global_batch = 2048;
+    sp.tp = 8;
+    sp.pp = 16;
+    sp.cp = 1;
+    sp.micro_batch = 1;
+    sp.zero = 1;
+    sp.recompute = ETK_RECOMPUTE_NONE;
+    etk_plan *v;
+    size_t n;
+    assert_int_equal(etk_plan_enumerate(&sp, 16384, 8, &v, &n, &err), 0);
+    /* VPP 1: even and ends x 2 schedules; VPP 2, 4 with ends: 1f1b */
+    assert_int_equal(n, 6);
+    size_t meta = n;
+    for (size_t i = 0; i < n; i++) {
+        assert_int_equal(v[i].dp, 128);
+        if (v[i].vpp > 1) {
+            assert_int_equal(v[i].first_layers, 7);
+            assert_int_equal(v[i].last_layers, 7);
+        }
+        if (v[i].vpp == 4)
+            meta = i;
+    }
+    assert_true(meta < n);
+    etk_gen_config cfg;
+    assert_int_equal(etk_plan_config(&sp, &v[meta], "h100", &cfg, &err), 0);
+    assert_int_equal(cfg.first_stage_layers, 7);
+    assert_int_equal(cfg.last_stage_layers, 7);
+    char flags[320];
+    etk_plan_flags(&sp, &v[meta], flags, sizeof flags);
+    assert_string_equal(flags, "--tp 8 --pp 16 --vpp 4 --first-stage-layers 7 --last-stage-layers 7 --dp 128 --sp "
+                               "--micro-batch 1 --global-batch 2048 --zero 1 --recompute none --schedule 1f1b");
+    free(v);
+    /* --even-stages: only the even VPP 1 plans */
+    sp.no_uneven_ends = true;
+    assert_int_equal(etk_plan_enumerate(&sp, 16384, 8, &v, &n, &err), 0);
+    assert_int_equal(n, 2);
     free(v);
 }
 
@@ -182,6 +240,7 @@ int main(void)
         cmocka_unit_test(test_enumerate_training),
         cmocka_unit_test(test_enumerate_by_hand),
         cmocka_unit_test(test_enumerate_inference),
+        cmocka_unit_test(test_meta_405b_in_space),
         cmocka_unit_test(test_topk),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

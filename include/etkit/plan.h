@@ -29,6 +29,8 @@ extern "C" {
 /* One candidate plan (training: all fields; inference: tp, pp, ep, dp and infer_mb). */
 typedef struct etk_plan {
     uint32_t tp, cp, pp, vpp, dp, ep;
+    uint32_t first_layers, last_layers; /* layers of the first / last pipeline stage (0: even split;
+                                           Meta's one fewer on each end, docs/plan.md) */
     uint32_t micro_batch;  /* training: sequences per micro-batch per DP rank */
     uint32_t infer_mb;     /* inference: pipeline micro-batches the replica's batch is split into */
     int8_t zero;           /* 0..3 (3: FSDP) */
@@ -49,6 +51,7 @@ typedef struct etk_plan_space {
     uint32_t max_tp, max_pp, max_vpp, max_cp, max_ep, max_micro_batch; /* 0: no limit beyond the
                                                                           defaults in docs/plan.md */
     bool tp_across_nodes;  /* allow TP groups larger than a node */
+    bool no_uneven_ends;   /* do not search one layer fewer on the first and last stage */
 } etk_plan_space;
 
 void etk_plan_space_init(etk_plan_space *sp);

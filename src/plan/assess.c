@@ -1,11 +1,12 @@
 /* assess.c — one candidate of a plan search (docs/plan.md "Pruning"): its configuration checked
  * by etk_gen_check (invalid: the check's message), its memory estimate (the generator's summary:
  * weights, gradients, optimizer, activations in flight, buffers) against the GPU's capacity less
- * the margin, the compute-only lower bound of its step, and the simulation of a survivor, folded,
+ * the margin, the lower bound of its step (compute, communication), and the simulation of a survivor, folded,
  * through etkit/run.h as `etkit run` does it. */
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "etkit/run.h"
@@ -97,6 +98,66 @@ static uint64_t lower_bound_ns(const etk_gen_config *cfg, const etk_gen_summary 
     return (uint64_t)floor(best * 1e9);
 }
 
+/* Time of the collectives of one group kind of stage i's rank: each communicator group has a
+ * communication stream of its own (one stream for all with ASTRA-sim compatibility), on which
+ * its collectives run one after another, so the step is at least their sum. The summary gives
+ * the bytes per collective type; the analytical time of one collective of all of them,
+ * t(sum b_k), is at most sum t(b_k) since t is subadditive in the bytes (a latency plus a
+ * bandwidth term per algorithm, the fastest algorithm taken: a minimum of affine functions with
+ * non-negative intercepts). ranks: the group of (tp 0, cp 0, dp 0, stage i) as the generator
+ * forms it (gen/groups.c: TP over tp; CP over cp; DP over cp and dp). */
+static double group_comm_s(const etk_gen_config *cfg, const etk_gen_stage *st, const etk_cluster *cl, int kind,
+                           uint32_t *ranks)
+{
+    uint32_t n = 0, C = cfg->cp ? cfg->cp : 1, pp = st->stage;
+    if (kind == ETK_GEN_GROUP_TP)
+        for (uint32_t t = 0; t < cfg->tp; t++)
+            ranks[n++] = etk_gen_rank_cp(cfg, t, 0, 0, pp);
+    else if (kind == ETK_GEN_GROUP_CP)
+        for (uint32_t c = 0; c < C; c++)
+            ranks[n++] = etk_gen_rank_cp(cfg, 0, c, 0, pp);
+    else
+        for (uint32_t d = 0; d < cfg->dp; d++)
+            for (uint32_t c = 0; c < C; c++)
+                ranks[n++] = etk_gen_rank_cp(cfg, 0, c, d, pp);
+    if (n < 2)
+        return 0;
+    etk_net_place place;
+    etk_error err = {0};
+    if (etk_net_place_group(cl, ranks, n, &place, &err))
+        return 0;
+    double t = 0;
+    for (int c = 0; c < ETK_COLL_TYPE_COUNT; c++)
+        if (st->coll_bytes[kind][c])
+            t += (double)etk_net_place_coll_ns(cl, &place, (etk_coll_type)c, st->coll_bytes[kind][c]) / 1e9;
+    return t;
+}
+
+/* The communication lower bound (docs/plan.md "Lower bound"): the largest over the stages and
+ * the TP, CP and DP groups of a group's collectives per step, in seconds. Expert-parallel
+ * groups (whose membership folds over TP x CP x DP) are left out, so a MoE plan's bound may be
+ * lower than it could be, never higher. */
+static double comm_bound_s(const etk_gen_config *cfg, const etk_gen_summary *sum, const etk_cluster *cl)
+{
+    if (cfg->mode == ETK_GEN_MODE_INFERENCE || cfg->model.experts)
+        return 0;
+    uint32_t C = cfg->cp ? cfg->cp : 1;
+    size_t n = (size_t)cfg->dp * C > cfg->tp ? (size_t)cfg->dp * C : cfg->tp;
+    uint32_t *ranks = malloc(n * sizeof *ranks);
+    if (!ranks)
+        return 0;
+    double best = 0;
+    static const int kinds[] = {ETK_GEN_GROUP_TP, ETK_GEN_GROUP_CP, ETK_GEN_GROUP_DP};
+    for (uint32_t i = 0; i < sum->n_stages; i++)
+        for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
+            double t = group_comm_s(cfg, &sum->stages[i], cl, kinds[k], ranks);
+            if (t > best)
+                best = t;
+        }
+    free(ranks);
+    return best;
+}
+
 static void reason(etk_plan_row *row, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 2, 3)))
@@ -132,6 +193,12 @@ void etk_plan_assess(const etk_plan_search_state *s, etk_plan_row *row)
     etk_cluster cl = job->cluster;
     etk_run_set_precision(&cfg, &cl);
     row->lb_ns = lower_bound_ns(&cfg, &sum, &cl, job->compute);
+    /* the network the simulation uses (etk_plan_simulate: the flow model's presets analytically) */
+    if (cl.net_model == ETK_NET_FLOW)
+        cl.net_model = ETK_NET_ANALYTICAL;
+    uint64_t comm_ns = (uint64_t)floor(comm_bound_s(&cfg, &sum, &cl) * 1e9);
+    if (comm_ns > row->lb_ns)
+        row->lb_ns = comm_ns;
     row->lb_score = plan_score(s, row->job, (double)row->lb_ns);
     if ((double)sum.peak_bytes > cap) {
         row->status = ETK_PLAN_MEMORY;

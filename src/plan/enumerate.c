@@ -72,6 +72,17 @@ static limits common_limits(const etk_plan_space *sp, uint32_t n, uint32_t gpn)
     return l;
 }
 
+/* The searched uneven ends: the layers of the first and of the last stage when the middle stages
+ * hold q = (layers + 2) / pp each and the ends q - 1 (pp > 2, q - 1 >= 1); 0 when layers + 2 does
+ * not divide, or when the ends are given as fixed flags (--first-stage-layers, in sp->base). */
+static uint32_t ends_layers(const etk_plan_space *sp, int64_t layers, uint32_t pp)
+{
+    if (sp->base.first_stage_layers || sp->base.last_stage_layers || sp->no_uneven_ends || pp < 3 ||
+        (layers + 2) % pp || (layers + 2) / pp < 2)
+        return 0;
+    return (uint32_t)((layers + 2) / pp - 1);
+}
+
 static int training(const etk_plan_space *sp, uint32_t n, uint32_t gpn, plan_vec *pv)
 {
     const etk_model *m = &sp->base.model;
@@ -95,11 +106,18 @@ static int training(const etk_plan_space *sp, uint32_t n, uint32_t gpn, plan_vec
                     continue;
                 if (!G || G % dp)
                     continue; /* the batch splits over the DP ranks */
-                /* VPP: 1, or with PP > 1 a divisor of the layers per stage */
+                /* VPP: 1, or with PP > 1 a divisor of the layers per stage; ends: even, or (when
+                 * layers + 2 splits over more than 2 stages) one layer fewer on the first and the
+                 * last stage (Meta's Llama 3 405B: 7 + 14 x 8 + 7), the middle stages' layers
+                 * then what VPP divides */
                 uint32_t vpp_hi = sp->vpp ? sp->vpp : max_vpp;
+                uint32_t q_end = ends_layers(sp, layers, pp);
                 for (uint32_t vpp = 1; vpp <= vpp_hi; vpp++) {
-                    if ((sp->vpp && vpp != sp->vpp) ||
-                        (vpp > 1 && (pp < 2 || layers % pp || (layers / pp) % vpp)))
+                  for (int e = 0; e < 2; e++) {
+                    if (sp->vpp && vpp != sp->vpp)
+                        continue;
+                    if (e ? !q_end || (vpp > 1 && ((q_end + 1) % vpp || q_end < vpp))
+                          : vpp > 1 && (pp < 2 || layers % pp || (layers / pp) % vpp))
                         continue;
                     for (uint32_t ep = 1; ep <= dp; ep++) {
                         if (dp % ep || !pick(ep, sp->ep, max_ep) || (ep > 1 && !m->experts))
@@ -129,7 +147,8 @@ static int training(const etk_plan_space *sp, uint32_t n, uint32_t gpn, plan_vec
                                         if (!sok)
                                             continue;
                                         etk_plan p = {.tp = tp, .cp = cp, .pp = pp, .vpp = vpp, .dp = dp, .ep = ep,
-                                                      .micro_batch = mb, .zero = (int8_t)z,
+                                                      .first_layers = e ? q_end : 0,
+                                                      .last_layers = e ? q_end : 0, .micro_batch = mb, .zero = (int8_t)z,
                                                       .recompute = (int8_t)r, .schedule = (int8_t)s,
                                                       .sp = tp > 1};
                                         if (push(pv, &p))
@@ -139,6 +158,7 @@ static int training(const etk_plan_space *sp, uint32_t n, uint32_t gpn, plan_vec
                             }
                         }
                     }
+                  }
                 }
             }
         }
@@ -216,7 +236,14 @@ int etk_plan_config(const etk_plan_space *sp, const etk_plan *p, const char *gpu
         cfg->infer_micro_batches = p->infer_mb;
     } else {
         cfg->cp = p->cp;
+        /* --cp-comm ring says how CP ranks exchange K/V: it applies to the plans with CP > 1 */
+        if (p->cp <= 1)
+            cfg->cp_comm = ETK_CP_ALLGATHER;
         cfg->vpp = p->vpp;
+        if (p->first_layers || p->last_layers) {
+            cfg->first_stage_layers = p->first_layers;
+            cfg->last_stage_layers = p->last_layers;
+        }
         cfg->sp = p->sp;
         cfg->micro_batch = p->micro_batch;
         cfg->global_batch = sp->global_batch;
@@ -247,9 +274,13 @@ void etk_plan_flags(const etk_plan_space *sp, const etk_plan *p, char *buf, size
                  sp->global_batch / p->dp, p->infer_mb);
         return;
     }
-    char vpp[24] = "", cp[24] = "", ep[24] = "";
+    char vpp[80] = "", cp[24] = "", ep[24] = "";
+    int k = 0;
     if (p->vpp > 1)
-        snprintf(vpp, sizeof vpp, " --vpp %u", p->vpp);
+        k = snprintf(vpp, sizeof vpp, " --vpp %u", p->vpp);
+    if (p->first_layers || p->last_layers)
+        snprintf(vpp + k, sizeof vpp - (size_t)k, " --first-stage-layers %u --last-stage-layers %u", p->first_layers,
+                 p->last_layers);
     if (p->cp > 1)
         snprintf(cp, sizeof cp, " --cp %u", p->cp);
     if (p->ep > 1)

@@ -79,15 +79,15 @@ static void csv_str(FILE *f, const char *s)
 
 void etk_plan_print_csv(const etk_plan_space *sp, const etk_plan_job *jobs, const etk_plan_result *r, FILE *f)
 {
-    fputs("cluster,gpus,index,status,rank,tp,cp,pp,vpp,dp,ep,micro_batch,micro_batches_infer,zero,recompute,"
+    fputs("cluster,gpus,index,status,rank,tp,cp,pp,vpp,first_stage_layers,last_stage_layers,dp,ep,micro_batch,micro_batches_infer,zero,recompute,"
           "schedule,sp,mem_bytes,lower_bound_ns,step_ns,mfu,tokens_per_s,usd_per_mtok,flags,reason\n", f);
     for (size_t i = 0; i < r->n_rows; i++) {
         const etk_plan_row *w = &r->rows[i];
         const etk_plan *p = &w->plan;
         csv_str(f, jobs[w->job].label);
-        fprintf(f, ",%u,%u,%s,%u,%u,%u,%u,%u,%u,%u,%u,%u,%d,%s,%s,%s,%llu,%llu,%llu,%.6f,%.1f,%.6f,",
+        fprintf(f, ",%u,%u,%s,%u,%u,%u,%u,%u,%u,%u,%u,%u,%u,%u,%d,%s,%s,%s,%llu,%llu,%llu,%.6f,%.1f,%.6f,",
                 jobs[w->job].cluster.n_npus, w->index, etk_plan_status_name(w->status), w->rank, p->tp, p->cp, p->pp,
-                p->vpp, p->dp, p->ep, p->micro_batch, p->infer_mb, p->zero, plan_recompute_name(p->recompute), plan_sched_name(p->schedule),
+                p->vpp, p->first_layers, p->last_layers, p->dp, p->ep, p->micro_batch, p->infer_mb, p->zero, plan_recompute_name(p->recompute), plan_sched_name(p->schedule),
                 p->sp ? "true" : "false", (unsigned long long)w->mem_bytes, (unsigned long long)w->lb_ns,
                 (unsigned long long)w->step_ns, w->mfu, w->tokens_per_s, w->usd_per_mtok);
         char flags[320];
@@ -145,6 +145,8 @@ int etk_plan_print_json(const etk_plan_space *sp, const etk_plan_job *jobs, uint
         json_object_set_new(x, "cp", json_integer(p->cp));
         json_object_set_new(x, "pp", json_integer(p->pp));
         json_object_set_new(x, "vpp", json_integer(p->vpp));
+        json_object_set_new(x, "first_stage_layers", json_integer(p->first_layers));
+        json_object_set_new(x, "last_stage_layers", json_integer(p->last_layers));
         json_object_set_new(x, "dp", json_integer(p->dp));
         json_object_set_new(x, "ep", json_integer(p->ep));
         json_object_set_new(x, "micro_batch", json_integer(p->micro_batch));

@@ -259,7 +259,7 @@ int etk_plan_finish(etk_plan_search_state *s, etk_plan_result *res, etk_error *e
         r->step_ns = 0;
         r->mfu = r->tokens_per_s = r->usd_per_mtok = r->score = 0;
         snprintf(r->reason, sizeof r->reason,
-                 "compute-only lower bound %.3f ms per step (%s %.4g) cannot reach the top %u (cut-off %.4g)",
+                 "lower bound %.3f ms per step (%s %.4g) cannot reach the top %u (cut-off %.4g)",
                  r->lb_ns / 1e6, plan_metric_name(s->o.rank_by), plan_metric(s, r->lb_score), s->o.top,
                  plan_metric(s, kth));
     }
