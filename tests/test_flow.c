@@ -120,6 +120,35 @@ static void test_errors(void **st)
     etk_flow_free(f);
 }
 
+/* Links added one by one (etk_flow_add_link, how net/topo.c sizes the network by the links its
+ * routes use): ids follow the existing ones; a flow over links of 10 and 4 B/ns drains 400 bytes
+ * at 4 B/ns: done at 100 + 5 ns latency; a second link added after a flow finished is usable;
+ * a bad capacity is refused with the link's would-be id. */
+static void test_add_link(void **st)
+{
+    (void)st;
+    etk_flow *f = NULL;
+    etk_error err = {0};
+    assert_int_equal(etk_flow_new(0, NULL, &f, &err), 0);
+    uint32_t a = 9, b = 9, c = 9;
+    assert_int_equal(etk_flow_add_link(f, 10, &a, &err), 0);
+    assert_int_equal(etk_flow_add_link(f, 4, &b, &err), 0);
+    assert_int_equal(a, 0);
+    assert_int_equal(b, 1);
+    assert_int_equal(etk_flow_add_link(f, 0, &c, &err), ETK_EINVAL);
+    assert_non_null(strstr(err.msg, "link 2 capacity 0 B/ns"));
+    assert_int_equal(etk_flow_add_link(f, NAN, &c, &err), ETK_EINVAL);
+    uint32_t p[2] = {a, b};
+    assert_int_equal(etk_flow_start(f, 400, p, 2, 5, 1, &err), 0);
+    next_is(f, 1, 105);
+    for (int i = 0; i < 40; i++) /* grows past the first allocation */
+        assert_int_equal(etk_flow_add_link(f, 1 + i, &c, &err), 0);
+    assert_int_equal(c, 41);
+    assert_int_equal(etk_flow_start(f, 400, &c, 1, 0, 2, &err), 0); /* 40 B/ns */
+    next_is(f, 2, 105 + 10);
+    etk_flow_free(f);
+}
+
 /* Two DGX H100 nodes (dgx-h100 preset: NIC 50 GB/s, 2,000 ns; NVLink 450 GB/s, 500 ns). A
  * data-parallel all-reduce over {0, 8} (one GPU per node, same rail) is a ring of two flows,
  * 0->8 and 8->0, each carrying 2(n-1)/n·S = S bytes, inflated by the NIC efficiency 47/50: with
@@ -270,6 +299,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_two_share),
+        cmocka_unit_test(test_add_link),
         cmocka_unit_test(test_textbook),
         cmocka_unit_test(test_arrival),
         cmocka_unit_test(test_errors),

@@ -49,7 +49,7 @@ static const struct {
     {"fuzz_trace_read", fuzz_trace_read_entry, 3}, {"fuzz_json_import", fuzz_json_import_entry, 3},
     {"fuzz_groups", fuzz_groups_entry, 3},         {"fuzz_node_codec", fuzz_node_codec_entry, 2},
     {"fuzz_convert", fuzz_convert_entry, 1},       {"fuzz_validate", fuzz_validate_entry, 0},
-    {"fuzz_cluster", fuzz_cluster_entry, 0},       {"fuzz_model", fuzz_model_entry, 0},
+    {"fuzz_cluster", fuzz_cluster_entry, 1},       {"fuzz_model", fuzz_model_entry, 0},
     {"fuzz_sim", fuzz_sim_entry, 1},
 };
 #define N_TARGETS (sizeof targets / sizeof targets[0])

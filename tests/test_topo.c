@@ -137,6 +137,60 @@ static void test_link_factor(void **st)
     assert_non_null(strstr(err.msg, "dimension 2 out of range (the cluster has 2)"));
 }
 
+/* The flow model's state is sized by the links a collective's ranks use, not by the fabric
+ * (fuzz_cluster once spent 72 s of CPU costing 11 collectives on a 6M-GPU flow cluster, each
+ * allocating and checking all 24M links). On the SuperPOD preset with 750,000 nodes (6M GPUs)
+ * and with 64 nodes: a send from GPU 0 to the last GPU (another rail, another leaf, one pod)
+ * crosses NVLink up and down (PXN), NIC up, leaf up, leaf down, NIC down = 6 links and takes
+ * S/eff / 50 B/ns + 500 + 1,400 + 3 x 200 ns on both; an all-reduce over GPUs 0..15 uses the
+ * same links and takes the same time on both fabrics. */
+static double session_ns(const etk_cluster *c, int32_t type, uint64_t bytes, const uint32_t *r,
+                         uint32_t n, uint32_t *links)
+{
+    etk_net_flows *s;
+    etk_error err = {0};
+    assert_int_equal(etk_net_flows_new(c, &s, &err), 0);
+    assert_int_equal(etk_net_flows_start(s, type, bytes, r, n, 7, &err), 0);
+    uint64_t tag = 0;
+    double t = -1;
+    assert_int_equal(etk_net_flows_next(s, INFINITY, &tag, &t), 1);
+    assert_int_equal(tag, 7);
+    *links = etk_net_flows_links(s);
+    etk_net_flows_free(s);
+    return t;
+}
+
+static void test_flow_state_by_links_used(void **st)
+{
+    (void)st;
+    etk_cluster big, small;
+    etk_error err = {0};
+    assert_int_equal(etk_cluster_preset("dgx-h100-superpod", 750000, &big, &err), 0);
+    assert_int_equal(etk_cluster_preset("dgx-h100-superpod", 64, &small, &err), 0);
+    assert_int_equal(big.n_npus, 6000000);
+    etk_fabric f;
+    etk_fabric_of(&big, &f);
+    assert_int_equal(etk_fabric_links(&big, &f, NULL), 4u * 6000000 + 2 * 8 * 23438 + 2);
+    uint64_t S = 1 << 20;
+    double want = (double)llround(S / etk_nccl_link_eff(true)) / 50.0 + 500 + 1400 + 3 * 200;
+    uint32_t lb, ls;
+    uint32_t pb[2] = {0, big.n_npus - 1}, ps[2] = {0, small.n_npus - 1};
+    double tb = session_ns(&big, -1, S, pb, 2, &lb), ts = session_ns(&small, -1, S, ps, 2, &ls);
+    assert_int_equal(lb, 6);
+    assert_int_equal(ls, 6);
+    assert_true(fabs(tb - want) < 1e-6 && fabs(ts - want) < 1e-6);
+    uint32_t r[16];
+    for (uint32_t i = 0; i < 16; i++)
+        r[i] = i;
+    tb = session_ns(&big, ETK_COLL_ALL_REDUCE, S, r, 16, &lb);
+    ts = session_ns(&small, ETK_COLL_ALL_REDUCE, S, r, 16, &ls);
+    assert_int_equal(lb, ls);
+    assert_true(lb >= 4 * 16 && lb <= 4 * 16 + 2 * 8);
+    assert_true(tb > 0 && tb == ts);
+    assert_int_equal(etk_net_coll_ns(&big, ETK_COLL_ALL_REDUCE, S, r, 16),
+                     etk_net_coll_ns(&small, ETK_COLL_ALL_REDUCE, S, r, 16));
+}
+
 static void bad_yaml(const char *text, const char *want)
 {
     etk_cluster c;
@@ -164,6 +218,24 @@ static void test_yaml_errors(void **st)
     bad_yaml("preset: dgx-h100\nfabric: {rail: true}\n", "fabric: missing leaf_nodes");
     bad_yaml("preset: dgx-h100\nnetwork_model: fluid\n",
              "x.yaml:2: network_model: expected flow or analytical, got fluid");
+    /* the flow model numbers links in 32 bits: 8 x 134,217,728 = 2^30 GPUs have 4 x 2^30 NVLink
+     * and NIC links + 2 x 8 rail leaves + 2 x 1 pod = 2^32 + 18 > UINT32_MAX; one node fewer
+     * (2^30 - 8 GPUs: 2^32 - 32 + 18) is accepted */
+    bad_yaml("name: big\ngpu: h100\nnetwork_model: flow\nnetwork:\n"
+             "  - {size: 8, topology: Switch, bandwidth: 450, latency: 500}\n"
+             "  - {size: 134217728, topology: Switch, bandwidth: 50, latency: 2000}\n",
+             "x.yaml: cluster 'big': network_model: flow: the fabric of 1073741824 GPUs has "
+             "4294967314 links, more than the flow model supports (4294967295, about 1 billion "
+             "GPUs); use network_model: analytical");
+    const char *edge = "name: big\ngpu: h100\nnetwork_model: flow\nnetwork:\n"
+                       "  - {size: 8, topology: Switch, bandwidth: 450, latency: 500}\n"
+                       "  - {size: 134217727, topology: Switch, bandwidth: 50, latency: 2000}\n";
+    assert_int_equal(etk_cluster_parse(edge, strlen(edge), "x.yaml", &c, &err), 0);
+    etk_fabric f;
+    etk_fabric_of(&c, &f);
+    assert_int_equal(etk_fabric_links(&c, &f, NULL), 4294967282u);
+    uint32_t r[2] = {0, c.n_npus - 1};
+    assert_true(etk_net_coll_ns(&c, ETK_COLL_ALL_REDUCE, 1 << 20, r, 2) < UINT64_MAX);
 }
 
 int main(void)
@@ -173,6 +245,7 @@ int main(void)
         cmocka_unit_test(test_llama3_routes),
         cmocka_unit_test(test_llama3_oversubscription),
         cmocka_unit_test(test_link_factor),
+        cmocka_unit_test(test_flow_state_by_links_used),
         cmocka_unit_test(test_yaml_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

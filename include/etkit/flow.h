@@ -22,6 +22,10 @@ typedef struct etk_flow etk_flow;
 /* A network of n_links directed links with capacities cap_Bpns[i] > 0 (copied). */
 int etk_flow_new(uint32_t n_links, const double *cap_Bpns, etk_flow **out, etk_error *err);
 void etk_flow_free(etk_flow *f);
+/* Add one link of capacity cap_Bpns > 0; *id gets its index (the next after the existing ones).
+ * Lets a caller size the network by the links its transfers use (net/topo.c maps a large
+ * fabric's links to these on first use), not by the whole fabric. */
+int etk_flow_add_link(etk_flow *f, double cap_Bpns, uint32_t *id, etk_error *err);
 /* Scale the capacity of one link (e.g. --link-factor); only before flows are added. */
 int etk_flow_set_capacity(etk_flow *f, uint32_t link, double cap_Bpns, etk_error *err);
 

@@ -281,6 +281,9 @@ int etk_net_flows_start(etk_net_flows *s, int32_t type, uint64_t bytes, const ui
                         uint32_t n_ranks, uint64_t tag, etk_error *err);
 int etk_net_flows_next(etk_net_flows *s, double t_limit, uint64_t *tag, double *t_ns);
 bool etk_net_flows_busy(const etk_net_flows *s);
+/* Links of the fabric the session's transfers have crossed so far: the flow state is sized by
+ * these, not by the fabric (for tests). */
+uint32_t etk_net_flows_links(const etk_net_flows *s);
 void etk_net_flows_free(etk_net_flows *s);
 /* Parse a --link-factor spec: "nic:RANK:F", "nvlink:RANK:F" or "dim:D:F" (appended to c). */
 int etk_link_factor_parse(etk_cluster *c, const char *spec, etk_error *err);

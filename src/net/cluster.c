@@ -877,6 +877,11 @@ int etk_cluster_check(const etk_cluster *c, uint32_t n_ranks, etk_error *err)
         return etk_err(err, ETK_EINVAL,
                        "cluster '%s': n_npus is %u but the dimensions multiply to %llu", c->name,
                        c->n_npus, (unsigned long long)n);
+    if (c->net_model == ETK_NET_FLOW && !c->astra_compat && net_flow_fabric_links(c) > UINT32_MAX)
+        return etk_err(err, ETK_EINVAL, "cluster '%s': network_model: flow: the fabric of %u GPUs "
+                       "has %llu links, more than the flow model supports (%u, about 1 billion "
+                       "GPUs); use network_model: analytical", c->name, c->n_npus,
+                       (unsigned long long)net_flow_fabric_links(c), UINT32_MAX);
     if (!(c->compute_efficiency > 0 && c->compute_efficiency <= 1))
         return etk_err(err, ETK_EINVAL,
                        "cluster '%s': compute_efficiency: expected a fraction in (0, 1], got %g",

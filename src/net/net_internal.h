@@ -31,6 +31,9 @@ uint64_t net_phys_p2p_ns(const etk_cluster *c, uint32_t src, uint32_t dst, uint6
 /* Flow network model (topo.c): one operation alone on the fabric, UINT64_MAX on failure. */
 uint64_t net_flow_coll_ns(const etk_cluster *c, etk_coll_type type, uint64_t bytes,
                           const uint32_t *ranks, uint32_t n_ranks);
+/* Directed links of the cluster's fabric, counted in 64 bits: the flow model numbers them in 32
+ * (etk_fabric_links) and refuses a fabric past UINT32_MAX links (about 1 billion GPUs). */
+uint64_t net_flow_fabric_links(const etk_cluster *c);
 uint64_t net_flow_p2p_ns(const etk_cluster *c, uint32_t src, uint32_t dst, uint64_t bytes);
 /* The cluster with --link-factor factors applied to the dimensions, as the analytical model
  * sees them for an operation over `ranks` (NULL = 0..n-1). */

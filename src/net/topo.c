@@ -13,6 +13,7 @@
 #include "etkit/net.h"
 #include "net/net_internal.h"
 #include "util/cmp.h"
+#include "util/kmap.h"
 
 void etk_fabric_of(const etk_cluster *c, etk_fabric *f)
 {
@@ -87,6 +88,51 @@ static double factor_of(const etk_cluster *c, int kind, uint32_t gpu)
     return x;
 }
 
+/* dimension factors: dim 0 scales NVLink, any outer dimension the NICs and above */
+static void dim_factors(const etk_cluster *c, double *dim_nvl, double *dim_nic)
+{
+    *dim_nvl = *dim_nic = 1;
+    for (uint32_t i = 0; i < c->n_link_factors; i++)
+        if (c->link_factors[i].kind == ETK_LINK_DIM) {
+            if (c->link_factors[i].index == 0)
+                *dim_nvl *= c->link_factors[i].factor;
+            else
+                *dim_nic *= c->link_factors[i].factor;
+        }
+}
+
+/* capacity of one link of the layout (bytes/ns), after link factors */
+static double link_cap(const etk_cluster *c, const etk_fabric *f, const lay *L, uint32_t link,
+                       double dim_nvl, double dim_nic)
+{
+    if (link < 2 * L->n) {
+        uint32_t g = link % L->n;
+        return f->nvlink_Bps / 1e9 * dim_nvl * factor_of(c, ETK_LINK_NVLINK, g);
+    }
+    if (link < L->leaf0) {
+        uint32_t g = link % L->n;
+        return f->nic_Bps / 1e9 * dim_nic * factor_of(c, ETK_LINK_NIC, g);
+    }
+    if (link < L->pod0) {
+        double per_leaf = (f->rail ? f->leaf_nodes : f->leaf_nodes * L->G) * f->nic_Bps / 1e9 * dim_nic;
+        return per_leaf / f->leaf_oversub;
+    }
+    double per_pod = (double)pod_nodes(f) * L->G * f->nic_Bps / 1e9 * dim_nic;
+    return per_pod / f->pod_oversub;
+}
+
+uint64_t net_flow_fabric_links(const etk_cluster *c)
+{
+    etk_fabric f;
+    etk_fabric_of(c, &f);
+    uint64_t G = f.gpus_per_node, n = (uint64_t)f.nodes * G;
+    uint64_t leaf = f.leaf_nodes ? f.leaf_nodes : 1;
+    uint64_t groups = ((uint64_t)f.nodes + leaf - 1) / leaf;
+    uint64_t n_leaf = f.rail ? groups * G : groups;
+    uint64_t n_pod = ((uint64_t)f.nodes + pod_nodes(&f) - 1) / pod_nodes(&f);
+    return 4 * n + 2 * n_leaf + 2 * n_pod;
+}
+
 uint32_t etk_fabric_links(const etk_cluster *c, const etk_fabric *f, double *caps)
 {
     lay L;
@@ -94,27 +140,10 @@ uint32_t etk_fabric_links(const etk_cluster *c, const etk_fabric *f, double *cap
     uint32_t total = L.pod0 + 2 * L.n_pod;
     if (!caps)
         return total;
-    /* dimension factors: dim 0 scales NVLink, any outer dimension the NICs and above */
-    double dim_nvl = 1, dim_nic = 1;
-    for (uint32_t i = 0; i < c->n_link_factors; i++)
-        if (c->link_factors[i].kind == ETK_LINK_DIM) {
-            if (c->link_factors[i].index == 0)
-                dim_nvl *= c->link_factors[i].factor;
-            else
-                dim_nic *= c->link_factors[i].factor;
-        }
-    for (uint32_t g = 0; g < L.n; g++) {
-        double nv = f->nvlink_Bps / 1e9 * dim_nvl * factor_of(c, ETK_LINK_NVLINK, g);
-        double ni = f->nic_Bps / 1e9 * dim_nic * factor_of(c, ETK_LINK_NIC, g);
-        caps[g] = caps[L.n + g] = nv;
-        caps[2 * L.n + g] = caps[3 * L.n + g] = ni;
-    }
-    double per_leaf = (f->rail ? f->leaf_nodes : f->leaf_nodes * L.G) * f->nic_Bps / 1e9 * dim_nic;
-    for (uint32_t l = 0; l < L.n_leaf; l++)
-        caps[L.leaf0 + l] = caps[L.leaf0 + L.n_leaf + l] = per_leaf / f->leaf_oversub;
-    double per_pod = (double)pod_nodes(f) * L.G * f->nic_Bps / 1e9 * dim_nic;
-    for (uint32_t p = 0; p < L.n_pod; p++)
-        caps[L.pod0 + p] = caps[L.pod0 + L.n_pod + p] = per_pod / f->pod_oversub;
+    double dim_nvl, dim_nic;
+    dim_factors(c, &dim_nvl, &dim_nic);
+    for (uint32_t l = 0; l < total; l++)
+        caps[l] = link_cap(c, f, &L, l, dim_nvl, dim_nic);
     return total;
 }
 
@@ -197,6 +226,73 @@ int etk_link_factor_parse(etk_cluster *c, const char *spec, etk_error *err)
 
 /* ---- decomposition into transfers ---- */
 
+/* The flow network of one run or session: sized by the links its transfers use, not by the
+ * fabric (a 6M-GPU cluster has 24M links; a collective over 16 of its GPUs uses a few dozen).
+ * A fabric link gets a flow link, with its capacity, the first time a route crosses it. */
+typedef struct fnet {
+    etk_flow *fl;
+    const etk_cluster *c;
+    etk_fabric fab;
+    lay L;
+    uint32_t total;         /* links of the fabric */
+    double dim_nvl, dim_nic;
+    etk_kmap map;           /* fabric link -> flow link */
+} fnet;
+
+static int fnet_init(fnet *F, const etk_cluster *c, etk_error *err)
+{
+    memset(F, 0, sizeof *F);
+    F->c = c;
+    uint64_t links = net_flow_fabric_links(c);
+    if (links > UINT32_MAX)
+        return etk_err(err, ETK_EINVAL, "flow model: cluster '%s': its fabric has %llu links, "
+                       "more than the flow model supports (%u, about 1 billion GPUs); use the "
+                       "analytical network model", c->name, (unsigned long long)links, UINT32_MAX);
+    etk_fabric_of(c, &F->fab);
+    layout(&F->fab, &F->L);
+    F->total = etk_fabric_links(c, &F->fab, NULL);
+    dim_factors(c, &F->dim_nvl, &F->dim_nic);
+    return etk_flow_new(0, NULL, &F->fl, err);
+}
+
+static void fnet_free(fnet *F)
+{
+    etk_flow_free(F->fl);
+    etk_kmap_free(&F->map);
+    F->fl = NULL;
+}
+
+/* Start a transfer over the fabric links path[0..n-1]. */
+static int fnet_start(fnet *F, uint64_t bytes, const uint32_t *path, uint32_t n, double lat,
+                      uint64_t tag, etk_error *err)
+{
+    uint32_t p[ETK_FLOW_MAX_PATH];
+    if (n > ETK_FLOW_MAX_PATH)
+        return etk_flow_start(F->fl, bytes, path, n, lat, tag, err); /* refused there */
+    for (uint32_t i = 0; i < n; i++) {
+        if (path[i] >= F->total)
+            return etk_err(err, ETK_EINVAL, "flow model: link %u out of range (the fabric has "
+                           "%u links)", path[i], F->total);
+        uint32_t id = etk_kmap_get(&F->map, path[i], 0);
+        if (id == ETK_KMAP_NONE) {
+            double cap = link_cap(F->c, &F->fab, &F->L, path[i], F->dim_nvl, F->dim_nic);
+            if (!(cap > 0) || !isfinite(cap))
+                return etk_err(err, ETK_EINVAL, "flow model: fabric link %u capacity %g B/ns: "
+                               "expected a positive finite bandwidth", path[i], cap);
+            int rc = etk_flow_add_link(F->fl, cap, &id, err);
+            if (rc)
+                return rc;
+            bool oom = false;
+            etk_kmap_put(&F->map, path[i], 0, id, &oom);
+            if (oom)
+                return etk_err(err, ETK_ENOMEM, "flow model: out of memory");
+        }
+        p[i] = id;
+    }
+    return etk_flow_start(F->fl, bytes, p, n, lat, tag, err);
+}
+
+
 /* bytes each rank sends along its ring edge (Chakra sizes: all-gather S per rank) */
 static double ring_wire(etk_coll_type t, double n, double S)
 {
@@ -210,18 +306,19 @@ static double ring_wire(etk_coll_type t, double n, double S)
     }
 }
 
-static int start_route(etk_flow *fl, const etk_fabric *fab, uint32_t a, uint32_t b, double bytes,
-                       double lat, uint64_t tag, uint32_t *count, etk_error *err)
+static int start_route(fnet *F, uint32_t a, uint32_t b, double bytes, double lat, uint64_t tag,
+                       uint32_t *count, etk_error *err)
 {
     etk_route r;
-    etk_fabric_route(fab, a, b, &r);
+    etk_fabric_route(&F->fab, a, b, &r);
     (*count)++;
-    return etk_flow_start(fl, (uint64_t)llround(bytes), r.link, r.n, lat + r.latency_ns, tag, err);
+    return fnet_start(F, (uint64_t)llround(bytes), r.link, r.n, lat + r.latency_ns, tag, err);
 }
 
-static int start_op(etk_flow *fl, const etk_cluster *c, const etk_fabric *fab, etk_flow_op *op,
-                    uint64_t tag, uint32_t *count, etk_error *err)
+static int start_op(fnet *F, etk_flow_op *op, uint64_t tag, uint32_t *count, etk_error *err)
 {
+    const etk_cluster *c = F->c;
+    const etk_fabric *fab = &F->fab;
     uint32_t G = fab->gpus_per_node, n = op->n_ranks;
     uint32_t N = fab->nodes * G;
     int rc = 0;
@@ -232,12 +329,12 @@ static int start_op(etk_flow *fl, const etk_cluster *c, const etk_fabric *fab, e
         etk_fabric_route(fab, op->ranks[0], op->ranks[1], &r);
         double eff = etk_nccl_link_eff(r.crosses_nic);
         (*count)++;
-        return etk_flow_start(fl, (uint64_t)llround((double)op->bytes / eff), r.link, r.n,
+        return fnet_start(F, (uint64_t)llround((double)op->bytes / eff), r.link, r.n,
                               r.latency_ns, tag, err);
     }
     if (n <= 1) {
         (*count)++;
-        return etk_flow_start(fl, 0, NULL, 0, 0, tag, err);
+        return etk_flow_start(F->fl, 0, NULL, 0, 0, tag, err);
     }
     uint32_t *rk = malloc(sizeof *rk * n);
     if (!rk)
@@ -260,15 +357,15 @@ static int start_op(etk_flow *fl, const etk_cluster *c, const etk_fabric *fab, e
         for (uint32_t i = 0; i < n && !rc; i++) {
             uint32_t g = rk[i], l1 = g, l2 = N + g;
             (*count) += 2;
-            rc = etk_flow_start(fl, (uint64_t)llround(up / eff), &l1, 1, lat, tag, err);
+            rc = fnet_start(F, (uint64_t)llround(up / eff), &l1, 1, lat, tag, err);
             if (!rc)
-                rc = etk_flow_start(fl, (uint64_t)llround(down / eff), &l2, 1, lat, tag, err);
+                rc = fnet_start(F, (uint64_t)llround(down / eff), &l2, 1, lat, tag, err);
         }
     } else if (t == ETK_COLL_ALL_TO_ALL) {
         for (uint32_t i = 0; i < n && !rc; i++)
             for (uint32_t j = 0; j < n && !rc; j++)
                 if (i != j)
-                    rc = start_route(fl, fab, rk[i], rk[j], S / n / eff, lat, tag, count, err);
+                    rc = start_route(F, rk[i], rk[j], S / n / eff, lat, tag, count, err);
     } else {
         /* rings; across nodes one channel per GPU of a node, channel k entering every node at
          * local GPU k so that each NIC carries one channel (NCCL's rings on rail fabrics) */
@@ -287,7 +384,7 @@ static int start_op(etk_flow *fl, const etk_cluster *c, const etk_fabric *fab, e
                     a = rk[i];
                     b = rk[(i + 1) % n];
                 }
-                rc = start_route(fl, fab, a, b, wire, lat, tag, count, err);
+                rc = start_route(F, a, b, wire, lat, tag, count, err);
             }
     }
     free(rk);
@@ -309,21 +406,17 @@ static int cmp_start(const void *a, const void *b)
 
 int etk_net_flow_run(const etk_cluster *c, etk_flow_op *ops, uint32_t n_ops, etk_error *err)
 {
-    etk_fabric fab;
-    etk_fabric_of(c, &fab);
-    uint32_t nl = etk_fabric_links(c, &fab, NULL);
-    double *caps = malloc(sizeof *caps * nl);
+    fnet F;
     uint32_t *left = calloc(n_ops ? n_ops : 1, sizeof *left);
     opref *ord = malloc(sizeof *ord * (n_ops ? n_ops : 1));
-    etk_flow *fl = NULL;
-    int rc = 0;
-    if (!caps || !left || !ord) {
+    int rc = fnet_init(&F, c, err);
+    etk_flow *fl = F.fl;
+    if (rc)
+        goto done;
+    if (!left || !ord) {
         rc = etk_err(err, ETK_ENOMEM, "flow model: out of memory");
         goto done;
     }
-    etk_fabric_links(c, &fab, caps);
-    if ((rc = etk_flow_new(nl, caps, &fl, err)))
-        goto done;
     for (uint32_t i = 0; i < n_ops; i++) {
         ord[i] = (opref){ops[i].start_ns, i};
         ops[i].finish_ns = 0;
@@ -355,7 +448,7 @@ int etk_net_flow_run(const etk_cluster *c, etk_flow_op *ops, uint32_t n_ops, etk
         uint64_t t0 = ord[next].start;
         while (next < n_ops && ord[next].start == t0) {
             uint32_t i = ord[next++].i;
-            if ((rc = start_op(fl, c, &fab, &ops[i], i, &left[i], err)))
+            if ((rc = start_op(&F, &ops[i], i, &left[i], err)))
                 goto done;
             ops[i].finish_ns = (double)t0;
         }
@@ -363,8 +456,7 @@ int etk_net_flow_run(const etk_cluster *c, etk_flow_op *ops, uint32_t n_ops, etk
             goto done;
     }
 done:
-    etk_flow_free(fl);
-    free(caps);
+    fnet_free(&F);
     free(left);
     free(ord);
     return rc;
@@ -378,9 +470,7 @@ typedef struct fop {
 } fop;
 
 struct etk_net_flows {
-    const etk_cluster *c; /* the simulator's copy, outlives the session */
-    etk_fabric fab;
-    etk_flow *fl;
+    fnet F; /* over the simulator's copy of the cluster, which outlives the session */
     fop *ops;
     uint32_t n_ops, cap_ops, n_busy;
     uint32_t *free_ops;
@@ -393,17 +483,7 @@ int etk_net_flows_new(const etk_cluster *c, etk_net_flows **out, etk_error *err)
     etk_net_flows *s = calloc(1, sizeof *s);
     if (!s)
         return etk_err(err, ETK_ENOMEM, "flow model: out of memory");
-    s->c = c;
-    etk_fabric_of(c, &s->fab);
-    uint32_t nl = etk_fabric_links(c, &s->fab, NULL);
-    double *caps = malloc(sizeof *caps * nl);
-    if (!caps) {
-        free(s);
-        return etk_err(err, ETK_ENOMEM, "flow model: out of memory");
-    }
-    etk_fabric_links(c, &s->fab, caps);
-    int rc = etk_flow_new(nl, caps, &s->fl, err);
-    free(caps);
+    int rc = fnet_init(&s->F, c, err);
     if (rc) {
         free(s);
         return rc;
@@ -416,13 +496,15 @@ void etk_net_flows_free(etk_net_flows *s)
 {
     if (!s)
         return;
-    etk_flow_free(s->fl);
+    fnet_free(&s->F);
     free(s->ops);
     free(s->free_ops);
     free(s);
 }
 
 bool etk_net_flows_busy(const etk_net_flows *s) { return s->n_busy > 0; }
+
+uint32_t etk_net_flows_links(const etk_net_flows *s) { return s->F.map.n; }
 
 int etk_net_flows_start(etk_net_flows *s, int32_t type, uint64_t bytes, const uint32_t *ranks,
                         uint32_t n_ranks, uint64_t tag, etk_error *err)
@@ -446,9 +528,9 @@ int etk_net_flows_start(etk_net_flows *s, int32_t type, uint64_t bytes, const ui
     }
     s->ops[i] = (fop){tag, 0};
     etk_flow_op op = {.type = type, .bytes = bytes, .ranks = ranks, .n_ranks = n_ranks};
-    etk_flow_hold(s->fl);
-    int rc = start_op(s->fl, s->c, &s->fab, &op, i, &s->ops[i].left, err);
-    int rc2 = etk_flow_release(s->fl, err);
+    etk_flow_hold(s->F.fl);
+    int rc = start_op(&s->F, &op, i, &s->ops[i].left, err);
+    int rc2 = etk_flow_release(s->F.fl, err);
     s->n_busy++;
     return rc ? rc : rc2;
 }
@@ -457,7 +539,7 @@ int etk_net_flows_next(etk_net_flows *s, double t_limit, uint64_t *tag, double *
 {
     for (;;) {
         uint64_t fi;
-        int got = etk_flow_next(s->fl, t_limit, &fi, t_ns);
+        int got = etk_flow_next(s->F.fl, t_limit, &fi, t_ns);
         if (got <= 0)
             return got;
         fop *o = &s->ops[fi];

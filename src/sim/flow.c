@@ -49,7 +49,7 @@ typedef struct hl { /* link heap entry */
 struct etk_flow {
     double now;
     lnk *l;
-    uint32_t n_links;
+    uint32_t n_links, cap_links;
     flw *f;
     uint32_t n_f, cap_f;
     uint32_t *freel; /* finished flow slots for reuse */
@@ -96,10 +96,28 @@ int etk_flow_new(uint32_t n_links, const double *cap, etk_flow **out, etk_error 
         free(f);
         return etk_err(err, ETK_ENOMEM, "flow model: out of memory for %u links", n_links);
     }
+    f->cap_links = n_links ? n_links : 1;
     f->n_links = n_links;
     for (uint32_t i = 0; i < n_links; i++)
         f->l[i].cap = cap[i];
     *out = f;
+    return 0;
+}
+
+int etk_flow_add_link(etk_flow *f, double cap, uint32_t *id, etk_error *err)
+{
+    if (!(cap > 0) || !isfinite(cap))
+        return etk_err(err, ETK_EINVAL, "flow model: link %u capacity %g B/ns: expected a "
+                       "positive finite bandwidth", f->n_links, cap);
+    if (f->n_links == UINT32_MAX)
+        return etk_err(err, ETK_EINVAL, "flow model: too many links");
+    uint32_t old = f->cap_links;
+    if (grow((void **)&f->l, &f->cap_links, f->n_links + 1, sizeof(lnk)))
+        return etk_err(err, ETK_ENOMEM, "flow model: out of memory for %u links", f->n_links + 1);
+    if (f->cap_links > old)
+        memset(&f->l[old], 0, (size_t)(f->cap_links - old) * sizeof(lnk));
+    f->l[f->n_links].cap = cap;
+    *id = f->n_links++;
     return 0;
 }
 
