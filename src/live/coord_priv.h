@@ -51,7 +51,8 @@ struct etk_live {
     etk_sim *s;
     etk_groups *groups;
     lrank *r;
-    uint32_t n;
+    uint32_t n;          /* engine ranks: n_proc processes x gpp GPUs */
+    uint32_t n_proc, gpp; /* process p drives ranks p*gpp .. p*gpp+gpp-1 over one socket */
     int lfd;
     char dir[64], path[100];
     lcomm *comms;
