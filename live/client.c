@@ -283,7 +283,18 @@ uint64_t etl_wait(const uint64_t *deps, uint32_t n_deps, const char *call, uint6
     return etl_wait_dev(cur, deps, n_deps, call, dep_end);
 }
 
-void etl_extern_enter(const char *call)
+void etl_poll(const char *call, uint64_t ns)
+{
+    pthread_mutex_lock(&mu);
+    etl_now();
+    vhost += (double)ns;
+    etl_wait(NULL, 0, call, NULL);
+    pthread_mutex_unlock(&mu);
+}
+
+void etl_extern_enter(const char *call) { etl_extern_enter_flags(call, 0); }
+
+void etl_extern_enter_flags(const char *call, unsigned flags)
 {
     pthread_mutex_lock(&mu);
     for (int d = 0; d < ngpu; d++) /* every GPU's chain reaches the host time */
@@ -291,6 +302,7 @@ void etl_extern_enter(const char *call)
     etk_live_msg m;
     memset(&m, 0, sizeof m);
     m.op = ETK_LM_EXTERN;
+    m.flags = flags;
     m.dur_ns = mark[cur];
     snprintf(m.name, sizeof m.name, "%s", call);
     etl_send(&m);

@@ -48,9 +48,16 @@ ETL_API void etl_comm_init_many(int count, const char *const *keys, const int *m
 /* ncclCommSplit: blocks until every member of `parent` split; name "" when color < 0. */
 ETL_API void etl_comm_split(const char *parent, int members, int member, int seq, int color, int key, char *name,
                             unsigned name_len, int *new_rank, int *new_size);
+/* A poll that found nothing (MPI_Test, MPI_Iprobe): costs ns of host time and waits until the
+ * engine reaches it, so a polling loop is blocked as far as the coordinator is concerned and its
+ * clock moves on while it polls. */
+ETL_API void etl_poll(const char *call, uint64_t ns);
 /* Around a blocking call of another library (the real MPI call under the interposer): the
  * engine may run up to the rank's host time meanwhile; CPU time spent inside is not counted. */
 ETL_API void etl_extern_enter(const char *call);
+/* The same with ETK_LF_NOLATE: after the call the rank submits nothing dated before its return
+ * but receive nodes (its send or collective node went in before the call). */
+ETL_API void etl_extern_enter_flags(const char *call, unsigned flags);
 ETL_API void etl_extern_leave(void);
 /* "etkit live: rank R: ..." on stderr, exit status 3. */
 ETL_API void etl_fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));

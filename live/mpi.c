@@ -172,14 +172,18 @@ static int send_common(const char *call, const void *buf, int count, MPI_Datatyp
                        MPI_Comm comm, int sync)
 {
     const char *g = check_comm(comm, call);
-    etl_extern_enter(call);
+    /* the send's node goes in first: inside the real call the rank then holds back only the
+     * engine's time of the sends to it (ETK_LF_NOLATE) */
+    uint64_t id = dest != MPI_PROC_NULL ? node_on(g, call, 5, -1, bytes_of(count, dt), dest, tag, 0, 0) : 0;
+    etl_extern_enter_flags(call, ETK_LF_NOLATE);
     MPI_Request q;
     int rc = sync ? PMPI_Issend(buf, count, dt, dest, tag, comm, &q) : PMPI_Isend(buf, count, dt, dest, tag, comm, &q);
     if (rc == MPI_SUCCESS)
         rc = wait1(&q, MPI_STATUS_IGNORE);
     etl_extern_leave();
-    if (rc == MPI_SUCCESS && dest != MPI_PROC_NULL)
-        node_on(g, call, 5, -1, bytes_of(count, dt), dest, tag, 0, 1);
+    etl_lock();
+    etl_wait(&id, id ? 1 : 0, call, NULL);
+    etl_unlock();
     return rc;
 }
 
@@ -197,7 +201,7 @@ API int MPI_Recv(void *buf, int count, MPI_Datatype dt, int src, int tag, MPI_Co
 {
     const char *g = check_comm(comm, "MPI_Recv");
     MPI_Status s;
-    etl_extern_enter("MPI_Recv");
+    etl_extern_enter_flags("MPI_Recv", ETK_LF_NOLATE);
     MPI_Request q;
     int rc = PMPI_Irecv(buf, count, dt, src, tag, comm, &q);
     if (rc == MPI_SUCCESS)
@@ -218,7 +222,11 @@ API int MPI_Sendrecv(const void *sb, int sc, MPI_Datatype sdt, int dest, int sta
 {
     const char *g = check_comm(comm, "MPI_Sendrecv");
     MPI_Status s;
-    etl_extern_enter("MPI_Sendrecv");
+    uint64_t ids[2];
+    int n = 0;
+    if (dest != MPI_PROC_NULL)
+        ids[n++] = node_on(g, "MPI_Sendrecv", 5, -1, bytes_of(sc, sdt), dest, stag, 0, 0);
+    etl_extern_enter_flags("MPI_Sendrecv", ETK_LF_NOLATE);
     MPI_Request q[2];
     MPI_Status qs[2];
     int rc = PMPI_Irecv(rb, rc_, rdt, src, rtag, comm, &q[0]);
@@ -233,10 +241,6 @@ API int MPI_Sendrecv(const void *sb, int sc, MPI_Datatype sdt, int dest, int sta
     etl_extern_leave();
     if (rc != MPI_SUCCESS)
         return rc;
-    uint64_t ids[2];
-    int n = 0;
-    if (dest != MPI_PROC_NULL)
-        ids[n++] = node_on(g, "MPI_Sendrecv", 5, -1, bytes_of(sc, sdt), dest, stag, 0, 0);
     if (s.MPI_SOURCE != MPI_PROC_NULL) {
         int got = 0;
         PMPI_Get_count(&s, rdt, &got);
@@ -355,7 +359,7 @@ API int MPI_Wait(MPI_Request *r, MPI_Status *st)
 {
     MPI_Request keep = *r;
     MPI_Status s;
-    etl_extern_enter("MPI_Wait");
+    etl_extern_enter_flags("MPI_Wait", ETK_LF_NOLATE);
     int rc = wait1(r, &s);
     etl_extern_leave();
     if (rc == MPI_SUCCESS)
@@ -371,7 +375,7 @@ API int MPI_Waitall(int n, MPI_Request *r, MPI_Status *st)
     MPI_Status s[n > 0 ? n : 1];
     for (int i = 0; i < n; i++)
         keep[i] = r[i];
-    etl_extern_enter("MPI_Waitall");
+    etl_extern_enter_flags("MPI_Waitall", ETK_LF_NOLATE);
     int rc, flag = 0, k = 0;
     while ((rc = PMPI_Testall(n, r, &flag, s)) == MPI_SUCCESS && !flag)
         backoff(&k);
@@ -390,7 +394,7 @@ API int MPI_Waitany(int n, MPI_Request *r, int *index, MPI_Status *st)
     for (int i = 0; i < n; i++)
         keep[i] = r[i];
     MPI_Status s;
-    etl_extern_enter("MPI_Waitany");
+    etl_extern_enter_flags("MPI_Waitany", ETK_LF_NOLATE);
     int rc = PMPI_Waitany(n, r, index, &s);
     etl_extern_leave();
     if (rc == MPI_SUCCESS && *index != MPI_UNDEFINED)
@@ -406,7 +410,7 @@ API int MPI_Waitsome(int n, MPI_Request *r, int *outcount, int *idx, MPI_Status 
     MPI_Status s[n > 0 ? n : 1];
     for (int i = 0; i < n; i++)
         keep[i] = r[i];
-    etl_extern_enter("MPI_Waitsome");
+    etl_extern_enter_flags("MPI_Waitsome", ETK_LF_NOLATE);
     int rc = PMPI_Waitsome(n, r, outcount, idx, s);
     etl_extern_leave();
     if (rc == MPI_SUCCESS && *outcount != MPI_UNDEFINED && *outcount > 0)
@@ -417,6 +421,10 @@ API int MPI_Waitsome(int n, MPI_Request *r, int *outcount, int *idx, MPI_Status 
     return rc;
 }
 
+/* A test or probe that finds nothing costs POLL_NS of virtual time and lets the engine catch up
+ * (etl_poll): a polling loop then advances in virtual time and never holds the others back. */
+#define POLL_NS 1000
+
 /* Tests: the real test decides; a request it finds complete completes in virtual time as a wait
  * would (the call returns at its virtual end: a polling loop sees it done once). */
 API int MPI_Test(MPI_Request *r, int *flag, MPI_Status *st)
@@ -426,6 +434,8 @@ API int MPI_Test(MPI_Request *r, int *flag, MPI_Status *st)
     int rc = PMPI_Test(r, flag, &s);
     if (rc == MPI_SUCCESS && *flag && keep != MPI_REQUEST_NULL)
         wait_done("MPI_Test", 1, NULL, &keep, &s);
+    else if (rc == MPI_SUCCESS && !*flag)
+        etl_poll("MPI_Test", POLL_NS);
     if (st != MPI_STATUS_IGNORE)
         *st = s;
     return rc;
@@ -440,6 +450,8 @@ API int MPI_Testany(int n, MPI_Request *r, int *index, int *flag, MPI_Status *st
     int rc = PMPI_Testany(n, r, index, flag, &s);
     if (rc == MPI_SUCCESS && *flag && *index != MPI_UNDEFINED)
         wait_done("MPI_Testany", 1, index, keep, &s);
+    else if (rc == MPI_SUCCESS && !*flag)
+        etl_poll("MPI_Testany", POLL_NS);
     if (st != MPI_STATUS_IGNORE)
         *st = s;
     return rc;
@@ -454,6 +466,8 @@ API int MPI_Testall(int n, MPI_Request *r, int *flag, MPI_Status *st)
     int rc = PMPI_Testall(n, r, flag, s);
     if (rc == MPI_SUCCESS && *flag && n > 0)
         wait_done("MPI_Testall", n, NULL, keep, s);
+    else if (rc == MPI_SUCCESS && !*flag)
+        etl_poll("MPI_Testall", POLL_NS);
     if (st != MPI_STATUSES_IGNORE && *flag)
         for (int i = 0; i < n; i++)
             st[i] = s[i];
@@ -469,6 +483,8 @@ API int MPI_Testsome(int n, MPI_Request *r, int *outcount, int *idx, MPI_Status 
     int rc = PMPI_Testsome(n, r, outcount, idx, s);
     if (rc == MPI_SUCCESS && *outcount != MPI_UNDEFINED && *outcount > 0)
         wait_done("MPI_Testsome", *outcount, idx, keep, s);
+    else if (rc == MPI_SUCCESS && *outcount == 0)
+        etl_poll("MPI_Testsome", POLL_NS);
     if (st != MPI_STATUSES_IGNORE && *outcount != MPI_UNDEFINED)
         for (int i = 0; i < *outcount; i++)
             st[i] = s[i];
@@ -480,7 +496,7 @@ API int MPI_Testsome(int n, MPI_Request *r, int *outcount, int *idx, MPI_Status 
 API int MPI_Probe(int src, int tag, MPI_Comm comm, MPI_Status *st)
 {
     check_comm(comm, "MPI_Probe");
-    etl_extern_enter("MPI_Probe");
+    etl_extern_enter_flags("MPI_Probe", ETK_LF_NOLATE);
     int rc, flag = 0, k = 0;
     while ((rc = PMPI_Iprobe(src, tag, comm, &flag, st)) == MPI_SUCCESS && !flag)
         backoff(&k);
@@ -491,7 +507,10 @@ API int MPI_Probe(int src, int tag, MPI_Comm comm, MPI_Status *st)
 API int MPI_Iprobe(int src, int tag, MPI_Comm comm, int *flag, MPI_Status *st)
 {
     check_comm(comm, "MPI_Iprobe");
-    return PMPI_Iprobe(src, tag, comm, flag, st);
+    int rc = PMPI_Iprobe(src, tag, comm, flag, st);
+    if (rc == MPI_SUCCESS && !*flag)
+        etl_poll("MPI_Iprobe", POLL_NS);
+    return rc;
 }
 
 /* ---------- communicators ---------- */
@@ -567,14 +586,27 @@ API int MPI_Comm_free(MPI_Comm *comm)
 
 /* ---------- collectives ---------- */
 
-/* A collective: the real call (inside etl_extern_enter/leave), then its node, waited for. */
-#define COLL(call, type, bytes, grp, real) (etl_extern_enter(call), coll_done(call, type, bytes, grp, (real)))
+/* A collective: its node goes in, then the real call (inside etl_extern_enter/leave), then the
+ * node is waited for. Not ETK_LF_NOLATE: members released before one still inside the real call
+ * could run ahead into a polling loop (MPI_Iprobe, MPI_Test) that waits for it, and the
+ * coordinator never sees every rank blocked again. */
+#define COLL(call, type, bytes, grp, real)                                                        \
+    (coll_id = coll_start(call, type, bytes, grp), coll_done(call, coll_id, (real)))
+static uint64_t coll_id; /* the node goes in before the real call (the comma sequences them) */
 
-static int coll_done(const char *call, int type, uint64_t bytes, const char *grp, int rc)
+static uint64_t coll_start(const char *call, int type, uint64_t bytes, const char *grp)
+{
+    uint64_t id = node_on(grp, call, 7, type, bytes, 0, 0, 0, 0);
+    etl_extern_enter(call);
+    return id;
+}
+
+static int coll_done(const char *call, uint64_t id, int rc)
 {
     etl_extern_leave();
-    if (rc == MPI_SUCCESS)
-        node_on(grp, call, 7, type, bytes, 0, 0, 0, 1);
+    etl_lock();
+    etl_wait(&id, 1, call, NULL);
+    etl_unlock();
     return rc;
 }
 
@@ -588,12 +620,12 @@ static int comm_size(MPI_Comm c)
 API int MPI_Barrier(MPI_Comm comm)
 {
     const char *g = check_comm(comm, "MPI_Barrier");
-    etl_extern_enter("MPI_Barrier");
+    uint64_t id = coll_start("MPI_Barrier", C_BARRIER, 0, g);
     MPI_Request q;
     int rc = PMPI_Ibarrier(comm, &q);
     if (rc == MPI_SUCCESS)
         rc = wait1(&q, MPI_STATUS_IGNORE);
-    return coll_done("MPI_Barrier", C_BARRIER, 0, g, rc);
+    return coll_done("MPI_Barrier", id, rc);
 }
 
 API int MPI_Bcast(void *b, int count, MPI_Datatype dt, int root, MPI_Comm comm)
@@ -666,7 +698,9 @@ static uint64_t sum_counts(const int *counts, int n, MPI_Datatype dt)
 static uint64_t agree(uint64_t mine, MPI_Op op, MPI_Comm comm)
 {
     unsigned long long in = mine, out = 0;
+    etl_extern_enter("MPI_Allreduce (the v-collective's size)");
     PMPI_Allreduce(&in, &out, 1, MPI_UNSIGNED_LONG_LONG, op, comm);
+    etl_extern_leave();
     return out;
 }
 
@@ -690,26 +724,23 @@ API int MPI_Alltoallv(const void *s, const int *scounts, const int *sdispls, MPI
                       const int *rcounts, const int *rdispls, MPI_Datatype rdt, MPI_Comm comm)
 {
     const char *g = check_comm(comm, "MPI_Alltoallv");
-    etl_extern_enter("MPI_Alltoallv");
     uint64_t b = agree(sum_counts(scounts, comm_size(comm), sdt), MPI_MAX, comm);
-    return coll_done("MPI_Alltoallv", C_ALL_TO_ALL, b, g,
-                     PMPI_Alltoallv(s, scounts, sdispls, sdt, r, rcounts, rdispls, rdt, comm));
+    return COLL("MPI_Alltoallv", C_ALL_TO_ALL, b, g,
+                PMPI_Alltoallv(s, scounts, sdispls, sdt, r, rcounts, rdispls, rdt, comm));
 }
 
 API int MPI_Gatherv(const void *s, int sc, MPI_Datatype sdt, void *r, const int *rcounts, const int *displs,
                     MPI_Datatype rdt, int root, MPI_Comm comm)
 {
     const char *g = check_comm(comm, "MPI_Gatherv");
-    etl_extern_enter("MPI_Gatherv");
     uint64_t b = agree(bytes_of(sc, sdt), MPI_SUM, comm);
-    return coll_done("MPI_Gatherv", C_GATHER, b, g, PMPI_Gatherv(s, sc, sdt, r, rcounts, displs, rdt, root, comm));
+    return COLL("MPI_Gatherv", C_GATHER, b, g, PMPI_Gatherv(s, sc, sdt, r, rcounts, displs, rdt, root, comm));
 }
 
 API int MPI_Scatterv(const void *s, const int *scounts, const int *displs, MPI_Datatype sdt, void *r, int rc_,
                      MPI_Datatype rdt, int root, MPI_Comm comm)
 {
     const char *g = check_comm(comm, "MPI_Scatterv");
-    etl_extern_enter("MPI_Scatterv");
     uint64_t b = agree(bytes_of(rc_, rdt), MPI_SUM, comm);
-    return coll_done("MPI_Scatterv", C_SCATTER, b, g, PMPI_Scatterv(s, scounts, displs, sdt, r, rc_, rdt, root, comm));
+    return COLL("MPI_Scatterv", C_SCATTER, b, g, PMPI_Scatterv(s, scounts, displs, sdt, r, rc_, rdt, root, comm));
 }

@@ -74,6 +74,7 @@ static int handle_msg(coord *c, uint32_t rank, const etk_live_msg *m, etk_error 
         for (uint32_t d = rank - rank % c->gpp; d < rank - rank % c->gpp + c->gpp; d++) {
             c->r[d].state = R_EXTERN;
             c->r[d].extern_ns = m->dur_ns;
+            c->r[d].extern_nolate = (m->flags & ETK_LF_NOLATE) != 0;
             snprintf(c->r[d].call, sizeof c->r[d].call, "%.100s (real call)", m->name);
         }
         return 0;
@@ -103,9 +104,13 @@ static int advance(coord *c, etk_error *err)
     int rc = live_flush(c, err);
     if (rc)
         return rc;
+    /* A rank inside a real call that will submit nothing dated earlier but receives (ETK_LF_NOLATE)
+     * holds the engine back only while a send to it waits for its receive: a receive it posts
+     * later matches a send submitted later, which starts no earlier than the engine's time then. */
     uint64_t limit = UINT64_MAX;
     for (uint32_t i = 0; i < c->n; i++)
-        if (c->r[i].state == R_EXTERN && c->r[i].extern_ns < limit)
+        if (c->r[i].state == R_EXTERN && (!c->r[i].extern_nolate || c->r[i].unmatched_in) &&
+            c->r[i].extern_ns < limit)
             limit = c->r[i].extern_ns;
     for (;;) {
         if ((rc = etk_sim_run_until(c->s, etk_sim_now(c->s), err)) != 0)
@@ -483,6 +488,7 @@ void etk_live_free(etk_live *c)
         etk_trace_free(c->r[i].batch);
     }
     free(c->r);
+    free(c->chans);
     etk_groups_free(c->groups);
     free(c);
 }

@@ -32,7 +32,9 @@ enum {
                              the new group's name, t_ns = the member's rank in it, dep_end[0] =
                              its size; name "" for color -1) */
     ETK_LM_EXTERN = 7,    /* rank -> coord: enters a blocking call outside etkit (a real MPI
-                             call) at host time dur_ns: it submits nothing earlier (no answer) */
+                             call) at host time dur_ns: it submits nothing earlier (no answer);
+                             flags ETK_LF_NOLATE: when it returns it submits nothing dated before
+                             its return but receives (its send or collective node is in already) */
     ETK_LM_EXTERN_END = 8,/* rank -> coord: ... and is back (no answer) */
 };
 
@@ -47,6 +49,7 @@ enum {
 #define ETK_LF_CPU 1u    /* is_cpu_op */
 #define ETK_LF_KERNEL 2u /* a kernel timed by the coordinator from its name (--kernels) */
 #define ETK_LF_GEMM 4u   /* a GEMM timed by the compute model from m, n, k, flops, bytes */
+#define ETK_LF_NOLATE 8u /* EXTERN: see above */
 
 typedef struct etk_live_msg {
     uint32_t op;
