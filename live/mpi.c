@@ -586,10 +586,10 @@ API int MPI_Comm_free(MPI_Comm *comm)
 
 /* ---------- collectives ---------- */
 
-/* A collective: its node goes in, then the real call (inside etl_extern_enter/leave), then the
- * node is waited for. Not ETK_LF_NOLATE: members released before one still inside the real call
- * could run ahead into a polling loop (MPI_Iprobe, MPI_Test) that waits for it, and the
- * coordinator never sees every rank blocked again. */
+/* A collective: its node goes in, then the real call (inside etl_extern_enter/leave, nothing
+ * late: ETK_LF_NOLATE, so a rank waiting in a real collective for members that wait for the
+ * engine does not hold the engine back), then the node is waited for. Members released before
+ * one still inside the real call may poll for it: failed polls wait for the engine (etl_poll). */
 #define COLL(call, type, bytes, grp, real)                                                        \
     (coll_id = coll_start(call, type, bytes, grp), coll_done(call, coll_id, (real)))
 static uint64_t coll_id; /* the node goes in before the real call (the comma sequences them) */
@@ -597,7 +597,7 @@ static uint64_t coll_id; /* the node goes in before the real call (the comma seq
 static uint64_t coll_start(const char *call, int type, uint64_t bytes, const char *grp)
 {
     uint64_t id = node_on(grp, call, 7, type, bytes, 0, 0, 0, 0);
-    etl_extern_enter(call);
+    etl_extern_enter_flags(call, ETK_LF_NOLATE);
     return id;
 }
 
