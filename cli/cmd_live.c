@@ -15,7 +15,8 @@
 #include "etkit/live.h"
 #include "sim_cli.h"
 
-enum { LO_RANKS = 2000, LO_CPU_SCALE, LO_KERNELS, LO_KDEF, LO_RECORD, LO_LIBDIR, LO_LAUNCHER, LO_ALLOW_UNMODELLED };
+enum { LO_RANKS = 2000, LO_CPU_SCALE, LO_KERNELS, LO_KDEF, LO_RECORD, LO_LIBDIR, LO_LAUNCHER, LO_ALLOW_UNMODELLED,
+       LO_GPP };
 
 static void help(void)
 {
@@ -26,6 +27,8 @@ static void help(void)
            "then the usual `etkit sim` report of the run (stderr, or -o FILE). docs/live.md.\n\n"
            "  --ranks N                ranks to launch (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE,\n"
            "                           MASTER_ADDR, MASTER_PORT are set for each)\n"
+           "  --gpus-per-process G     each process drives G GPUs (ncclCommInitAll, nccl-tests -g; 1-16,\n"
+           "                           default 1): N x G simulated GPUs\n"
            "  --cpu-scale F            host CPU time between calls x F is virtual time (default 1; 0: none)\n"
            "  --kernels FILE           kernel times: 'PATTERN ns N' or 'PATTERN flops F bytes B' per line\n"
            "  --kernel-default-ns N    launches no entry matches (default 10000); listed at the end\n"
@@ -36,7 +39,7 @@ static void help(void)
            "  --allow-unmodelled       PyTorch: an operator etkit does not model is timed by the bytes it moves\n"
            "                           and listed at the end (default: the run stops naming it)\n"
            "%s\n"
-           "The cluster defaults to dgx-h100 with as many GPUs as ranks.\n"
+           "The cluster defaults to dgx-h100 with as many GPUs as ranks x GPUs per process.\n"
            "exit status: 0 ok, 1 a rank failed or the ranks deadlocked (the report names each rank and the\n"
            "call it waits in), 2 bad usage.\n\n"
            "examples:\n"
@@ -100,6 +103,7 @@ int cmd_live(int argc, char **argv)
         n++;
     }
     lo[n++] = (struct option){"ranks", required_argument, 0, LO_RANKS};
+    lo[n++] = (struct option){"gpus-per-process", required_argument, 0, LO_GPP};
     lo[n++] = (struct option){"cpu-scale", required_argument, 0, LO_CPU_SCALE};
     lo[n++] = (struct option){"kernels", required_argument, 0, LO_KERNELS};
     lo[n++] = (struct option){"kernel-default-ns", required_argument, 0, LO_KDEF};
@@ -137,6 +141,13 @@ int cmd_live(int argc, char **argv)
             if (v < 1 || v > 4096)
                 return cli_usage_error(cmd, "--ranks wants 1 to 4096, got %s", optarg);
             o.n_ranks = (uint32_t)v;
+            continue;
+        case LO_GPP:
+            if (cli_parse_u64(cmd, "--gpus-per-process", optarg, &v) != 0)
+                return 2;
+            if (v < 1 || v > 16)
+                return cli_usage_error(cmd, "--gpus-per-process wants 1 to 16, got %s", optarg);
+            o.gpus_per_process = (uint32_t)v;
             continue;
         case LO_CPU_SCALE:
             if (cli_parse_double(cmd, "--cpu-scale", optarg, &o.cpu_scale) != 0)
@@ -191,11 +202,12 @@ int cmd_live(int argc, char **argv)
     if (!c.cluster && !c.astra_net)
         c.cluster = "dgx-h100";
     etk_cluster cl;
-    int rc = sim_cli_cluster(cmd, &c, o.n_ranks, &cl);
+    uint32_t gpus = o.n_ranks * (o.gpus_per_process ? o.gpus_per_process : 1);
+    int rc = sim_cli_cluster(cmd, &c, gpus, &cl);
     if (rc)
         return rc;
     uint32_t per_node = cl.n_dims ? cl.dims[0].size : 1;
-    o.local_world = per_node < o.n_ranks ? per_node : o.n_ranks;
+    o.local_world = per_node < gpus ? per_node : gpus;
     etk_error err = {0};
     etk_live_kernels *kt = NULL;
     if (kernels && etk_live_kernels_load(kernels, &kt, &err) != 0)

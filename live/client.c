@@ -25,8 +25,13 @@ static int active;          /* started by etkit live */
 static etk_live_reply cfg;
 static double scale = 1.0;
 static double vhost;        /* virtual host time, ns */
-static uint64_t mark;       /* host time already recorded as CPU nodes */
-static uint64_t cpu_last;   /* id of the last CPU node (0: none) */
+/* One process may drive several GPUs (etkit live --gpus-per-process G): device d of process p is
+ * the engine's rank p*G + d, with its own chain of CPU nodes; the process's host time is one. */
+static int ngpu = 1;        /* GPUs this process drives */
+static int cur;             /* the current device (cudaSetDevice) */
+static uint64_t mark[ETL_MAX_DEV];     /* per device: host time already recorded as its CPU nodes */
+static uint64_t cpu_last[ETL_MAX_DEV]; /* per device: id of its last CPU node (0: none) */
+static uint64_t t_rel;      /* the last answer's time: the engine's time while the process runs */
 static uint64_t next_id = 1;
 static __thread uint64_t tls_cpu;
 static __thread int tls_init;
@@ -163,6 +168,7 @@ static void connect_once(void)
     xsend(&m);
     xrecv(&cfg);
     scale = cfg.cpu_scale;
+    ngpu = cfg.gpus < 1 ? 1 : cfg.gpus > ETL_MAX_DEV ? ETL_MAX_DEV : (int)cfg.gpus;
     active = 1;
 }
 
@@ -185,6 +191,20 @@ const etk_live_reply *etl_config(void)
 
 int etl_rank(void) { return rank_no; }
 
+int etl_gpus(void)
+{
+    connect_once();
+    return ngpu;
+}
+
+int etl_device(void) { return cur; }
+
+void etl_set_device(int d)
+{
+    if (d >= 0 && d < ngpu)
+        cur = d;
+}
+
 uint64_t etl_now(void)
 {
     tick();
@@ -193,36 +213,45 @@ uint64_t etl_now(void)
 
 uint64_t etl_new_id(void) { return next_id++; }
 
-void etl_send(etk_live_msg *m)
+static void send_dev(etk_live_msg *m, int dev)
 {
-    m->rank = (uint32_t)rank_no;
+    m->rank = (uint32_t)(rank_no * ngpu + dev);
     xsend(m);
 }
 
-uint64_t etl_host(void)
+void etl_send(etk_live_msg *m) { send_dev(m, cur); }
+
+/* The host time since device dev's last CPU node as a CPU node of dev's rank. The engine stands
+ * at t_rel while the process runs, so a node whose chain ended earlier (another GPU's call was
+ * answered since) starts at t_rel: it lasts from there to the host time. */
+static uint64_t host_dev(int dev)
 {
     uint64_t h = etl_now();
-    if (h > mark || !cpu_last) {
+    if (mark[dev] < t_rel)
+        mark[dev] = t_rel;
+    if (h > mark[dev] || !cpu_last[dev]) {
         etk_live_msg m;
         memset(&m, 0, sizeof m);
         m.op = ETK_LM_NODE;
         m.id = etl_new_id();
         m.type = 4; /* COMP */
         m.flags = ETK_LF_CPU;
-        m.dur_ns = h - mark;
-        if (cpu_last)
-            m.deps[m.n_deps++] = cpu_last;
+        m.dur_ns = h > mark[dev] ? h - mark[dev] : 0;
+        if (cpu_last[dev])
+            m.deps[m.n_deps++] = cpu_last[dev];
         snprintf(m.name, sizeof m.name, "host");
-        etl_send(&m);
-        cpu_last = m.id;
-        mark = h;
+        send_dev(&m, dev);
+        cpu_last[dev] = m.id;
+        mark[dev] = h;
     }
-    return cpu_last;
+    return cpu_last[dev];
 }
 
-uint64_t etl_wait(const uint64_t *deps, uint32_t n_deps, const char *call, uint64_t *dep_end)
+uint64_t etl_host(void) { return host_dev(cur); }
+
+uint64_t etl_wait_dev(int dev, const uint64_t *deps, uint32_t n_deps, const char *call, uint64_t *dep_end)
 {
-    uint64_t c = etl_host();
+    uint64_t c = host_dev(dev);
     etk_live_msg m;
     memset(&m, 0, sizeof m);
     m.op = ETK_LM_WAIT;
@@ -234,13 +263,14 @@ uint64_t etl_wait(const uint64_t *deps, uint32_t n_deps, const char *call, uint6
         if (deps[i])
             m.deps[m.n_deps++] = deps[i];
     snprintf(m.name, sizeof m.name, "%s", call);
-    etl_send(&m);
+    send_dev(&m, dev);
     etk_live_reply r;
     xrecv(&r);
-    cpu_last = m.id;
+    cpu_last[dev] = m.id;
     tick();
     vhost = (double)r.t_ns;
-    mark = r.t_ns;
+    mark[dev] = r.t_ns;
+    t_rel = r.t_ns;
     if (dep_end) {
         dep_end[0] = r.dep_end[0];
         dep_end[1] = r.dep_end[1];
@@ -248,14 +278,32 @@ uint64_t etl_wait(const uint64_t *deps, uint32_t n_deps, const char *call, uint6
     return r.t_ns;
 }
 
-void etl_extern_enter(const char *call)
+uint64_t etl_wait(const uint64_t *deps, uint32_t n_deps, const char *call, uint64_t *dep_end)
+{
+    return etl_wait_dev(cur, deps, n_deps, call, dep_end);
+}
+
+void etl_poll(const char *call, uint64_t ns)
 {
     pthread_mutex_lock(&mu);
-    etl_host();
+    etl_now();
+    vhost += (double)ns;
+    etl_wait(NULL, 0, call, NULL);
+    pthread_mutex_unlock(&mu);
+}
+
+void etl_extern_enter(const char *call) { etl_extern_enter_flags(call, 0); }
+
+void etl_extern_enter_flags(const char *call, unsigned flags)
+{
+    pthread_mutex_lock(&mu);
+    for (int d = 0; d < ngpu; d++) /* every GPU's chain reaches the host time */
+        host_dev(d);
     etk_live_msg m;
     memset(&m, 0, sizeof m);
     m.op = ETK_LM_EXTERN;
-    m.dur_ns = mark;
+    m.flags = flags;
+    m.dur_ns = mark[cur];
     snprintf(m.name, sizeof m.name, "%s", call);
     etl_send(&m);
     tls_extern = 1;
@@ -297,6 +345,35 @@ void etl_comm_init(const char *key, int members, int member, char *name, unsigne
     snprintf(name, name_len, "%s", r.msg);
 }
 
+void etl_comm_init_many(int count, const char *const *keys, const int *members, const int *member, const int *dev,
+                        char (*names)[64])
+{
+    for (int i = 0; i < count; i++)
+        host_dev(dev[i]);
+    /* one packet: the coordinator sees every join of this process at once */
+    flush_out();
+    for (int i = 0; i < count; i++) {
+        etk_live_msg *m = &outbuf[n_out++];
+        memset(m, 0, sizeof *m);
+        m->op = ETK_LM_COMM_INIT;
+        m->rank = (uint32_t)(rank_no * ngpu + dev[i]);
+        m->peer = member[i];
+        m->tag = members[i];
+        snprintf(m->group, sizeof m->group, "%s", keys[i]);
+        if (n_out == ETK_LIVE_BATCH)
+            flush_out();
+    }
+    flush_out();
+    for (int got = 0; got < count; got++) {
+        etk_live_reply r;
+        xrecv(&r); /* status: the engine rank answered */
+        for (int i = 0; i < count; i++)
+            if (rank_no * ngpu + dev[i] == r.status)
+                snprintf(names[i], 64, "%.63s", r.msg);
+    }
+    tick();
+}
+
 void etl_comm_split(const char *parent, int members, int member, int seq, int color, int key, char *name,
                     unsigned name_len, int *new_rank, int *new_size)
 {
@@ -321,7 +398,8 @@ __attribute__((destructor)) static void live_fini(void)
     if (!active)
         return;
     pthread_mutex_lock(&mu);
-    etl_host();
+    for (int d = 0; d < ngpu; d++)
+        host_dev(d);
     etk_live_msg m;
     memset(&m, 0, sizeof m);
     m.op = ETK_LM_EXIT;
@@ -379,22 +457,26 @@ ETL_API time_t time(time_t *t)
 
 /* ---------- streams ---------- */
 
-static struct etk_cu_stream default_stream;
+static struct etk_cu_stream default_stream[ETL_MAX_DEV];
 #define MAX_SEEN 1024
 static struct etk_cu_stream *seen[MAX_SEEN]; /* streams with work, for cudaDeviceSynchronize */
 static uint32_t n_seen;
 
-struct etk_cu_stream *etl_stream(void *stream)
+struct etk_cu_stream *etl_stream_dev(void *stream, int dev)
 {
-    if ((uintptr_t)stream <= 2)
-        return &default_stream;
+    if ((uintptr_t)stream <= 2) {
+        default_stream[dev].dev = dev;
+        return &default_stream[dev];
+    }
     return stream;
 }
+
+struct etk_cu_stream *etl_stream(void *stream) { return etl_stream_dev(stream, cur); }
 
 uint64_t etl_issue(void *stream, etk_live_msg *m)
 {
     struct etk_cu_stream *st = etl_stream(stream);
-    uint64_t c = etl_host();
+    uint64_t c = host_dev(st->dev);
     m->op = ETK_LM_NODE;
     m->id = etl_new_id();
     uint64_t own[ETK_LIVE_MAX_DEPS];
@@ -407,7 +489,7 @@ uint64_t etl_issue(void *stream, etk_live_msg *m)
     for (uint32_t i = 0; i < n_own && m->n_deps < ETK_LIVE_MAX_DEPS; i++)
         if (own[i])
             m->deps[m->n_deps++] = own[i];
-    etl_send(m);
+    send_dev(m, st->dev);
     st->last = m->id;
     uint32_t i = 0;
     while (i < n_seen && seen[i] != st)
@@ -430,7 +512,11 @@ uint64_t etl_sync_all(const char *call)
 {
     uint64_t ids[ETK_LIVE_MAX_DEPS - 1], t = 0;
     uint32_t n = 0;
+    uint32_t mine = 0;
     for (uint32_t i = 0; i <= n_seen; i++) {
+        if (i < n_seen && seen[i]->dev != cur) /* the current device's streams */
+            continue;
+        mine += i < n_seen;
         if (i < n_seen && seen[i]->last)
             ids[n++] = seen[i]->last;
         if (n && (n == ETK_LIVE_MAX_DEPS - 1 || i == n_seen)) {
@@ -438,5 +524,5 @@ uint64_t etl_sync_all(const char *call)
             n = 0;
         }
     }
-    return n_seen ? t : etl_wait(NULL, 0, call, NULL);
+    return mine ? t : etl_wait(NULL, 0, call, NULL);
 }

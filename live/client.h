@@ -1,7 +1,8 @@
 /* client.h — the rank side of live mode (libetklive.so, preloaded into every rank): the
  * connection to the coordinator, the rank's virtual clock, and the node bookkeeping the stand-in
- * libraries (cudart.c, nccl.c, cublas.c) share. One process drives one GPU from one thread at a
- * time (calls are serialized by a lock). */
+ * libraries (cudart.c, nccl.c, cublas.c) share. A process drives one GPU, or G with `etkit live
+ * --gpus-per-process G` (device d of process p is the engine's rank p*G + d), from one thread at
+ * a time (calls are serialized by a lock). */
 #ifndef ETK_LIVE_CLIENT_H
 #define ETK_LIVE_CLIENT_H
 
@@ -10,11 +11,17 @@
 #include "live/proto.h"
 
 #define ETL_API __attribute__((visibility("default")))
+#define ETL_MAX_DEV 16 /* GPUs one process drives at most */
 
 /* The coordinator's answer to HELLO (connects on first use; exits with a message when the
  * program was not started by `etkit live`). */
 ETL_API const etk_live_reply *etl_config(void);
 ETL_API int etl_rank(void);
+/* GPUs this process drives (1, or --gpus-per-process); the current device (cudaSetDevice): the
+ * calls below that take no device act on it. */
+ETL_API int etl_gpus(void);
+ETL_API int etl_device(void);
+ETL_API void etl_set_device(int d);
 ETL_API void etl_lock(void);
 ETL_API void etl_unlock(void);
 /* The rank's virtual host time now (ns). */
@@ -29,14 +36,28 @@ ETL_API void etl_send(etk_live_msg *m);
 /* Block until deps are done: a CPU node depending on the last CPU node and deps; returns the
  * new virtual time; dep_end (may be NULL) gets the end times of deps[0] and deps[1]. */
 ETL_API uint64_t etl_wait(const uint64_t *deps, uint32_t n_deps, const char *call, uint64_t *dep_end);
+/* The same on device dev's rank (deps are nodes of that device). */
+ETL_API uint64_t etl_wait_dev(int dev, const uint64_t *deps, uint32_t n_deps, const char *call, uint64_t *dep_end);
 /* Join a communicator: blocks until all `members` have joined; name gets the group name. */
 ETL_API void etl_comm_init(const char *key, int members, int member, char *name, unsigned name_len);
+/* Several joins at once (ncclCommInitAll, ncclCommInitRank calls grouped by one thread): join i
+ * is member member[i] of members[i] under keys[i] for device dev[i]; one packet, then blocks
+ * until every join is complete; names[i] gets its group's name. */
+ETL_API void etl_comm_init_many(int count, const char *const *keys, const int *members, const int *member,
+                                const int *dev, char (*names)[64]);
 /* ncclCommSplit: blocks until every member of `parent` split; name "" when color < 0. */
 ETL_API void etl_comm_split(const char *parent, int members, int member, int seq, int color, int key, char *name,
                             unsigned name_len, int *new_rank, int *new_size);
+/* A poll that found nothing (MPI_Test, MPI_Iprobe): costs ns of host time and waits until the
+ * engine reaches it, so a polling loop is blocked as far as the coordinator is concerned and its
+ * clock moves on while it polls. */
+ETL_API void etl_poll(const char *call, uint64_t ns);
 /* Around a blocking call of another library (the real MPI call under the interposer): the
  * engine may run up to the rank's host time meanwhile; CPU time spent inside is not counted. */
 ETL_API void etl_extern_enter(const char *call);
+/* The same with ETK_LF_NOLATE: after the call the rank submits nothing dated before its return
+ * but receive nodes (its send or collective node went in before the call). */
+ETL_API void etl_extern_enter_flags(const char *call, unsigned flags);
 ETL_API void etl_extern_leave(void);
 /* "etkit live: rank R: ..." on stderr, exit status 3. */
 ETL_API void etl_fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
@@ -44,17 +65,21 @@ ETL_API void etl_fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2)
 ETL_API void etl_not_modelled(const char *name) __attribute__((noreturn));
 
 /* CUDA streams as the stand-ins see them (cudaStream_t points to one; NULL, cudaStreamLegacy
- * and cudaStreamPerThread all mean the process's default stream). */
+ * and cudaStreamPerThread all mean the default stream of the current device). */
 struct etk_cu_stream {
     uint64_t last; /* id of the last node issued to the stream (0: none) */
     unsigned flags;
     int priority;
+    int dev;       /* the device it was created on */
 };
 ETL_API struct etk_cu_stream *etl_stream(void *stream);
-/* Issue a GPU node on a stream: deps = the last CPU node, the stream's last node and m's own;
+/* The same where NULL means device dev's default stream (an NCCL call on a communicator's GPU). */
+ETL_API struct etk_cu_stream *etl_stream_dev(void *stream, int dev);
+/* Issue a GPU node on a stream (on the stream's device): deps = the device's last CPU node, the stream's last node and m's own;
  * the stream's last node becomes m. Returns m->id. Call with the lock held. */
 ETL_API uint64_t etl_issue(void *stream, etk_live_msg *m);
-/* A destroyed stream; wait for the work of every stream (cudaDeviceSynchronize). */
+/* A destroyed stream; wait for the work of every stream of the current device
+ * (cudaDeviceSynchronize). */
 ETL_API void etl_stream_forget(void *stream);
 ETL_API uint64_t etl_sync_all(const char *call);
 

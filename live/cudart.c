@@ -19,7 +19,7 @@
 #define DEV_BASE 0x500000000000ull /* fake device addresses: 16 TiB per device from here */
 #define DEV_SPAN 0x010000000000ull
 
-static int cur_dev;
+#define cur_dev etl_device() /* the current device lives in the client (it picks the rank) */
 static __thread cudaError_t last_err;
 static uint64_t dev_used[MAX_DEV], dev_next[MAX_DEV];
 static struct {
@@ -37,7 +37,8 @@ static cudaError_t ret(cudaError_t e)
 
 static int n_devices(void)
 {
-    int n = (int)etl_config()->local_world;
+    /* a process driving several GPUs sees those; one driving one sees its node's */
+    int n = etl_gpus() > 1 ? etl_gpus() : (int)etl_config()->local_world;
     return n < 1 ? 1 : n > MAX_DEV ? MAX_DEV : n;
 }
 
@@ -53,7 +54,9 @@ API cudaError_t cudaSetDevice(int d)
 {
     if (d < 0 || d >= n_devices())
         return ret(cudaErrorInvalidDevice);
-    cur_dev = d;
+    etl_lock();
+    etl_set_device(d);
+    etl_unlock();
     return cudaSuccess;
 }
 
@@ -168,8 +171,11 @@ API cudaError_t cudaFree(void *p)
     for (uint32_t i = 0; i < n_allocs; i++)
         if (allocs[i].addr == (uint64_t)(uintptr_t)p) {
             dev_used[allocs[i].dev] -= allocs[i].bytes;
+            int prev = etl_device();
+            etl_set_device(allocs[i].dev); /* the node goes to the allocation's GPU */
             if (allocs[i].bytes)
                 mem_node(0, (int64_t)allocs[i].bytes);
+            etl_set_device(prev);
             allocs[i] = allocs[--n_allocs];
             etl_unlock();
             return cudaSuccess;
@@ -309,6 +315,7 @@ API cudaError_t cudaStreamCreateWithPriority(cudaStream_t *s, unsigned flags, in
         return ret(cudaErrorMemoryAllocation);
     st->flags = flags;
     st->priority = prio;
+    st->dev = cur_dev;
     *s = (cudaStream_t)st;
     return cudaSuccess;
 }
@@ -343,8 +350,9 @@ API cudaError_t cudaDeviceGetStreamPriorityRange(int *least, int *greatest)
 static cudaError_t wait_stream(cudaStream_t s, const char *call)
 {
     etl_lock();
-    uint64_t id = etl_stream(s)->last;
-    etl_wait(&id, 1, call, NULL);
+    struct etk_cu_stream *st = etl_stream(s);
+    uint64_t id = st->last;
+    etl_wait_dev(st->dev, &id, 1, call, NULL);
     etl_unlock();
     return cudaSuccess;
 }
@@ -358,6 +366,7 @@ API cudaError_t cudaStreamQuery(cudaStream_t s) { return wait_stream(s, "cudaStr
 struct etk_cu_event {
     uint64_t node; /* the marker node of the last record (0: never recorded) */
     unsigned flags;
+    int dev;       /* the device of the stream it was recorded on */
 };
 
 API cudaError_t cudaEventCreateWithFlags(cudaEvent_t *e, unsigned flags)
@@ -389,6 +398,7 @@ API cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s)
     m.type = 1; /* METADATA: no stream, no time: it completes when the stream reaches it */
     snprintf(m.name, sizeof m.name, "event");
     e->node = etl_issue(s, &m);
+    e->dev = etl_stream(s)->dev;
     etl_unlock();
     return cudaSuccess;
 }
@@ -404,7 +414,7 @@ API cudaError_t cudaEventSynchronize(cudaEvent_t e)
     if (!e)
         return ret(cudaErrorInvalidResourceHandle);
     etl_lock();
-    etl_wait(&e->node, 1, "cudaEventSynchronize", NULL);
+    etl_wait_dev(e->dev, &e->node, 1, "cudaEventSynchronize", NULL);
     etl_unlock();
     return cudaSuccess;
 }
@@ -414,7 +424,7 @@ API cudaError_t cudaEventQuery(cudaEvent_t e)
     if (!e)
         return ret(cudaErrorInvalidResourceHandle);
     etl_lock();
-    etl_wait(&e->node, 1, "cudaEventQuery", NULL);
+    etl_wait_dev(e->dev, &e->node, 1, "cudaEventQuery", NULL);
     etl_unlock();
     return cudaSuccess;
 }
@@ -425,9 +435,11 @@ API cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t a, cudaEvent_t b)
         return ret(cudaErrorInvalidValue);
     if (!a->node || !b->node)
         return ret(cudaErrorInvalidResourceHandle);
+    if (a->dev != b->dev)
+        return ret(cudaErrorInvalidResourceHandle); /* events of two devices */
     uint64_t d[2] = {a->node, b->node}, end[2];
     etl_lock();
-    etl_wait(d, 2, "cudaEventElapsedTime", end);
+    etl_wait_dev(a->dev, d, 2, "cudaEventElapsedTime", end);
     etl_unlock();
     *ms = (float)(((double)end[1] - (double)end[0]) / 1e6);
     return cudaSuccess;
@@ -439,6 +451,9 @@ API cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned flag
     if (!e)
         return ret(cudaErrorInvalidResourceHandle);
     etl_lock();
+    if (e->node && e->dev != etl_stream(s)->dev)
+        etl_fatal("cudaStreamWaitEvent: an event of GPU %d on a stream of GPU %d (one process driving several "
+                  "GPUs): dependencies between GPUs are not modelled", e->dev, etl_stream(s)->dev);
     etk_live_msg m;
     memset(&m, 0, sizeof m);
     m.type = 1;

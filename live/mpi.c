@@ -3,19 +3,33 @@
  * data and control flow stay real; its duration comes from etkit's network model: the call becomes
  * a SEND / RECV / COLL node on MPI_COMM_WORLD's group ("mpi:world") and, when it blocks, the rank
  * waits for that node in virtual time. While a rank is inside a real blocking call the engine may
- * run up to its host time (docs/live.md). MPI_Wtime reads the virtual clock. Point-to-point and
- * collectives on other communicators end the run with "... is not modelled". */
+ * run up to its host time (docs/live.md). MPI_Wtime reads the virtual clock. Communicators made
+ * by MPI_Comm_split / MPI_Comm_dup become groups of their own; calls on any other communicator end
+ * the run with "... is not modelled". */
 #define _GNU_SOURCE
 #include <mpi.h>
+#include <sched.h>
 #include <stdint.h>
+#include <sys/prctl.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "live/client.h"
 
 #define API ETL_API
-static char world[64];
 static struct etk_cu_stream mpi_stream; /* blocking MPI calls in program order */
+
+/* The communicators the engine knows: MPI_COMM_WORLD (entry 0, group "mpi:world") and those
+ * split or duplicated from a known one (groups "<parent>.<k>sc<color>", docs/live.md). */
+#define MAX_COMMS 1024
+static struct {
+    MPI_Comm comm;
+    char name[64];
+    int size, rank, splits;
+} comms[MAX_COMMS];
+static int n_comms;
+#define world (comms[0].name)
 
 /* etk_coll_type numbers (etkit/et.h) */
 enum { C_ALL_REDUCE = 0, C_REDUCE = 1, C_ALL_GATHER = 2, C_GATHER = 3, C_SCATTER = 4, C_BROADCAST = 5,
@@ -23,6 +37,7 @@ enum { C_ALL_REDUCE = 0, C_REDUCE = 1, C_ALL_GATHER = 2, C_GATHER = 3, C_SCATTER
 
 static void join_world(void)
 {
+    prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0); /* the test loops' short sleeps (below) sleep that long */
     int r, n;
     PMPI_Comm_rank(MPI_COMM_WORLD, &r);
     PMPI_Comm_size(MPI_COMM_WORLD, &n);
@@ -30,7 +45,11 @@ static void join_world(void)
     if (r != etl_rank())
         etl_fatal("MPI rank %d differs from the launcher's rank %d", r, etl_rank());
     etl_lock();
-    etl_comm_init("mpi:world", n, r, world, sizeof world);
+    etl_comm_init("mpi:world", n, r, comms[0].name, sizeof comms[0].name);
+    comms[0].comm = MPI_COMM_WORLD;
+    comms[0].size = n;
+    comms[0].rank = r;
+    n_comms = 1;
     etl_unlock();
 }
 
@@ -78,20 +97,25 @@ static uint64_t bytes_of(int count, MPI_Datatype dt)
     return count > 0 && sz > 0 ? (uint64_t)count * (uint64_t)sz : 0;
 }
 
-static void check_comm(MPI_Comm comm, const char *call)
+/* The engine's group of comm; a communicator it does not know ends the run. */
+static const char *check_comm(MPI_Comm comm, const char *call)
 {
+    for (int i = 0; i < n_comms; i++)
+        if (comms[i].comm == comm)
+            return comms[i].name;
     int same = MPI_UNEQUAL;
     PMPI_Comm_compare(comm, MPI_COMM_WORLD, &same);
-    if (same != MPI_IDENT) {
-        char nm[128];
-        snprintf(nm, sizeof nm, "%s on a communicator other than MPI_COMM_WORLD", call);
-        etl_not_modelled(nm);
-    }
+    if (same == MPI_IDENT && n_comms)
+        return world;
+    char nm[160];
+    snprintf(nm, sizeof nm, "%s on a communicator not made by MPI_Comm_split or MPI_Comm_dup", call);
+    etl_not_modelled(nm);
 }
 
-/* A node; blocking: wait for it. deps0: an extra dependency (a receive's posting time). */
-static uint64_t node(const char *call, int type, int coll, uint64_t bytes, int peer, int tag, uint64_t dep0,
-                     int blocking)
+/* A node on group grp; blocking: wait for it. deps0: an extra dependency (a receive's posting
+ * time). */
+static uint64_t node_on(const char *grp, const char *call, int type, int coll, uint64_t bytes, int peer, int tag,
+                        uint64_t dep0, int blocking)
 {
     etk_live_msg m;
     memset(&m, 0, sizeof m);
@@ -101,7 +125,7 @@ static uint64_t node(const char *call, int type, int coll, uint64_t bytes, int p
     m.peer = peer;
     m.tag = tag;
     snprintf(m.name, sizeof m.name, "%s", call);
-    snprintf(m.group, sizeof m.group, "%s", world);
+    snprintf(m.group, sizeof m.group, "%s", grp);
     etl_lock();
     uint64_t id;
     if (blocking) {
@@ -119,28 +143,74 @@ static uint64_t node(const char *call, int type, int coll, uint64_t bytes, int p
     return id;
 }
 
+/* Blocking real calls are made of their non-blocking forms and a test loop that sleeps between
+ * tests (2 us doubling to 128 us) after a few quick ones: Open MPI's own blocking wait spins, and
+ * a spinning rank takes the CPU the coordinator and the rank it waits for need (the reply it
+ * waits for passes through both). */
+static void backoff(int *k)
+{
+    if (++*k < 16) {
+        sched_yield();
+        return;
+    }
+    long us = 2L << (*k - 16 < 5 ? *k - 16 : 5);
+    struct timespec ts = {0, us * 1000L};
+    nanosleep(&ts, NULL);
+}
+
+static int wait1(MPI_Request *r, MPI_Status *s)
+{
+    int flag = 0, k = 0, rc;
+    while ((rc = PMPI_Test(r, &flag, s)) == MPI_SUCCESS && !flag)
+        backoff(&k);
+    return rc;
+}
+
+/* Blocking send: MPI_Send and MPI_Ssend (timed alike: the transfer ends when the network model
+ * says). */
+static int send_common(const char *call, const void *buf, int count, MPI_Datatype dt, int dest, int tag,
+                       MPI_Comm comm, int sync)
+{
+    const char *g = check_comm(comm, call);
+    /* the send's node goes in first: inside the real call the rank then holds back only the
+     * engine's time of the sends to it (ETK_LF_NOLATE) */
+    uint64_t id = dest != MPI_PROC_NULL ? node_on(g, call, 5, -1, bytes_of(count, dt), dest, tag, 0, 0) : 0;
+    etl_extern_enter_flags(call, ETK_LF_NOLATE);
+    MPI_Request q;
+    int rc = sync ? PMPI_Issend(buf, count, dt, dest, tag, comm, &q) : PMPI_Isend(buf, count, dt, dest, tag, comm, &q);
+    if (rc == MPI_SUCCESS)
+        rc = wait1(&q, MPI_STATUS_IGNORE);
+    etl_extern_leave();
+    etl_lock();
+    etl_wait(&id, id ? 1 : 0, call, NULL);
+    etl_unlock();
+    return rc;
+}
+
 API int MPI_Send(const void *buf, int count, MPI_Datatype dt, int dest, int tag, MPI_Comm comm)
 {
-    check_comm(comm, "MPI_Send");
-    etl_extern_enter("MPI_Send");
-    int rc = PMPI_Send(buf, count, dt, dest, tag, comm);
-    etl_extern_leave();
-    if (rc == MPI_SUCCESS && dest != MPI_PROC_NULL)
-        node("MPI_Send", 5, -1, bytes_of(count, dt), dest, tag, 0, 1);
-    return rc;
+    return send_common("MPI_Send", buf, count, dt, dest, tag, comm, 0);
+}
+
+API int MPI_Ssend(const void *buf, int count, MPI_Datatype dt, int dest, int tag, MPI_Comm comm)
+{
+    return send_common("MPI_Ssend", buf, count, dt, dest, tag, comm, 1);
 }
 
 API int MPI_Recv(void *buf, int count, MPI_Datatype dt, int src, int tag, MPI_Comm comm, MPI_Status *st)
 {
-    check_comm(comm, "MPI_Recv");
+    const char *g = check_comm(comm, "MPI_Recv");
     MPI_Status s;
-    etl_extern_enter("MPI_Recv");
-    int rc = PMPI_Recv(buf, count, dt, src, tag, comm, &s);
+    etl_extern_enter_flags("MPI_Recv", ETK_LF_NOLATE);
+    MPI_Request q;
+    int rc = PMPI_Irecv(buf, count, dt, src, tag, comm, &q);
+    if (rc == MPI_SUCCESS)
+        rc = wait1(&q, &s);
     etl_extern_leave();
     if (rc == MPI_SUCCESS && s.MPI_SOURCE != MPI_PROC_NULL) {
         int got = 0;
         PMPI_Get_count(&s, dt, &got);
-        node("MPI_Recv", 6, -1, bytes_of(got, dt), s.MPI_SOURCE, s.MPI_TAG, 0, 1);
+        node_on(g, "MPI_Recv", 6, -1, bytes_of(got, dt), s.MPI_SOURCE, s.MPI_TAG, 0, 1);
     }
     if (st != MPI_STATUS_IGNORE)
         *st = s;
@@ -150,21 +220,31 @@ API int MPI_Recv(void *buf, int count, MPI_Datatype dt, int src, int tag, MPI_Co
 API int MPI_Sendrecv(const void *sb, int sc, MPI_Datatype sdt, int dest, int stag, void *rb, int rc_, MPI_Datatype rdt,
                      int src, int rtag, MPI_Comm comm, MPI_Status *st)
 {
-    check_comm(comm, "MPI_Sendrecv");
+    const char *g = check_comm(comm, "MPI_Sendrecv");
     MPI_Status s;
-    etl_extern_enter("MPI_Sendrecv");
-    int rc = PMPI_Sendrecv(sb, sc, sdt, dest, stag, rb, rc_, rdt, src, rtag, comm, &s);
-    etl_extern_leave();
-    if (rc != MPI_SUCCESS)
-        return rc;
     uint64_t ids[2];
     int n = 0;
     if (dest != MPI_PROC_NULL)
-        ids[n++] = node("MPI_Sendrecv", 5, -1, bytes_of(sc, sdt), dest, stag, 0, 0);
+        ids[n++] = node_on(g, "MPI_Sendrecv", 5, -1, bytes_of(sc, sdt), dest, stag, 0, 0);
+    etl_extern_enter_flags("MPI_Sendrecv", ETK_LF_NOLATE);
+    MPI_Request q[2];
+    MPI_Status qs[2];
+    int rc = PMPI_Irecv(rb, rc_, rdt, src, rtag, comm, &q[0]);
+    if (rc == MPI_SUCCESS)
+        rc = PMPI_Isend(sb, sc, sdt, dest, stag, comm, &q[1]);
+    for (int flag = 0, k = 0; rc == MPI_SUCCESS && !flag;) {
+        rc = PMPI_Testall(2, q, &flag, qs);
+        if (rc == MPI_SUCCESS && !flag)
+            backoff(&k);
+    }
+    s = qs[0];
+    etl_extern_leave();
+    if (rc != MPI_SUCCESS)
+        return rc;
     if (s.MPI_SOURCE != MPI_PROC_NULL) {
         int got = 0;
         PMPI_Get_count(&s, rdt, &got);
-        ids[n++] = node("MPI_Sendrecv", 6, -1, bytes_of(got, rdt), s.MPI_SOURCE, s.MPI_TAG, 0, 0);
+        ids[n++] = node_on(g, "MPI_Sendrecv", 6, -1, bytes_of(got, rdt), s.MPI_SOURCE, s.MPI_TAG, 0, 0);
     }
     etl_lock();
     etl_wait(ids, (uint32_t)n, "MPI_Sendrecv", NULL);
@@ -182,10 +262,11 @@ static struct {
     uint64_t node, posted;
     MPI_Datatype dt;
     int recv;
+    const char *grp;
 } reqs[MAX_REQ];
 static int n_reqs;
 
-static void track(MPI_Request r, uint64_t node_id, uint64_t posted, MPI_Datatype dt, int recv)
+static void track(MPI_Request r, uint64_t node_id, uint64_t posted, MPI_Datatype dt, int recv, const char *grp)
 {
     if (n_reqs == MAX_REQ)
         etl_fatal("more than %d MPI requests in flight", MAX_REQ);
@@ -194,62 +275,95 @@ static void track(MPI_Request r, uint64_t node_id, uint64_t posted, MPI_Datatype
     reqs[n_reqs].posted = posted;
     reqs[n_reqs].dt = dt;
     reqs[n_reqs].recv = recv;
+    reqs[n_reqs].grp = grp;
     n_reqs++;
+}
+
+static int isend_common(const char *call, const void *buf, int count, MPI_Datatype dt, int dest, int tag,
+                        MPI_Comm comm, MPI_Request *r, int sync)
+{
+    const char *g = check_comm(comm, call);
+    int rc = sync ? PMPI_Issend(buf, count, dt, dest, tag, comm, r) : PMPI_Isend(buf, count, dt, dest, tag, comm, r);
+    if (rc == MPI_SUCCESS && dest != MPI_PROC_NULL)
+        track(*r, node_on(g, call, 5, -1, bytes_of(count, dt), dest, tag, 0, 0), 0, dt, 0, g);
+    return rc;
 }
 
 API int MPI_Isend(const void *buf, int count, MPI_Datatype dt, int dest, int tag, MPI_Comm comm, MPI_Request *r)
 {
-    check_comm(comm, "MPI_Isend");
-    int rc = PMPI_Isend(buf, count, dt, dest, tag, comm, r);
-    if (rc == MPI_SUCCESS && dest != MPI_PROC_NULL)
-        track(*r, node("MPI_Isend", 5, -1, bytes_of(count, dt), dest, tag, 0, 0), 0, dt, 0);
-    return rc;
+    return isend_common("MPI_Isend", buf, count, dt, dest, tag, comm, r, 0);
+}
+
+API int MPI_Issend(const void *buf, int count, MPI_Datatype dt, int dest, int tag, MPI_Comm comm, MPI_Request *r)
+{
+    return isend_common("MPI_Issend", buf, count, dt, dest, tag, comm, r, 1);
 }
 
 API int MPI_Irecv(void *buf, int count, MPI_Datatype dt, int src, int tag, MPI_Comm comm, MPI_Request *r)
 {
-    check_comm(comm, "MPI_Irecv");
+    const char *g = check_comm(comm, "MPI_Irecv");
     int rc = PMPI_Irecv(buf, count, dt, src, tag, comm, r);
     if (rc == MPI_SUCCESS && src != MPI_PROC_NULL) {
         etl_lock();
         uint64_t posted = etl_host();
         etl_unlock();
-        track(*r, 0, posted, dt, 1);
+        track(*r, 0, posted, dt, 1, g);
     }
     return rc;
 }
 
-/* The node of a completed request (its receive node issued now); 0 if none. */
+/* The node of a completed request (its receive node issued now); 0 if none (not ours, or
+ * cancelled). */
 static uint64_t completed(MPI_Request r, const MPI_Status *s)
 {
     for (int i = 0; i < n_reqs; i++) {
         if (reqs[i].req != r)
             continue;
         uint64_t id = reqs[i].node;
-        if (reqs[i].recv) {
+        int cancelled = 0;
+        PMPI_Test_cancelled(s, &cancelled);
+        if (reqs[i].recv && !cancelled) {
             int got = 0;
             PMPI_Get_count(s, reqs[i].dt, &got);
-            id = node("MPI_Irecv", 6, -1, bytes_of(got, reqs[i].dt), s->MPI_SOURCE, s->MPI_TAG, reqs[i].posted, 0);
+            id = node_on(reqs[i].grp, "MPI_Irecv", 6, -1, bytes_of(got, reqs[i].dt), s->MPI_SOURCE, s->MPI_TAG,
+                         reqs[i].posted, 0);
         }
         reqs[i] = reqs[--n_reqs];
-        return id;
+        return cancelled ? 0 : id;
     }
     return 0;
+}
+
+/* Wait in virtual time for the requests keep[idx[0..n)] that completed (statuses s[idx[..]]). */
+static void wait_done(const char *call, int n, const int *idx, const MPI_Request *keep, const MPI_Status *s)
+{
+    uint64_t ids[ETK_LIVE_MAX_DEPS - 1];
+    uint32_t k = 0;
+    int waited = 0;
+    for (int j = 0; j < n; j++) {
+        int i = idx ? idx[j] : j;
+        uint64_t id = keep[i] == MPI_REQUEST_NULL ? 0 : completed(keep[i], &s[j]);
+        if (id)
+            ids[k++] = id;
+        if (k == ETK_LIVE_MAX_DEPS - 1 || (j == n - 1 && (k || !waited))) {
+            etl_lock();
+            etl_wait(ids, k, call, NULL);
+            etl_unlock();
+            k = 0;
+            waited = 1;
+        }
+    }
 }
 
 API int MPI_Wait(MPI_Request *r, MPI_Status *st)
 {
     MPI_Request keep = *r;
     MPI_Status s;
-    etl_extern_enter("MPI_Wait");
-    int rc = PMPI_Wait(r, &s);
+    etl_extern_enter_flags("MPI_Wait", ETK_LF_NOLATE);
+    int rc = wait1(r, &s);
     etl_extern_leave();
-    if (rc == MPI_SUCCESS) {
-        uint64_t id = completed(keep, &s);
-        etl_lock();
-        etl_wait(&id, id ? 1 : 0, "MPI_Wait", NULL);
-        etl_unlock();
-    }
+    if (rc == MPI_SUCCESS)
+        wait_done("MPI_Wait", 1, NULL, &keep, &s);
     if (st != MPI_STATUS_IGNORE)
         *st = s;
     return rc;
@@ -261,40 +375,238 @@ API int MPI_Waitall(int n, MPI_Request *r, MPI_Status *st)
     MPI_Status s[n > 0 ? n : 1];
     for (int i = 0; i < n; i++)
         keep[i] = r[i];
-    etl_extern_enter("MPI_Waitall");
-    int rc = PMPI_Waitall(n, r, s);
+    etl_extern_enter_flags("MPI_Waitall", ETK_LF_NOLATE);
+    int rc, flag = 0, k = 0;
+    while ((rc = PMPI_Testall(n, r, &flag, s)) == MPI_SUCCESS && !flag)
+        backoff(&k);
     etl_extern_leave();
-    if (rc == MPI_SUCCESS) {
-        uint64_t ids[ETK_LIVE_MAX_DEPS - 1];
-        uint32_t k = 0;
-        for (int i = 0; i < n; i++) {
-            uint64_t id = keep[i] == MPI_REQUEST_NULL ? 0 : completed(keep[i], &s[i]);
-            if (id)
-                ids[k++] = id;
-            if (k == ETK_LIVE_MAX_DEPS - 1 || (i == n - 1 && k)) {
-                etl_lock();
-                etl_wait(ids, k, "MPI_Waitall", NULL);
-                etl_unlock();
-                k = 0;
-            }
-        }
-    }
+    if (rc == MPI_SUCCESS && n > 0)
+        wait_done("MPI_Waitall", n, NULL, keep, s);
     if (st != MPI_STATUSES_IGNORE)
         for (int i = 0; i < n; i++)
             st[i] = s[i];
     return rc;
 }
 
-/* A collective: the real call (inside etl_extern_enter/leave), then its node, waited for. */
-#define COLL(call, type, bytes, comm, real)                                                       \
-    (etl_extern_enter(call), coll_done(call, type, bytes, comm, (real)))
+API int MPI_Waitany(int n, MPI_Request *r, int *index, MPI_Status *st)
+{
+    MPI_Request keep[n > 0 ? n : 1];
+    for (int i = 0; i < n; i++)
+        keep[i] = r[i];
+    MPI_Status s;
+    etl_extern_enter_flags("MPI_Waitany", ETK_LF_NOLATE);
+    int rc = PMPI_Waitany(n, r, index, &s);
+    etl_extern_leave();
+    if (rc == MPI_SUCCESS && *index != MPI_UNDEFINED)
+        wait_done("MPI_Waitany", 1, index, keep, &s);
+    if (st != MPI_STATUS_IGNORE)
+        *st = s;
+    return rc;
+}
 
-static int coll_done(const char *call, int type, uint64_t bytes, MPI_Comm comm, int rc)
+API int MPI_Waitsome(int n, MPI_Request *r, int *outcount, int *idx, MPI_Status *st)
+{
+    MPI_Request keep[n > 0 ? n : 1];
+    MPI_Status s[n > 0 ? n : 1];
+    for (int i = 0; i < n; i++)
+        keep[i] = r[i];
+    etl_extern_enter_flags("MPI_Waitsome", ETK_LF_NOLATE);
+    int rc = PMPI_Waitsome(n, r, outcount, idx, s);
+    etl_extern_leave();
+    if (rc == MPI_SUCCESS && *outcount != MPI_UNDEFINED && *outcount > 0)
+        wait_done("MPI_Waitsome", *outcount, idx, keep, s);
+    if (st != MPI_STATUSES_IGNORE && *outcount != MPI_UNDEFINED)
+        for (int i = 0; i < *outcount; i++)
+            st[i] = s[i];
+    return rc;
+}
+
+/* A test or probe that finds nothing costs POLL_NS of virtual time and lets the engine catch up
+ * (etl_poll): a polling loop then advances in virtual time and never holds the others back. */
+#define POLL_NS 1000
+
+/* Tests: the real test decides; a request it finds complete completes in virtual time as a wait
+ * would (the call returns at its virtual end: a polling loop sees it done once). */
+API int MPI_Test(MPI_Request *r, int *flag, MPI_Status *st)
+{
+    MPI_Request keep = *r;
+    MPI_Status s;
+    int rc = PMPI_Test(r, flag, &s);
+    if (rc == MPI_SUCCESS && *flag && keep != MPI_REQUEST_NULL)
+        wait_done("MPI_Test", 1, NULL, &keep, &s);
+    else if (rc == MPI_SUCCESS && !*flag)
+        etl_poll("MPI_Test", POLL_NS);
+    if (st != MPI_STATUS_IGNORE)
+        *st = s;
+    return rc;
+}
+
+API int MPI_Testany(int n, MPI_Request *r, int *index, int *flag, MPI_Status *st)
+{
+    MPI_Request keep[n > 0 ? n : 1];
+    for (int i = 0; i < n; i++)
+        keep[i] = r[i];
+    MPI_Status s;
+    int rc = PMPI_Testany(n, r, index, flag, &s);
+    if (rc == MPI_SUCCESS && *flag && *index != MPI_UNDEFINED)
+        wait_done("MPI_Testany", 1, index, keep, &s);
+    else if (rc == MPI_SUCCESS && !*flag)
+        etl_poll("MPI_Testany", POLL_NS);
+    if (st != MPI_STATUS_IGNORE)
+        *st = s;
+    return rc;
+}
+
+API int MPI_Testall(int n, MPI_Request *r, int *flag, MPI_Status *st)
+{
+    MPI_Request keep[n > 0 ? n : 1];
+    MPI_Status s[n > 0 ? n : 1];
+    for (int i = 0; i < n; i++)
+        keep[i] = r[i];
+    int rc = PMPI_Testall(n, r, flag, s);
+    if (rc == MPI_SUCCESS && *flag && n > 0)
+        wait_done("MPI_Testall", n, NULL, keep, s);
+    else if (rc == MPI_SUCCESS && !*flag)
+        etl_poll("MPI_Testall", POLL_NS);
+    if (st != MPI_STATUSES_IGNORE && *flag)
+        for (int i = 0; i < n; i++)
+            st[i] = s[i];
+    return rc;
+}
+
+API int MPI_Testsome(int n, MPI_Request *r, int *outcount, int *idx, MPI_Status *st)
+{
+    MPI_Request keep[n > 0 ? n : 1];
+    MPI_Status s[n > 0 ? n : 1];
+    for (int i = 0; i < n; i++)
+        keep[i] = r[i];
+    int rc = PMPI_Testsome(n, r, outcount, idx, s);
+    if (rc == MPI_SUCCESS && *outcount != MPI_UNDEFINED && *outcount > 0)
+        wait_done("MPI_Testsome", *outcount, idx, keep, s);
+    else if (rc == MPI_SUCCESS && *outcount == 0)
+        etl_poll("MPI_Testsome", POLL_NS);
+    if (st != MPI_STATUSES_IGNORE && *outcount != MPI_UNDEFINED)
+        for (int i = 0; i < *outcount; i++)
+            st[i] = s[i];
+    return rc;
+}
+
+/* Probes take no virtual time (the receive that follows is timed); a blocking probe may wait
+ * for another rank, so it runs as a real blocking call. */
+API int MPI_Probe(int src, int tag, MPI_Comm comm, MPI_Status *st)
+{
+    check_comm(comm, "MPI_Probe");
+    etl_extern_enter_flags("MPI_Probe", ETK_LF_NOLATE);
+    int rc, flag = 0, k = 0;
+    while ((rc = PMPI_Iprobe(src, tag, comm, &flag, st)) == MPI_SUCCESS && !flag)
+        backoff(&k);
+    etl_extern_leave();
+    return rc;
+}
+
+API int MPI_Iprobe(int src, int tag, MPI_Comm comm, int *flag, MPI_Status *st)
+{
+    check_comm(comm, "MPI_Iprobe");
+    int rc = PMPI_Iprobe(src, tag, comm, flag, st);
+    if (rc == MPI_SUCCESS && !*flag)
+        etl_poll("MPI_Iprobe", POLL_NS);
+    return rc;
+}
+
+/* ---------- communicators ---------- */
+
+static int add_comm(MPI_Comm c, const char *name, int size, int rank)
+{
+    if (n_comms == MAX_COMMS)
+        etl_fatal("more than %d MPI communicators at once", MAX_COMMS);
+    comms[n_comms].comm = c;
+    snprintf(comms[n_comms].name, sizeof comms[n_comms].name, "%s", name);
+    comms[n_comms].size = size;
+    comms[n_comms].rank = rank;
+    comms[n_comms].splits = 0;
+    return n_comms++;
+}
+
+static int comm_index(MPI_Comm comm, const char *call)
+{
+    const char *g = check_comm(comm, call);
+    for (int i = 0; i < n_comms; i++)
+        if (!strcmp(comms[i].name, g))
+            return i;
+    return 0;
+}
+
+/* Members of one color form a group ordered by (key, rank in the parent), as MPI orders them;
+ * MPI_UNDEFINED gives MPI_COMM_NULL. The coordinator's split (the one ncclCommSplit uses) makes
+ * the engine's group; the real split makes the program's communicator. */
+static int split_common(const char *call, MPI_Comm comm, int color, int key, MPI_Comm *out, int dup)
+{
+    int pi = comm_index(comm, call);
+    etl_extern_enter(call);
+    int rc = dup ? PMPI_Comm_dup(comm, out) : PMPI_Comm_split(comm, color, key, out);
+    etl_extern_leave();
+    if (rc != MPI_SUCCESS)
+        return rc;
+    char name[64];
+    int nr = -1, ns = 0;
+    etl_lock();
+    etl_comm_split(comms[pi].name, comms[pi].size, comms[pi].rank, comms[pi].splits++,
+                   dup ? 0 : color == MPI_UNDEFINED || color < 0 ? -1 : color, dup ? comms[pi].rank : key, name,
+                   sizeof name, &nr, &ns);
+    if (*out != MPI_COMM_NULL) {
+        int r = -1, n = 0;
+        PMPI_Comm_rank(*out, &r);
+        PMPI_Comm_size(*out, &n);
+        if (r != nr || n != ns)
+            etl_fatal("%s: MPI made rank %d of %d, the coordinator's split rank %d of %d", call, r, n, nr, ns);
+        add_comm(*out, name, n, r);
+    }
+    etl_unlock();
+    return rc;
+}
+
+API int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *out)
+{
+    return split_common("MPI_Comm_split", comm, color, key, out, 0);
+}
+
+API int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *out) { return split_common("MPI_Comm_dup", comm, 0, 0, out, 1); }
+
+API int MPI_Comm_free(MPI_Comm *comm)
+{
+    etl_lock();
+    for (int i = 1; comm && i < n_comms; i++)
+        if (comms[i].comm == *comm) {
+            comms[i] = comms[--n_comms];
+            break;
+        }
+    etl_unlock();
+    return PMPI_Comm_free(comm);
+}
+
+/* ---------- collectives ---------- */
+
+/* A collective: its node goes in, then the real call (inside etl_extern_enter/leave, nothing
+ * late: ETK_LF_NOLATE, so a rank waiting in a real collective for members that wait for the
+ * engine does not hold the engine back), then the node is waited for. Members released before
+ * one still inside the real call may poll for it: failed polls wait for the engine (etl_poll). */
+#define COLL(call, type, bytes, grp, real)                                                        \
+    (coll_id = coll_start(call, type, bytes, grp), coll_done(call, coll_id, (real)))
+static uint64_t coll_id; /* the node goes in before the real call (the comma sequences them) */
+
+static uint64_t coll_start(const char *call, int type, uint64_t bytes, const char *grp)
+{
+    uint64_t id = node_on(grp, call, 7, type, bytes, 0, 0, 0, 0);
+    etl_extern_enter_flags(call, ETK_LF_NOLATE);
+    return id;
+}
+
+static int coll_done(const char *call, uint64_t id, int rc)
 {
     etl_extern_leave();
-    if (rc == MPI_SUCCESS)
-        node(call, 7, type, bytes, 0, 0, 0, 1);
-    (void)comm;
+    etl_lock();
+    etl_wait(&id, 1, call, NULL);
+    etl_unlock();
     return rc;
 }
 
@@ -307,61 +619,128 @@ static int comm_size(MPI_Comm c)
 
 API int MPI_Barrier(MPI_Comm comm)
 {
-    check_comm(comm, "MPI_Barrier");
-    return COLL("MPI_Barrier", C_BARRIER, 0, comm, PMPI_Barrier(comm));
+    const char *g = check_comm(comm, "MPI_Barrier");
+    uint64_t id = coll_start("MPI_Barrier", C_BARRIER, 0, g);
+    MPI_Request q;
+    int rc = PMPI_Ibarrier(comm, &q);
+    if (rc == MPI_SUCCESS)
+        rc = wait1(&q, MPI_STATUS_IGNORE);
+    return coll_done("MPI_Barrier", id, rc);
 }
 
 API int MPI_Bcast(void *b, int count, MPI_Datatype dt, int root, MPI_Comm comm)
 {
-    check_comm(comm, "MPI_Bcast");
-    return COLL("MPI_Bcast", C_BROADCAST, bytes_of(count, dt), comm, PMPI_Bcast(b, count, dt, root, comm));
+    const char *g = check_comm(comm, "MPI_Bcast");
+    return COLL("MPI_Bcast", C_BROADCAST, bytes_of(count, dt), g, PMPI_Bcast(b, count, dt, root, comm));
 }
 
 API int MPI_Allreduce(const void *s, void *r, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm)
 {
-    check_comm(comm, "MPI_Allreduce");
-    return COLL("MPI_Allreduce", C_ALL_REDUCE, bytes_of(count, dt), comm, PMPI_Allreduce(s, r, count, dt, op, comm));
+    const char *g = check_comm(comm, "MPI_Allreduce");
+    return COLL("MPI_Allreduce", C_ALL_REDUCE, bytes_of(count, dt), g, PMPI_Allreduce(s, r, count, dt, op, comm));
 }
 
 API int MPI_Reduce(const void *s, void *r, int count, MPI_Datatype dt, MPI_Op op, int root, MPI_Comm comm)
 {
-    check_comm(comm, "MPI_Reduce");
-    return COLL("MPI_Reduce", C_REDUCE, bytes_of(count, dt), comm, PMPI_Reduce(s, r, count, dt, op, root, comm));
+    const char *g = check_comm(comm, "MPI_Reduce");
+    return COLL("MPI_Reduce", C_REDUCE, bytes_of(count, dt), g, PMPI_Reduce(s, r, count, dt, op, root, comm));
 }
 
 /* Chakra comm_size: all-gather the per-rank input, all-to-all the whole per-rank buffer */
 API int MPI_Allgather(const void *s, int sc, MPI_Datatype sdt, void *r, int rc_, MPI_Datatype rdt, MPI_Comm comm)
 {
-    check_comm(comm, "MPI_Allgather");
-    return COLL("MPI_Allgather", C_ALL_GATHER, bytes_of(sc, sdt), comm, PMPI_Allgather(s, sc, sdt, r, rc_, rdt, comm));
+    const char *g = check_comm(comm, "MPI_Allgather");
+    return COLL("MPI_Allgather", C_ALL_GATHER, bytes_of(sc, sdt), g, PMPI_Allgather(s, sc, sdt, r, rc_, rdt, comm));
 }
 
 API int MPI_Alltoall(const void *s, int sc, MPI_Datatype sdt, void *r, int rc_, MPI_Datatype rdt, MPI_Comm comm)
 {
-    check_comm(comm, "MPI_Alltoall");
-    return COLL("MPI_Alltoall", C_ALL_TO_ALL, bytes_of(sc, sdt) * (uint64_t)comm_size(comm), comm,
+    const char *g = check_comm(comm, "MPI_Alltoall");
+    return COLL("MPI_Alltoall", C_ALL_TO_ALL, bytes_of(sc, sdt) * (uint64_t)comm_size(comm), g,
                 PMPI_Alltoall(s, sc, sdt, r, rc_, rdt, comm));
 }
 
 API int MPI_Reduce_scatter_block(const void *s, void *r, int rc_, MPI_Datatype dt, MPI_Op op, MPI_Comm comm)
 {
-    check_comm(comm, "MPI_Reduce_scatter_block");
-    return COLL("MPI_Reduce_scatter_block", C_REDUCE_SCATTER, bytes_of(rc_, dt) * (uint64_t)comm_size(comm), comm,
+    const char *g = check_comm(comm, "MPI_Reduce_scatter_block");
+    return COLL("MPI_Reduce_scatter_block", C_REDUCE_SCATTER, bytes_of(rc_, dt) * (uint64_t)comm_size(comm), g,
                 PMPI_Reduce_scatter_block(s, r, rc_, dt, op, comm));
 }
 
 API int MPI_Gather(const void *s, int sc, MPI_Datatype sdt, void *r, int rc_, MPI_Datatype rdt, int root,
                    MPI_Comm comm)
 {
-    check_comm(comm, "MPI_Gather");
-    return COLL("MPI_Gather", C_GATHER, bytes_of(sc, sdt) * (uint64_t)comm_size(comm), comm,
+    const char *g = check_comm(comm, "MPI_Gather");
+    return COLL("MPI_Gather", C_GATHER, bytes_of(sc, sdt) * (uint64_t)comm_size(comm), g,
                 PMPI_Gather(s, sc, sdt, r, rc_, rdt, root, comm));
 }
 
 API int MPI_Scatter(const void *s, int sc, MPI_Datatype sdt, void *r, int rc_, MPI_Datatype rdt, int root,
                     MPI_Comm comm)
 {
-    check_comm(comm, "MPI_Scatter");
-    return COLL("MPI_Scatter", C_SCATTER, bytes_of(rc_, rdt) * (uint64_t)comm_size(comm), comm,
+    const char *g = check_comm(comm, "MPI_Scatter");
+    return COLL("MPI_Scatter", C_SCATTER, bytes_of(rc_, rdt) * (uint64_t)comm_size(comm), g,
                 PMPI_Scatter(s, sc, sdt, r, rc_, rdt, root, comm));
+}
+
+/* v-collectives: the engine's collective wants one size on every rank. Where every rank knows the
+ * counts (all-gather-v, reduce-scatter) it is their sum; where each knows only its own (gather-v,
+ * scatter-v: the sum; all-to-all-v: the largest rank's buffer) a real all-reduce of one number
+ * inside the call gives it. */
+static uint64_t sum_counts(const int *counts, int n, MPI_Datatype dt)
+{
+    uint64_t b = 0;
+    for (int i = 0; i < n; i++)
+        b += bytes_of(counts[i], dt);
+    return b;
+}
+
+static uint64_t agree(uint64_t mine, MPI_Op op, MPI_Comm comm)
+{
+    unsigned long long in = mine, out = 0;
+    etl_extern_enter("MPI_Allreduce (the v-collective's size)");
+    PMPI_Allreduce(&in, &out, 1, MPI_UNSIGNED_LONG_LONG, op, comm);
+    etl_extern_leave();
+    return out;
+}
+
+API int MPI_Allgatherv(const void *s, int sc, MPI_Datatype sdt, void *r, const int *rcounts, const int *displs,
+                       MPI_Datatype rdt, MPI_Comm comm)
+{
+    const char *g = check_comm(comm, "MPI_Allgatherv");
+    int n = comm_size(comm);
+    return COLL("MPI_Allgatherv", C_ALL_GATHER, sum_counts(rcounts, n, rdt) / (uint64_t)n, g,
+                PMPI_Allgatherv(s, sc, sdt, r, rcounts, displs, rdt, comm));
+}
+
+API int MPI_Reduce_scatter(const void *s, void *r, const int *rcounts, MPI_Datatype dt, MPI_Op op, MPI_Comm comm)
+{
+    const char *g = check_comm(comm, "MPI_Reduce_scatter");
+    return COLL("MPI_Reduce_scatter", C_REDUCE_SCATTER, sum_counts(rcounts, comm_size(comm), dt), g,
+                PMPI_Reduce_scatter(s, r, rcounts, dt, op, comm));
+}
+
+API int MPI_Alltoallv(const void *s, const int *scounts, const int *sdispls, MPI_Datatype sdt, void *r,
+                      const int *rcounts, const int *rdispls, MPI_Datatype rdt, MPI_Comm comm)
+{
+    const char *g = check_comm(comm, "MPI_Alltoallv");
+    uint64_t b = agree(sum_counts(scounts, comm_size(comm), sdt), MPI_MAX, comm);
+    return COLL("MPI_Alltoallv", C_ALL_TO_ALL, b, g,
+                PMPI_Alltoallv(s, scounts, sdispls, sdt, r, rcounts, rdispls, rdt, comm));
+}
+
+API int MPI_Gatherv(const void *s, int sc, MPI_Datatype sdt, void *r, const int *rcounts, const int *displs,
+                    MPI_Datatype rdt, int root, MPI_Comm comm)
+{
+    const char *g = check_comm(comm, "MPI_Gatherv");
+    uint64_t b = agree(bytes_of(sc, sdt), MPI_SUM, comm);
+    return COLL("MPI_Gatherv", C_GATHER, b, g, PMPI_Gatherv(s, sc, sdt, r, rcounts, displs, rdt, root, comm));
+}
+
+API int MPI_Scatterv(const void *s, const int *scounts, const int *displs, MPI_Datatype sdt, void *r, int rc_,
+                     MPI_Datatype rdt, int root, MPI_Comm comm)
+{
+    const char *g = check_comm(comm, "MPI_Scatterv");
+    uint64_t b = agree(bytes_of(rc_, rdt), MPI_SUM, comm);
+    return COLL("MPI_Scatterv", C_SCATTER, b, g, PMPI_Scatterv(s, scounts, displs, sdt, r, rc_, rdt, root, comm));
 }

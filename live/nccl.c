@@ -34,8 +34,16 @@ struct etk_nccl_comm {
 enum { C_ALL_REDUCE = 0, C_REDUCE = 1, C_ALL_GATHER = 2, C_GATHER = 3, C_SCATTER = 4, C_BROADCAST = 5,
        C_ALL_TO_ALL = 6, C_REDUCE_SCATTER = 7 };
 
-static int id_count;
+static int id_count, all_count;
 static int group_depth;
+/* ncclCommInitRank(Config) inside a group (one thread initializing several GPUs' communicators):
+ * joined together at ncclGroupEnd */
+#define MAX_GROUP_INITS 64
+static struct {
+    struct etk_nccl_comm *c;
+    char key[48];
+} ginit[MAX_GROUP_INITS];
+static int n_ginit;
 #define MAX_GROUP_OPS 4096
 static struct {
     void *stream;
@@ -82,12 +90,76 @@ static ncclResult_t init_rank(ncclComm_t *comm, int nranks, const ncclUniqueId *
     for (char *p = key + 5; *p; p++)
         if ((unsigned char)*p < 33 || (unsigned char)*p > 126)
             *p = '_';
-    etl_lock();
-    etl_comm_init(key, nranks, rank, c->name, sizeof c->name);
-    etl_unlock();
     c->nranks = nranks;
     c->rank = rank;
+    etl_lock();
+    c->dev = etl_device(); /* the communicator's GPU: the current device */
+    if (group_depth) {     /* joined at ncclGroupEnd, with the group's other inits */
+        if (n_ginit == MAX_GROUP_INITS)
+            etl_fatal("more than %d ncclCommInitRank calls in one NCCL group", MAX_GROUP_INITS);
+        ginit[n_ginit].c = c;
+        snprintf(ginit[n_ginit].key, sizeof ginit[n_ginit].key, "%s", key);
+        n_ginit++;
+    } else {
+        etl_comm_init(key, nranks, rank, c->name, sizeof c->name);
+    }
+    etl_unlock();
     *comm = c;
+    return ncclSuccess;
+}
+
+/* Join the communicators of calls 0..n: one packet, then wait for all (call with the lock held) */
+static void init_together(struct etk_nccl_comm **cs, char (*keys)[48], int n)
+{
+    const char *kp[MAX_GROUP_INITS] = {0};
+    int members[MAX_GROUP_INITS] = {0}, member[MAX_GROUP_INITS] = {0}, dev[MAX_GROUP_INITS] = {0};
+    char names[MAX_GROUP_INITS][64];
+    for (int i = 0; i < n; i++) {
+        kp[i] = keys[i];
+        members[i] = cs[i]->nranks;
+        member[i] = cs[i]->rank;
+        dev[i] = cs[i]->dev;
+    }
+    etl_comm_init_many(n, kp, members, member, dev, names);
+    for (int i = 0; i < n; i++)
+        snprintf(cs[i]->name, sizeof cs[i]->name, "%.63s", names[i]);
+}
+
+/* One process, ndev GPUs: communicator i is rank i of ndev on GPU devlist[i] (0..ndev-1 when
+ * devlist is NULL). */
+API ncclResult_t ncclCommInitAll(ncclComm_t *comms, int ndev, const int *devlist)
+{
+    if (!comms || ndev < 1 || ndev > MAX_GROUP_INITS)
+        return ncclInvalidArgument;
+    int gpus = etl_gpus();
+    for (int i = 0; i < ndev; i++) {
+        int d = devlist ? devlist[i] : i;
+        if (d < 0 || d >= gpus) {
+            fprintf(stderr, "etkit live: ncclCommInitAll: GPU %d of %d, but the process drives %d (etkit live "
+                    "--gpus-per-process G)\n", d, ndev, gpus);
+            return ncclInvalidArgument;
+        }
+    }
+    struct etk_nccl_comm *cs[MAX_GROUP_INITS];
+    char keys[MAX_GROUP_INITS][48];
+    for (int i = 0; i < ndev; i++)
+        if (!(cs[i] = calloc(1, sizeof *cs[i]))) {
+            while (i--)
+                free(cs[i]);
+            return ncclInvalidArgument;
+        }
+    etl_lock();
+    int k = all_count++; /* the process's k-th: its own communicator, not shared with other processes */
+    for (int i = 0; i < ndev; i++) {
+        cs[i]->nranks = ndev;
+        cs[i]->rank = i;
+        cs[i]->dev = devlist ? devlist[i] : i;
+        snprintf(keys[i], sizeof keys[i], "nccl:p%dall%d", etl_rank(), k);
+    }
+    init_together(cs, keys, ndev);
+    etl_unlock();
+    for (int i = 0; i < ndev; i++)
+        comms[i] = cs[i];
     return ncclSuccess;
 }
 
@@ -233,7 +305,18 @@ API ncclResult_t ncclGroupEnd(void)
         etl_unlock();
         return ncclInvalidUsage;
     }
-    if (--group_depth == 0) {
+    if (--group_depth == 0 && n_ginit) {
+        struct etk_nccl_comm *cs[MAX_GROUP_INITS];
+        char keys[MAX_GROUP_INITS][48];
+        for (int i = 0; i < n_ginit; i++) {
+            cs[i] = ginit[i].c;
+            memcpy(keys[i], ginit[i].key, sizeof keys[i]);
+        }
+        int n = n_ginit;
+        n_ginit = 0;
+        init_together(cs, keys, n);
+    }
+    if (group_depth == 0) {
         /* per stream: a marker after all of the group's operations on it */
         for (int i = 0; i < n_gops; i++) {
             if (!gops[i].id) /* already joined */
@@ -276,14 +359,14 @@ static ncclResult_t issue(const char *call, int type, int coll, uint64_t bytes, 
     if (group_depth) {
         if (n_gops == MAX_GROUP_OPS)
             etl_fatal("more than %d operations in one NCCL group", MAX_GROUP_OPS);
-        struct etk_cu_stream *st = etl_stream(stream);
+        struct etk_cu_stream *st = etl_stream_dev(stream, comm->dev);
         uint64_t prev = st->last;
-        gops[n_gops].id = etl_issue(stream, &m);
+        gops[n_gops].id = etl_issue(st, &m);
         gops[n_gops].stream = st;
         n_gops++;
         st->last = prev; /* group members do not wait for each other */
     } else {
-        etl_issue(stream, &m);
+        etl_issue(etl_stream_dev(stream, comm->dev), &m);
     }
     etl_unlock();
     return ncclSuccess;
@@ -383,7 +466,6 @@ API ncclResult_t ncclRecv(void *r, size_t count, ncclDataType_t dt, int peer, nc
 
 #define NOT_MODELLED(fn)                                                                          \
     API ncclResult_t fn(void) { etl_not_modelled(#fn); }
-NOT_MODELLED(ncclCommInitAll)
 NOT_MODELLED(ncclCommShrink)
 NOT_MODELLED(ncclCommRevoke)
 NOT_MODELLED(ncclCommInitRankScalable)

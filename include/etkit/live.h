@@ -36,7 +36,9 @@ typedef struct etk_live_gpu_info {
 void etk_live_gpu_info_of(const etk_gpu *g, etk_live_gpu_info *out);
 
 typedef struct etk_live_opts {
-    uint32_t n_ranks;
+    uint32_t n_ranks;             /* processes launched (ranks of the launcher) */
+    uint32_t gpus_per_process;    /* GPUs each drives (0 or 1: one; ncclCommInitAll, nccl-tests -g):
+                                     GPU d of process p is the engine's rank p*G + d */
     uint32_t local_world;         /* ranks (GPUs) per node: LOCAL_RANK = rank % local_world */
     char *const *argv;            /* the command, NULL-terminated */
     const char *lib_dir;          /* folder of libetklive.so and the stand-ins */

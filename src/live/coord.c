@@ -27,6 +27,7 @@
 
 void live_reply(coord *c, uint32_t rank, etk_live_reply *rp)
 {
+    rp->status = (int32_t)rank; /* a process driving several GPUs tells its answers apart */
     if (c->r[rank].fd >= 0)
         (void)!send(c->r[rank].fd, rp, sizeof *rp, MSG_NOSIGNAL);
 }
@@ -37,9 +38,12 @@ static void reply_error_all(coord *c, const char *msg)
     memset(&rp, 0, sizeof rp);
     rp.op = ETK_LR_ERROR;
     snprintf(rp.msg, sizeof rp.msg, "%.380s", msg);
-    for (uint32_t i = 0; i < c->n; i++)
-        if (c->r[i].state != R_DONE)
-            live_reply(c, i, &rp);
+    for (uint32_t i = 0; i < c->n; i += c->gpp) /* once per process */
+        for (uint32_t d = 0; d < c->gpp; d++)
+            if (c->r[i + d].state != R_DONE) {
+                live_reply(c, i + d, &rp);
+                break;
+            }
 }
 
 static int handle_msg(coord *c, uint32_t rank, const etk_live_msg *m, etk_error *err)
@@ -62,16 +66,21 @@ static int handle_msg(coord *c, uint32_t rank, const etk_live_msg *m, etk_error 
     case ETK_LM_COMM_INIT:
     case ETK_LM_COMM_SPLIT:
         return live_comm_join(c, rank, m, err);
-    case ETK_LM_EXIT:
-        R->said_exit = true;
+    case ETK_LM_EXIT: /* the process: every GPU it drives */
+        for (uint32_t d = rank - rank % c->gpp; d < rank - rank % c->gpp + c->gpp; d++)
+            c->r[d].said_exit = true;
         return 0;
     case ETK_LM_EXTERN:
-        R->state = R_EXTERN;
-        R->extern_ns = m->dur_ns;
-        snprintf(R->call, sizeof R->call, "%.100s (real call)", m->name);
+        for (uint32_t d = rank - rank % c->gpp; d < rank - rank % c->gpp + c->gpp; d++) {
+            c->r[d].state = R_EXTERN;
+            c->r[d].extern_ns = m->dur_ns;
+            c->r[d].extern_nolate = (m->flags & ETK_LF_NOLATE) != 0;
+            snprintf(c->r[d].call, sizeof c->r[d].call, "%.100s (real call)", m->name);
+        }
         return 0;
     case ETK_LM_EXTERN_END:
-        R->state = R_RUN;
+        for (uint32_t d = rank - rank % c->gpp; d < rank - rank % c->gpp + c->gpp; d++)
+            c->r[d].state = R_RUN;
         return 0;
     default:
         return etk_err(err, ETK_EINVAL, "rank %u: unknown message %u", rank, m->op);
@@ -80,7 +89,10 @@ static int handle_msg(coord *c, uint32_t rank, const etk_live_msg *m, etk_error 
 
 static const char *state_call(const lrank *R)
 {
-    return R->state == R_WAIT || R->state == R_INIT ? R->call : R->state == R_DONE ? "(exited)" : "(running)";
+    return R->state == R_WAIT || R->state == R_INIT ? R->call
+           : R->state == R_DONE                     ? "(exited)"
+           : R->state == R_RUN ? "(nothing: its process waits in a call on another of its GPUs)"
+                               : "(running)";
 }
 
 /* Every rank is blocked: advance the engine until some WAIT completes. Ranks inside a real
@@ -92,9 +104,13 @@ static int advance(coord *c, etk_error *err)
     int rc = live_flush(c, err);
     if (rc)
         return rc;
+    /* A rank inside a real call that will submit nothing dated earlier but receives (ETK_LF_NOLATE)
+     * holds the engine back only while a send to it waits for its receive: a receive it posts
+     * later matches a send submitted later, which starts no earlier than the engine's time then. */
     uint64_t limit = UINT64_MAX;
     for (uint32_t i = 0; i < c->n; i++)
-        if (c->r[i].state == R_EXTERN && c->r[i].extern_ns < limit)
+        if (c->r[i].state == R_EXTERN && (!c->r[i].extern_nolate || c->r[i].unmatched_in) &&
+            c->r[i].extern_ns < limit)
             limit = c->r[i].extern_ns;
     for (;;) {
         if ((rc = etk_sim_run_until(c->s, etk_sim_now(c->s), err)) != 0)
@@ -224,25 +240,26 @@ static int spawn(coord *c, etk_error *err)
         snprintf(pre + strlen(pre), sizeof pre - strlen(pre), ":%s", mpi);
     }
     fflush(NULL);
-    for (uint32_t i = 0; i < (c->o->launcher ? 1u : c->n); i++) {
+    uint32_t lw = c->o->local_world / c->gpp ? c->o->local_world / c->gpp : 1; /* processes per node */
+    for (uint32_t i = 0; i < (c->o->launcher ? 1u : c->n_proc); i++) {
         pid_t p = fork();
         if (p < 0)
             return etk_err(err, ETK_EIO, "fork: %s", strerror(errno));
         if (p == 0) {
             char v[32];
             close(c->lfd);
-            for (uint32_t j = 0; j < i; j++)
+            for (uint32_t j = 0; j < i * c->gpp; j += c->gpp)
                 if (c->r[j].fd >= 0)
                     close(c->r[j].fd);
             if (!c->o->launcher) {
                 snprintf(v, sizeof v, "%u", i);
                 setenv("RANK", v, 1);
                 setenv("ETK_LIVE_RANK", v, 1);
-                snprintf(v, sizeof v, "%u", i % c->o->local_world);
+                snprintf(v, sizeof v, "%u", i % lw);
                 setenv("LOCAL_RANK", v, 1);
-                snprintf(v, sizeof v, "%u", c->n);
+                snprintf(v, sizeof v, "%u", c->n_proc);
                 setenv("WORLD_SIZE", v, 1);
-                snprintf(v, sizeof v, "%u", c->o->local_world);
+                snprintf(v, sizeof v, "%u", lw);
                 setenv("LOCAL_WORLD_SIZE", v, 1);
                 setenv("MASTER_ADDR", "127.0.0.1", 1);
                 setenv("MASTER_PORT", "29500", 1);
@@ -257,7 +274,8 @@ static int spawn(coord *c, etk_error *err)
         if (c->o->launcher)
             c->launcher = p;
         else
-            c->r[i].pid = p;
+            for (uint32_t d = 0; d < c->gpp; d++)
+                c->r[i * c->gpp + d].pid = p;
     }
     return 0;
 }
@@ -269,7 +287,7 @@ static int accept_one(coord *c, etk_error *err)
         return 0;
     etk_live_msg m;
     ssize_t n = recv(fd, &m, sizeof m, 0);
-    if (n != (ssize_t)sizeof m || m.op != ETK_LM_HELLO || m.rank >= c->n || c->r[m.rank].fd >= 0) {
+    if (n != (ssize_t)sizeof m || m.op != ETK_LM_HELLO || m.rank >= c->n_proc || c->r[m.rank * c->gpp].fd >= 0) {
         close(fd);
         return etk_err(err, ETK_EINVAL, "a process connected without a valid hello (rank %u)", n > 0 ? m.rank : 0);
     }
@@ -278,9 +296,11 @@ static int accept_one(coord *c, etk_error *err)
         return etk_err(err, ETK_EINVAL, "rank %u uses protocol version %d, etkit speaks %d (stand-in libraries of "
                        "another etkit)", m.rank, m.tag, ETK_LIVE_VERSION);
     }
-    c->r[m.rank].fd = fd;
-    c->r[m.rank].state = R_RUN;
-    live_reply(c, m.rank, &c->cfg);
+    for (uint32_t d = 0; d < c->gpp; d++) {
+        c->r[m.rank * c->gpp + d].fd = fd;
+        c->r[m.rank * c->gpp + d].state = R_RUN;
+    }
+    live_reply(c, m.rank * c->gpp, &c->cfg);
     return 0;
 }
 
@@ -358,7 +378,17 @@ static int run_loop(coord *c, etk_error *err)
         }
         if (done == c->n)
             break;
-        if (blocked && blocked + ext + done == c->n && !stalled) {
+        /* a GPU whose process waits in a call on another of its GPUs submits nothing meanwhile */
+        uint32_t parked = 0;
+        for (uint32_t p = 0; c->gpp > 1 && p < c->n; p += c->gpp) {
+            uint32_t w = 0, run = 0;
+            for (uint32_t d = p; d < p + c->gpp; d++) {
+                w += c->r[d].state == R_WAIT || c->r[d].state == R_INIT;
+                run += c->r[d].state == R_RUN;
+            }
+            parked += w ? run : 0;
+        }
+        if (blocked && blocked + parked + ext + done == c->n && !stalled) {
             rc = advance(c, err);
             if (rc < 0)
                 goto out;
@@ -373,7 +403,7 @@ static int run_loop(coord *c, etk_error *err)
         pf[np].fd = c->lfd;
         pf[np].events = POLLIN;
         who[np++] = UINT32_MAX;
-        for (uint32_t i = 0; i < c->n; i++)
+        for (uint32_t i = 0; i < c->n; i += c->gpp) /* one socket per process */
             if (c->r[i].fd >= 0 && !c->r[i].eof) {
                 pf[np].fd = c->r[i].fd;
                 pf[np].events = POLLIN;
@@ -399,12 +429,14 @@ static int run_loop(coord *c, etk_error *err)
                 if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
                     break;
                 if (n <= 0) {
-                    c->r[i].eof = true;
-                    if (!c->r[i].reaped && c->r[i].pid > 0) { /* closed: the process is ending */
-                        int st;
-                        if (waitpid(c->r[i].pid, &st, 0) == c->r[i].pid) {
-                            c->r[i].reaped = true;
-                            c->r[i].status = st;
+                    int st = 0;
+                    bool got = !c->r[i].reaped && c->r[i].pid > 0 && /* closed: the process is ending */
+                               waitpid(c->r[i].pid, &st, 0) == c->r[i].pid;
+                    for (uint32_t d = i; d < i + c->gpp; d++) {
+                        c->r[d].eof = true;
+                        if (got) {
+                            c->r[d].reaped = true;
+                            c->r[d].status = st;
                         }
                     }
                     break;
@@ -413,9 +445,16 @@ static int run_loop(coord *c, etk_error *err)
                     rc = etk_err(err, ETK_EINVAL, "rank %u sent a malformed message (%zd bytes)", i, n);
                     goto out;
                 }
-                for (ssize_t k = 0; k < n / (ssize_t)sizeof(etk_live_msg); k++)
-                    if ((rc = handle_msg(c, i, &c->inbuf[k], err)) != 0)
+                for (ssize_t k = 0; k < n / (ssize_t)sizeof(etk_live_msg); k++) {
+                    uint32_t rk = c->gpp > 1 ? c->inbuf[k].rank : i; /* which of the process's GPUs */
+                    if (rk < i || rk >= i + c->gpp) {
+                        rc = etk_err(err, ETK_EINVAL, "process %u sent a message for rank %u, not one of its GPUs "
+                                     "(ranks %u-%u)", i / c->gpp, rk, i, i + c->gpp - 1);
                         goto out;
+                    }
+                    if ((rc = handle_msg(c, rk, &c->inbuf[k], err)) != 0)
+                        goto out;
+                }
                 stalled = false;
             }
         }
@@ -449,6 +488,7 @@ void etk_live_free(etk_live *c)
         etk_trace_free(c->r[i].batch);
     }
     free(c->r);
+    free(c->chans);
     etk_groups_free(c->groups);
     free(c);
 }
@@ -459,15 +499,20 @@ int etk_live_run(const etk_cluster *cl, const etk_sim_opts *so, const etk_live_o
     *out = NULL;
     if (!o->n_ranks || !o->argv || !o->argv[0])
         return etk_err(err, ETK_EINVAL, "live: no ranks or no command");
-    if (cl->n_npus < o->n_ranks)
-        return etk_err(err, ETK_EINVAL, "live: %u ranks on a cluster of %u GPUs (%s)", o->n_ranks, cl->n_npus,
-                       cl->name);
+    uint32_t gpp = o->gpus_per_process ? o->gpus_per_process : 1;
+    if (gpp > 16)
+        return etk_err(err, ETK_EINVAL, "live: %u GPUs per process, wanted 1 to 16", gpp);
+    if (cl->n_npus < o->n_ranks * gpp)
+        return etk_err(err, ETK_EINVAL, "live: %u ranks x %u GPUs on a cluster of %u GPUs (%s)", o->n_ranks, gpp,
+                       cl->n_npus, cl->name);
     coord *cp = calloc(1, sizeof *cp);
     if (!cp)
         return etk_err(err, ETK_ENOMEM, "out of memory");
     cp->cl = cl;
     cp->o = o;
-    cp->n = o->n_ranks;
+    cp->n_proc = o->n_ranks;
+    cp->gpp = gpp;
+    cp->n = o->n_ranks * gpp;
     cp->lfd = -1;
     cp->r = calloc(cp->n, sizeof *cp->r);
     cp->groups = etk_groups_new();
@@ -487,6 +532,7 @@ int etk_live_run(const etk_cluster *cl, const etk_sim_opts *so, const etk_live_o
     cp->cfg.version = ETK_LIVE_VERSION;
     cp->cfg.world = cp->n;
     cp->cfg.local_world = o->local_world;
+    cp->cfg.gpus = gpp;
     cp->cfg.sms = gi.sms;
     cp->cfg.cc_major = gi.cc_major;
     cp->cfg.cc_minor = gi.cc_minor;
@@ -525,7 +571,7 @@ int etk_live_run(const etk_cluster *cl, const etk_sim_opts *so, const etk_live_o
 done:
     if (cp->lfd >= 0)
         close(cp->lfd);
-    for (uint32_t i = 0; i < cp->n; i++)
+    for (uint32_t i = 0; i < cp->n; i += cp->gpp)
         if (cp->r[i].fd >= 0)
             close(cp->r[i].fd);
     if (cp->path[0])

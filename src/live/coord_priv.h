@@ -27,6 +27,8 @@ typedef struct lrank {
     uint32_t n_tr, cap_tr;
     uint64_t exit_ns;
     uint64_t extern_ns;  /* R_EXTERN: the rank's host time (it submits nothing earlier) */
+    bool extern_nolate;  /* R_EXTERN: ... but receives (ETK_LF_NOLATE) */
+    uint32_t unmatched_in; /* channels into this rank with more sends than receives so far */
 } lrank;
 
 typedef struct lcomm {
@@ -38,6 +40,13 @@ typedef struct lcomm {
     char name[96];
     bool done, split;
 } lcomm;
+
+/* A point-to-point channel (sender, receiver, comm_tag): sends minus receives submitted. */
+typedef struct lchan {
+    uint32_t src, dst, tag;
+    int64_t bal;
+    bool used;
+} lchan;
 
 typedef struct kstat {
     char *name;
@@ -51,11 +60,14 @@ struct etk_live {
     etk_sim *s;
     etk_groups *groups;
     lrank *r;
-    uint32_t n;
+    uint32_t n;          /* engine ranks: n_proc processes x gpp GPUs */
+    uint32_t n_proc, gpp; /* process p drives ranks p*gpp .. p*gpp+gpp-1 over one socket */
     int lfd;
     char dir[64], path[100];
     lcomm *comms;
     uint32_t n_comms;
+    lchan *chans;        /* open addressing, cap_chans a power of two */
+    uint32_t n_chans, cap_chans;
     kstat *ks;
     uint32_t n_ks;
     etk_live_reply cfg;

@@ -49,6 +49,41 @@ static kstat *kernel_stat(coord *c, const char *name)
     return k;
 }
 
+/* A send (+1) or receive (-1) on channel (src, dst, tag): keeps each receiver's count of channels
+ * with a send no receive matches yet (the coordinator's rule for ranks inside a real receive). */
+static int chan_count(coord *c, uint32_t src, uint32_t dst, uint32_t tag, int delta, etk_error *err)
+{
+    if (2 * (c->n_chans + 1) > c->cap_chans) {
+        uint32_t cap = c->cap_chans ? 2 * c->cap_chans : 1024;
+        lchan *nc = calloc(cap, sizeof *nc);
+        if (!nc)
+            return etk_err(err, ETK_ENOMEM, "out of memory");
+        for (uint32_t i = 0; i < c->cap_chans; i++)
+            if (c->chans[i].used) {
+                const lchan *o = &c->chans[i];
+                uint32_t h = (o->src * 2654435761u ^ o->dst * 40503u ^ o->tag * 97u) & (cap - 1);
+                while (nc[h].used)
+                    h = (h + 1) & (cap - 1);
+                nc[h] = *o;
+            }
+        free(c->chans);
+        c->chans = nc;
+        c->cap_chans = cap;
+    }
+    uint32_t h = (src * 2654435761u ^ dst * 40503u ^ tag * 97u) & (c->cap_chans - 1);
+    while (c->chans[h].used && !(c->chans[h].src == src && c->chans[h].dst == dst && c->chans[h].tag == tag))
+        h = (h + 1) & (c->cap_chans - 1);
+    lchan *ch = &c->chans[h];
+    if (!ch->used) {
+        *ch = (lchan){.src = src, .dst = dst, .tag = tag, .used = true};
+        c->n_chans++;
+    }
+    bool was = ch->bal > 0;
+    ch->bal += delta;
+    c->r[dst].unmatched_in += (ch->bal > 0) - was;
+    return 0;
+}
+
 /* One message's node into the rank's pending batch. */
 int live_take_node(coord *c, uint32_t rank, const etk_live_msg *m, etk_error *err)
 {
@@ -87,10 +122,14 @@ int live_take_node(coord *c, uint32_t rank, const etk_live_msg *m, etk_error *er
         if (!cm || m->peer < 0 || (uint32_t)m->peer >= cm->n)
             return etk_err(err, ETK_EINVAL, "rank %u: %.64s to peer %d of communicator %.64s: no such member", rank,
                            m->name, m->peer, m->group);
+        uint32_t peer = cm->ranks[m->peer], tag = ((uint32_t)(cm - c->comms) << 16) | (m->tag & 0xffff);
         add_attr(a, &na, etk_attr_i64("comm_size", (int64_t)m->bytes));
-        add_attr(a, &na, etk_attr_i32(m->type == ETK_NODE_SEND ? "comm_dst" : "comm_src",
-                                      (int32_t)cm->ranks[m->peer]));
-        add_attr(a, &na, etk_attr_i32("comm_tag", (int32_t)(((uint32_t)(cm - c->comms) << 16) | (m->tag & 0xffff))));
+        add_attr(a, &na, etk_attr_i32(m->type == ETK_NODE_SEND ? "comm_dst" : "comm_src", (int32_t)peer));
+        add_attr(a, &na, etk_attr_i32("comm_tag", (int32_t)tag));
+        int rc = m->type == ETK_NODE_SEND ? chan_count(c, rank, peer, tag, +1, err)
+                                          : chan_count(c, peer, rank, tag, -1, err);
+        if (rc)
+            return rc;
     } else if (m->bytes) {
         add_attr(a, &na, etk_attr_u64("tensor_size", m->bytes));
     }

@@ -14,12 +14,14 @@
 
 #include <stdint.h>
 
-#define ETK_LIVE_VERSION 1
+#define ETK_LIVE_VERSION 2
 #define ETK_LIVE_MAX_DEPS 8
 #define ETK_LIVE_BATCH 64 /* messages per packet at most (NODE messages are sent in batches) */
 
 enum {
-    ETK_LM_HELLO = 1,     /* rank -> coord: rank connects (answer: ETK_LR_CONFIG) */
+    ETK_LM_HELLO = 1,     /* rank -> coord: rank connects (answer: ETK_LR_CONFIG); `rank` is the
+                             process's; a process driving G GPUs speaks for the engine ranks
+                             rank*G .. rank*G+G-1 (`rank` of every later message) */
     ETK_LM_NODE = 2,      /* rank -> coord: one node (no answer) */
     ETK_LM_WAIT = 3,      /* rank -> coord: a node the rank blocks on (answer: ETK_LR_TIME) */
     ETK_LM_COMM_INIT = 4, /* rank -> coord: join communicator `group` as member `peer` of `tag`
@@ -30,7 +32,9 @@ enum {
                              the new group's name, t_ns = the member's rank in it, dep_end[0] =
                              its size; name "" for color -1) */
     ETK_LM_EXTERN = 7,    /* rank -> coord: enters a blocking call outside etkit (a real MPI
-                             call) at host time dur_ns: it submits nothing earlier (no answer) */
+                             call) at host time dur_ns: it submits nothing earlier (no answer);
+                             flags ETK_LF_NOLATE: when it returns it submits nothing dated before
+                             its return but receives (its send or collective node is in already) */
     ETK_LM_EXTERN_END = 8,/* rank -> coord: ... and is back (no answer) */
 };
 
@@ -45,6 +49,7 @@ enum {
 #define ETK_LF_CPU 1u    /* is_cpu_op */
 #define ETK_LF_KERNEL 2u /* a kernel timed by the coordinator from its name (--kernels) */
 #define ETK_LF_GEMM 4u   /* a GEMM timed by the compute model from m, n, k, flops, bytes */
+#define ETK_LF_NOLATE 8u /* EXTERN: see above */
 
 typedef struct etk_live_msg {
     uint32_t op;
@@ -68,11 +73,12 @@ typedef struct etk_live_msg {
 
 typedef struct etk_live_reply {
     uint32_t op;
-    int32_t status;
+    int32_t status;      /* the engine rank answered (a process may speak for several) */
     uint64_t t_ns;       /* TIME: the rank's new virtual time */
     uint64_t dep_end[2]; /* TIME: end times of the WAIT's first two dependencies */
     /* CONFIG: the modelled GPU and the job */
     uint32_t version, world, local_world, sms, cc_major, cc_minor;
+    uint32_t gpus;       /* GPUs per process (--gpus-per-process) */
     uint64_t hbm_bytes;
     double hbm_Bps, pcie_Bps, nvlink_Bps;
     double cpu_scale;

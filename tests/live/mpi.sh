@@ -5,6 +5,12 @@
 # program's MPI_Wtime: the Isend/Irecv ring of 1 MiB a + S/B = 11,486 ns; MPI_Allreduce of 1 MiB
 # 2(n-1)a + 2(n-1)/n S/B = 21,729 ns; MPI_Sendrecv of 64 KiB a + S/B = 1,655 ns; the data stay
 # real (the all-reduced ranks sum to 6). A rank that crashes ends the run with its name.
+# mpi_comms.c (MPI beyond MPI_COMM_WORLD, 4 ranks, S = 1 MiB, S/B = 10,485.76 ns): on pairs from
+# MPI_Comm_split, all-reduce of 4 B 2a = 2,000 and of S 2a + S/B = 12,486; MPI_Ssend (received
+# after MPI_Probe) a + S/B then the pair's barrier 2a: 13,486; on MPI_Comm_dup rings of S
+# (Iprobe polling, Test polling, Testall, Waitsome, Waitany) a + S/B = 11,486 each; all-gather(v),
+# reduce-scatter(_block), gather(v), scatter(v) of S (n-1)a + (n-1)/n S/B = 10,864, all-to-all(v)
+# (n-1)a + (n-1)/2 S/B = 18,729: every v-collective equals its plain form.
 # Skipped (77) without mpicc and mpirun (Debian: libopenmpi-dev, openmpi-bin).
 # usage: bash tests/live/mpi.sh <etkit>
 . "$(dirname "$0")/livelib.sh"
@@ -24,6 +30,23 @@ rc=$?
 for want in "ring 11486" "allreduce 21729" "sendrecv 1655" "sum 6"; do
   grep -qx "$want" "$T/out" && ok "$want" || fail "output lacks '$want': $(tr '\n' ' ' <"$T/out")"
 done
+mpicc -o "$T/comms" "$HERE/mpi_comms.c" || { fail "cannot build mpi_comms.c"; exit 1; }
+timeout 120 "$ETKIT" live --cluster "$T/ring4.yaml" --ranks 4 --cpu-scale 0 --launcher \
+  -- "${MPIRUN[@]}" "$T/comms" >"$T/cout" 2>"$T/cerr"
+rc=$?
+[ $rc = 0 ] || fail "mpi_comms: etkit live exited $rc: $(tail -5 "$T/cerr")"
+bad=$(awk -v a=1000 -v sb=10485.76 -v n=4 '
+  function r(x) { return int(x + 0.5) }
+  BEGIN { w["pair_allreduce_4"] = 2*a; w["pair_allreduce"] = r(2*a + sb); w["pair_ssend_barrier"] = r(a + sb + 2*a)
+          split("dup_ring_iprobe dup_ring_test dup_ring_testall dup_ring_waitsome", k, " ")
+          for (i in k) w[k[i]] = r(a + sb)
+          split("allgather allgatherv reduce_scatter_block reduce_scatter gather gatherv scatter scatterv", k, " ")
+          for (i in k) w[k[i]] = r((n-1)*a + (n-1)/n*sb)
+          w["alltoall"] = w["alltoallv"] = r((n-1)*a + (n-1)/2*sb); w["pairsum"] = 1 }
+  { seen[$1] = 1; if (!($1 in w) || $2 != w[$1]) print $0 " (want " w[$1] ")" }
+  END { for (x in w) if (!(x in seen)) print "missing " x }' "$T/cout")
+[ -z "$bad" ] && ok "mpi_comms: split, dup, Ssend, probes, tests, waitany/some, v-collectives: $(wc -l <"$T/cout") closed forms" ||
+  fail "mpi_comms: $bad"
 step() { sed -n 's/^step time *\([0-9,]*\) ns.*/\1/p' "$1"; }
 "$ETKIT" sim "$T/rec" --cluster "$T/ring4.yaml" >"$T/sim" 2>&1
 [ -n "$(step "$T/sim")" ] && [ "$(step "$T/err")" = "$(step "$T/sim")" ] &&
