@@ -137,6 +137,14 @@ for p in sim[:5]:
     if abs(p["usd_per_mtok"] - want) > 1e-9 * want: print("cost", p, want); sys.exit(1)
 EOF
 
+# uneven ends: 6 layers on 4 stages split evenly as 2, 2, 1, 1; (6 + 2) / 4 = 2 gives the ends
+# 1, 2, 2, 1 too (VPP 1 only: an end stage of 1 layer has no second chunk), each with 1f1b and
+# zb-h1: 4 candidates, 2 with --even-stages; the flags carry the ends to `etkit run`
+E="--model llama3-8b --layers 6 --seq 2048 --global-batch 16 --cluster dgx-h100 --nodes 1 --tp 1 --pp 4 --micro-batch 1 --zero 1 --recompute none --quiet --csv -"
+[ "$("$ETKIT" plan $E | tail -n +2 | wc -l)" = 4 ] || fail "uneven ends: want 4 candidates"
+[ "$("$ETKIT" plan $E | grep -c -- '--first-stage-layers 1 --last-stage-layers 1')" = 2 ] || fail "uneven ends: flags"
+[ "$("$ETKIT" plan $E --even-stages | tail -n +2 | wc -l)" = 2 ] || fail "--even-stages: want 2 candidates"
+
 # the lower bound (compute, and each TP / CP / DP group's collectives on its stream) is below the
 # simulated step of every plan of a space where communication weighs: 16 GPUs on 2 nodes, CP 2
 # (8,192 tokens), TP across the nodes, ZeRO 0 to 3, nothing pruned by the bound
