@@ -116,6 +116,9 @@ typedef struct etk_gen_config {
     uint32_t first_stage_layers, last_stage_layers; /* uneven ends (Llama 3: one fewer); 0: even split */
     int zero;                /* 0..3: ZeRO stage (1 optimizer, 2 + gradients, 3 + parameters sharded over DP) */
     int recompute;           /* ETK_RECOMPUTE_* */
+    uint32_t recompute_modules; /* Megatron's selective recompute modules (--recompute-modules
+                              * mla_up_proj,mlp,moe_act): one bit each (src/model/graph.h
+                              * G_RMOD_*); 0: none */
     char precision[8];       /* "bf16" | "fp16": parameters and activations, 2 bytes */
     uint32_t grad_bytes;     /* gradient accumulation/reduction precision: 4 (fp32, default) or 2 */
     double dp_bucket_mb;     /* DP gradient bucket, MiB (default 25) */
