@@ -142,10 +142,12 @@ static void plan_label(const etk_gen_config *c, char *label, size_t n)
                  c->attention == ETK_ATTN_FLASH ? "flash" : "prefill unfused");
     else
         snprintf(label, n,
-                 "%s: tp %u x cp %u%s x pp %u%s x dp %u = %u ranks, ep %u, sp %s, zero %d, recompute %s, "
+                 "%s: tp %u x cp %u%s x pp %u%s x dp %u = %u ranks, ep %u, sp %s, zero %d, recompute %s%s%s%s%s%s, "
                  "seq %lld, %s, global batch %u, micro-batch %u, %s, %s attention",
                  c->model.name, c->tp, c->cp, cp, c->pp, vpp, c->dp, c->n_ranks, c->ep, c->sp ? "on" : "off",
-                 c->zero, recompute_str(c->recompute), (long long)c->model.seq, c->precision, c->global_batch,
+                 c->zero, recompute_str(c->recompute), c->recompute_modules ? " (modules" : "",
+                 c->recompute_modules & 1u ? " mla_up_proj" : "", c->recompute_modules & 2u ? " mlp" : "",
+                 c->recompute_modules & 4u ? " moe_act" : "", c->recompute_modules ? ")" : "", (long long)c->model.seq, c->precision, c->global_batch,
                  c->micro_batch, sched_name(c->schedule), c->attention == ETK_ATTN_FLASH ? "flash" : "unfused");
 }
 
