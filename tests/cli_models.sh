@@ -52,6 +52,12 @@ read -r p3 t3 <<<"$(rm_peak mla_up_proj,mlp)"
 [ "$((p0 - p2))" = 339738624 ] || fail "mlp: peak $p0 -> $p2, want 339738624 B less"
 [ "$((p0 - p3))" = 893386752 ] || fail "mla_up_proj,mlp: peak $p0 -> $p3, want 893386752 B less"
 [ "$t1" -gt "$t0" ] && [ "$t3" -gt "$t2" ] || fail "recomputed up-projections cost no time ($t0 $t1 $t2 $t3)"
+# Llama 3 8B, 2 layers, seq 1024: mlp drops gate, up and SwiGLU outputs, 2 x 1024 x 2 x 3 x 14336
+l0=$("$ETKIT" run --model llama3-8b --layers 2 --seq 1024 --dp 1 --tp 1 --pp 1 --micro-batch 1 --global-batch 1 --json 2>/dev/null |
+  python3 -c 'import json, sys; print(json.load(sys.stdin)["memory"]["peak_bytes"])')
+l1=$("$ETKIT" run --model llama3-8b --layers 2 --seq 1024 --dp 1 --tp 1 --pp 1 --micro-batch 1 --global-batch 1 \
+  --recompute-modules mlp --json 2>/dev/null | python3 -c 'import json, sys; print(json.load(sys.stdin)["memory"]["peak_bytes"])')
+[ "$((l0 - l1))" = 176160768 ] || fail "llama3-8b mlp: peak $l0 -> $l1, want 176160768 B less"
 expect 2 "'foo' is not a module (mla_up_proj, mlp, moe_act, or none)" run --model deepseek-v3 --recompute-modules foo
 expect 2 "model llama3-8b (models/blocks/llama.yaml) has no op of this module" run --model llama3-8b --recompute-modules mla_up_proj
 expect 2 "--recompute-modules is a training option" run --model deepseek-v3 --mode inference --recompute-modules mlp

@@ -149,6 +149,8 @@ void etk_gen_config_init(etk_gen_config *c);
 /* Set one option by long name without "--" ("tp", "model", "sp", ...); value NULL for flags
  * without value. ETK_ENOTFOUND when name is not a gen option; other errors name the flag. */
 int etk_gen_set(etk_gen_config *c, const char *name, const char *value, etk_error *err);
+/* The recompute modules of c as " (modules a b)" for summaries; "" when none. */
+const char *etk_gen_recompute_modules_str(const etk_gen_config *c, char *buf, size_t n);
 /* True if `name` (without "--") is a gen option; *takes_value says if it needs a value. */
 bool etk_gen_is_option(const char *name, bool *takes_value);
 /* Consume the gen options of argv[0..argc) ("--name value" or "--name=value"); everything else

@@ -166,6 +166,19 @@ static int parse_pair(const char *flag, const char *v, const char *a, const char
     return 0;
 }
 
+const char *etk_gen_recompute_modules_str(const etk_gen_config *c, char *buf, size_t n)
+{
+    size_t k = 0;
+    if (n)
+        buf[0] = 0;
+    for (uint32_t b = 1; c->recompute_modules && b && etk_graph_rmod_name(b) && k < n; b <<= 1)
+        if (c->recompute_modules & b)
+            k += (size_t)snprintf(buf + k, n - k, "%s%s", k ? " " : " (modules ", etk_graph_rmod_name(b));
+    if (k && k < n)
+        snprintf(buf + k, n - k, ")");
+    return buf;
+}
+
 int etk_gen_set(etk_gen_config *c, const char *name, const char *v, etk_error *err)
 {
     bool tv;

@@ -76,12 +76,11 @@ int gen_init(gen *G, const etk_gen_config *cfg, etk_error *err)
         for (int j = 0; S && j < S->nops; j++)
             have |= S->ops[j].rmod;
     }
-    static const char *const rm_names[] = {"mla_up_proj", "mlp", "moe_act"};
-    for (int b = 0; b < 3; b++)
-        if ((cfg->recompute_modules >> b & 1u) && !(have >> b & 1u)) {
+    for (uint32_t b = 1; b && etk_graph_rmod_name(b); b <<= 1)
+        if ((cfg->recompute_modules & b) && !(have & b)) {
             etk_err(err, ETK_EINVAL, "--recompute-modules %s: model %s (%s) has no op of this module (ops "
-                    "marked `recompute: %s` in its block file)", rm_names[b], cfg->model.name, G->g->file,
-                    rm_names[b]);
+                    "marked `recompute: %s` in its block file)", etk_graph_rmod_name(b), cfg->model.name,
+                    G->g->file, etk_graph_rmod_name(b));
             etk_graph_free(G->g);
             G->g = NULL;
             return ETK_EINVAL;

@@ -32,6 +32,8 @@ enum { G_SEC_EMBED, G_SEC_LAYER, G_SEC_HEAD, G_N_SEC };
 #define G_RMOD_NAMES "mla_up_proj, mlp, moe_act"
 /* the bit of module NAME, 0 when unknown */
 uint32_t etk_graph_rmod_bit(const char *name);
+/* the name of module bit b (1, 2, 4, ...), NULL when not one */
+const char *etk_graph_rmod_name(uint32_t b);
 
 typedef struct gtensor {
     const char *name;      /* "<section>.<name>" */

@@ -520,16 +520,25 @@ int64_t etk_graph_elems(const etk_graph *g, int i)
     return n;
 }
 
+static const struct {
+    const char *name;
+    uint32_t bit;
+} rmods[] = {{"mla_up_proj", G_RMOD_MLA_UP_PROJ}, {"mlp", G_RMOD_MLP}, {"moe_act", G_RMOD_MOE_ACT}};
+
 uint32_t etk_graph_rmod_bit(const char *name)
 {
-    static const struct {
-        const char *name;
-        uint32_t bit;
-    } mods[] = {{"mla_up_proj", G_RMOD_MLA_UP_PROJ}, {"mlp", G_RMOD_MLP}, {"moe_act", G_RMOD_MOE_ACT}};
-    for (size_t i = 0; name && i < sizeof mods / sizeof mods[0]; i++)
-        if (!strcmp(name, mods[i].name))
-            return mods[i].bit;
+    for (size_t i = 0; name && i < sizeof rmods / sizeof rmods[0]; i++)
+        if (!strcmp(name, rmods[i].name))
+            return rmods[i].bit;
     return 0;
+}
+
+const char *etk_graph_rmod_name(uint32_t b)
+{
+    for (size_t i = 0; i < sizeof rmods / sizeof rmods[0]; i++)
+        if (rmods[i].bit == b)
+            return rmods[i].name;
+    return NULL;
 }
 
 static const char *sec_names[G_N_SEC_ALL] = {"embed", "layer", "head", "dense_layer", "decode_layer",
