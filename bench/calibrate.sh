@@ -47,5 +47,6 @@ fi
 [ "${CAL_FIGURES:-1}" = 0 ] && exit $rc
 echo "-- every row of $SHARED/spec/calibration-modern.json: presets as built (fitted) and held out"
 python3 "$HERE/calibration_figures.py" "$ETKIT" "$SHARED/spec/calibration-modern.json" \
-  "$HERE/calibration/loso-h100.txt" -j 1 --json-out "$OUT/figures.json" || rc=1
+  "$HERE/calibration/loso-h100.txt" -j 1 --json-out "$OUT/figures.json" \
+  --plan-extra "$HERE/calibration/modern-plan-extra.json" || rc=1
 exit $rc

@@ -8,7 +8,10 @@ rows of other GPUs are never fitted to, so their held-out figure is their fitted
 Prints the per-row table and the mean / worst |error| per set, per GPU and overall, both columns;
 --json prints the summaries as one JSON object (tests/cli_calibration_figures.sh pins them).
 The full report and the held-out sets run as concurrent processes of N threads each (-j, default 1).
-usage: calibration_figures.py ETKIT ROWS.json LOSO_FILE [--json] [--json-out FILE] [-j N]"""
+--plan-extra FILE is passed to every `etkit calibrate` (plan options of the runs' recipes that the
+rows do not carry: bench/calibration/modern-plan-extra.json).
+usage: calibration_figures.py ETKIT ROWS.json LOSO_FILE [--json] [--json-out FILE] [-j N]
+                              [--plan-extra FILE]"""
 import json
 import os
 import subprocess
@@ -58,6 +61,10 @@ def main():
     if "--json-out" in argv:
         json_out = argv[argv.index("--json-out") + 1]
         del argv[argv.index("--json-out"):argv.index("--json-out") + 2]
+    extra = []
+    if "--plan-extra" in argv:
+        extra = ["--plan-extra", argv[argv.index("--plan-extra") + 1]]
+        del argv[argv.index("--plan-extra"):argv.index("--plan-extra") + 2]
     argv = [a for a in argv if a != "--json"]
     etkit, rows_file, loso_file = argv[:3]
     loso = {}
@@ -66,9 +73,9 @@ def main():
         if f and not f[0].startswith("#"):
             loso[f[0]] = f[1:]
     sets = sorted(loso.items())
-    arglists = [[]]
+    arglists = [list(extra)]
     for s, params in sets:
-        args = ["--gpu", "h100", "--set", s]
+        args = ["--gpu", "h100", "--set", s] + extra
         for p in params:
             args += ["--param", p]
         arglists.append(args)

@@ -44,6 +44,9 @@ static void help(void)
            "  --note TEXT            with -o: a comment line for the YAML's header (repeatable)\n"
            "  --models-dir DIR       where model files named by rows are looked up by base name\n"
            "                         (besides next to ROWS.json and its parents)\n"
+           "  --plan-extra FILE      plan options the rows' runs used that their plans do not carry:\n"
+           "                         {\"ROW\": {\"plan\": {...}, \"source\": \"...\"}} (e.g. the recipe's\n"
+           "                         recompute_modules; bench/calibration/modern-plan-extra.json)\n"
            "  --json                 the report as JSON\n"
            "  --verbose              each row's prediction time on stderr\n"
            "  -j, --jobs N           rows predicted at once on N threads (default: the CPUs, at\n"
@@ -58,10 +61,10 @@ static void help(void)
            "                  --loso -o h100-fitted.yaml\n");
 }
 
-enum { O_REPORT = 1000, O_GPU, O_SET, O_PARAM, O_FIT, O_LOSO, O_MAXEV, O_MODELS, O_JSON, O_VERBOSE, O_JOBS, O_ROWS, O_NOTE };
+enum { O_REPORT = 1000, O_GPU, O_SET, O_PARAM, O_FIT, O_LOSO, O_MAXEV, O_MODELS, O_JSON, O_VERBOSE, O_JOBS, O_ROWS, O_NOTE, O_EXTRA };
 
 typedef struct cal_opts {
-    const char *gpu, *fit, *output, *models_dir;
+    const char *gpu, *fit, *output, *models_dir, *plan_extra;
     const char *sets[32];
     uint32_t n_sets;
     char names[2048];      /* --rows NAME,NAME,...: ",a,b," */
@@ -349,7 +352,8 @@ int cmd_calibrate(int argc, char **argv)
         {"set", required_argument, 0, O_SET}, {"param", required_argument, 0, O_PARAM},
         {"fit", required_argument, 0, O_FIT}, {"loso", no_argument, 0, O_LOSO},
         {"max-evals", required_argument, 0, O_MAXEV},
-        {"models-dir", required_argument, 0, O_MODELS}, {"json", no_argument, 0, O_JSON},
+        {"models-dir", required_argument, 0, O_MODELS},
+        {"plan-extra", required_argument, 0, O_EXTRA}, {"json", no_argument, 0, O_JSON},
         {"verbose", no_argument, 0, O_VERBOSE}, {"jobs", required_argument, 0, O_JOBS},
         {"rows", required_argument, 0, O_ROWS}, {"note", required_argument, 0, O_NOTE},
         {"output", required_argument, 0, 'o'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
@@ -393,6 +397,9 @@ int cmd_calibrate(int argc, char **argv)
             break;
         case O_MODELS:
             o.models_dir = optarg;
+            break;
+        case O_EXTRA:
+            o.plan_extra = optarg;
             break;
         case O_JSON:
             o.json = true;
@@ -448,7 +455,7 @@ int cmd_calibrate(int argc, char **argv)
     }
     etk_error err = {0};
     etk_calib_rows *rows = NULL;
-    if (etk_calib_load(in, o.models_dir, &rows, &err))
+    if (etk_calib_load_extra(in, o.models_dir, o.plan_extra, &rows, &err))
         return cli_fail(cmd, &err);
     bool *use = calloc(rows->n, sizeof *use);
     if (!use) {

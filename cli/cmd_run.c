@@ -128,7 +128,7 @@ static void plan_fields(const etk_gen_config *c)
 /* the workload line: the whole plan */
 static void plan_label(const etk_gen_config *c, char *label, size_t n)
 {
-    char cp[48] = "", vpp[24] = "";
+    char cp[48] = "", vpp[24] = "", rms[64];
     if (c->cp_comm == ETK_CP_RING)
         snprintf(cp, sizeof cp, " (ring)");
     if (c->vpp > 1)
@@ -142,10 +142,11 @@ static void plan_label(const etk_gen_config *c, char *label, size_t n)
                  c->attention == ETK_ATTN_FLASH ? "flash" : "prefill unfused");
     else
         snprintf(label, n,
-                 "%s: tp %u x cp %u%s x pp %u%s x dp %u = %u ranks, ep %u, sp %s, zero %d, recompute %s, "
+                 "%s: tp %u x cp %u%s x pp %u%s x dp %u = %u ranks, ep %u, sp %s, zero %d, recompute %s%s, "
                  "seq %lld, %s, global batch %u, micro-batch %u, %s, %s attention",
                  c->model.name, c->tp, c->cp, cp, c->pp, vpp, c->dp, c->n_ranks, c->ep, c->sp ? "on" : "off",
-                 c->zero, recompute_str(c->recompute), (long long)c->model.seq, c->precision, c->global_batch,
+                 c->zero, recompute_str(c->recompute), etk_gen_recompute_modules_str(c, rms, sizeof rms),
+                 (long long)c->model.seq, c->precision, c->global_batch,
                  c->micro_batch, sched_name(c->schedule), c->attention == ETK_ATTN_FLASH ? "flash" : "unfused");
 }
 

@@ -32,6 +32,23 @@ expect 2 "--loso applies to --fit" calibrate "$T/good.json" --loso
 expect 2 "no row matches --gpu b200" calibrate "$T/good.json" --gpu b200
 expect 2 "no row matches and the --rows names" calibrate "$T/good.json" --rows goo,od
 
+# --plan-extra: plan options a row's run used that its plan does not carry (the recipe's)
+printf '[1]' >"$T/x1.json"
+expect 2 "$T/x1.json: expected a JSON object" calibrate "$T/good.json" --plan-extra "$T/x1.json"
+printf '{"good": {"plan": {"dp": 4}}}' >"$T/x2.json"
+expect 2 "$T/x2.json: 'good': expected {\"plan\": {plan options}, \"source\"" calibrate "$T/good.json" --plan-extra "$T/x2.json"
+printf '{"nosuch": {"plan": {"dp": 4}, "source": "s"}}' >"$T/x3.json"
+expect 2 "$T/x3.json: 'nosuch': no row of that name in $T/good.json" calibrate "$T/good.json" --plan-extra "$T/x3.json"
+printf '{"good": {"plan": {"warp": 9}, "source": "s"}}' >"$T/x4.json"
+expect 2 "row 0 'good': plan-extra plan.warp: not a plan option" calibrate "$T/good.json" --plan-extra "$T/x4.json"
+# applied after the row's plan: recompute full predicts what the row with recompute full does
+echo "[$(row good "$SMALL" '{"tp": 2, "dp": 4, "mbs": 1, "gbs": 8, "seq": 1024, "sp": true, "zero": 1, "recompute": "full"}')]" >"$T/full.json"
+printf '{"good": {"plan": {"recompute": "full"}, "source": "s"}}' >"$T/x5.json"
+a=$("$ETKIT" calibrate "$T/good.json" --plan-extra "$T/x5.json" | grep '^good ')
+b=$("$ETKIT" calibrate "$T/full.json" | grep '^good ')
+c=$("$ETKIT" calibrate "$T/good.json" | grep '^good ')
+[ -n "$a" ] && [ "$a" = "$b" ] && [ "$a" != "$c" ] || fail "--plan-extra recompute full: '$a', want '$b' (not '$c')"
+
 # one path with etkit run: the same plan's tokens/s per GPU, to the printed digit
 "$ETKIT" calibrate "$T/good.json" --json >"$T/good.out" || fail "calibrate good.json failed: $(head -3 "$T/good.out")"
 "$ETKIT" run --model llama2-7b --layers 2 --hidden 1024 --heads 8 --ffn 2816 --vocab 16000 --tp 2 --dp 4 \

@@ -33,5 +33,34 @@ expect 2 "topk 8 must be between 1 and experts 4" gen --model-file "$T/m.yaml" -
 printf 'name: m\narch: moe\nlayers: 2\nhidden: 256\nheads: 8\nffn: 512\nvocab: 1000\nseq: 64\nexperts: 4\ntopk: 2\nmoe_ffn: 100\n' >"$T/m2.yaml"
 expect 2 "tp 8 does not divide the expert FFN 100" gen --model-file "$T/m2.yaml" --tp 8 --summary
 
+# --recompute-modules (Megatron's selective recompute modules): the tensors a module makes are
+# not kept, so one micro-batch's peak falls by exactly their bytes in every layer holding the
+# module. DeepSeek-V3, 4 layers (3 dense), seq 1024, BF16, one micro-batch, one rank:
+# mla_up_proj drops qan, ckvn, Q, K, V: layers x s x 2 B x (q_lora + kv_lora + heads x
+# (2 (qk_nope + qk_rope) + v_head)) = 4 x 1024 x 2 x (1536 + 512 + 128 x 512) = 553648128;
+# mlp drops the dense layers' gate, up and SwiGLU outputs: 3 x 1024 x 2 x 3 x 18432 = 339738624.
+rm_peak() {
+  "$ETKIT" run --model deepseek-v3 --layers 4 --seq 1024 --ep 1 --dp 1 --micro-batch 1 \
+    --global-batch 1 --recompute-modules "$1" --json 2>/dev/null |
+    python3 -c 'import json, sys; d = json.load(sys.stdin); print(d["memory"]["peak_bytes"], d["step_ns"])'
+}
+read -r p0 t0 <<<"$(rm_peak none)"
+read -r p1 t1 <<<"$(rm_peak mla_up_proj)"
+read -r p2 t2 <<<"$(rm_peak mlp)"
+read -r p3 t3 <<<"$(rm_peak mla_up_proj,mlp)"
+[ "$((p0 - p1))" = 553648128 ] || fail "mla_up_proj: peak $p0 -> $p1, want 553648128 B less"
+[ "$((p0 - p2))" = 339738624 ] || fail "mlp: peak $p0 -> $p2, want 339738624 B less"
+[ "$((p0 - p3))" = 893386752 ] || fail "mla_up_proj,mlp: peak $p0 -> $p3, want 893386752 B less"
+[ "$t1" -gt "$t0" ] && [ "$t3" -gt "$t2" ] || fail "recomputed up-projections cost no time ($t0 $t1 $t2 $t3)"
+# Llama 3 8B, 2 layers, seq 1024: mlp drops gate, up and SwiGLU outputs, 2 x 1024 x 2 x 3 x 14336
+l0=$("$ETKIT" run --model llama3-8b --layers 2 --seq 1024 --dp 1 --tp 1 --pp 1 --micro-batch 1 --global-batch 1 --json 2>/dev/null |
+  python3 -c 'import json, sys; print(json.load(sys.stdin)["memory"]["peak_bytes"])')
+l1=$("$ETKIT" run --model llama3-8b --layers 2 --seq 1024 --dp 1 --tp 1 --pp 1 --micro-batch 1 --global-batch 1 \
+  --recompute-modules mlp --json 2>/dev/null | python3 -c 'import json, sys; print(json.load(sys.stdin)["memory"]["peak_bytes"])')
+[ "$((l0 - l1))" = 176160768 ] || fail "llama3-8b mlp: peak $l0 -> $l1, want 176160768 B less"
+expect 2 "'foo' is not a module (mla_up_proj, mlp, moe_act, or none)" run --model deepseek-v3 --recompute-modules foo
+expect 2 "model llama3-8b (models/blocks/llama.yaml) has no op of this module" run --model llama3-8b --recompute-modules mla_up_proj
+expect 2 "--recompute-modules is a training option" run --model deepseek-v3 --mode inference --recompute-modules mlp
+
 [ "$fails" = 0 ] || { echo "$fails failure(s)"; exit 1; }
 echo "cli_models: ok"

@@ -62,6 +62,13 @@ typedef struct etk_calib_rows {
  * relative to the rows file's folder and its parents, then by base name in models_dir (may be
  * NULL). */
 int etk_calib_load(const char *path, const char *models_dir, etk_calib_rows **out, etk_error *err);
+/* The same with plan options the rows' runs used that their plans do not carry (extra_path may be
+ * NULL): a JSON object {"ROW NAME": {"plan": {KEY: VALUE, ...}, "source": "..."}, ...}, each
+ * plan key applied after the row's own plan as the row's plan keys are (e.g. the recipe's
+ * "recompute_modules"). Fails, naming the file and the entry, when the file is not such an
+ * object or names a row the rows file does not have. */
+int etk_calib_load_extra(const char *path, const char *models_dir, const char *extra_path,
+                         etk_calib_rows **out, etk_error *err);
 void etk_calib_free(etk_calib_rows *r);
 
 /* Parameters to fit or apply: names and values. */

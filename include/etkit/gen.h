@@ -116,6 +116,9 @@ typedef struct etk_gen_config {
     uint32_t first_stage_layers, last_stage_layers; /* uneven ends (Llama 3: one fewer); 0: even split */
     int zero;                /* 0..3: ZeRO stage (1 optimizer, 2 + gradients, 3 + parameters sharded over DP) */
     int recompute;           /* ETK_RECOMPUTE_* */
+    uint32_t recompute_modules; /* Megatron's selective recompute modules (--recompute-modules
+                              * mla_up_proj,mlp,moe_act): one bit each (src/model/graph.h
+                              * G_RMOD_*); 0: none */
     char precision[8];       /* "bf16" | "fp16": parameters and activations, 2 bytes */
     uint32_t grad_bytes;     /* gradient accumulation/reduction precision: 4 (fp32, default) or 2 */
     double dp_bucket_mb;     /* DP gradient bucket, MiB (default 25) */
@@ -146,6 +149,8 @@ void etk_gen_config_init(etk_gen_config *c);
 /* Set one option by long name without "--" ("tp", "model", "sp", ...); value NULL for flags
  * without value. ETK_ENOTFOUND when name is not a gen option; other errors name the flag. */
 int etk_gen_set(etk_gen_config *c, const char *name, const char *value, etk_error *err);
+/* The recompute modules of c as " (modules a b)" for summaries; "" when none. */
+const char *etk_gen_recompute_modules_str(const etk_gen_config *c, char *buf, size_t n);
 /* True if `name` (without "--") is a gen option; *takes_value says if it needs a value. */
 bool etk_gen_is_option(const char *name, bool *takes_value);
 /* Consume the gen options of argv[0..argc) ("--name value" or "--name=value"); everything else

@@ -282,7 +282,7 @@ static int build_cluster(const etk_calib_rows *rs, etk_calib_row *r, const char 
 }
 
 static int build_row(const etk_calib_rows *rs, etk_calib_row *r, const json_t *o,
-                     const char *models_dir)
+                     const char *models_dir, const json_t *extra)
 {
     etk_gen_config_init(&r->cfg);
     const char *mode = jstr(o, "mode");
@@ -309,6 +309,9 @@ static int build_row(const etk_calib_rows *rs, etk_calib_row *r, const json_t *o
         if (set_option(rs, r, "plan", k, v))
             return -1;
     }
+    json_object_foreach((json_t *)extra, k, v)
+        if (set_option(rs, r, "plan-extra plan", k, v))
+            return -1;
     if (inf) {
         if (!json_is_object(inf))
             return row_fail(rs, r, "inference: expected an object (batch, prompt, decode_steps)");
@@ -343,7 +346,7 @@ static int build_row(const etk_calib_rows *rs, etk_calib_row *r, const json_t *o
 }
 
 static void read_row(const etk_calib_rows *rs, etk_calib_row *r, const json_t *o,
-                     const char *models_dir)
+                     const char *models_dir, const json_t *extra)
 {
     const char *s;
     r->expressible = true;
@@ -391,7 +394,7 @@ static void read_row(const etk_calib_rows *rs, etk_calib_row *r, const json_t *o
         return;
     }
     r->measured = json_number_value(val);
-    if (build_row(rs, r, o, models_dir))
+    if (build_row(rs, r, o, models_dir, extra))
         return;
     bool inf = r->cfg.mode == ETK_GEN_MODE_INFERENCE;
     if (inf != (r->metric == ETK_CALIB_OUT_TOKENS_PER_S_PER_GPU))
@@ -399,17 +402,72 @@ static void read_row(const etk_calib_rows *rs, etk_calib_row *r, const json_t *o
                  inf ? "an inference" : "a training");
 }
 
-int etk_calib_load(const char *path, const char *models_dir, etk_calib_rows **out, etk_error *err)
+/* the plan-extra file: an object of {"plan": {...}, "source": "..."} per row name */
+static int load_extra(const char *path, json_t **out, etk_error *err)
 {
     *out = NULL;
-    json_t *root;
-    int rc = etk_json_file_load(path, ETK_MAX_INPUT_BYTES, "calibration file", 0, &root, err);
+    if (!path)
+        return 0;
+    json_t *x;
+    int rc = etk_json_file_load(path, ETK_MAX_INPUT_BYTES, "plan-extra file", 0, &x, err);
     if (rc)
         return rc;
+    if (!json_is_object(x)) {
+        json_decref(x);
+        return etk_err(err, ETK_EFORMAT, "%s: expected a JSON object {\"ROW NAME\": {\"plan\": {...}, "
+                       "\"source\": \"...\"}}", path);
+    }
+    const char *k;
+    json_t *v;
+    json_object_foreach(x, k, v) {
+        const json_t *p = json_is_object(v) ? json_object_get(v, "plan") : NULL;
+        if (!json_is_object(p) || !json_is_string(json_object_get(v, "source"))) {
+            json_decref(x);
+            return etk_err(err, ETK_EFORMAT, "%s: '%s': expected {\"plan\": {plan options}, \"source\": "
+                           "\"where the run's recipe sets them\"}", path, k);
+        }
+    }
+    *out = x;
+    return 0;
+}
+
+int etk_calib_load(const char *path, const char *models_dir, etk_calib_rows **out, etk_error *err)
+{
+    return etk_calib_load_extra(path, models_dir, NULL, out, err);
+}
+
+int etk_calib_load_extra(const char *path, const char *models_dir, const char *extra_path,
+                         etk_calib_rows **out, etk_error *err)
+{
+    *out = NULL;
+    json_t *root, *extra;
+    int rc = load_extra(extra_path, &extra, err);
+    if (rc)
+        return rc;
+    if ((rc = etk_json_file_load(path, ETK_MAX_INPUT_BYTES, "calibration file", 0, &root, err))) {
+        json_decref(extra);
+        return rc;
+    }
     if (!json_is_array(root) || json_array_size(root) == 0) {
         json_decref(root);
+        json_decref(extra);
         return etk_err(err, ETK_EFORMAT, "%s: expected a JSON array of rows (objects with name, "
                        "model, plan, cluster, gpus, measured)", path);
+    }
+    const char *k;
+    json_t *v;
+    json_object_foreach(extra, k, v) { /* every entry names a row of the file */
+        size_t i = 0;
+        const char *nm = NULL;
+        for (; i < json_array_size(root); i++)
+            if ((nm = jstr(json_array_get(root, i), "name")) && !strcmp(nm, k))
+                break;
+        if (i == json_array_size(root)) {
+            rc = etk_err(err, ETK_EFORMAT, "%s: '%s': no row of that name in %s", extra_path, k, path);
+            json_decref(extra);
+            json_decref(root);
+            return rc;
+        }
     }
     size_t n = json_array_size(root);
     etk_calib_rows *rs = calloc(1, sizeof *rs);
@@ -418,6 +476,7 @@ int etk_calib_load(const char *path, const char *models_dir, etk_calib_rows **ou
     if (!rs || !rs->rows) {
         free(rs);
         json_decref(root);
+        json_decref(extra);
         return etk_err(err, ETK_ENOMEM, "%s: out of memory", path);
     }
     snprintf(rs->path, sizeof rs->path, "%s", path);
@@ -434,9 +493,12 @@ int etk_calib_load(const char *path, const char *models_dir, etk_calib_rows **ou
             row_fail(rs, r, "expected an object");
             continue;
         }
-        read_row(rs, r, o, models_dir);
+        const char *nm = jstr(o, "name");
+        const json_t *xe = nm && extra ? json_object_get(extra, nm) : NULL;
+        read_row(rs, r, o, models_dir, xe ? json_object_get(xe, "plan") : NULL);
     }
     json_decref(root);
+    json_decref(extra);
     *out = rs;
     return 0;
 }

@@ -14,7 +14,8 @@
  * reduce-scatter in backward, an all-reduce gives none). With sequence parallelism, tensors that
  * were all-gathered for a GEMM are kept sharded and gathered again for the weight gradient, as
  * Megatron-LM does. Recompute re-emits forward ops (selective: the attention core; full: the
- * whole layer including its collectives) at the start of the backward pass. The files of
+ * whole layer including its collectives; --recompute-modules: the ops of the named modules,
+ * whose outputs are then not kept) at the start of the backward pass. The files of
  * lowering and their order: lower_priv.h. */
 #include <math.h>
 #include <stdio.h>
@@ -33,6 +34,9 @@
 static uint64_t save_one(ctx *c, uint8_t *seen, int j, int t, int per)
 {
     const gop *op = &c->S->ops[j];
+    int pj = c->prod_op[t];
+    if (pj >= 0 && (c->S->ops[pj].rmod & c->rmods))
+        return 0; /* made by a recomputed module: discarded, made again before the backward */
     bool fp8 = !per && !c->g->t[t].weight && low_fp8_gemm(c, op);
     uint8_t bit = fp8 ? 2 : 1;
     if (seen[t] & bit)
@@ -176,6 +180,7 @@ int etk_lower_section(const etk_graph *g, int sec, const glower_opts *o, etk_are
     c.full = o->recompute == ETK_RECOMPUTE_FULL && sec != G_SEC_EMBED && sec != G_SEC_HEAD;
     /* selective recompute recomputes the attention region: fused, it keeps nothing to recompute */
     c.selective = o->recompute == ETK_RECOMPUTE_SELECTIVE && !o->flash;
+    c.rmods = c.full ? 0 : o->rmods;
     for (int j = 0; o->flash && j < S->nops; j++) {
         const gop *op = &S->ops[j];
         for (int i = 0; i < op->nin; i++) {
@@ -248,12 +253,12 @@ int etk_lower_section(const etk_graph *g, int sec, const glower_opts *o, etk_are
     p->nfwd = p->n;
     p->saved_bytes = saved_bytes(&c);
     /* recompute pass */
-    if (c.full || c.selective) {
+    if (c.full || c.selective || c.rmods) {
         memcpy(c.ts[1], c.ts[0], sizeof(tstate) * (size_t)nt);
         for (int t = 0; t < nt; t++)
             c.ts[1][t].nconv = 0;
         for (int j = 0; j < nops; j++)
-            if (c.full || S->ops[j].region)
+            if (low_recomputed(&c, &S->ops[j]))
                 if ((rc = low_lower_op_fwd(&c, 1, j, P_RECOMP)))
                     return c.rc ? c.rc : rc;
     } else {

@@ -72,6 +72,7 @@ typedef struct glower_opts {
     int64_t ep;         /* expert parallel degree: weights with the expert dim 'e' hold 1/ep */
     bool sp;
     int recompute;      /* ETK_RECOMPUTE_* (full applies to transformer layers) */
+    uint32_t rmods;     /* recompute modules (G_RMOD_*): their ops re-run, their outputs not kept */
     int act_bytes;      /* bytes per activation element (2) */
     int gemm_bytes;     /* bytes per GEMM input element: 1 for FP8 GEMMs (0: act_bytes); FP8
                          * applies to the GEMMs with a weight outside the attention region and

@@ -57,7 +57,7 @@ static int32_t avail(ctx *c, int j, int i)
     int t = op->in[i];
     if (c->g->t[t].weight)
         return NONE;
-    int pass = (c->full || (c->selective && op->region)) ? 1 : 0;
+    int pass = low_recomputed(c, op) ? 1 : 0;
     /* full recompute too: Megatron's recomputed forward runs the same linear layers, which save
      * their sharded input again and all-gather it again in backward (8 all-gathers per layer
      * per micro-batch with SP, not 6) */

@@ -57,6 +57,7 @@ typedef struct {
     etk_error *err;
     bool full;           /* full recompute of this section */
     bool selective;
+    uint32_t rmods;      /* recompute modules of this section (not with full recompute) */
     lay stream;
     tstate *ts[2];       /* [0] forward, [1] recompute */
     int *prod_op;        /* tensor -> op index producing it, -1 */
@@ -122,6 +123,13 @@ int low_lower_op_fwd(ctx *c, int pass, int j, int phase);
 void low_add_contrib(ctx *c, int t, int32_t inst, lay L);
 int low_get_grad(ctx *c, int t, int32_t *out, lay *L);
 int low_lower_op_bwd(ctx *c, int j);
+
+/* op re-run in the recompute pass: full recompute, the selective attention region, or an op of
+ * a --recompute-modules module */
+static inline bool low_recomputed(const ctx *c, const gop *op)
+{
+    return c->full || (c->selective && op->region) || (op->rmod & c->rmods);
+}
 
 /* lower_fwd.c: an FP8 GEMM (a weight GEMM outside attention and the head, --precision fp8) */
 bool low_fp8_gemm(const ctx *c, const gop *op);

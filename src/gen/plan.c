@@ -11,6 +11,7 @@
 
 #include "etkit/gen.h"
 #include "gen/infer.h"
+#include "model/graph.h"
 
 void etk_gen_config_init(etk_gen_config *c)
 {
@@ -39,7 +40,7 @@ static const struct {
     {"model", true}, {"model-file", true}, {"layers", true}, {"hidden", true}, {"heads", true},
     {"kv-heads", true}, {"ffn", true}, {"vocab", true}, {"seq", true}, {"dp", true}, {"tp", true}, {"cp", true}, {"cp-comm", true}, {"ep", true}, {"etp", true}, {"moe-imbalance", true}, {"moe-max-nodes", true}, {"gpus-per-node", true}, {"attention", true},
     {"pp", true}, {"sp", false}, {"micro-batch", true}, {"global-batch", true}, {"schedule", true}, {"vpp", true}, {"first-stage-layers", true}, {"last-stage-layers", true},
-    {"zero", true}, {"fsdp", false}, {"recompute", true}, {"precision", true}, {"grad-precision", true},
+    {"zero", true}, {"fsdp", false}, {"recompute", true}, {"recompute-modules", true}, {"precision", true}, {"grad-precision", true},
     {"dp-bucket-mb", true}, {"rank-order", true}, {"gpu", true},
     {"mode", true}, {"prompt-len", true}, {"decode-steps", true}, {"batch", true}, {"micro-batches", true},
     {"kv-precision", true},
@@ -48,7 +49,7 @@ static const struct {
 /* flags that only make sense in one mode: the first one given is remembered and refused by
  * etk_gen_check in the other mode (whatever the order of --mode and the flag) */
 static const char *const training_only[] = {"sp", "cp", "micro-batch", "global-batch", "schedule", "vpp", "zero",
-                                            "fsdp", "recompute", "grad-precision", "dp-bucket-mb", "etp", "moe-imbalance",
+                                            "fsdp", "recompute", "recompute-modules", "grad-precision", "dp-bucket-mb", "etp", "moe-imbalance",
                                             "moe-max-nodes", NULL};
 static const char *const inference_only[] = {"prompt-len", "decode-steps", "batch", "micro-batches", "kv-precision",
                                              NULL};
@@ -105,6 +106,9 @@ const char *etk_gen_options_help(void)
            "                       2: gradients sharded too; 3: parameters too, gathered per layer\n"
            "  --fsdp               same as --zero 3\n"
            "  --recompute R        none (default) | selective | full\n"
+           "  --recompute-modules L  Megatron's selective recompute modules, comma-separated:\n"
+           "                       mla_up_proj (MLA up-projections: Q, K, V not kept), mlp (dense\n"
+           "                       layers' MLP), moe_act (experts' SwiGLU); 'none' clears\n"
            "  --precision P        bf16 (default) | fp16 parameters and activations; fp8: FP8 GEMMs\n"
            "                       (1-byte GEMM inputs, fp8 peak), BF16 elsewhere\n"
            "  --grad-precision P   fp32 (default) | bf16 | fp16 gradient accumulation and reduction\n"
@@ -160,6 +164,19 @@ static int parse_pair(const char *flag, const char *v, const char *a, const char
         return etk_err(err, ETK_EINVAL, "--%s wants %s or %s, got '%s'", flag, a, b, v);
     *out = strcmp(v, a) ? 1 : 0;
     return 0;
+}
+
+const char *etk_gen_recompute_modules_str(const etk_gen_config *c, char *buf, size_t n)
+{
+    size_t k = 0;
+    if (n)
+        buf[0] = 0;
+    for (uint32_t b = 1; c->recompute_modules && b && etk_graph_rmod_name(b) && k < n; b <<= 1)
+        if (c->recompute_modules & b)
+            k += (size_t)snprintf(buf + k, n - k, "%s%s", k ? " " : " (modules ", etk_graph_rmod_name(b));
+    if (k && k < n)
+        snprintf(buf + k, n - k, ")");
+    return buf;
 }
 
 int etk_gen_set(etk_gen_config *c, const char *name, const char *v, etk_error *err)
@@ -289,6 +306,28 @@ int etk_gen_set(etk_gen_config *c, const char *name, const char *v, etk_error *e
             c->recompute = ETK_RECOMPUTE_FULL;
         else
             return etk_err(err, ETK_EINVAL, "--recompute wants none, selective or full, got '%s'", v);
+        return 0;
+    }
+    if (!strcmp(name, "recompute-modules")) {
+        uint32_t bits = 0;
+        if (strcmp(v, "none")) {
+            char buf[128];
+            if (strlen(v) >= sizeof buf)
+                return etk_err(err, ETK_EINVAL, "--recompute-modules: list too long");
+            snprintf(buf, sizeof buf, "%s", v);
+            char *save = NULL;
+            for (char *m = strtok_r(buf, ",", &save); m; m = strtok_r(NULL, ",", &save)) {
+                uint32_t b = etk_graph_rmod_bit(m);
+                if (!b)
+                    return etk_err(err, ETK_EINVAL, "--recompute-modules: '%s' is not a module (%s, or none)", m,
+                                   G_RMOD_NAMES);
+                bits |= b;
+            }
+            if (!bits)
+                return etk_err(err, ETK_EINVAL, "--recompute-modules wants a comma-separated list of %s, or none",
+                               G_RMOD_NAMES);
+        }
+        c->recompute_modules = bits;
         return 0;
     }
     if (!strcmp(name, "precision")) {

@@ -68,6 +68,23 @@ int gen_init(gen *G, const etk_gen_config *cfg, etk_error *err)
     int rc = etk_graph_load(&cfg->model, cfg->micro_batch, &G->g, err);
     if (rc)
         return rc;
+    /* each recompute module asked for must be in the model's layers: one that is not would
+     * silently change nothing */
+    uint32_t have = 0;
+    for (int s = 0; s < G_N_SEC + 1; s++) {
+        const gsection *S = etk_graph_section(G->g, s);
+        for (int j = 0; S && j < S->nops; j++)
+            have |= S->ops[j].rmod;
+    }
+    for (uint32_t b = 1; b && etk_graph_rmod_name(b); b <<= 1)
+        if ((cfg->recompute_modules & b) && !(have & b)) {
+            etk_err(err, ETK_EINVAL, "--recompute-modules %s: model %s (%s) has no op of this module (ops "
+                    "marked `recompute: %s` in its block file)", etk_graph_rmod_name(b), cfg->model.name,
+                    G->g->file, etk_graph_rmod_name(b));
+            etk_graph_free(G->g);
+            G->g = NULL;
+            return ETK_EINVAL;
+        }
     G->a = etk_arena_new(0);
     G->act_bytes = 2;
     G->cp = cfg->cp ? cfg->cp : 1;
@@ -90,7 +107,8 @@ int gen_init(gen *G, const etk_gen_config *cfg, etk_error *err)
                     T->split = -1;
         }
     glower_opts o = {.tp = cfg->tp, .moe_imbalance = cfg->moe_imbalance, .moe_a2a_scale = moe_a2a_scale(cfg), .cp = G->cp, .cp_ring = cfg->cp_comm == ETK_CP_RING && G->cp > 1,
-                     .flash = cfg->attention == ETK_ATTN_FLASH, .ep = G->ep, .sp = cfg->sp, .recompute = cfg->recompute, .act_bytes = G->act_bytes,
+                     .flash = cfg->attention == ETK_ATTN_FLASH, .ep = G->ep, .sp = cfg->sp, .recompute = cfg->recompute,
+                     .rmods = cfg->recompute_modules, .act_bytes = G->act_bytes,
                      .gemm_bytes = !strcmp(cfg->precision, "fp8") ? 1 : 0,
                      .fp8_cast_mb = !strcmp(cfg->precision, "fp8") ? (int64_t)cfg->micro_batches : 0};
     /* DeepSeek's first_k_dense_replace: the first dense_layers layers from the dense_layer section */

@@ -23,6 +23,18 @@ enum { G_SEC_EMBED, G_SEC_LAYER, G_SEC_HEAD, G_N_SEC };
 #define G_SEC_DECODE_DENSE (G_N_SEC + 2) /* decode_dense_layer */
 #define G_N_SEC_ALL (G_N_SEC + 3)
 
+/* Megatron's selective recompute modules (--recompute-modules; `recompute:` of a block op):
+ * the ops of a module are run again at the start of the backward pass and the tensors they
+ * produce are not kept (Megatron's checkpoint / CheckpointWithoutOutput around the module) */
+#define G_RMOD_MLA_UP_PROJ 1u /* MLA: q/kv norms, up-projections, RoPE (their outputs Q, K, V) */
+#define G_RMOD_MLP 2u         /* a dense layer's MLP (GEMMs and activation; input kept) */
+#define G_RMOD_MOE_ACT 4u     /* the experts' activation (SwiGLU) */
+#define G_RMOD_NAMES "mla_up_proj, mlp, moe_act"
+/* the bit of module NAME, 0 when unknown */
+uint32_t etk_graph_rmod_bit(const char *name);
+/* the name of module bit b (1, 2, 4, ...), NULL when not one */
+const char *etk_graph_rmod_name(uint32_t b);
+
 typedef struct gtensor {
     const char *name;      /* "<section>.<name>" */
     int section;
@@ -46,6 +58,8 @@ typedef struct gop {
     int save[G_MAX_SAVE];        /* tensors kept for the backward pass */
     int save_bytes[G_MAX_SAVE];  /* bytes per element (0: activation precision) */
     bool region;           /* part of the selectively recomputed region (attention core) */
+    uint32_t rmod;         /* the recompute module it belongs to (`recompute: NAME`, one bit of
+                            * G_RMOD_*; --recompute-modules): 0 none */
     bool shared_kv;        /* matmul: its operands read over the key sequence (the KV cache) were
                             * read by an earlier op of the same fused attention kernel (`shared_kv:
                             * true`; MLA's absorbed decode: the values are the cached latent the

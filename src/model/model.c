@@ -520,6 +520,27 @@ int64_t etk_graph_elems(const etk_graph *g, int i)
     return n;
 }
 
+static const struct {
+    const char *name;
+    uint32_t bit;
+} rmods[] = {{"mla_up_proj", G_RMOD_MLA_UP_PROJ}, {"mlp", G_RMOD_MLP}, {"moe_act", G_RMOD_MOE_ACT}};
+
+uint32_t etk_graph_rmod_bit(const char *name)
+{
+    for (size_t i = 0; name && i < sizeof rmods / sizeof rmods[0]; i++)
+        if (!strcmp(name, rmods[i].name))
+            return rmods[i].bit;
+    return 0;
+}
+
+const char *etk_graph_rmod_name(uint32_t b)
+{
+    for (size_t i = 0; i < sizeof rmods / sizeof rmods[0]; i++)
+        if (rmods[i].bit == b)
+            return rmods[i].name;
+    return NULL;
+}
+
 static const char *sec_names[G_N_SEC_ALL] = {"embed", "layer", "head", "dense_layer", "decode_layer",
                                              "decode_dense_layer"};
 
@@ -664,6 +685,10 @@ static int load_op(loader *L, int sec, json_t *jo, size_t idx, gop *op)
     json_t *bw = json_object_get(jo, "bwd");
     op->bwd = bw ? json_number_value(bw) : (op->kind == G_DROPOUT ? 1 : 2);
     op->region = json_object_get(jo, "region") != NULL;
+    json_t *rm = json_object_get(jo, "recompute");
+    if (rm && !(json_is_string(rm) && (op->rmod = etk_graph_rmod_bit(json_string_value(rm)))))
+        return etk_err(L->err, ETK_EFORMAT, "%s: %s: 'recompute' must name a recompute module (%s)", L->file,
+                       where, G_RMOD_NAMES);
     json_t *skv = json_object_get(jo, "shared_kv");
     if (skv && (!json_is_boolean(skv) || op->kind != G_MATMUL))
         return etk_err(L->err, ETK_EFORMAT, "%s: %s: 'shared_kv' must be true or false, on a matmul", L->file, where);
