@@ -15,15 +15,17 @@
 
 static void help(void)
 {
-    printf("usage: etkit synth fit WORKLOAD... [--list FILE] -o MODEL\n"
-           "       etkit synth sample MODEL -o PREFIX [--ranks N] [--inner G] [--seed S] [--max-nodes N]\n"
+    printf("usage: etkit synth fit WORKLOAD... [--list FILE] [--layerdag [--epochs N]] -o MODEL\n"
+           "       etkit synth sample MODEL -o PREFIX [--ranks N] [--inner G] [--seed S] [--max-nodes N] [--count]\n"
            "       etkit synth eval MODEL --real FILE [--samples K] [--seed S] [--cluster NAME] [--json]\n\n"
            "Learned synthetic workloads (docs/synth.md). Rank graphs (one per rank class) become token\n"
            "graphs (node type x operator class x collective type x group role; FLOPs, tensor bytes, comm\n"
            "bytes and duration in per-token quantile bins) peeled into layers (layer 1 = the sources,\n"
            "layer l+1 = the nodes whose parents are all placed).\n\n"
            "  fit      learn the count model (conditional frequency tables with back-off) from workloads\n"
-           "           (a prefix, or a rank file PREFIX.<r>.et); --list FILE: one workload per line\n"
+           "           (a prefix, or a rank file PREFIX.<r>.et); --list FILE: one workload per line;\n"
+           "           --layerdag: train the LayerDAG model too (layer size, token diffusion, edge\n"
+           "           diffusion: small dense networks, Adam, teacher forcing over all layers)\n"
            "  sample   write PREFIX.<rank>.et + PREFIX.json: every rank runs one sampled rank graph,\n"
            "           collectives in the same order on every group member, send/recv matched by tag,\n"
            "           valid and deadlock-free by construction; a graph isomorphic to a training graph\n"
@@ -35,6 +37,9 @@ static void help(void)
            "options:\n"
            "  -o, --out PATH       the model file (fit) or the output prefix (sample)\n"
            "  --list FILE          fit: more workloads, one per line ('#' comments)\n"
+           "  --layerdag           fit: train the LayerDAG model (sampled from by default then)\n"
+           "  --epochs N           fit: LayerDAG training passes over the corpus (default 8)\n"
+           "  --count              sample: the count baseline even when the model has a LayerDAG part\n"
            "  --ranks N            sample: ranks (default: the most common world size of the corpus)\n"
            "  --inner G            sample: ranks per inner group (default: the corpus' most common size\n"
            "                       that divides N; 1: every collective on the world group)\n"
@@ -52,21 +57,22 @@ static void help(void)
            "  etkit synth eval synth.json --real /tmp/corpus/test.txt --cluster dgx-h100\n");
 }
 
-enum { O_LIST = 1000, O_RANKS, O_INNER, O_SEED, O_MAXN, O_REAL, O_SAMPLES, O_CLUSTER, O_JSON };
+enum { O_LIST = 1000, O_RANKS, O_INNER, O_SEED, O_MAXN, O_REAL, O_SAMPLES, O_CLUSTER, O_JSON, O_LD, O_EPOCHS, O_COUNT };
 static const struct option longopts[] = {
     {"out", required_argument, 0, 'o'},         {"list", required_argument, 0, O_LIST},
     {"ranks", required_argument, 0, O_RANKS},   {"inner", required_argument, 0, O_INNER},
     {"seed", required_argument, 0, O_SEED},     {"max-nodes", required_argument, 0, O_MAXN},
     {"real", required_argument, 0, O_REAL},     {"samples", required_argument, 0, O_SAMPLES},
     {"cluster", required_argument, 0, O_CLUSTER}, {"json", no_argument, 0, O_JSON},
-    {"quiet", no_argument, 0, 'q'},             {"help", no_argument, 0, 'h'},
+    {"layerdag", no_argument, 0, O_LD},         {"epochs", required_argument, 0, O_EPOCHS},
+    {"count", no_argument, 0, O_COUNT},         {"quiet", no_argument, 0, 'q'},             {"help", no_argument, 0, 'h'},
     {0, 0, 0, 0},
 };
 
 typedef struct opts {
     const char *out, *list, *real, *cluster;
-    uint64_t ranks, inner, seed, max_nodes, samples;
-    bool ranks_set, inner_set, json, quiet;
+    uint64_t ranks, inner, seed, max_nodes, samples, epochs;
+    bool ranks_set, inner_set, json, quiet, layerdag, count;
 } opts;
 
 /* the lines of a list file (workload specs), appended to *v */
@@ -152,8 +158,14 @@ static int do_fit(const opts *o, char **specs, size_t n)
         rc = load_graphs(specs, n, &gs, &ng, world, inner, &err);
     if (!rc)
         rc = etk_synth_fit(gs, ng, world, n, inner, n, &m, &err);
+    if (!rc && o->layerdag)
+        rc = etk_synth_train_layerdag(m, gs, ng, (uint32_t)o->epochs, o->seed, &err);
     if (!rc)
         rc = etk_synth_model_save(m, o->out, &err);
+    double loss[3];
+    if (!rc && !o->quiet && etk_synth_layerdag_loss(m, loss))
+        printf("LayerDAG model: %" PRIu64 " epochs, final mean losses: layer size %.4f, token %.4f, edge %.4f (nats)\n",
+               o->epochs ? o->epochs : 8, loss[0], loss[1], loss[2]);
     if (!rc && !o->quiet) {
         uint64_t nodes = 0, edges = 0;
         uint32_t maxl = 0;
@@ -163,7 +175,7 @@ static int do_fit(const opts *o, char **specs, size_t n)
             if (gs[i]->n_layers > maxl)
                 maxl = gs[i]->n_layers;
         }
-        printf("fitted the count model to %zu rank graphs (%" PRIu64 " nodes, %" PRIu64
+        printf("fitted the model to %zu rank graphs (%" PRIu64 " nodes, %" PRIu64
                " edges, up to %u layers) from %zu workloads: %s\n",
                ng, nodes, edges, maxl, n, o->out);
     }
@@ -196,7 +208,7 @@ static int do_sample(const opts *o, const char *model)
     uint32_t ranks = 0;
     if (!rc) {
         ranks = o->ranks_set ? (uint32_t)o->ranks : etk_synth_model_default_ranks(m);
-        etk_synth_sample_opts so = {.seed = o->seed, .max_nodes = (uint32_t)o->max_nodes};
+        etk_synth_sample_opts so = {.seed = o->seed, .max_nodes = (uint32_t)o->max_nodes, .count_only = o->count};
         rc = etk_synth_sample_graph(m, &so, &g, &rej, &err);
     }
     if (!rc)
@@ -205,9 +217,10 @@ static int do_sample(const opts *o, const char *model)
     if (!rc)
         rc = etk_synth_write(w, o->out, &err);
     if (!rc && !o->quiet)
-        printf("wrote %u rank files %s.<rank>.et + %s.json: %u nodes (%u layers, %u edges) per rank graph, seed %" PRIu64
-               ", %u sample(s) rejected as isomorphic to a training graph\n",
-               ranks, o->out, o->out, g->n, g->n_layers, g->n_edges, o->seed, rej);
+        printf("wrote %u rank files %s.<rank>.et + %s.json: %u nodes (%u layers, %u edges) per rank graph (%s model), "
+               "seed %" PRIu64 ", %u sample(s) rejected as isomorphic to a training graph\n",
+               ranks, o->out, o->out, g->n, g->n_layers, g->n_edges,
+               etk_synth_model_has_layerdag(m) && !o->count ? "LayerDAG" : "count", o->seed, rej);
     etk_workload_free(w);
     etk_synth_graph_free(g);
     etk_synth_model_free(m);
@@ -242,6 +255,14 @@ int cmd_synth(int argc, char **argv)
         case O_REAL: o.real = optarg; break;
         case O_CLUSTER: o.cluster = optarg; break;
         case O_JSON: o.json = true; break;
+        case O_LD: o.layerdag = true; break;
+        case O_COUNT: o.count = true; break;
+        case O_EPOCHS:
+            if (cli_parse_u64("synth", "--epochs", optarg, &o.epochs))
+                return 2;
+            if (o.epochs < 1 || o.epochs > 1000)
+                return cli_usage_error("synth", "--epochs wants 1 to 1000, got %s", optarg);
+            break;
         case O_RANKS:
             if (cli_parse_u64("synth", "--ranks", optarg, &o.ranks))
                 return 2;

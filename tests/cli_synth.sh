@@ -21,7 +21,7 @@ G="--model llama2-7b --layers 2 --hidden 256 --heads 4 --kv-heads 4 --ffn 512 --
 "$ETKIT" gen $G --tp 2 --dp 2 --global-batch 4 -o "$T/a" >/dev/null 2>&1 || fail "gen a"
 "$ETKIT" gen $G --tp 2 --pp 2 --dp 2 --global-batch 8 -o "$T/b" >/dev/null 2>&1 || fail "gen b"
 printf '# corpus\n%s\n\n' "$T/b" >"$T/list.txt"
-expect 0 "fitted the count model to 3 rank graphs .* from 2 workloads" synth fit "$T/a" --list "$T/list.txt" -o "$T/m.json"
+expect 0 "fitted the model to 3 rank graphs .* from 2 workloads" synth fit "$T/a" --list "$T/list.txt" -o "$T/m.json"
 grep -q '"format":"etkit-synth-model","version":1' "$T/m.json" || fail "model file lacks format/version: $(head -c 200 "$T/m.json")"
 # privacy: no operator name of the corpus in the model file
 grep -q 'attn_norm\|swiglu\|mb0' "$T/m.json" && fail "an operator name leaked into the model file"
