@@ -339,10 +339,11 @@ static int synth_eval(const opts *o, const char *model)
     etk_synth_model *m = NULL;
     char **specs = NULL;
     size_t n_specs = 0, n_real = 0;
-    etk_synth_graph **real = NULL, **syn = NULL, **rnd = NULL;
+    etk_synth_graph **real = NULL, **syn = NULL, **rnd = NULL, **lds = NULL;
     uint32_t *world = NULL, *inner = NULL;
     size_t k = 0;
-    double *t_a = NULL, *t_b = NULL, *t_s = NULL, *t_r = NULL;
+    double *t_a = NULL, *t_b = NULL, *t_s = NULL, *t_r = NULL, *t_l = NULL;
+    bool has_ld = false;
     int rc = etk_synth_model_load(model, &m, &err);
     if (!rc)
         rc = read_list(o->real, &specs, &n_specs, &err);
@@ -363,7 +364,9 @@ static int synth_eval(const opts *o, const char *model)
     k = o->samples ? (size_t)o->samples : nb;
     syn = calloc(k, sizeof *syn);
     rnd = calloc(k, sizeof *rnd);
-    if (!a || !b || !syn || !rnd) {
+    lds = calloc(k, sizeof *lds);
+    has_ld = etk_synth_model_has_layerdag(m);
+    if (!a || !b || !syn || !rnd || !lds) {
         free(a), free(b);
         rc = etk_err(&err, ETK_ENOMEM, "out of memory");
         goto done;
@@ -372,10 +375,15 @@ static int synth_eval(const opts *o, const char *model)
         (i % 2 ? b : a)[i / 2] = real[i];
     uint32_t rej_all = 0;
     for (size_t i = 0; i < k && !rc; i++) {
-        etk_synth_sample_opts so = {.seed = o->seed + i};
+        etk_synth_sample_opts so = {.seed = o->seed + i, .count_only = true};
         uint32_t rej = 0;
         rc = etk_synth_sample_graph(m, &so, &syn[i], &rej, &err);
         rej_all += rej;
+        so.count_only = false;
+        if (!rc && has_ld) {
+            rc = etk_synth_sample_graph(m, &so, &lds[i], &rej, &err);
+            rej_all += rej;
+        }
         if (!rc)
             rc = etk_synth_random_like(m, a[i % na], o->seed + i, &rnd[i], &err);
     }
@@ -383,14 +391,16 @@ static int synth_eval(const opts *o, const char *model)
         free(a), free(b);
         goto done;
     }
-    static const char *cols[3] = {"real_vs_real", "count", "random"};
-    double mmd[ETK_SYNTH_N_DESC][3];
+    static const char *cols[4] = {"real_vs_real", "count", "random", "layerdag"};
+    int nco = has_ld ? 4 : 3;
+    double mmd[ETK_SYNTH_N_DESC][4];
     for (int d = 0; d < ETK_SYNTH_N_DESC; d++) {
         mmd[d][0] = etk_synth_mmd2(m, a, na, b, nb, d);
         mmd[d][1] = etk_synth_mmd2(m, syn, k, b, nb, d);
         mmd[d][2] = etk_synth_mmd2(m, rnd, k, b, nb, d);
+        mmd[d][3] = has_ld ? etk_synth_mmd2(m, lds, k, b, nb, d) : NAN;
     }
-    double ks[3] = {NAN, NAN, NAN};
+    double ks[4] = {NAN, NAN, NAN, NAN};
     uint32_t n_ranks = etk_synth_model_default_ranks(m);
     if (o->cluster) {
         etk_cluster c;
@@ -399,8 +409,8 @@ static int synth_eval(const opts *o, const char *model)
         if (!rc && n_ranks > 8 && n_ranks % 8)
             rc = etk_err(&err, ETK_EINVAL, "the model's %u ranks do not fill nodes of 8 GPUs", n_ranks);
         t_a = calloc(na, sizeof *t_a), t_b = calloc(nb, sizeof *t_b), t_s = calloc(k, sizeof *t_s),
-        t_r = calloc(k, sizeof *t_r);
-        if (!rc && (!t_a || !t_b || !t_s || !t_r))
+        t_r = calloc(k, sizeof *t_r), t_l = calloc(k, sizeof *t_l);
+        if (!rc && (!t_a || !t_b || !t_s || !t_r || !t_l))
             rc = etk_err(&err, ETK_ENOMEM, "out of memory");
         if (rc) {
             free(a), free(b);
@@ -413,40 +423,55 @@ static int synth_eval(const opts *o, const char *model)
         for (size_t i = 0; i < k; i++) {
             t_s[i] = step_ns(m, syn[i], n_ranks, &c);
             t_r[i] = step_ns(m, rnd[i], n_ranks, &c);
+            if (has_ld)
+                t_l[i] = step_ns(m, lds[i], n_ranks, &c);
         }
         ks[0] = etk_synth_ks(t_a, na, t_b, nb);
         ks[1] = etk_synth_ks(t_s, k, t_b, nb);
         ks[2] = etk_synth_ks(t_r, k, t_b, nb);
+        ks[3] = has_ld ? etk_synth_ks(t_l, k, t_b, nb) : NAN;
     }
     if (o->json) {
         printf("{\"real_graphs\": %zu, \"samples\": %zu, \"rejected\": %u, \"mmd2\": {", n_real, k, rej_all);
         for (int d = 0; d < ETK_SYNTH_N_DESC; d++) {
             printf("%s\"%s\": {", d ? ", " : "", etk_synth_desc_name(d));
-            for (int j = 0; j < 3; j++)
+            for (int j = 0; j < nco; j++)
                 printf("%s\"%s\": %.6g", j ? ", " : "", cols[j], mmd[d][j]);
             printf("}");
         }
         printf("}");
-        if (o->cluster)
-            printf(", \"step_time_ks\": {\"cluster\": \"%s\", \"ranks\": %u, \"real_vs_real\": %.6g, \"count\": "
-                   "%.6g, \"random\": %.6g}",
-                   o->cluster, n_ranks, ks[0], ks[1], ks[2]);
+        if (o->cluster) {
+            printf(", \"step_time_ks\": {\"cluster\": \"%s\", \"ranks\": %u", o->cluster, n_ranks);
+            for (int j = 0; j < nco; j++)
+                printf(", \"%s\": %.6g", cols[j], ks[j]);
+            printf("}");
+        }
         printf("}\n");
     } else {
-        printf("real rank graphs %zu (halves of %zu and %zu), %zu count-model samples (%u rejected as isomorphic to "
+        printf("real rank graphs %zu (halves of %zu and %zu), %zu samples per model (%u rejected as isomorphic to "
                "a training graph), %zu random DAGs\n",
                n_real, na, nb, k, rej_all, k);
-        printf("%-18s %14s %14s %14s\n", "MMD^2 vs half b", "real half a", "count model", "random DAG");
-        for (int d = 0; d < ETK_SYNTH_N_DESC; d++)
-            printf("%-18s %14.6f %14.6f %14.6f\n", etk_synth_desc_name(d), mmd[d][0], mmd[d][1], mmd[d][2]);
-        if (o->cluster)
-            printf("%-18s %14.4f %14.4f %14.4f   (KS distance; %u ranks on %s)\n", "step time", ks[0], ks[1], ks[2],
-                   n_ranks, o->cluster);
+        printf("%-18s %14s %14s %14s%s\n", "MMD^2 vs half b", "real half a", "count model", "random DAG",
+               has_ld ? "       LayerDAG" : "");
+        for (int d = 0; d < ETK_SYNTH_N_DESC; d++) {
+            printf("%-18s", etk_synth_desc_name(d));
+            for (int j = 0; j < nco; j++)
+                printf(" %14.6f", mmd[d][j]);
+            printf("\n");
+        }
+        if (o->cluster) {
+            printf("%-18s", "step time (KS)");
+            for (int j = 0; j < nco; j++)
+                printf(" %14.4f", ks[j]);
+            printf("   (%u ranks on %s)\n", n_ranks, o->cluster);
+        }
     }
     free(a), free(b);
 done:
-    free(t_a), free(t_b), free(t_s), free(t_r);
+    free(t_a), free(t_b), free(t_s), free(t_r), free(t_l);
     for (size_t i = 0; i < k; i++) {
+        if (lds)
+            etk_synth_graph_free(lds[i]);
         if (syn)
             etk_synth_graph_free(syn[i]);
         if (rnd)
@@ -454,6 +479,7 @@ done:
     }
     free(syn);
     free(rnd);
+    free(lds);
     free_graphs(real, n_real);
     free_list(specs, n_specs);
     free(world);

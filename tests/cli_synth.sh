@@ -66,6 +66,14 @@ printf '{"format":' >"$T/bad3.json"
 expect 2 "bad3.json" synth sample "$T/bad3.json" -o "$T/x"
 expect 2 "nothere.json" synth sample "$T/nothere.json" -o "$T/x"
 
+# the LayerDAG model: trained, reported, sampled valid; --count falls back to the baseline
+expect 0 "LayerDAG model: 2 epochs, final mean losses" synth fit "$T/a" "$T/b" --layerdag --epochs 2 -o "$T/ld.json"
+grep -q '"kind":"layerdag"' "$T/ld.json" || fail "LayerDAG model file lacks kind layerdag"
+expect 0 "(LayerDAG model)" synth sample "$T/ld.json" -o "$T/l" --seed 2 --max-nodes 150
+expect 0 "0 errors, 0 warnings" validate "$T/l"
+expect 0 "(count model)" synth sample "$T/ld.json" -o "$T/lc" --seed 2 --count
+expect 2 "--epochs wants 1 to 1000, got 0" synth fit "$T/a" --layerdag --epochs 0 -o "$T/x.json"
+
 # eval: the two halves of a list, the count model and random DAGs; JSON form
 printf '%s\n%s\n' "$T/a" "$T/b" >"$T/real.txt"
 expect 0 "real rank graphs 3" synth eval "$T/m.json" --real "$T/real.txt" --samples 4
