@@ -15,15 +15,17 @@
 
 static void help(void)
 {
-    printf("usage: etkit synth fit WORKLOAD... [--list FILE] -o MODEL\n"
-           "       etkit synth sample MODEL -o PREFIX [--ranks N] [--inner G] [--seed S] [--max-nodes N]\n"
+    printf("usage: etkit synth fit WORKLOAD... [--list FILE] [--layerdag [--epochs N]] -o MODEL\n"
+           "       etkit synth sample MODEL -o PREFIX [--ranks N] [--inner G] [--seed S] [--max-nodes N] [--count]\n"
            "       etkit synth eval MODEL --real FILE [--samples K] [--seed S] [--cluster NAME] [--json]\n\n"
            "Learned synthetic workloads (docs/synth.md). Rank graphs (one per rank class) become token\n"
            "graphs (node type x operator class x collective type x group role; FLOPs, tensor bytes, comm\n"
            "bytes and duration in per-token quantile bins) peeled into layers (layer 1 = the sources,\n"
            "layer l+1 = the nodes whose parents are all placed).\n\n"
            "  fit      learn the count model (conditional frequency tables with back-off) from workloads\n"
-           "           (a prefix, or a rank file PREFIX.<r>.et); --list FILE: one workload per line\n"
+           "           (a prefix, or a rank file PREFIX.<r>.et); --list FILE: one workload per line;\n"
+           "           --layerdag: train the LayerDAG model too (layer size, token diffusion, edge\n"
+           "           diffusion: small dense networks, Adam, teacher forcing over all layers)\n"
            "  sample   write PREFIX.<rank>.et + PREFIX.json: every rank runs one sampled rank graph,\n"
            "           collectives in the same order on every group member, send/recv matched by tag,\n"
            "           valid and deadlock-free by construction; a graph isomorphic to a training graph\n"
@@ -35,6 +37,9 @@ static void help(void)
            "options:\n"
            "  -o, --out PATH       the model file (fit) or the output prefix (sample)\n"
            "  --list FILE          fit: more workloads, one per line ('#' comments)\n"
+           "  --layerdag           fit: train the LayerDAG model (sampled from by default then)\n"
+           "  --epochs N           fit: LayerDAG training passes over the corpus (default 8)\n"
+           "  --count              sample: the count baseline even when the model has a LayerDAG part\n"
            "  --ranks N            sample: ranks (default: the most common world size of the corpus)\n"
            "  --inner G            sample: ranks per inner group (default: the corpus' most common size\n"
            "                       that divides N; 1: every collective on the world group)\n"
@@ -52,21 +57,22 @@ static void help(void)
            "  etkit synth eval synth.json --real /tmp/corpus/test.txt --cluster dgx-h100\n");
 }
 
-enum { O_LIST = 1000, O_RANKS, O_INNER, O_SEED, O_MAXN, O_REAL, O_SAMPLES, O_CLUSTER, O_JSON };
+enum { O_LIST = 1000, O_RANKS, O_INNER, O_SEED, O_MAXN, O_REAL, O_SAMPLES, O_CLUSTER, O_JSON, O_LD, O_EPOCHS, O_COUNT };
 static const struct option longopts[] = {
     {"out", required_argument, 0, 'o'},         {"list", required_argument, 0, O_LIST},
     {"ranks", required_argument, 0, O_RANKS},   {"inner", required_argument, 0, O_INNER},
     {"seed", required_argument, 0, O_SEED},     {"max-nodes", required_argument, 0, O_MAXN},
     {"real", required_argument, 0, O_REAL},     {"samples", required_argument, 0, O_SAMPLES},
     {"cluster", required_argument, 0, O_CLUSTER}, {"json", no_argument, 0, O_JSON},
-    {"quiet", no_argument, 0, 'q'},             {"help", no_argument, 0, 'h'},
+    {"layerdag", no_argument, 0, O_LD},         {"epochs", required_argument, 0, O_EPOCHS},
+    {"count", no_argument, 0, O_COUNT},         {"quiet", no_argument, 0, 'q'},             {"help", no_argument, 0, 'h'},
     {0, 0, 0, 0},
 };
 
 typedef struct opts {
     const char *out, *list, *real, *cluster;
-    uint64_t ranks, inner, seed, max_nodes, samples;
-    bool ranks_set, inner_set, json, quiet;
+    uint64_t ranks, inner, seed, max_nodes, samples, epochs;
+    bool ranks_set, inner_set, json, quiet, layerdag, count;
 } opts;
 
 /* the lines of a list file (workload specs), appended to *v */
@@ -152,8 +158,14 @@ static int do_fit(const opts *o, char **specs, size_t n)
         rc = load_graphs(specs, n, &gs, &ng, world, inner, &err);
     if (!rc)
         rc = etk_synth_fit(gs, ng, world, n, inner, n, &m, &err);
+    if (!rc && o->layerdag)
+        rc = etk_synth_train_layerdag(m, gs, ng, (uint32_t)o->epochs, o->seed, &err);
     if (!rc)
         rc = etk_synth_model_save(m, o->out, &err);
+    double loss[3];
+    if (!rc && !o->quiet && etk_synth_layerdag_loss(m, loss))
+        printf("LayerDAG model: %" PRIu64 " epochs, final mean losses: layer size %.4f, token %.4f, edge %.4f (nats)\n",
+               o->epochs ? o->epochs : 8, loss[0], loss[1], loss[2]);
     if (!rc && !o->quiet) {
         uint64_t nodes = 0, edges = 0;
         uint32_t maxl = 0;
@@ -163,7 +175,7 @@ static int do_fit(const opts *o, char **specs, size_t n)
             if (gs[i]->n_layers > maxl)
                 maxl = gs[i]->n_layers;
         }
-        printf("fitted the count model to %zu rank graphs (%" PRIu64 " nodes, %" PRIu64
+        printf("fitted the model to %zu rank graphs (%" PRIu64 " nodes, %" PRIu64
                " edges, up to %u layers) from %zu workloads: %s\n",
                ng, nodes, edges, maxl, n, o->out);
     }
@@ -196,7 +208,7 @@ static int do_sample(const opts *o, const char *model)
     uint32_t ranks = 0;
     if (!rc) {
         ranks = o->ranks_set ? (uint32_t)o->ranks : etk_synth_model_default_ranks(m);
-        etk_synth_sample_opts so = {.seed = o->seed, .max_nodes = (uint32_t)o->max_nodes};
+        etk_synth_sample_opts so = {.seed = o->seed, .max_nodes = (uint32_t)o->max_nodes, .count_only = o->count};
         rc = etk_synth_sample_graph(m, &so, &g, &rej, &err);
     }
     if (!rc)
@@ -205,9 +217,10 @@ static int do_sample(const opts *o, const char *model)
     if (!rc)
         rc = etk_synth_write(w, o->out, &err);
     if (!rc && !o->quiet)
-        printf("wrote %u rank files %s.<rank>.et + %s.json: %u nodes (%u layers, %u edges) per rank graph, seed %" PRIu64
-               ", %u sample(s) rejected as isomorphic to a training graph\n",
-               ranks, o->out, o->out, g->n, g->n_layers, g->n_edges, o->seed, rej);
+        printf("wrote %u rank files %s.<rank>.et + %s.json: %u nodes (%u layers, %u edges) per rank graph (%s model), "
+               "seed %" PRIu64 ", %u sample(s) rejected as isomorphic to a training graph\n",
+               ranks, o->out, o->out, g->n, g->n_layers, g->n_edges,
+               etk_synth_model_has_layerdag(m) && !o->count ? "LayerDAG" : "count", o->seed, rej);
     etk_workload_free(w);
     etk_synth_graph_free(g);
     etk_synth_model_free(m);
@@ -242,6 +255,14 @@ int cmd_synth(int argc, char **argv)
         case O_REAL: o.real = optarg; break;
         case O_CLUSTER: o.cluster = optarg; break;
         case O_JSON: o.json = true; break;
+        case O_LD: o.layerdag = true; break;
+        case O_COUNT: o.count = true; break;
+        case O_EPOCHS:
+            if (cli_parse_u64("synth", "--epochs", optarg, &o.epochs))
+                return 2;
+            if (o.epochs < 1 || o.epochs > 1000)
+                return cli_usage_error("synth", "--epochs wants 1 to 1000, got %s", optarg);
+            break;
         case O_RANKS:
             if (cli_parse_u64("synth", "--ranks", optarg, &o.ranks))
                 return 2;
@@ -318,10 +339,11 @@ static int synth_eval(const opts *o, const char *model)
     etk_synth_model *m = NULL;
     char **specs = NULL;
     size_t n_specs = 0, n_real = 0;
-    etk_synth_graph **real = NULL, **syn = NULL, **rnd = NULL;
+    etk_synth_graph **real = NULL, **syn = NULL, **rnd = NULL, **lds = NULL;
     uint32_t *world = NULL, *inner = NULL;
     size_t k = 0;
-    double *t_a = NULL, *t_b = NULL, *t_s = NULL, *t_r = NULL;
+    double *t_a = NULL, *t_b = NULL, *t_s = NULL, *t_r = NULL, *t_l = NULL;
+    bool has_ld = false;
     int rc = etk_synth_model_load(model, &m, &err);
     if (!rc)
         rc = read_list(o->real, &specs, &n_specs, &err);
@@ -342,7 +364,9 @@ static int synth_eval(const opts *o, const char *model)
     k = o->samples ? (size_t)o->samples : nb;
     syn = calloc(k, sizeof *syn);
     rnd = calloc(k, sizeof *rnd);
-    if (!a || !b || !syn || !rnd) {
+    lds = calloc(k, sizeof *lds);
+    has_ld = etk_synth_model_has_layerdag(m);
+    if (!a || !b || !syn || !rnd || !lds) {
         free(a), free(b);
         rc = etk_err(&err, ETK_ENOMEM, "out of memory");
         goto done;
@@ -351,10 +375,15 @@ static int synth_eval(const opts *o, const char *model)
         (i % 2 ? b : a)[i / 2] = real[i];
     uint32_t rej_all = 0;
     for (size_t i = 0; i < k && !rc; i++) {
-        etk_synth_sample_opts so = {.seed = o->seed + i};
+        etk_synth_sample_opts so = {.seed = o->seed + i, .count_only = true};
         uint32_t rej = 0;
         rc = etk_synth_sample_graph(m, &so, &syn[i], &rej, &err);
         rej_all += rej;
+        so.count_only = false;
+        if (!rc && has_ld) {
+            rc = etk_synth_sample_graph(m, &so, &lds[i], &rej, &err);
+            rej_all += rej;
+        }
         if (!rc)
             rc = etk_synth_random_like(m, a[i % na], o->seed + i, &rnd[i], &err);
     }
@@ -362,14 +391,16 @@ static int synth_eval(const opts *o, const char *model)
         free(a), free(b);
         goto done;
     }
-    static const char *cols[3] = {"real_vs_real", "count", "random"};
-    double mmd[ETK_SYNTH_N_DESC][3];
+    static const char *cols[4] = {"real_vs_real", "count", "random", "layerdag"};
+    int nco = has_ld ? 4 : 3;
+    double mmd[ETK_SYNTH_N_DESC][4];
     for (int d = 0; d < ETK_SYNTH_N_DESC; d++) {
         mmd[d][0] = etk_synth_mmd2(m, a, na, b, nb, d);
         mmd[d][1] = etk_synth_mmd2(m, syn, k, b, nb, d);
         mmd[d][2] = etk_synth_mmd2(m, rnd, k, b, nb, d);
+        mmd[d][3] = has_ld ? etk_synth_mmd2(m, lds, k, b, nb, d) : NAN;
     }
-    double ks[3] = {NAN, NAN, NAN};
+    double ks[4] = {NAN, NAN, NAN, NAN};
     uint32_t n_ranks = etk_synth_model_default_ranks(m);
     if (o->cluster) {
         etk_cluster c;
@@ -378,8 +409,8 @@ static int synth_eval(const opts *o, const char *model)
         if (!rc && n_ranks > 8 && n_ranks % 8)
             rc = etk_err(&err, ETK_EINVAL, "the model's %u ranks do not fill nodes of 8 GPUs", n_ranks);
         t_a = calloc(na, sizeof *t_a), t_b = calloc(nb, sizeof *t_b), t_s = calloc(k, sizeof *t_s),
-        t_r = calloc(k, sizeof *t_r);
-        if (!rc && (!t_a || !t_b || !t_s || !t_r))
+        t_r = calloc(k, sizeof *t_r), t_l = calloc(k, sizeof *t_l);
+        if (!rc && (!t_a || !t_b || !t_s || !t_r || !t_l))
             rc = etk_err(&err, ETK_ENOMEM, "out of memory");
         if (rc) {
             free(a), free(b);
@@ -392,40 +423,55 @@ static int synth_eval(const opts *o, const char *model)
         for (size_t i = 0; i < k; i++) {
             t_s[i] = step_ns(m, syn[i], n_ranks, &c);
             t_r[i] = step_ns(m, rnd[i], n_ranks, &c);
+            if (has_ld)
+                t_l[i] = step_ns(m, lds[i], n_ranks, &c);
         }
         ks[0] = etk_synth_ks(t_a, na, t_b, nb);
         ks[1] = etk_synth_ks(t_s, k, t_b, nb);
         ks[2] = etk_synth_ks(t_r, k, t_b, nb);
+        ks[3] = has_ld ? etk_synth_ks(t_l, k, t_b, nb) : NAN;
     }
     if (o->json) {
         printf("{\"real_graphs\": %zu, \"samples\": %zu, \"rejected\": %u, \"mmd2\": {", n_real, k, rej_all);
         for (int d = 0; d < ETK_SYNTH_N_DESC; d++) {
             printf("%s\"%s\": {", d ? ", " : "", etk_synth_desc_name(d));
-            for (int j = 0; j < 3; j++)
+            for (int j = 0; j < nco; j++)
                 printf("%s\"%s\": %.6g", j ? ", " : "", cols[j], mmd[d][j]);
             printf("}");
         }
         printf("}");
-        if (o->cluster)
-            printf(", \"step_time_ks\": {\"cluster\": \"%s\", \"ranks\": %u, \"real_vs_real\": %.6g, \"count\": "
-                   "%.6g, \"random\": %.6g}",
-                   o->cluster, n_ranks, ks[0], ks[1], ks[2]);
+        if (o->cluster) {
+            printf(", \"step_time_ks\": {\"cluster\": \"%s\", \"ranks\": %u", o->cluster, n_ranks);
+            for (int j = 0; j < nco; j++)
+                printf(", \"%s\": %.6g", cols[j], ks[j]);
+            printf("}");
+        }
         printf("}\n");
     } else {
-        printf("real rank graphs %zu (halves of %zu and %zu), %zu count-model samples (%u rejected as isomorphic to "
+        printf("real rank graphs %zu (halves of %zu and %zu), %zu samples per model (%u rejected as isomorphic to "
                "a training graph), %zu random DAGs\n",
                n_real, na, nb, k, rej_all, k);
-        printf("%-18s %14s %14s %14s\n", "MMD^2 vs half b", "real half a", "count model", "random DAG");
-        for (int d = 0; d < ETK_SYNTH_N_DESC; d++)
-            printf("%-18s %14.6f %14.6f %14.6f\n", etk_synth_desc_name(d), mmd[d][0], mmd[d][1], mmd[d][2]);
-        if (o->cluster)
-            printf("%-18s %14.4f %14.4f %14.4f   (KS distance; %u ranks on %s)\n", "step time", ks[0], ks[1], ks[2],
-                   n_ranks, o->cluster);
+        printf("%-18s %14s %14s %14s%s\n", "MMD^2 vs half b", "real half a", "count model", "random DAG",
+               has_ld ? "       LayerDAG" : "");
+        for (int d = 0; d < ETK_SYNTH_N_DESC; d++) {
+            printf("%-18s", etk_synth_desc_name(d));
+            for (int j = 0; j < nco; j++)
+                printf(" %14.6f", mmd[d][j]);
+            printf("\n");
+        }
+        if (o->cluster) {
+            printf("%-18s", "step time (KS)");
+            for (int j = 0; j < nco; j++)
+                printf(" %14.4f", ks[j]);
+            printf("   (%u ranks on %s)\n", n_ranks, o->cluster);
+        }
     }
     free(a), free(b);
 done:
-    free(t_a), free(t_b), free(t_s), free(t_r);
+    free(t_a), free(t_b), free(t_s), free(t_r), free(t_l);
     for (size_t i = 0; i < k; i++) {
+        if (lds)
+            etk_synth_graph_free(lds[i]);
         if (syn)
             etk_synth_graph_free(syn[i]);
         if (rnd)
@@ -433,6 +479,7 @@ done:
     }
     free(syn);
     free(rnd);
+    free(lds);
     free_graphs(real, n_real);
     free_list(specs, n_specs);
     free(world);

@@ -21,7 +21,7 @@ G="--model llama2-7b --layers 2 --hidden 256 --heads 4 --kv-heads 4 --ffn 512 --
 "$ETKIT" gen $G --tp 2 --dp 2 --global-batch 4 -o "$T/a" >/dev/null 2>&1 || fail "gen a"
 "$ETKIT" gen $G --tp 2 --pp 2 --dp 2 --global-batch 8 -o "$T/b" >/dev/null 2>&1 || fail "gen b"
 printf '# corpus\n%s\n\n' "$T/b" >"$T/list.txt"
-expect 0 "fitted the count model to 3 rank graphs .* from 2 workloads" synth fit "$T/a" --list "$T/list.txt" -o "$T/m.json"
+expect 0 "fitted the model to 3 rank graphs .* from 2 workloads" synth fit "$T/a" --list "$T/list.txt" -o "$T/m.json"
 grep -q '"format":"etkit-synth-model","version":1' "$T/m.json" || fail "model file lacks format/version: $(head -c 200 "$T/m.json")"
 # privacy: no operator name of the corpus in the model file
 grep -q 'attn_norm\|swiglu\|mb0' "$T/m.json" && fail "an operator name leaked into the model file"
@@ -65,6 +65,14 @@ expect 2 "bad2.json: field 'tokens'" synth sample "$T/bad2.json" -o "$T/x"
 printf '{"format":' >"$T/bad3.json"
 expect 2 "bad3.json" synth sample "$T/bad3.json" -o "$T/x"
 expect 2 "nothere.json" synth sample "$T/nothere.json" -o "$T/x"
+
+# the LayerDAG model: trained, reported, sampled valid; --count falls back to the baseline
+expect 0 "LayerDAG model: 2 epochs, final mean losses" synth fit "$T/a" "$T/b" --layerdag --epochs 2 -o "$T/ld.json"
+grep -q '"kind":"layerdag"' "$T/ld.json" || fail "LayerDAG model file lacks kind layerdag"
+expect 0 "(LayerDAG model)" synth sample "$T/ld.json" -o "$T/l" --seed 2 --max-nodes 150
+expect 0 "0 errors, 0 warnings" validate "$T/l"
+expect 0 "(count model)" synth sample "$T/ld.json" -o "$T/lc" --seed 2 --count
+expect 2 "--epochs wants 1 to 1000, got 0" synth fit "$T/a" --layerdag --epochs 0 -o "$T/x.json"
 
 # eval: the two halves of a list, the count model and random DAGs; JSON form
 printf '%s\n%s\n' "$T/a" "$T/b" >"$T/real.txt"

@@ -15,6 +15,7 @@
 
 #include "etkit/sim.h"
 #include "etkit/synth.h"
+#include "../src/synth/nn.h"
 #include "../src/synth/synth_internal.h"
 
 #define assert_near(x, y, eps) assert_true(fabs((x) - (y)) <= (eps))
@@ -459,6 +460,127 @@ static void test_metrics(void **state)
     etk_synth_graph_free(y);
 }
 
+/* backpropagation against central finite differences of the loss, on every parameter of a small
+ * MLP, for softmax cross-entropy and for the logistic loss */
+static double loss_of(syn_mlp *m, const double *x, int target, bool logistic)
+{
+    double h[8], y[5], dy[5];
+    syn_mlp_forward(m, x, h, y);
+    return logistic ? syn_bce(y[0], target, dy) : syn_softmax_ce(y, m->n_out, target, dy);
+}
+
+static void gradcheck(int n_out, bool logistic)
+{
+    srng r = {7};
+    syn_mlp m;
+    assert_int_equal(syn_mlp_init(&m, 6, 8, n_out, &r), 0);
+    double x[6] = {0.3, -1.2, 0.8, 0.05, 1.5, -0.4}, h[8], y[5], dy[5];
+    int target = logistic ? 1 : 2;
+    syn_mlp_forward(&m, x, h, y);
+    if (logistic)
+        syn_bce(y[0], target, dy);
+    else
+        syn_softmax_ce(y, n_out, target, dy);
+    syn_mlp_backward(&m, x, h, dy);
+    size_t checked = 0;
+    for (size_t i = 0; i < m.n_par; i++) {
+        double w = m.w[i], e = 1e-5;
+        m.w[i] = w + e;
+        double lp = loss_of(&m, x, target, logistic);
+        m.w[i] = w - e;
+        double lm = loss_of(&m, x, target, logistic);
+        m.w[i] = w;
+        double num = (lp - lm) / (2 * e);
+        if (fabs(num - m.g[i]) > 1e-6 * (1 + fabs(num)))
+            fail_msg("parameter %zu: backprop %.9g, finite difference %.9g", i, m.g[i], num);
+        checked += m.g[i] != 0;
+    }
+    assert_true(checked > m.n_par / 4); /* most units active: the check covered real gradients */
+    syn_mlp_free(&m);
+}
+
+static void test_gradcheck(void **state)
+{
+    (void)state;
+    gradcheck(5, false);
+    gradcheck(1, true);
+    /* Adam moves a 1-parameter problem towards its minimum: fit y = sigmoid(b) to target 1 */
+    srng r = {1};
+    syn_mlp m;
+    assert_int_equal(syn_mlp_init(&m, 1, 1, 1, &r), 0);
+    double x = 0, h, y, dy, first = 0, last = 0;
+    for (int t = 1; t <= 200; t++) {
+        syn_mlp_forward(&m, &x, &h, &y);
+        last = syn_bce(y, 1, &dy);
+        if (t == 1)
+            first = last;
+        syn_mlp_backward(&m, &x, &h, &dy);
+        syn_mlp_adam(&m, 0.05, t, 1.0);
+    }
+    assert_true(last < first / 4);
+    syn_mlp_free(&m);
+}
+
+/* the LayerDAG model trained on the generated corpus: deterministic, its samples valid on 1-8
+ * ranks, the same after a model-file round trip, its training losses below the uniform guess */
+static void test_layerdag(void **state)
+{
+    (void)state;
+    etk_synth_graph **gs;
+    size_t n;
+    uint32_t world[2], inner[2];
+    corpus(&gs, &n, world, inner);
+    etk_synth_model *m = NULL, *m2 = NULL, *m3 = NULL;
+    etk_error err = {0};
+    assert_int_equal(etk_synth_fit(gs, n, world, 2, inner, 2, &m, &err), 0);
+    assert_int_equal(etk_synth_train_layerdag(m, gs, n, 3, 1, &err), 0);
+    assert_true(etk_synth_model_has_layerdag(m));
+    double loss[3];
+    assert_true(etk_synth_layerdag_loss(m, loss));
+    assert_true(loss[0] < log(64.0)); /* uniform over 64 sizes */
+    assert_true(loss[1] < log(43.0)); /* uniform over 43 tokens */
+    assert_true(loss[2] < log(2.0));
+    char path[512];
+    snprintf(path, sizeof path, "%s/ld.json", tu_tmpdir());
+    assert_int_equal(etk_synth_model_save(m, path, &err), 0);
+    assert_int_equal(etk_synth_model_load(path, &m2, &err), 0);
+    assert_true(etk_synth_model_has_layerdag(m2));
+    /* a second training with the same seed gives the same networks: same samples */
+    assert_int_equal(etk_synth_fit(gs, n, world, 2, inner, 2, &m3, &err), 0);
+    assert_int_equal(etk_synth_train_layerdag(m3, gs, n, 3, 1, &err), 0);
+    for (uint64_t seed = 1; seed <= 6; seed++) {
+        etk_synth_sample_opts o = {.seed = seed, .max_nodes = 120};
+        etk_synth_graph *a = NULL, *b = NULL, *c = NULL;
+        assert_int_equal(etk_synth_sample_graph(m, &o, &a, NULL, &err), 0);
+        assert_int_equal(etk_synth_sample_graph(m2, &o, &b, NULL, &err), 0);
+        assert_int_equal(etk_synth_sample_graph(m3, &o, &c, NULL, &err), 0);
+        assert_int_equal(a->n, b->n);
+        assert_int_equal(a->n, c->n);
+        assert_int_equal(a->n_edges, b->n_edges);
+        assert_memory_equal(a->tok, c->tok, a->n * sizeof *a->tok);
+        assert_memory_equal(a->par, b->par, a->n_edges * sizeof *a->par);
+        assert_true(a->n <= 120);
+        /* the layer invariant: a main parent in the layer just before */
+        for (uint32_t i = 0; i < a->n; i++)
+            if (a->layer[i])
+                assert_int_equal(a->layer[a->par[a->par_off[i]]], a->layer[i] - 1);
+        uint32_t nr = 1u << (seed % 4);
+        etk_workload *w = NULL;
+        assert_int_equal(etk_synth_assemble(a, nr, etk_synth_model_inner(m, nr), &w, &err), 0);
+        char what[64];
+        snprintf(what, sizeof what, "LayerDAG sample %llu on %u ranks", (unsigned long long)seed, nr);
+        gen_expect_clean(w, what);
+        etk_workload_free(w);
+        etk_synth_graph_free(a);
+        etk_synth_graph_free(b);
+        etk_synth_graph_free(c);
+    }
+    etk_synth_model_free(m);
+    etk_synth_model_free(m2);
+    etk_synth_model_free(m3);
+    free_gs(gs, n);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -467,6 +589,7 @@ int main(void)
         cmocka_unit_test(test_extract_fit),     cmocka_unit_test(test_wl_rejection),
         cmocka_unit_test(test_assemble_by_hand), cmocka_unit_test(test_assemble_valid_and_simulated),
         cmocka_unit_test(test_model_file),      cmocka_unit_test(test_metrics), cmocka_unit_test(test_bins),
+        cmocka_unit_test(test_gradcheck), cmocka_unit_test(test_layerdag),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

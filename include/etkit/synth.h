@@ -5,8 +5,8 @@
  * generative model learned from them samples new rank graphs, assembled into multi-rank
  * workloads that are valid and deadlock-free by construction.
  *
- * Model in this version: the count baseline (conditional frequency tables with back-off). The
- * model file is one versioned JSON document ("etkit-synth-model", version 1; docs/synth.md). */
+ * Models: the count baseline (conditional frequency tables with back-off) and the LayerDAG model
+ * (small dense networks trained with Adam; src/synth/layerdag.c). The model file is one versioned JSON document ("etkit-synth-model", version 1; docs/synth.md). */
 #ifndef ETKIT_SYNTH_H
 #define ETKIT_SYNTH_H
 
@@ -115,8 +115,18 @@ uint32_t etk_synth_model_default_ranks(const etk_synth_model *m);
 /* the most common inner-group size of the corpus that divides n_ranks (0: none) */
 uint32_t etk_synth_model_inner(const etk_synth_model *m, uint32_t n_ranks);
 
+/* Train the LayerDAG model on the graphs (m, the count model fitted to them, supplies the token
+ * marginal and the attribute bins) for `epochs` passes (0: 8), deterministic for the seed; it is
+ * saved with m and used by etk_synth_sample_graph from then on. */
+int etk_synth_train_layerdag(etk_synth_model *m, etk_synth_graph *const *gs, size_t n, uint32_t epochs, uint64_t seed,
+                             etk_error *err);
+bool etk_synth_model_has_layerdag(const etk_synth_model *m);
+/* final mean training losses (size, token, edge); false without a LayerDAG model */
+bool etk_synth_layerdag_loss(const etk_synth_model *m, double loss[3]);
+
 typedef struct etk_synth_sample_opts {
     uint64_t seed;
+    bool count_only;      /* the count baseline even when the model has a LayerDAG part */
     uint32_t max_nodes;   /* 0: no limit; else layers are added until the graph would exceed it */
     uint32_t max_tries;   /* WL-hash rejection: re-sample at most this often (0: 100) */
 } etk_synth_sample_opts;

@@ -10,6 +10,9 @@
 #include "synth_internal.h"
 #include "util/outset.h"
 
+/* an attribute value as an integer: a model file may hold edges up to 1e30, beyond int64 */
+static int64_t as_i64(double v) { return v >= 9.2e18 ? INT64_C(9200000000000000000) : v > 0 ? (int64_t)v : 0; }
+
 static etk_node comm_node(uint64_t id, const char *name, int type)
 {
     etk_node n = {0};
@@ -86,8 +89,8 @@ int etk_synth_assemble(const etk_synth_graph *g, uint32_t n_ranks, uint32_t inne
             etk_node n = comm_node((uint64_t)i + 1, etk_synth_tok_name(tok), ty);
             n.data_deps = deps;
             n.n_data_deps = nd;
-            n.duration_micros = (uint64_t)v[ETK_SYNTH_A_DUR];
-            int64_t comm = v[ETK_SYNTH_A_COMM] >= 1 ? (int64_t)v[ETK_SYNTH_A_COMM] : 1;
+            n.duration_micros = (uint64_t)as_i64(v[ETK_SYNTH_A_DUR]);
+            int64_t comm = v[ETK_SYNTH_A_COMM] >= 1 ? as_i64(v[ETK_SYNTH_A_COMM]) : 1;
             etk_attr a[6];
             uint32_t na = 0;
             a[na++] = etk_attr_bool("is_cpu_op", false);
@@ -97,8 +100,8 @@ int etk_synth_assemble(const etk_synth_graph *g, uint32_t n_ranks, uint32_t inne
                 a[na++] = etk_attr_i64("num_ops", 1);
                 a[na++] = etk_attr_u64("tensor_size", (uint64_t)comm);
             } else if (ty == ETK_NODE_COMP) {
-                a[na++] = etk_attr_i64("num_ops", (int64_t)v[ETK_SYNTH_A_FLOPS]);
-                a[na++] = etk_attr_u64("tensor_size", (uint64_t)v[ETK_SYNTH_A_TENSOR]);
+                a[na++] = etk_attr_i64("num_ops", as_i64(v[ETK_SYNTH_A_FLOPS]));
+                a[na++] = etk_attr_u64("tensor_size", (uint64_t)as_i64(v[ETK_SYNTH_A_TENSOR]));
             } else if (ty == ETK_NODE_COLL) {
                 int role = etk_synth_tok_role(tok), ch = chain_of[role];
                 a[na++] = etk_attr_i64("comm_type", etk_synth_tok_coll_type(tok));

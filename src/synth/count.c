@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "layerdag.h"
 #include "synth_internal.h"
 
 /* ---------- sparse histograms ---------- */
@@ -163,7 +164,27 @@ void etk_synth_model_free(etk_synth_model *m)
     shist_free(&m->world);
     shist_free(&m->inner);
     free(m->wl);
+    syn_ld_free(m->ld);
     free(m);
+}
+
+int etk_synth_train_layerdag(etk_synth_model *m, etk_synth_graph *const *gs, size_t n, uint32_t epochs, uint64_t seed,
+                             etk_error *err)
+{
+    if (!n)
+        return etk_err(err, ETK_EINVAL, "no rank graphs to train on");
+    syn_ld_opts o = {.epochs = epochs, .seed = seed};
+    return syn_ld_train(m, gs, n, &o, err);
+}
+
+bool etk_synth_model_has_layerdag(const etk_synth_model *m) { return m->ld != NULL; }
+
+bool etk_synth_layerdag_loss(const etk_synth_model *m, double loss[3])
+{
+    if (!m->ld)
+        return false;
+    memcpy(loss, m->ld->loss, sizeof m->ld->loss);
+    return true;
 }
 
 size_t etk_synth_model_n_graphs(const etk_synth_model *m) { return m->n_graphs; }
@@ -490,7 +511,7 @@ int etk_synth_sample_graph(const etk_synth_model *m, const etk_synth_sample_opts
     srng r = {o->seed * 0x2545f4914f6cdd1dULL + 1};
     for (uint32_t k = 0; k < tries; k++) {
         etk_synth_graph *g = NULL;
-        if (sample_once(m, o, &r, &g))
+        if (m->ld && !o->count_only ? syn_ld_sample(m, o->max_nodes, &r, &g) : sample_once(m, o, &r, &g))
             return etk_err(err, ETK_ENOMEM, "out of memory sampling a graph");
         if (!syn_wl_rejected(m, etk_synth_graph_wl_hash(g))) {
             *out = g;

@@ -107,8 +107,11 @@ int etk_synth_workload_graphs(const etk_workload *w, etk_synth_graph ***gs, size
                 }
             }
             sig = mixh(sig, tok[i]);
-            for (int a = 0; a < ETK_SYNTH_N_ATTR; a++)
-                sig = mixh(sig, (uint64_t)x[a]);
+            for (int a = 0; a < ETK_SYNTH_N_ATTR; a++) {
+                uint64_t bits;
+                memcpy(&bits, &x[a], sizeof bits);
+                sig = mixh(sig, bits);
+            }
             for (uint32_t k = off[i]; k < e; k++)
                 sig = mixh(sig, par[k] + 1);
         }

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "../util/jsonfile.h"
+#include "layerdag.h"
 #include "synth_internal.h"
 
 #define FORMAT "etkit-synth-model"
@@ -36,7 +37,7 @@ int etk_synth_model_save(const etk_synth_model *m, const char *path, etk_error *
     json_t *root = json_object();
     json_object_set_new(root, "format", json_string(FORMAT));
     json_object_set_new(root, "version", json_integer(VERSION));
-    json_object_set_new(root, "kind", json_string("count"));
+    json_object_set_new(root, "kind", json_string(m->ld ? "layerdag" : "count"));
     json_object_set_new(root, "graphs", json_integer(m->n_graphs));
     json_object_set_new(root, "bins", json_integer(ETK_SYNTH_N_BINS));
     json_object_set_new(root, "position_buckets", json_integer(SYN_POS_BUCKETS));
@@ -90,6 +91,8 @@ int etk_synth_model_save(const etk_synth_model *m, const char *path, etk_error *
         json_array_append_new(wl, json_string(hex));
     }
     json_object_set_new(root, "wl_hashes", wl);
+    if (m->ld)
+        json_object_set_new(root, "layerdag", syn_ld_json(m->ld));
     char *text = json_dumps(root, JSON_COMPACT | JSON_REAL_PRECISION(17));
     json_decref(root);
     if (!text)
@@ -175,8 +178,9 @@ int etk_synth_model_load(const char *path, etk_synth_model **out, etk_error *err
         goto done;
     }
     json_t *kind = json_object_get(root, "kind");
-    if (!json_is_string(kind) || strcmp(json_string_value(kind), "count")) {
-        rc = bad(&r, "kind", "wanted \"count\"");
+    bool has_ld = json_is_string(kind) && !strcmp(json_string_value(kind), "layerdag");
+    if (!json_is_string(kind) || (strcmp(json_string_value(kind), "count") && !has_ld)) {
+        rc = bad(&r, "kind", "wanted \"count\" or \"layerdag\"");
         goto done;
     }
     json_t *ng = json_object_get(root, "graphs"), *nb = json_object_get(root, "bins");
@@ -334,6 +338,8 @@ int etk_synth_model_load(const char *path, etk_synth_model **out, etk_error *err
         }
     }
     m->n_wl = (uint32_t)json_array_size(wl);
+    if (has_ld && (rc = syn_ld_from_json(json_object_get(root, "layerdag"), path, &m->ld, err)))
+        goto done;
     *out = m;
     m = NULL;
 done:

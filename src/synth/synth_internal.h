@@ -60,6 +60,7 @@ struct etk_synth_model {
     shist world, inner;                 /* world sizes and inner-group sizes seen */
     uint32_t n_wl;
     uint64_t *wl;                       /* sorted WL hashes of the training graphs */
+    struct syn_layerdag *ld;            /* the LayerDAG model (NULL: count baseline only) */
 };
 
 /* context lookup (creates when `create`): NULL when absent */

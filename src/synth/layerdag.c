@@ -1,0 +1,486 @@
+/* layerdag.c — the LayerDAG model (see layerdag.h; docs/synth.md "LayerDAG model").
+ *
+ * The prefix graph (all layers placed so far) is encoded by pooling: the normalized token
+ * histogram of the whole prefix and of its last layer, sinusoidal embeddings of the layer index
+ * and of log2 of the last layer's size. On it:
+ *   size stage   MLP -> softmax over sizes 0..63 (0 stops);
+ *   token stage  discrete diffusion, LD_STEPS steps, each node's token kept with probability
+ *                1 - t/T and otherwise replaced by a draw from the marginal; the denoiser sees
+ *                the prefix encoding, the histogram of the new layer's noisy tokens (the stage
+ *                attends over the new layer by mean pooling), the node's own noisy token and t;
+ *   edge stage   Bernoulli diffusion over the candidate parents in the last LD_WINDOW layers,
+ *                each indicator kept with probability 1 - t/T and otherwise redrawn from the
+ *                mean density; the denoiser sees the prefix encoding, the new node's and the
+ *                candidate's tokens, their layer distance, the candidate's out-degree so far
+ *                (the child direction of the prefix graph), the noisy indicator, the node's
+ *                noisy in-degree and t.
+ * Attribute values come from the count model's per-token bins. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "layerdag.h"
+
+#define NT ETK_SYNTH_N_TOKENS
+
+void syn_ld_free(syn_layerdag *ld)
+{
+    if (!ld)
+        return;
+    syn_mlp_free(&ld->size);
+    syn_mlp_free(&ld->tok);
+    syn_mlp_free(&ld->edge);
+    free(ld);
+}
+
+/* the pooled prefix encoding */
+static void features(double *f, uint32_t l, uint32_t prev_size, const uint32_t *hist_prev, const uint32_t *hist_all,
+                     uint32_t n_prev, uint32_t n_all)
+{
+    for (int t = 0; t < NT; t++) {
+        f[t] = n_prev ? (double)hist_prev[t] / n_prev : 0;
+        f[NT + t] = n_all ? (double)hist_all[t] / n_all : 0;
+    }
+    syn_sinus((double)l, LD_SIN, f + 2 * NT);
+    syn_sinus(log2(1.0 + prev_size) * 4, LD_SIN, f + 2 * NT + LD_SIN);
+}
+
+static void tok_input(double *x, const double *f, const uint32_t *noisy_hist, uint32_t n_layer, int own, int t)
+{
+    memcpy(x, f, LD_F * sizeof *x);
+    double *p = x + LD_F;
+    for (int k = 0; k < NT; k++)
+        p[k] = n_layer ? (double)noisy_hist[k] / n_layer : 0;
+    memset(p + NT, 0, NT * sizeof *p);
+    p[NT + own] = 1;
+    syn_sinus((double)t, 4, p + 2 * NT);
+}
+
+static void edge_input(double *x, const double *f, int tok_v, int tok_u, uint32_t dist, uint32_t outdeg_u, int noisy,
+                       uint32_t noisy_indeg, int t)
+{
+    memcpy(x, f, LD_F * sizeof *x);
+    double *p = x + LD_F;
+    memset(p, 0, (2 * NT + LD_WINDOW) * sizeof *p);
+    p[tok_v] = 1;
+    p[NT + tok_u] = 1;
+    p[2 * NT + (dist > LD_WINDOW ? LD_WINDOW : dist) - 1] = 1;
+    p += 2 * NT + LD_WINDOW;
+    p[0] = (double)outdeg_u / (1.0 + outdeg_u);
+    p[1] = noisy;
+    p[2] = noisy_indeg / 8.0;
+    syn_sinus((double)t, 4, p + 3);
+}
+
+static int draw_marginal(const etk_synth_model *m, srng *r)
+{
+    uint64_t tot = 0;
+    for (int t = 0; t < NT; t++)
+        tot += m->tok_marginal[t];
+    uint64_t x = (uint64_t)(srng_unit(r) * (double)tot);
+    for (int t = 0; t < NT; t++) {
+        if (x < m->tok_marginal[t])
+            return t;
+        x -= m->tok_marginal[t];
+    }
+    return 0;
+}
+
+static int draw_p(const double *p, int n, srng *r)
+{
+    double u = srng_unit(r), c = 0;
+    for (int k = 0; k < n; k++)
+        if (u < (c += p[k]))
+            return k;
+    return n - 1;
+}
+
+/* ---------- training ---------- */
+int syn_ld_train(etk_synth_model *m, etk_synth_graph *const *gs, size_t n, const syn_ld_opts *o, etk_error *err)
+{
+    syn_layerdag *ld = calloc(1, sizeof *ld);
+    srng r = {o->seed * 0x9e3779b97f4a7c15ULL + 3};
+    uint32_t epochs = o->epochs ? o->epochs : 8, max_n = 1, max_l = 1;
+    for (size_t gi = 0; gi < n; gi++) {
+        max_n = gs[gi]->n > max_n ? gs[gi]->n : max_n;
+        max_l = gs[gi]->n_layers > max_l ? gs[gi]->n_layers : max_l;
+    }
+    uint32_t *lstart = malloc(((size_t)max_l + 1) * sizeof *lstart), *outdeg = malloc(max_n * sizeof *outdeg);
+    uint32_t *order = malloc((n ? n : 1) * sizeof *order);
+    double *x = malloc(LD_EDGE_IN * sizeof *x), f[LD_F], h[LD_HIDDEN], y[LD_SIZES], dy[LD_SIZES];
+    int rc = ETK_ENOMEM;
+    if (!ld || !lstart || !outdeg || !order || !x || syn_mlp_init(&ld->size, LD_F, LD_HIDDEN, LD_SIZES, &r) ||
+        syn_mlp_init(&ld->tok, LD_TOK_IN, LD_HIDDEN, NT, &r) || syn_mlp_init(&ld->edge, LD_EDGE_IN, LD_HIDDEN, 1, &r))
+        goto done;
+    ld->max_layers = 2 * max_l;
+    ld->epochs = epochs;
+    /* the edge prior: parents among the window candidates */
+    double cand = 0, pos = 0;
+    for (size_t gi = 0; gi < n; gi++) {
+        const etk_synth_graph *g = gs[gi];
+        memset(lstart, 0, ((size_t)g->n_layers + 1) * sizeof *lstart);
+        for (uint32_t i = 0; i < g->n; i++)
+            lstart[g->layer[i] + 1]++;
+        for (uint32_t l = 0; l < g->n_layers; l++)
+            lstart[l + 1] += lstart[l];
+        for (uint32_t i = 0; i < g->n; i++) {
+            uint32_t l = g->layer[i];
+            cand += lstart[l] - (l > LD_WINDOW ? lstart[l - LD_WINDOW] : 0);
+            for (uint32_t k = g->par_off[i]; k < g->par_off[i + 1]; k++)
+                pos += l - g->layer[g->par[k]] <= LD_WINDOW;
+        }
+    }
+    ld->edge_prior = cand > 0 ? pos / cand : 0.1;
+    for (size_t i = 0; i < n; i++)
+        order[i] = (uint32_t)i;
+    int step = 0;
+    for (uint32_t ep = 0; ep < epochs; ep++) {
+        double ls[3] = {0}, cnt[3] = {0};
+        for (size_t i = n; i > 1; i--) { /* deterministic shuffle */
+            uint32_t j = srng_below(&r, (uint32_t)i), t = order[i - 1];
+            order[i - 1] = order[j];
+            order[j] = t;
+        }
+        for (size_t oi = 0; oi < n; oi++) {
+            const etk_synth_graph *g = gs[order[oi]];
+            uint32_t L = g->n_layers, hist_prev[NT] = {0}, hist_all[NT] = {0}, n_prev = 0, n_all = 0;
+            memset(lstart, 0, ((size_t)L + 1) * sizeof *lstart);
+            for (uint32_t i = 0; i < g->n; i++)
+                lstart[g->layer[i] + 1]++;
+            for (uint32_t l = 0; l < L; l++)
+                lstart[l + 1] += lstart[l];
+            memset(outdeg, 0, g->n * sizeof *outdeg);
+            /* token and edge examples on at most 16 layers per graph and epoch */
+            double pick = L > 16 ? 16.0 / L : 1.0;
+            double nex[3] = {0};
+            for (uint32_t l = 0; l <= L; l++) {
+                features(f, l, n_prev, hist_prev, hist_all, n_prev, n_all);
+                uint32_t size = l < L ? lstart[l + 1] - lstart[l] : 0;
+                syn_mlp_forward(&ld->size, f, h, y);
+                ls[0] += syn_softmax_ce(y, LD_SIZES, size < LD_SIZES ? (int)size : LD_SIZES - 1, dy);
+                cnt[0]++, nex[0]++;
+                syn_mlp_backward(&ld->size, f, h, dy);
+                if (l == L)
+                    break;
+                uint32_t a = lstart[l], b = lstart[l + 1];
+                if (srng_unit(&r) < pick) {
+                    /* tokens: one noise level for the layer */
+                    int t = 1 + (int)srng_below(&r, LD_STEPS);
+                    double keep = 1.0 - (double)t / LD_STEPS;
+                    uint32_t nh[NT] = {0};
+                    int *noisy = malloc((b - a) * sizeof *noisy);
+                    if (!noisy)
+                        goto done;
+                    for (uint32_t i = a; i < b; i++)
+                        nh[noisy[i - a] = srng_unit(&r) < keep ? g->tok[i] : draw_marginal(m, &r)]++;
+                    for (uint32_t i = a; i < b; i++) {
+                        if (b - a > 8 && srng_unit(&r) >= 8.0 / (b - a))
+                            continue;
+                        tok_input(x, f, nh, b - a, noisy[i - a], t);
+                        syn_mlp_forward(&ld->tok, x, h, y);
+                        ls[1] += syn_softmax_ce(y, NT, g->tok[i], dy);
+                        cnt[1]++, nex[1]++;
+                        syn_mlp_backward(&ld->tok, x, h, dy);
+                    }
+                    free(noisy);
+                    /* edges of up to 2 nodes: their window candidates (all parents, up to 8
+                     * non-parents) */
+                    uint32_t lo = l > LD_WINDOW ? lstart[l - LD_WINDOW] : 0;
+                    for (int rep = 0; rep < 2 && l > 0; rep++) {
+                        uint32_t v = a + srng_below(&r, b - a);
+                        int t2 = 1 + (int)srng_below(&r, LD_STEPS);
+                        double keep2 = 1.0 - (double)t2 / LD_STEPS;
+                        uint32_t nc = a - lo, noisy_deg = 0;
+                        /* noisy indicators of every candidate (for the in-degree) */
+                        uint8_t *is = calloc(nc, 1), *nz = calloc(nc, 1);
+                        if (!is || !nz) {
+                            free(is), free(nz);
+                            goto done;
+                        }
+                        for (uint32_t k = g->par_off[v]; k < g->par_off[v + 1]; k++)
+                            if (g->par[k] >= lo)
+                                is[g->par[k] - lo] = 1;
+                        for (uint32_t c = 0; c < nc; c++) {
+                            nz[c] = srng_unit(&r) < keep2 ? is[c] : srng_unit(&r) < ld->edge_prior;
+                            noisy_deg += nz[c];
+                        }
+                        double negp = nc > 8 ? 8.0 / nc : 1.0;
+                        for (uint32_t c = 0; c < nc; c++) {
+                            if (!is[c] && srng_unit(&r) >= negp)
+                                continue;
+                            uint32_t u = lo + c;
+                            edge_input(x, f, g->tok[v], g->tok[u], l - g->layer[u], outdeg[u], nz[c], noisy_deg, t2);
+                            syn_mlp_forward(&ld->edge, x, h, y);
+                            ls[2] += syn_bce(y[0], is[c], dy);
+                            cnt[2]++, nex[2]++;
+                            syn_mlp_backward(&ld->edge, x, h, dy);
+                        }
+                        free(is), free(nz);
+                    }
+                }
+                /* the layer joins the prefix */
+                memset(hist_prev, 0, sizeof hist_prev);
+                for (uint32_t i = a; i < b; i++) {
+                    hist_prev[g->tok[i]]++;
+                    hist_all[g->tok[i]]++;
+                    for (uint32_t k = g->par_off[i]; k < g->par_off[i + 1]; k++)
+                        outdeg[g->par[k]]++;
+                }
+                n_prev = b - a;
+                n_all += b - a;
+            }
+            step++;
+            syn_mlp_adam(&ld->size, 3e-3, step, nex[0] ? 1.0 / nex[0] : 0);
+            syn_mlp_adam(&ld->tok, 3e-3, step, nex[1] ? 1.0 / nex[1] : 0);
+            syn_mlp_adam(&ld->edge, 3e-3, step, nex[2] ? 1.0 / nex[2] : 0);
+        }
+        for (int k = 0; k < 3; k++)
+            ld->loss[k] = cnt[k] ? ls[k] / cnt[k] : 0;
+    }
+    syn_ld_free(m->ld);
+    m->ld = ld;
+    ld = NULL;
+    rc = 0;
+done:
+    if (rc)
+        etk_err(err, rc, "out of memory training the LayerDAG model");
+    syn_ld_free(ld);
+    free(lstart), free(outdeg), free(order), free(x);
+    return rc;
+}
+
+/* ---------- sampling ---------- */
+typedef struct vec {
+    uint32_t n, cap;
+    uint32_t *v;
+} vec;
+static int vpush(vec *a, uint32_t x)
+{
+    if (a->n == a->cap) {
+        uint32_t nc = a->cap ? 2 * a->cap : 256;
+        uint32_t *p = realloc(a->v, nc * sizeof *p);
+        if (!p)
+            return -1;
+        a->v = p, a->cap = nc;
+    }
+    a->v[a->n++] = x;
+    return 0;
+}
+
+int syn_ld_sample(const etk_synth_model *m, uint32_t max_nodes, srng *r, etk_synth_graph **out)
+{
+    const syn_layerdag *ld = m->ld;
+    vec tok = {0}, lay = {0}, off = {0}, par = {0}, lstart = {0}, outdeg = {0};
+    double *val = NULL, *x = malloc(LD_EDGE_IN * sizeof *x), f[LD_F], h[LD_HIDDEN], y[LD_SIZES], p[LD_SIZES];
+    uint32_t hist_prev[NT] = {0}, hist_all[NT] = {0}, n_prev = 0, n = 0;
+    int *noisy = NULL, *clean = NULL;
+    double *prob = NULL;
+    uint8_t *nz = NULL;
+    int rc = ETK_ENOMEM;
+    if (!x)
+        goto done;
+    for (uint32_t l = 0; l < ld->max_layers; l++) {
+        features(f, l, n_prev, hist_prev, hist_all, n_prev, n);
+        syn_mlp_forward(&ld->size, f, h, y);
+        syn_softmax(y, LD_SIZES, p);
+        if (l == 0) /* a graph has a first layer */
+            p[0] = 0;
+        double s = 0;
+        for (int k = 0; k < LD_SIZES; k++)
+            s += p[k];
+        for (int k = 0; k < LD_SIZES; k++)
+            p[k] /= s;
+        uint32_t size = (uint32_t)draw_p(p, LD_SIZES, r);
+        if (!size)
+            break;
+        if (max_nodes && n + size > max_nodes) {
+            if (n)
+                break;
+            size = max_nodes;
+        }
+        uint32_t a = n, b = n + size;
+        if (vpush(&lstart, a))
+            goto done;
+        int *nn = realloc(noisy, size * sizeof *nn), *cc = realloc(clean, size * sizeof *cc);
+        if (nn)
+            noisy = nn;
+        if (cc)
+            clean = cc;
+        if (!nn || !cc)
+            goto done;
+        /* tokens: discrete diffusion from the marginal prior */
+        for (uint32_t i = 0; i < size; i++)
+            noisy[i] = draw_marginal(m, r);
+        for (int t = LD_STEPS; t >= 1; t--) {
+            uint32_t nh[NT] = {0};
+            for (uint32_t i = 0; i < size; i++)
+                nh[noisy[i]]++;
+            for (uint32_t i = 0; i < size; i++) {
+                tok_input(x, f, nh, size, noisy[i], t);
+                syn_mlp_forward(&ld->tok, x, h, y);
+                syn_softmax(y, NT, p);
+                clean[i] = draw_p(p, NT, r);
+            }
+            double keep = 1.0 - (double)(t - 1) / LD_STEPS;
+            for (uint32_t i = 0; i < size; i++)
+                noisy[i] = t == 1 || srng_unit(r) < keep ? clean[i] : draw_marginal(m, r);
+        }
+        uint32_t lo = l > LD_WINDOW ? lstart.v[l - LD_WINDOW] : 0, nc = a - lo, pl = l ? lstart.v[l - 1] : 0;
+        double *pr = realloc(prob, (nc ? nc : 1) * sizeof *pr);
+        uint8_t *z = realloc(nz, nc ? nc : 1);
+        if (pr)
+            prob = pr;
+        if (z)
+            nz = z;
+        if (!pr || !z)
+            goto done;
+        for (uint32_t i = 0; i < size; i++) {
+            uint32_t v = a + i;
+            if (vpush(&tok, (uint32_t)noisy[i]) || vpush(&lay, l) || vpush(&off, par.n) || vpush(&outdeg, 0))
+                goto done;
+            if (!l)
+                continue;
+            /* edges: Bernoulli diffusion from the density prior */
+            uint32_t deg = 0;
+            for (uint32_t c = 0; c < nc; c++)
+                deg += nz[c] = srng_unit(r) < ld->edge_prior;
+            for (int t = LD_STEPS; t >= 1; t--) {
+                for (uint32_t c = 0; c < nc; c++) {
+                    uint32_t u = lo + c;
+                    edge_input(x, f, (int)tok.v[v], (int)tok.v[u], l - lay.v[u], outdeg.v[u], nz[c], deg, t);
+                    syn_mlp_forward(&ld->edge, x, h, y);
+                    prob[c] = syn_sigmoid(y[0]);
+                }
+                double keep = 1.0 - (double)(t - 1) / LD_STEPS;
+                deg = 0;
+                for (uint32_t c = 0; c < nc; c++) {
+                    int e = srng_unit(r) < prob[c];
+                    if (t > 1 && srng_unit(r) >= keep)
+                        e = srng_unit(r) < ld->edge_prior;
+                    deg += nz[c] = (uint8_t)e;
+                }
+            }
+            /* the main parent: the chosen one of the layer before, or its likeliest */
+            uint32_t main = UINT32_MAX;
+            for (uint32_t c = pl - lo; c < nc && main == UINT32_MAX; c++)
+                if (nz[c])
+                    main = lo + c;
+            double best = -1;
+            if (main == UINT32_MAX)
+                for (uint32_t c = pl - lo; c < nc; c++)
+                    if (prob[c] > best)
+                        best = prob[c], main = lo + c;
+            if (vpush(&par, main))
+                goto done;
+            outdeg.v[main]++;
+            for (uint32_t c = 0; c < nc; c++)
+                if (nz[c] && lo + c != main) {
+                    if (vpush(&par, lo + c))
+                        goto done;
+                    outdeg.v[lo + c]++;
+                }
+        }
+        memset(hist_prev, 0, sizeof hist_prev);
+        for (uint32_t i = a; i < b; i++) {
+            hist_prev[tok.v[i]]++;
+            hist_all[tok.v[i]]++;
+        }
+        n_prev = size;
+        n = b;
+    }
+    if (vpush(&off, par.n))
+        goto done;
+    etk_synth_graph *g = syn_graph_alloc(n, par.n);
+    if (!g)
+        goto done;
+    g->n_layers = lstart.n;
+    for (uint32_t i = 0; i < n; i++) {
+        g->tok[i] = (uint16_t)tok.v[i];
+        g->layer[i] = lay.v[i];
+        /* attribute values from the count model's bins given the token */
+        syn_bin_values(m, g->tok[i], shist_draw(&m->bins[g->tok[i]], r, 0), r, g->val + (size_t)i * ETK_SYNTH_N_ATTR);
+    }
+    memcpy(g->par_off, off.v, ((size_t)n + 1) * sizeof *g->par_off);
+    memcpy(g->par, par.v, par.n * sizeof *g->par);
+    *out = g;
+    rc = 0;
+done:
+    free(tok.v), free(lay.v), free(off.v), free(par.v), free(lstart.v), free(outdeg.v);
+    free(val), free(x), free(noisy), free(clean), free(prob), free(nz);
+    return rc;
+}
+
+/* ---------- model file ---------- */
+static json_t *net_json(const syn_mlp *m)
+{
+    json_t *a = json_array();
+    for (size_t i = 0; i < m->n_par; i++)
+        json_array_append_new(a, json_real(m->w[i]));
+    return json_pack("{s:i,s:i,s:i,s:o}", "inputs", m->n_in, "hidden", m->n_hid, "outputs", m->n_out, "params", a);
+}
+
+json_t *syn_ld_json(const syn_layerdag *ld)
+{
+    return json_pack("{s:i,s:i,s:i,s:I,s:f,s:I,s:[f,f,f],s:o,s:o,s:o}", "window", LD_WINDOW, "size_classes", LD_SIZES,
+                     "steps", LD_STEPS, "max_layers", (json_int_t)ld->max_layers, "edge_prior", ld->edge_prior,
+                     "epochs", (json_int_t)ld->epochs, "final_loss", ld->loss[0], ld->loss[1], ld->loss[2],
+                     "size_net", net_json(&ld->size), "token_net", net_json(&ld->tok), "edge_net", net_json(&ld->edge));
+}
+
+static int net_from(json_t *o, const char *field, const char *path, int in, int out, syn_mlp *m, etk_error *err)
+{
+    srng r = {1};
+    json_t *p = json_object_get(o, "params");
+    if (json_integer_value(json_object_get(o, "inputs")) != in || json_integer_value(json_object_get(o, "outputs")) != out ||
+        json_integer_value(json_object_get(o, "hidden")) != LD_HIDDEN || !json_is_array(p))
+        return etk_err(err, ETK_EFORMAT, "%s: field 'layerdag.%s': wanted {\"inputs\": %d, \"hidden\": %d, \"outputs\": %d, "
+                       "\"params\": [...]}", path, field, in, LD_HIDDEN, out);
+    if (syn_mlp_init(m, in, LD_HIDDEN, out, &r))
+        return etk_err(err, ETK_ENOMEM, "out of memory");
+    if (json_array_size(p) != m->n_par)
+        return etk_err(err, ETK_EFORMAT, "%s: field 'layerdag.%s.params': wanted %zu numbers, got %zu", path, field,
+                       m->n_par, json_array_size(p));
+    for (size_t i = 0; i < m->n_par; i++) {
+        json_t *x = json_array_get(p, i);
+        double d = json_number_value(x);
+        if (!json_is_number(x) || !isfinite(d))
+            return etk_err(err, ETK_EFORMAT, "%s: field 'layerdag.%s.params[%zu]': wanted a finite number", path, field, i);
+        m->w[i] = d;
+    }
+    return 0;
+}
+
+int syn_ld_from_json(json_t *o, const char *path, syn_layerdag **out, etk_error *err)
+{
+    *out = NULL;
+    syn_layerdag *ld = calloc(1, sizeof *ld);
+    if (!ld)
+        return etk_err(err, ETK_ENOMEM, "out of memory");
+    json_int_t ml = json_integer_value(json_object_get(o, "max_layers"));
+    double ep = json_number_value(json_object_get(o, "edge_prior"));
+    int rc = 0;
+    if (json_integer_value(json_object_get(o, "window")) != LD_WINDOW ||
+        json_integer_value(json_object_get(o, "size_classes")) != LD_SIZES ||
+        json_integer_value(json_object_get(o, "steps")) != LD_STEPS)
+        rc = etk_err(err, ETK_EFORMAT, "%s: field 'layerdag': wanted window 8, size_classes 64, steps 4 (version 1)", path);
+    else if (ml < 1 || ml > 100000000)
+        rc = etk_err(err, ETK_EFORMAT, "%s: field 'layerdag.max_layers': wanted a positive integer", path);
+    else if (!(ep >= 0 && ep <= 1))
+        rc = etk_err(err, ETK_EFORMAT, "%s: field 'layerdag.edge_prior': wanted a number in [0, 1]", path);
+    if (!rc) {
+        ld->max_layers = (uint32_t)ml;
+        ld->edge_prior = ep;
+        ld->epochs = (uint32_t)json_integer_value(json_object_get(o, "epochs"));
+        rc = net_from(json_object_get(o, "size_net"), "size_net", path, LD_F, LD_SIZES, &ld->size, err);
+    }
+    if (!rc)
+        rc = net_from(json_object_get(o, "token_net"), "token_net", path, LD_TOK_IN, NT, &ld->tok, err);
+    if (!rc)
+        rc = net_from(json_object_get(o, "edge_net"), "edge_net", path, LD_EDGE_IN, 1, &ld->edge, err);
+    if (rc) {
+        syn_ld_free(ld);
+        return rc;
+    }
+    *out = ld;
+    return 0;
+}

@@ -1,0 +1,41 @@
+/* layerdag.h — the LayerDAG model (private to src/synth; docs/synth.md "LayerDAG model"): three
+ * per-layer stages on a pooled encoding of the prefix graph — a layer-size classifier (size 0
+ * stops), a discrete diffusion denoiser of the new layer's tokens (prior: the token marginal),
+ * a Bernoulli diffusion denoiser of the edges into the new layer (prior: the mean candidate edge
+ * density) — trained with Adam, teacher-forced over the layers of every graph. */
+#ifndef ETK_SYNTH_LAYERDAG_H
+#define ETK_SYNTH_LAYERDAG_H
+
+#include <jansson.h>
+
+#include "nn.h"
+
+#define LD_WINDOW 8      /* edge candidates: the nodes of the last 8 layers */
+#define LD_SIZES 64      /* size classes 0 (stop) .. 63 */
+#define LD_STEPS 4       /* diffusion steps */
+#define LD_HIDDEN 32
+#define LD_SIN 8
+#define LD_F (2 * ETK_SYNTH_N_TOKENS + 2 * LD_SIN)                            /* prefix features */
+#define LD_TOK_IN (LD_F + 2 * ETK_SYNTH_N_TOKENS + 4)                          /* token denoiser */
+#define LD_EDGE_IN (LD_F + 2 * ETK_SYNTH_N_TOKENS + LD_WINDOW + 3 + 4)         /* edge denoiser */
+
+typedef struct syn_layerdag {
+    syn_mlp size, tok, edge;
+    uint32_t max_layers; /* twice the most layers seen: a safety stop */
+    double edge_prior;   /* fraction of window candidates that are parents */
+    uint32_t epochs;
+    double loss[3];      /* mean training loss of the last epoch: size, token, edge */
+} syn_layerdag;
+
+typedef struct syn_ld_opts {
+    uint32_t epochs; /* 0: 8 */
+    uint64_t seed;
+} syn_ld_opts;
+
+int syn_ld_train(etk_synth_model *m, etk_synth_graph *const *gs, size_t n, const syn_ld_opts *o, etk_error *err);
+int syn_ld_sample(const etk_synth_model *m, uint32_t max_nodes, srng *r, etk_synth_graph **out);
+void syn_ld_free(syn_layerdag *ld);
+json_t *syn_ld_json(const syn_layerdag *ld);
+/* from the model file's "layerdag" object; errors name path and field */
+int syn_ld_from_json(json_t *o, const char *path, syn_layerdag **out, etk_error *err);
+#endif
