@@ -6,7 +6,6 @@ TP size from the environment (TP, default the world). Prints its own step time."
 import math
 import os
 import sys
-import time
 
 import torch
 import torch.distributed as dist
@@ -92,26 +91,15 @@ class TPGPT(nn.Module):
         return F.cross_entropy(logits.view(-1, logits.shape[-1]), targets.view(-1))
 
 
-steps = int(os.environ.get("STEPS", "3"))
 model = TPGPT().cuda().to(torch.bfloat16)
 opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
-idx = torch.randint(0, gpt.VOCAB, (gpt.BATCH, gpt.SEQ), device="cuda")
-tgt = torch.randint(0, gpt.VOCAB, (gpt.BATCH, gpt.SEQ), device="cuda")
-times = []
-for step in range(steps):
-    torch.cuda.synchronize()
-    t0 = time.perf_counter()
-    loss = model(idx, tgt)
-    loss.backward()
+
+
+def reduce_dp():
     if world > TP:
         for p in model.parameters():
             dist.all_reduce(p.grad, group=dp_group)
-    opt.step()
-    opt.zero_grad(set_to_none=True)
-    torch.cuda.synchronize()
-    times.append(time.perf_counter() - t0)
-    if rank == 0:
-        print(f"step {step} time_ns {round(times[-1] * 1e9)}", flush=True)
-if rank == 0:
-    print(f"last_step_ns {round(times[-1] * 1e9)} end_ns {round(time.perf_counter() * 1e9)}", flush=True)
+
+
+gpt.train(model, opt, rank, reduce_dp)
 dist.destroy_process_group()
