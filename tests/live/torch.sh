@@ -5,7 +5,7 @@
 #      takes floor(2 x 4096^3 / 989e12 s) = 138,967 ns with --compute roofline, and the script's
 #      time.perf_counter_ns reads the same virtual interval; .item() is a placeholder 0 with one
 #      warning for its call site; aten::nonzero stops the run naming the operator and the script
-#      line, --allow-unmodelled lists it instead.
+#      line, --allow-unmodelled lists it instead. skip.py: rank 1 skips an all-reduce: deadlock report.
 #  (b) mem.py: L = 4 bias-free Linear(1024, 1024) FP32 layers, Adam, batch B = 8192. Closed form of
 #      the peak (reached in backward at layer L-1, from the second step on): weights 4P + Adam 8P
 #      + (L+1) activations of A = 4BH bytes + 2 weight gradients of 4H^2, P = L H^2:
@@ -17,6 +17,7 @@
 #      the recording the same; DDP all-reduces every gradient once a step (2P bytes, BF16) and
 #      broadcasts the parameters once at start (2P) and, after the first step, the rebuilt bucket
 #      indices (128 B here), P = 2 Vh + S h + L (12 h^2 + 13 h) + 2h.
+#  (d) train_tp.py: Megatron-style tensor parallel (below).
 # usage: bash tests/live/torch.sh <etkit>
 . "$(dirname "$0")/livelib.sh"
 PY=${PYTHON:-/usr/bin/python3}
@@ -51,6 +52,10 @@ PROBE_NONZERO=1 timeout 120 "$ETKIT" live --ranks 1 --cpu-scale 0 --allow-unmode
   >"$T/n2.out" 2>"$T/n2.err" || fail "--allow-unmodelled exited $?: $(tail -3 "$T/n2.err")"
 grep -q "nonzero (0, 2)" "$T/n2.out" && grep -q "aten::nonzero  calls 1  first at .*probe.py:$ln" "$T/n2.err" &&
   ok "--allow-unmodelled: listed, $(grep 'aten::nonzero  calls' "$T/n2.err")" || fail "allow: $(tail -3 "$T/n2.err")"
+timeout 240 "$ETKIT" live --ranks 2 --cpu-scale 0 -- "$PY" "$D/skip.py" >"$T/s.out" 2>"$T/s.err"
+rc=$?
+[ $rc = 1 ] && grep -q 'deadlock at t = .*Rank 0 waits in cudaDeviceSynchronize. Rank 1 exited.*ALL_REDUCE of 4194304 bytes on group "nccl:id0" .*waits for rank(s) 1' "$T/s.err" &&
+  ok "a rank skipping a collective: deadlock reported (exit 1), not a hang" || fail "skip.py: exit $rc, $(tail -2 "$T/s.err")"
 
 # (b)
 timeout 120 "$ETKIT" live --ranks 1 --cpu-scale 0 -- "$PY" "$D/mem.py" >"$T/m.out" 2>"$T/m.err" ||
@@ -86,4 +91,22 @@ bc=$(awk '$1 == "BROADCAST" { gsub(",", "", $6); print $6 }' "$T/d.err")
 [ -n "$bc" ] && [ $((bc - 2 * P)) -gt 0 ] && [ $((bc - 2 * P)) -le 1024 ] &&
   ok "DDP broadcasts the parameters once (2P) and the bucket indices once: $bc bytes" ||
   fail "broadcast bytes $bc, want 2P = $((2 * P)) + at most 1 KiB"
+
+# (d) train_tp.py: Megatron-style TP = 2 x DP = 2 on 4 ranks (groups from new_group), 3 steps: per
+#     layer and step 2 all-reduces of the activations forward and 2 of their gradients backward,
+#     each B S h x 2 bytes, on the TP group; one all-reduce per parameter and step on the DP group
+#     (2 layers x 10 + 5 = 25 parameters); the script's clock = the run's step time = etkit sim.
+TP=2 timeout 240 "$ETKIT" live --cluster dgx-h100 --ranks 4 --cpu-scale 0 --record "$T/tp" -- "$PY" "$D/train_tp.py" \
+  >"$T/t.out" 2>"$T/t.err" || fail "train_tp.py exited $?: $(tail -5 "$T/t.err")"
+tp_step=$(step "$T/t.err")
+[ -n "$tp_step" ] && [ "$(num end_ns "$T/t.out")" = "$tp_step" ] && ok "TP: the script's clock at its end = $tp_step ns" ||
+  fail "TP: script end $(num end_ns "$T/t.out"), live $tp_step"
+"$ETKIT" sim "$T/tp" --cluster dgx-h100 >"$T/tsim" 2>&1
+[ "$(step "$T/tsim")" = "$tp_step" ] && ok "TP: etkit sim of the recording = live" || fail "TP: sim $(step "$T/tsim")"
+# the report names one group per row of groups alike (TP and DP groups both have 2 members):
+# tell them apart by their counts
+ars=$(awk '$1 == "ALL_REDUCE" && $3 == 2 { gsub(",", "", $6); print $5, $6 }' "$T/t.err")
+echo "$ars" | grep -qx "24 $((24 * 2 * 128 * 256 * 2))" &&
+  ok "TP all-reduces: 3 steps x 2 layers x 4 = 24 of B S h x 2 bytes" || fail "TP all-reduces: '$ars', want '24 $((24 * 131072))'"
+echo "$ars" | grep -q "^75 " && ok "DP all-reduces: 3 steps x 25 parameters" || fail "DP all-reduces: '$ars', want 75"
 [ $fails = 0 ] && echo "all ok" || { echo "$fails failure(s)"; exit 1; }

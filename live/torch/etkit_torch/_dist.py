@@ -6,7 +6,6 @@ stream wait for the collective (the host does not block), barrier() blocks the h
 Rendezvous needs no store: every rank is a process of the same `etkit live` run."""
 import collections
 import ctypes
-from datetime import timedelta
 
 import torch
 import torch.distributed as dist
@@ -262,4 +261,3 @@ def install():
     # DDP compares the parameter shapes of all ranks through an all-gather of their values: tensors
     # here hold no data, and every rank runs the same program
     ddp._verify_param_shape_across_processes = lambda *a, **k: None
-    _ = timedelta

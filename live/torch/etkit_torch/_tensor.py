@@ -171,35 +171,38 @@ class Mode(TorchDispatchMode):
         return self.wrap(func, args, out, dev)
 
     def wrap(self, func, args, out, dev):
-        rets = func._schema.returns
-        sargs = func._schema.arguments
+        """Fake tensors of the meta outputs. An output on the storage of an input (a view, an
+        in-place result, also the views without alias annotation such as _unsafe_view) shares
+        that input's allocation; any other is a new block of the caching allocator."""
+        owners = {}
+        for t in _cost.tensors(args, []):
+            if isinstance(t, FakeCuda):
+                owners[_storage_key(t._inner)] = t._mem
+            elif t.device.type == "meta":  # made by C++ outside the mode (DDP's buckets): not charged
+                owners[_storage_key(t)] = None
 
-        def alias_mem(i):
-            ai = rets[i].alias_info if i < len(rets) else None
-            if ai is None:
-                return None
-            for j, sa in enumerate(sargs):
-                if sa.alias_info is not None and sa.alias_info.before_set == ai.before_set and j < len(args):
-                    src = _cost.tensors(args[j], [])
-                    for s in src:
-                        if isinstance(s, FakeCuda):
-                            return s._mem
-            return None
-
-        def one(x, i):
+        def one(x):
             if not isinstance(x, torch.Tensor) or x.device.type != "meta":
                 return x
-            mem = alias_mem(i)
-            if mem is None:
-                try:
-                    nb = x.storage().nbytes()
-                except Exception:
-                    nb = _cost.nbytes(x)
+            key = _storage_key(x)
+            mem = owners.get(key, False)
+            if mem is False:
+                nb = _storage_bytes(x)
                 mem = _alloc.Block(nb) if nb else None
+                owners[key] = mem  # several outputs on one new storage: one block
             return FakeCuda(x, dev, mem)
-        if isinstance(out, (list, tuple)) and len(rets) == len(out) and len(rets) > 1:
-            return type(out)(tree_map(lambda x: one(x, i), o) for i, o in enumerate(out))
-        return tree_map(lambda x: one(x, 0), out)
+        return tree_map(one, out)
+
+
+def _storage_key(t):
+    return t.storage()._cdata
+
+
+def _storage_bytes(t):
+    try:
+        return t.storage().nbytes()
+    except Exception:
+        return _cost.nbytes(t)
 
 
 MODE = Mode()

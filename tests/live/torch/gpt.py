@@ -3,6 +3,7 @@ mode II scripts. Sizes from the environment so the tests stay small: GPT_LAYERS,
 GPT_HEADS, GPT_SEQ, GPT_VOCAB, GPT_BATCH (GPT-2 small: 12, 768, 12, 1024, 50304)."""
 import math
 import os
+import time
 
 import torch
 import torch.nn as nn
@@ -61,3 +62,29 @@ class GPT(nn.Module):
             x = b(x)
         logits = self.head(self.ln(x))
         return F.cross_entropy(logits.view(-1, logits.shape[-1]), targets.view(-1))
+
+
+def train(model, opt, rank, after_backward=None):
+    """STEPS training steps on one fixed random batch (the script's own clock times each one);
+    rank 0 prints every step's time, then the last step's, the clock at the end and the peak of
+    torch.cuda.max_memory_allocated()."""
+    steps = int(os.environ.get("STEPS", "3"))
+    idx = torch.randint(0, VOCAB, (BATCH, SEQ), device="cuda")
+    tgt = torch.randint(0, VOCAB, (BATCH, SEQ), device="cuda")
+    t = 0.0
+    for step in range(steps):
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        loss = model(idx, tgt)
+        loss.backward()
+        if after_backward:
+            after_backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        torch.cuda.synchronize()
+        t = time.perf_counter() - t0
+        if rank == 0:
+            print(f"step {step} loss {loss.item():.3f} time_ns {round(t * 1e9)}", flush=True)
+    if rank == 0:
+        print(f"last_step_ns {round(t * 1e9)} end_ns {round(time.perf_counter() * 1e9)} "
+              f"max_memory_allocated_bytes {torch.cuda.max_memory_allocated()}", flush=True)

@@ -1,0 +1,105 @@
+"""train_tp.py — a Megatron-style tensor-parallel GPT-2-like model in plain PyTorch (no etkit
+import): attention heads and the MLP split over a TP group (column-parallel QKV and FC1,
+row-parallel projection and FC2 followed by an all-reduce; the all-reduce of the input gradient
+in backward), data parallel across TP groups (gradients all-reduced over the DP group).
+TP size from the environment (TP, default the world). Prints its own step time."""
+import math
+import os
+import sys
+
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+import torch.nn.functional as F
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import gpt  # noqa: E402
+
+dist.init_process_group("nccl")
+rank, world = dist.get_rank(), dist.get_world_size()
+TP = int(os.environ.get("TP", world))
+torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))
+tp_group = dp_group = None
+for g in range(world // TP):  # every rank creates every group, in the same order
+    ranks = list(range(g * TP, (g + 1) * TP))
+    pg = dist.new_group(ranks)
+    if rank in ranks:
+        tp_group = pg
+for i in range(TP):
+    ranks = list(range(i, world, TP))
+    pg = dist.new_group(ranks)
+    if rank in ranks:
+        dp_group = pg
+
+
+class CopyToTP(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x
+
+    @staticmethod
+    def backward(ctx, g):
+        dist.all_reduce(g, group=tp_group)
+        return g
+
+
+class ReduceFromTP(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        dist.all_reduce(x, group=tp_group)
+        return x
+
+    @staticmethod
+    def backward(ctx, g):
+        return g
+
+
+class TPBlock(nn.Module):
+    def __init__(self, h, heads):
+        super().__init__()
+        self.hl, self.heads = h // TP, heads // TP
+        self.ln1, self.ln2 = nn.LayerNorm(h), nn.LayerNorm(h)
+        self.qkv = nn.Linear(h, 3 * self.hl)             # column-parallel
+        self.proj = nn.Linear(self.hl, h, bias=False)    # row-parallel
+        self.fc = nn.Linear(h, 4 * self.hl)              # column-parallel
+        self.out = nn.Linear(4 * self.hl, h, bias=False)  # row-parallel
+
+    def forward(self, x):
+        b, s, h = x.shape
+        q, k, v = self.qkv(CopyToTP.apply(self.ln1(x))).split(self.hl, dim=2)
+        d = self.hl // self.heads
+        q, k, v = (t.view(b, s, self.heads, d).transpose(1, 2) for t in (q, k, v))
+        att = ((q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(d))).softmax(dim=-1)
+        y = (att @ v).transpose(1, 2).reshape(b, s, self.hl)
+        x = x + ReduceFromTP.apply(self.proj(y))
+        return x + ReduceFromTP.apply(self.out(F.gelu(self.fc(CopyToTP.apply(self.ln2(x))))))
+
+
+class TPGPT(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.wte, self.wpe = nn.Embedding(gpt.VOCAB, gpt.HIDDEN), nn.Embedding(gpt.SEQ, gpt.HIDDEN)
+        self.blocks = nn.ModuleList(TPBlock(gpt.HIDDEN, gpt.HEADS) for _ in range(gpt.LAYERS))
+        self.ln = nn.LayerNorm(gpt.HIDDEN)
+        self.head = nn.Linear(gpt.HIDDEN, gpt.VOCAB, bias=False)
+
+    def forward(self, idx, targets):
+        x = self.wte(idx) + self.wpe(torch.arange(idx.shape[1], device=idx.device))
+        for b in self.blocks:
+            x = b(x)
+        logits = self.head(self.ln(x))
+        return F.cross_entropy(logits.view(-1, logits.shape[-1]), targets.view(-1))
+
+
+model = TPGPT().cuda().to(torch.bfloat16)
+opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+
+
+def reduce_dp():
+    if world > TP:
+        for p in model.parameters():
+            dist.all_reduce(p.grad, group=dp_group)
+
+
+gpt.train(model, opt, rank, reduce_dp)
+dist.destroy_process_group()
