@@ -89,7 +89,7 @@ static int handle_msg(coord *c, uint32_t rank, const etk_live_msg *m, etk_error 
 
 static const char *state_call(const lrank *R)
 {
-    return R->state == R_WAIT || R->state == R_INIT ? R->call
+    return R->state == R_WAIT || R->state == R_INIT || R->state == R_EXTERN ? R->call
            : R->state == R_DONE                     ? "(exited)"
            : R->state == R_RUN ? "(nothing: its process waits in a call on another of its GPUs)"
                                : "(running)";
