@@ -172,10 +172,10 @@ static int send_common(const char *call, const void *buf, int count, MPI_Datatyp
                        MPI_Comm comm, int sync)
 {
     const char *g = check_comm(comm, call);
-    /* the send's node goes in first: inside the real call the rank then holds back only the
-     * engine's time of the sends to it (ETK_LF_NOLATE) */
+    /* the send's node goes in first; not ETK_LF_NOLATE: it may complete in the engine while the
+     * rank is still inside the real call, and the rank's clock would then lag the engine's */
     uint64_t id = dest != MPI_PROC_NULL ? node_on(g, call, 5, -1, bytes_of(count, dt), dest, tag, 0, 0) : 0;
-    etl_extern_enter_flags(call, ETK_LF_NOLATE);
+    etl_extern_enter(call);
     MPI_Request q;
     int rc = sync ? PMPI_Issend(buf, count, dt, dest, tag, comm, &q) : PMPI_Isend(buf, count, dt, dest, tag, comm, &q);
     if (rc == MPI_SUCCESS)
@@ -226,7 +226,7 @@ API int MPI_Sendrecv(const void *sb, int sc, MPI_Datatype sdt, int dest, int sta
     int n = 0;
     if (dest != MPI_PROC_NULL)
         ids[n++] = node_on(g, "MPI_Sendrecv", 5, -1, bytes_of(sc, sdt), dest, stag, 0, 0);
-    etl_extern_enter_flags("MPI_Sendrecv", ETK_LF_NOLATE);
+    etl_extern_enter("MPI_Sendrecv");
     MPI_Request q[2];
     MPI_Status qs[2];
     int rc = PMPI_Irecv(rb, rc_, rdt, src, rtag, comm, &q[0]);
@@ -312,6 +312,17 @@ API int MPI_Irecv(void *buf, int count, MPI_Datatype dt, int src, int tag, MPI_C
     return rc;
 }
 
+/* ETK_LF_NOLATE for a wait on requests r[0..n): only when all are receives (their nodes go in
+ * after the call, with the wait); a send's node is in already and may complete meanwhile. */
+static unsigned recv_only(const MPI_Request *r, int n)
+{
+    for (int j = 0; j < n; j++)
+        for (int i = 0; i < n_reqs; i++)
+            if (reqs[i].req == r[j] && !reqs[i].recv)
+                return 0;
+    return ETK_LF_NOLATE;
+}
+
 /* The node of a completed request (its receive node issued now); 0 if none (not ours, or
  * cancelled). */
 static uint64_t completed(MPI_Request r, const MPI_Status *s)
@@ -359,7 +370,7 @@ API int MPI_Wait(MPI_Request *r, MPI_Status *st)
 {
     MPI_Request keep = *r;
     MPI_Status s;
-    etl_extern_enter_flags("MPI_Wait", ETK_LF_NOLATE);
+    etl_extern_enter_flags("MPI_Wait", recv_only(r, 1));
     int rc = wait1(r, &s);
     etl_extern_leave();
     if (rc == MPI_SUCCESS)
@@ -375,7 +386,7 @@ API int MPI_Waitall(int n, MPI_Request *r, MPI_Status *st)
     MPI_Status s[n > 0 ? n : 1];
     for (int i = 0; i < n; i++)
         keep[i] = r[i];
-    etl_extern_enter_flags("MPI_Waitall", ETK_LF_NOLATE);
+    etl_extern_enter_flags("MPI_Waitall", recv_only(r, n));
     int rc, flag = 0, k = 0;
     while ((rc = PMPI_Testall(n, r, &flag, s)) == MPI_SUCCESS && !flag)
         backoff(&k);
@@ -394,7 +405,7 @@ API int MPI_Waitany(int n, MPI_Request *r, int *index, MPI_Status *st)
     for (int i = 0; i < n; i++)
         keep[i] = r[i];
     MPI_Status s;
-    etl_extern_enter_flags("MPI_Waitany", ETK_LF_NOLATE);
+    etl_extern_enter_flags("MPI_Waitany", recv_only(r, n));
     int rc = PMPI_Waitany(n, r, index, &s);
     etl_extern_leave();
     if (rc == MPI_SUCCESS && *index != MPI_UNDEFINED)
@@ -410,7 +421,7 @@ API int MPI_Waitsome(int n, MPI_Request *r, int *outcount, int *idx, MPI_Status 
     MPI_Status s[n > 0 ? n : 1];
     for (int i = 0; i < n; i++)
         keep[i] = r[i];
-    etl_extern_enter_flags("MPI_Waitsome", ETK_LF_NOLATE);
+    etl_extern_enter_flags("MPI_Waitsome", recv_only(r, n));
     int rc = PMPI_Waitsome(n, r, outcount, idx, s);
     etl_extern_leave();
     if (rc == MPI_SUCCESS && *outcount != MPI_UNDEFINED && *outcount > 0)
@@ -586,10 +597,9 @@ API int MPI_Comm_free(MPI_Comm *comm)
 
 /* ---------- collectives ---------- */
 
-/* A collective: its node goes in, then the real call (inside etl_extern_enter/leave, nothing
- * late: ETK_LF_NOLATE, so a rank waiting in a real collective for members that wait for the
- * engine does not hold the engine back), then the node is waited for. Members released before
- * one still inside the real call may poll for it: failed polls wait for the engine (etl_poll). */
+/* A collective: its node goes in, then the real call (inside etl_extern_enter/leave), then the
+ * node is waited for. Not ETK_LF_NOLATE: the node may complete while the rank is inside the real
+ * call (docs/live.md: HPCC). */
 #define COLL(call, type, bytes, grp, real)                                                        \
     (coll_id = coll_start(call, type, bytes, grp), coll_done(call, coll_id, (real)))
 static uint64_t coll_id; /* the node goes in before the real call (the comma sequences them) */
@@ -597,7 +607,7 @@ static uint64_t coll_id; /* the node goes in before the real call (the comma seq
 static uint64_t coll_start(const char *call, int type, uint64_t bytes, const char *grp)
 {
     uint64_t id = node_on(grp, call, 7, type, bytes, 0, 0, 0, 0);
-    etl_extern_enter_flags(call, ETK_LF_NOLATE);
+    etl_extern_enter(call);
     return id;
 }
 

@@ -89,7 +89,7 @@ static int handle_msg(coord *c, uint32_t rank, const etk_live_msg *m, etk_error 
 
 static const char *state_call(const lrank *R)
 {
-    return R->state == R_WAIT || R->state == R_INIT ? R->call
+    return R->state == R_WAIT || R->state == R_INIT || R->state == R_EXTERN ? R->call
            : R->state == R_DONE                     ? "(exited)"
            : R->state == R_RUN ? "(nothing: its process waits in a call on another of its GPUs)"
                                : "(running)";
@@ -108,10 +108,13 @@ static int advance(coord *c, etk_error *err)
      * holds the engine back only while a send to it waits for its receive: a receive it posts
      * later matches a send submitted later, which starts no earlier than the engine's time then. */
     uint64_t limit = UINT64_MAX;
-    for (uint32_t i = 0; i < c->n; i++)
+    bool in_real = false; /* a rank inside a real call will come back: never a deadlock then */
+    for (uint32_t i = 0; i < c->n; i++) {
+        in_real = in_real || c->r[i].state == R_EXTERN;
         if (c->r[i].state == R_EXTERN && (!c->r[i].extern_nolate || c->r[i].unmatched_in) &&
             c->r[i].extern_ns < limit)
             limit = c->r[i].extern_ns;
+    }
     for (;;) {
         if ((rc = etk_sim_run_until(c->s, etk_sim_now(c->s), err)) != 0)
             return rc;
@@ -135,7 +138,7 @@ static int advance(coord *c, etk_error *err)
         if (released)
             return 1;
         uint64_t t = etk_sim_next_event_ns(c->s);
-        if (limit != UINT64_MAX && (t == UINT64_MAX || t > limit))
+        if ((limit != UINT64_MAX && (t == UINT64_MAX || t > limit)) || (t == UINT64_MAX && in_real))
             return 2;
         if (t == UINT64_MAX)
             break;
