@@ -169,6 +169,7 @@ static int report(const char *cmd, const cal_opts *o, etk_calib_rows *rows, cons
     etk_calib_eval *ev = calloc(rows->n, sizeof *ev);
     if (!ev)
         return 2;
+    rows->drop_workloads = true; /* one pass: no row is predicted twice */
     uint32_t failed = etk_calib_eval_rows(rows, use, o->given.n ? &o->given : NULL, o->jobs, ev);
     const char *labels[] = {o->given.n ? "given" : "predicted"};
     const etk_calib_eval *evs[] = {ev};

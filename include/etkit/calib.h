@@ -54,6 +54,9 @@ typedef struct etk_calib_rows {
     char path[1024];
     uint32_t n;
     etk_calib_row *rows;
+    bool drop_workloads;     /* free each row's workload once it is predicted (one pass, the
+                                report: the 48 modern rows' workloads together are ~9 GB);
+                                false: kept for the fit's repeated evaluations */
 } etk_calib_rows;
 
 /* Read a rows file. Fails (message naming the file) only when the file cannot be read or is not
