@@ -189,6 +189,11 @@ const etk_live_reply *etl_config(void)
     return &cfg;
 }
 
+size_t etl_abi_size(int reply)
+{
+    return reply ? sizeof(etk_live_reply) : sizeof(etk_live_msg);
+}
+
 int etl_rank(void) { return rank_no; }
 
 int etl_gpus(void)

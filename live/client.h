@@ -6,6 +6,7 @@
 #ifndef ETK_LIVE_CLIENT_H
 #define ETK_LIVE_CLIENT_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "live/proto.h"
@@ -16,6 +17,8 @@
 /* The coordinator's answer to HELLO (connects on first use; exits with a message when the
  * program was not started by `etkit live`). */
 ETL_API const etk_live_reply *etl_config(void);
+/* sizeof etk_live_msg and etk_live_reply: the Python client (live/torch) checks its mirrors */
+ETL_API size_t etl_abi_size(int reply);
 ETL_API int etl_rank(void);
 /* GPUs this process drives (1, or --gpus-per-process); the current device (cudaSetDevice): the
  * calls below that take no device act on it. */

@@ -23,7 +23,7 @@ class Msg(Structure):  # etk_live_msg (src/live/proto.h)
 class Reply(Structure):  # etk_live_reply
     _fields_ = [("op", c_uint32), ("status", c_int32), ("t_ns", c_uint64), ("dep_end", c_uint64 * 2),
                 ("version", c_uint32), ("world", c_uint32), ("local_world", c_uint32), ("sms", c_uint32),
-                ("cc_major", c_uint32), ("cc_minor", c_uint32), ("hbm_bytes", c_uint64), ("hbm_Bps", c_double),
+                ("cc_major", c_uint32), ("cc_minor", c_uint32), ("gpus", c_uint32), ("hbm_bytes", c_uint64), ("hbm_Bps", c_double),
                 ("pcie_Bps", c_double), ("nvlink_Bps", c_double), ("cpu_scale", c_double), ("epoch_ns", c_uint64),
                 ("gpu_name", c_char * 64), ("msg", c_char * 384)]
 
@@ -32,6 +32,12 @@ live = ctypes.CDLL("libetklive.so")
 cudart = ctypes.CDLL("libcudart.so.13")
 nccl = ctypes.CDLL("libnccl.so.2")
 
+live.etl_abi_size.restype = c_size_t
+live.etl_abi_size.argtypes = [c_int]
+for _s, _r in ((Msg, 0), (Reply, 1)):
+    if ctypes.sizeof(_s) != live.etl_abi_size(_r):  # the mirrors must follow src/live/proto.h
+        raise ImportError(f"etkit_torch: {_s.__name__} is {ctypes.sizeof(_s)} bytes but libetklive.so's is "
+                          f"{live.etl_abi_size(_r)}: live/torch/etkit_torch/_lib.py does not match src/live/proto.h")
 live.etl_config.restype = POINTER(Reply)
 live.etl_issue.argtypes = [c_void_p, POINTER(Msg)]
 live.etl_issue.restype = c_uint64
