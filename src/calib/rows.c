@@ -422,9 +422,11 @@ static int load_extra(const char *path, json_t **out, etk_error *err)
     json_object_foreach(x, k, v) {
         const json_t *p = json_is_object(v) ? json_object_get(v, "plan") : NULL;
         if (!json_is_object(p) || !json_is_string(json_object_get(v, "source"))) {
+            /* the message first: k belongs to x */
+            etk_err(err, ETK_EFORMAT, "%s: '%s': expected {\"plan\": {plan options}, \"source\": "
+                    "\"where the run's recipe sets them\"}", path, k);
             json_decref(x);
-            return etk_err(err, ETK_EFORMAT, "%s: '%s': expected {\"plan\": {plan options}, \"source\": "
-                           "\"where the run's recipe sets them\"}", path, k);
+            return ETK_EFORMAT;
         }
     }
     *out = x;
