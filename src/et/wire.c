@@ -405,7 +405,13 @@ static inline bool rtag(rd *r, uint64_t *tag)
 static inline bool rlen(rd *r, rd *sub)
 {
     uint64_t l;
-    if (!rv(r, &l) || l > (uint64_t)(r->end - r->p))
+    const uint8_t *start = r->p;
+    /* as protobuf-c (the reference decoder): a length prefix has at most 5 bytes, read as
+     * 32 bits (an overlong "80 80 80 80 80 80 80 80 00" is malformed there, so here too) */
+    if (!rv(r, &l) || r->p - start > 5)
+        return false;
+    l = (uint32_t)l;
+    if (l > (uint64_t)(r->end - r->p))
         return false;
     sub->p = r->p;
     sub->end = r->p + l;
