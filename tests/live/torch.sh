@@ -18,6 +18,7 @@
 #      broadcasts the parameters once at start (2P) and, after the first step, the rebuilt bucket
 #      indices (128 B here), P = 2 Vh + S h + L (12 h^2 + 13 h) + 2h.
 #  (d) train_tp.py: Megatron-style tensor parallel (below).
+#  (e) train_fsdp.py: torch 1.13's FullyShardedDataParallel (below).
 # usage: bash tests/live/torch.sh <etkit>
 . "$(dirname "$0")/livelib.sh"
 PY=${PYTHON:-/usr/bin/python3}
@@ -109,4 +110,27 @@ ars=$(awk '$1 == "ALL_REDUCE" && $3 == 2 { gsub(",", "", $6); print $5, $6 }' "$
 echo "$ars" | grep -qx "24 $((24 * 2 * 128 * 256 * 2))" &&
   ok "TP all-reduces: 3 steps x 2 layers x 4 = 24 of B S h x 2 bytes" || fail "TP all-reduces: '$ars', want '24 $((24 * 131072))'"
 echo "$ars" | grep -q "^75 " && ok "DP all-reduces: 3 steps x 25 parameters" || fail "DP all-reduces: '$ars', want 75"
+# (e) train_fsdp.py: FSDP, full sharding, one unit per block (L = 2) and the root unit (embeddings,
+#     final norm, head), 8 ranks, 3 steps. Per step: forward all-gathers every unit (L + 1), backward
+#     the L blocks again (the root stays gathered after forward), each the rank's shard of 2 P_u / 8
+#     bytes (BF16; the report counts an all-gather's send bytes): 3 (2L + 1) = 15 all-gathers of
+#     3 x 2 (P_root + 2 L P_block) / 8 bytes; one reduce-scatter per unit and step, 3 x 3 = 9, of
+#     the whole gradient (the report counts a reduce-scatter's input): 3 x 2P bytes.
+#     P_root = 2 V h + S h + 2h, P_block = 12 h^2 + 13 h (both divide by 8: no padding).
+start=$(date +%s)
+timeout 300 "$ETKIT" live --cluster dgx-h100 --ranks 8 --cpu-scale 0 --record "$T/fsdp" -- "$PY" "$D/train_fsdp.py" \
+  >"$T/f.out" 2>"$T/f.err" || fail "train_fsdp.py exited $?: $(grep -v '^  ' "$T/f.err" | tail -5)"
+echo "     (8 ranks of train_fsdp.py, 3 steps: $(( $(date +%s) - start )) s wall)"
+f_step=$(step "$T/f.err")
+[ -n "$f_step" ] && [ "$(num end_ns "$T/f.out")" = "$f_step" ] && ok "FSDP: the script's clock at its end = $f_step ns" ||
+  fail "FSDP: script end $(num end_ns "$T/f.out"), live $f_step"
+"$ETKIT" sim "$T/fsdp" --cluster dgx-h100 >"$T/fsim" 2>&1
+[ "$(step "$T/fsim")" = "$f_step" ] && ok "FSDP: etkit sim of the recording = live" || fail "FSDP: sim $(step "$T/fsim")"
+PR=$(( 2 * 1024 * 256 + 128 * 256 + 2 * 256 )); PB=$(( 12 * 256 * 256 + 13 * 256 ))
+ag=$(awk '$1 == "ALL_GATHER" { gsub(",", "", $6); print $5, $6 }' "$T/f.err")
+rs=$(awk '$1 == "REDUCE_SCATTER" { gsub(",", "", $6); print $5, $6 }' "$T/f.err")
+[ "$ag" = "15 $(( 3 * 2 * (PR + 2 * 2 * PB) / 8 ))" ] && ok "FSDP all-gathers: 3 x (2L + 1) = 15 of the shards, $ag bytes" ||
+  fail "FSDP all-gathers '$ag', want '15 $(( 3 * 2 * (PR + 4 * PB) / 8 ))'"
+[ "$rs" = "9 $(( 3 * 2 * (PR + 2 * PB) ))" ] && ok "FSDP reduce-scatters: 3 x (L + 1) = 9, 3 x 2P = ${rs#* } bytes" ||
+  fail "FSDP reduce-scatters '$rs', want '9 $(( 6 * (PR + 2 * PB) ))'"
 [ $fails = 0 ] && echo "all ok" || { echo "$fails failure(s)"; exit 1; }

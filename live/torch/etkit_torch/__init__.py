@@ -15,7 +15,7 @@ def install():
         return
     _installed = True
     import torch
-    from . import _cuda, _dist, _state, _tensor
+    from . import _cuda, _dist, _fsdp, _state, _tensor
 
     _cuda.install()
 
@@ -40,5 +40,6 @@ def install():
     meta.__instancecheck__ = instancecheck
     if torch.distributed.is_available():
         _dist.install()
+        _fsdp.install()
     _tensor.MODE.__enter__()
     atexit.register(_state.report_at_exit)

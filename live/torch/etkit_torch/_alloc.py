@@ -51,15 +51,26 @@ def oom_error(size):
 
 
 class Block:
-    """One live allocation; freed when the last tensor using its storage goes away."""
-    __slots__ = ("size", "pool")
+    """One allocation (a storage); freed when the last tensor using its storage goes away, or when
+    its storage is resized to 0 (FSDP frees and re-allocates parameter storage that way)."""
+    __slots__ = ("nbytes", "size", "pool")
 
     def __init__(self, nbytes):
-        size = round_size(nbytes)
+        self.nbytes, self.size, self.pool = 0, 0, SMALL
+        self.resize(nbytes)
+
+    def resize(self, nbytes):
+        """storage().resize_(): the old block back to its pool, a new one of nbytes (0: none)."""
+        self._release()
+        self.nbytes = int(nbytes)
+        if self.nbytes == 0:
+            return
+        size = round_size(self.nbytes)
         pool = SMALL if size <= MiB else LARGE
         if stats.free[pool] < size:
             seg = segment_size(size)
             if _lib.malloc(seg) is None:
+                self.nbytes = 0
                 raise oom_error(size)
             stats.reserved += seg
             stats.peak_reserved = max(stats.peak_reserved, stats.reserved)
@@ -70,9 +81,14 @@ class Block:
         stats.peak_allocated = max(stats.peak_allocated, stats.allocated)
         self.size, self.pool = size, pool
 
+    def _release(self):
+        if self.size:
+            stats.allocated -= self.size
+            stats.free[self.pool] += self.size
+            self.size = 0
+
     def __del__(self):
-        stats.allocated -= self.size
-        stats.free[self.pool] += self.size
+        self._release()
 
 
 def reset_peak():

@@ -52,9 +52,74 @@ class FakeCuda(torch.Tensor):
     __str__ = __repr__
     __torch_function__ = torch._C._disabled_torch_function_impl
 
+    # tensor.data (a detached alias, through aten::detach) and tensor.data = other, which swaps the
+    # C++ tensor under this one: the meta tensor and the allocation follow (FSDP switches its flat
+    # parameters between the shard and the gathered tensor this way)
+    @property
+    def data(self):
+        return _DATA.__get__(self)
+
+    @data.setter
+    def data(self, v):
+        _set_data(self, v)
+
+    def storage(self):
+        return FakeStorage(self)
+
+    _typed_storage = storage
+
     @classmethod
     def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
         return MODE.run(func, args, kwargs or {})
+
+
+_DATA = torch._C._TensorBase.data
+
+
+def _set_data(t, v):
+    _DATA.__set__(t, v)
+    if isinstance(v, FakeCuda):
+        t._inner, t._dev, t._mem = v._inner, v._dev, v._mem
+    else:
+        _state.fatal(f"{_state.call_site()}: assigning a {v.device} tensor to the .data of a GPU tensor is not modelled")
+
+
+class FakeStorage:
+    """tensor.storage() of a fake tensor: its allocation (_alloc.Block) in elements of the tensor's
+    dtype. resize_(n) frees the block (n = 0) or charges n elements again, for every tensor on it;
+    this is how torch 1.13's FSDP frees and re-allocates the gathered parameters."""
+
+    def __init__(self, t):
+        self.t, self.mem, self.esize, self.dtype = t, t._mem, t.element_size(), t.dtype
+        self.device = t._dev
+
+    def size(self):
+        return self.mem.nbytes // self.esize if self.mem is not None else 0
+
+    __len__ = size
+
+    def nbytes(self):
+        return self.mem.nbytes if self.mem is not None else 0
+
+    def resize_(self, n):
+        if self.mem is None:
+            if n == 0:
+                return self
+            self.mem = self.t._mem = _alloc.Block(0)
+        self.mem.resize(n * self.esize)
+        return self
+
+    def data_ptr(self):
+        return id(self.mem) if self.mem is not None and self.mem.nbytes else 0
+
+    def _cdata(self):
+        return id(self.mem)
+
+    def __eq__(self, o):
+        return isinstance(o, FakeStorage) and o.mem is self.mem
+
+    def __hash__(self):
+        return id(self.mem)
 
 
 def _dev_of(d):
@@ -145,7 +210,12 @@ class Mode(TorchDispatchMode):
         c = _cost.cost(func, a, out)
         if c is not None:
             _lib.issue(cur_stream(), c[0], c[1], c[2])
-        return self.wrap(func, args, out, dev)
+        res = self.wrap(func, args, out, dev)
+        if name == "aten::set_" and isinstance(args[0], FakeCuda):
+            # in place: the fake tensor itself takes the new storage and shape (FSDP's shard())
+            _set_data(args[0], res)
+            return args[0]
+        return res
 
     def unmodelled(self, func, a, k, why):
         name = str(func._schema.name)
