@@ -14,7 +14,7 @@ DATA_DEPENDENT = {"aten::nonzero", "aten::unique", "aten::_unique", "aten::_uniq
                   "aten::repeat_interleave", "aten::_local_scalar_dense", "aten::equal", "aten::allclose"}
 NO_KERNEL = {"aten::empty", "aten::empty_like", "aten::empty_strided", "aten::new_empty",
              "aten::new_empty_strided", "aten::_unsafe_view", "aten::lift_fresh", "aten::set_",
-             "aten::resize_", "aten::record_stream"}
+             "aten::resize_", "aten::record_stream", "aten::_has_compatible_shallow_copy_type"}
 
 
 def tensors(x, out):

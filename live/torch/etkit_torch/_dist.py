@@ -6,6 +6,7 @@ stream wait for the collective (the host does not block), barrier() blocks the h
 Rendezvous needs no store: every rank is a process of the same `etkit live` run."""
 import collections
 import ctypes
+import weakref
 
 import torch
 import torch.distributed as dist
@@ -48,10 +49,30 @@ def _bytes(ts):
     return n
 
 
+def _weak(x):
+    """The result's tensors by weak reference: the process group keeps its works alive (below), and
+    a strong reference would keep their tensors' memory charged long after the script dropped them
+    (a gradient shard FSDP reduce-scatters, a flattened bucket DDP broadcasts)."""
+    if isinstance(x, torch.Tensor):
+        return weakref.ref(x)
+    if isinstance(x, (list, tuple)):
+        return [_weak(y) for y in x]
+    return x
+
+
+def _strong(x):
+    if isinstance(x, weakref.ref):
+        return x()
+    if isinstance(x, list):
+        return [_strong(y) for y in x]
+    return x
+
+
 class EtkWork(Work):
     def __init__(self, pg, event, result, host_blocks=False):
         super().__init__()
-        self.pg, self.event, self._result, self.host_blocks = pg, event, result, host_blocks
+        self.pg, self.event, self.host_blocks = pg, event, host_blocks
+        self._result = _weak(result)
 
     def wait(self, timeout=None):
         if self.host_blocks:
@@ -68,7 +89,7 @@ class EtkWork(Work):
         return True
 
     def result(self):
-        return self._result
+        return _strong(self._result)
 
     def synchronize(self):
         self.wait()
@@ -76,7 +97,7 @@ class EtkWork(Work):
     def get_future(self):
         self.wait()
         f = torch.futures.Future()
-        f.set_result(self._result)
+        f.set_result(_strong(self._result))
         return f
 
 

@@ -28,7 +28,7 @@ def _patch_flat_param(mod):
 
     def new(cls, data=None, requires_grad=True):
         if isinstance(data, FakeCuda):
-            r = FakeFlatParameter(data._inner.detach(), data._dev, data._mem)
+            r = FakeFlatParameter(data._inner, data._dev, data._mem)  # (detach() here would be a fake one)
             r.requires_grad_(requires_grad)
             r._is_param = True
             return r
