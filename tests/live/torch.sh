@@ -18,7 +18,7 @@
 #      broadcasts the parameters once at start (2P) and, after the first step, the rebuilt bucket
 #      indices (128 B here), P = 2 Vh + S h + L (12 h^2 + 13 h) + 2h.
 #  (d) train_tp.py: Megatron-style tensor parallel (below).
-#  (e) train_fsdp.py: torch 1.13's FullyShardedDataParallel (below).
+#  (e) train_fsdp.py: torch 1.13's FullyShardedDataParallel; mem_fsdp.py: its memory (below).
 # usage: bash tests/live/torch.sh <etkit>
 . "$(dirname "$0")/livelib.sh"
 PY=${PYTHON:-/usr/bin/python3}
@@ -133,4 +133,24 @@ rs=$(awk '$1 == "REDUCE_SCATTER" { gsub(",", "", $6); print $5, $6 }' "$T/f.err"
   fail "FSDP all-gathers '$ag', want '15 $(( 3 * 2 * (PR + 4 * PB) / 8 ))'"
 [ "$rs" = "9 $(( 3 * 2 * (PR + 2 * PB) ))" ] && ok "FSDP reduce-scatters: 3 x (L + 1) = 9, 3 x 2P = ${rs#* } bytes" ||
   fail "FSDP reduce-scatters '$rs', want '9 $(( 6 * (PR + 2 * PB) ))'"
+# mem_fsdp.py: (b)'s L = 4 Linear(1024, 1024) FP32 layers, Adam, B = 8192, one FSDP unit per layer on
+# W = 4 ranks; A = 4BH = 32 MiB, a layer's weight Pl = 4H^2 = 4 MiB, its shard Pl/W = 1 MiB.
+#   wrapped (the shards): L Pl/W = 4 MiB
+#   after the first optimizer step: the input A + per layer shard, gradient shard, Adam m and v
+#     (4 L Pl/W) + the loss (512 B) = 48 MiB + 512 B
+#   peak, in backward at layer L-2 (from the second step on): 5 activations as in (b) + the layer's
+#     gathered weight and its unsharded gradient (2 Pl) + the shards of the weights and Adam state
+#     (3 L Pl/W) + layer L-1's reduced gradient shard (Pl/W) + the loss and its gradient (1,024 B)
+#     = 160 + 8 + 13 MiB + 1,024 B.
+timeout 300 "$ETKIT" live --ranks 4 --cpu-scale 0 -- "$PY" "$D/mem_fsdp.py" >"$T/mf.out" 2>"$T/mf.err" ||
+  fail "mem_fsdp.py exited $?: $(grep -v '^  ' "$T/mf.err" | tail -3)"
+Mi=1048576
+[ "$(num wrapped_bytes "$T/mf.out")" = $((4 * Mi)) ] && ok "FSDP: memory_allocated after wrapping = the shards, 4 MiB" ||
+  fail "FSDP wrapped $(num wrapped_bytes "$T/mf.out"), want $((4 * Mi))"
+[ "$(num after_step_bytes "$T/mf.out")" = $((48 * Mi + 512)) ] &&
+  ok "FSDP: after the first step = A + 4 L Pl/W + 512 B = $((48 * Mi + 512)) bytes" ||
+  fail "FSDP after step $(num after_step_bytes "$T/mf.out"), want $((48 * Mi + 512))"
+[ "$(num max_memory_allocated_bytes "$T/mf.out")" = $((181 * Mi + 1024)) ] &&
+  ok "FSDP: max_memory_allocated = 5A + 2 Pl + (3L + 1) Pl/W + 1,024 B = $((181 * Mi + 1024)) bytes" ||
+  fail "FSDP peak $(num max_memory_allocated_bytes "$T/mf.out"), want $((181 * Mi + 1024))"
 [ $fails = 0 ] && echo "all ok" || { echo "$fails failure(s)"; exit 1; }
