@@ -123,6 +123,7 @@ class FakeStorage:
     def data_ptr(self):
         return id(self.mem) if self.mem is not None and self.mem.nbytes else 0
 
+    @property
     def _cdata(self):
         return id(self.mem)
 
