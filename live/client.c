@@ -299,7 +299,7 @@ void etl_poll(const char *call, uint64_t ns)
 
 void etl_extern_enter(const char *call) { etl_extern_enter_flags(call, 0); }
 
-void etl_extern_enter_flags(const char *call, unsigned flags)
+static void extern_enter(const char *call, unsigned flags, const uint64_t *ids, uint32_t n)
 {
     pthread_mutex_lock(&mu);
     for (int d = 0; d < ngpu; d++) /* every GPU's chain reaches the host time */
@@ -309,10 +309,20 @@ void etl_extern_enter_flags(const char *call, unsigned flags)
     m.op = ETK_LM_EXTERN;
     m.flags = flags;
     m.dur_ns = mark[cur];
+    for (uint32_t i = 0; i < n && m.n_deps < ETK_LIVE_MAX_DEPS; i++)
+        if (ids[i])
+            m.deps[m.n_deps++] = ids[i];
     snprintf(m.name, sizeof m.name, "%s", call);
     etl_send(&m);
     tls_extern = 1;
     pthread_mutex_unlock(&mu);
+}
+
+void etl_extern_enter_flags(const char *call, unsigned flags) { extern_enter(call, flags, NULL, 0); }
+
+void etl_extern_enter_tied(const char *call, unsigned flags, const uint64_t *ids, uint32_t n)
+{
+    extern_enter(call, flags, ids, n);
 }
 
 void etl_extern_leave(void)

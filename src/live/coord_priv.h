@@ -28,6 +28,8 @@ typedef struct lrank {
     uint64_t exit_ns;
     uint64_t extern_ns;  /* R_EXTERN: the rank's host time (it submits nothing earlier) */
     bool extern_nolate;  /* R_EXTERN: ... but receives (ETK_LF_NOLATE) */
+    uint64_t tied[8];    /* R_EXTERN: the nodes it waits for after the call (proto.h) */
+    uint32_t n_tied;
     uint32_t unmatched_in; /* channels into this rank with more sends than receives so far */
 } lrank;
 

@@ -34,7 +34,11 @@ enum {
     ETK_LM_EXTERN = 7,    /* rank -> coord: enters a blocking call outside etkit (a real MPI
                              call) at host time dur_ns: it submits nothing earlier (no answer);
                              flags ETK_LF_NOLATE: when it returns it submits nothing dated before
-                             its return but receives (its send or collective node is in already) */
+                             its return but receives (its send or collective node is in already);
+                             n_deps > 0: after the call the rank waits for the nodes deps[]
+                             (submitted before: its sends or collective) and submits nothing else
+                             but receives if ETK_LF_NOLATE: the engine runs on while one of them
+                             is not done, and no further than the last one's end */
     ETK_LM_EXTERN_END = 8,/* rank -> coord: ... and is back (no answer) */
 };
 
