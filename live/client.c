@@ -254,15 +254,18 @@ static uint64_t host_dev(int dev)
 
 uint64_t etl_host(void) { return host_dev(cur); }
 
-uint64_t etl_wait_dev(int dev, const uint64_t *deps, uint32_t n_deps, const char *call, uint64_t *dep_end)
+static uint64_t wait_flags(int dev, const uint64_t *deps, uint32_t n_deps, const char *call, uint64_t *dep_end,
+                           unsigned flags)
 {
     uint64_t c = host_dev(dev);
     etk_live_msg m;
     memset(&m, 0, sizeof m);
     m.op = ETK_LM_WAIT;
+    if (flags & ETK_LF_POLL) /* the host chain ends at mark: the poll's time */
+        m.m = (int64_t)mark[dev];
     m.id = etl_new_id();
     m.type = 4;
-    m.flags = ETK_LF_CPU;
+    m.flags = ETK_LF_CPU | flags;
     m.deps[m.n_deps++] = c;
     for (uint32_t i = 0; i < n_deps && m.n_deps < ETK_LIVE_MAX_DEPS; i++)
         if (deps[i])
@@ -283,6 +286,11 @@ uint64_t etl_wait_dev(int dev, const uint64_t *deps, uint32_t n_deps, const char
     return r.t_ns;
 }
 
+uint64_t etl_wait_dev(int dev, const uint64_t *deps, uint32_t n_deps, const char *call, uint64_t *dep_end)
+{
+    return wait_flags(dev, deps, n_deps, call, dep_end, 0);
+}
+
 uint64_t etl_wait(const uint64_t *deps, uint32_t n_deps, const char *call, uint64_t *dep_end)
 {
     return etl_wait_dev(cur, deps, n_deps, call, dep_end);
@@ -293,7 +301,7 @@ void etl_poll(const char *call, uint64_t ns)
     pthread_mutex_lock(&mu);
     etl_now();
     vhost += (double)ns;
-    etl_wait(NULL, 0, call, NULL);
+    wait_flags(cur, NULL, 0, call, NULL, ETK_LF_POLL);
     pthread_mutex_unlock(&mu);
 }
 

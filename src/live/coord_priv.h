@@ -21,6 +21,7 @@ typedef struct lrank {
     bool eof, reaped, said_exit;
     int status;          /* wait status */
     uint64_t wait_id, wait_dep[2];
+    uint64_t poll_ns;    /* R_WAIT in a poll (ETK_LF_POLL): the time it waits for, else 0 */
     char call[128];
     etk_trace *batch;    /* nodes received, not yet given to the engine */
     etk_trace **tr;      /* batches given to the engine (kept: it points into them) */

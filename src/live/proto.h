@@ -54,6 +54,10 @@ enum {
 #define ETK_LF_KERNEL 2u /* a kernel timed by the coordinator from its name (--kernels) */
 #define ETK_LF_GEMM 4u   /* a GEMM timed by the compute model from m, n, k, flops, bytes */
 #define ETK_LF_NOLATE 8u /* EXTERN: see above */
+#define ETK_LF_POLL 16u  /* WAIT of a poll that found nothing (MPI_Test, MPI_Iprobe): its node
+                            depends on the host chain only, which ends at `m` (ns); the answer
+                            may come before the engine gets there, when ranks inside real calls
+                            hold the engine back (a polling rank may be what they wait for) */
 
 typedef struct etk_live_msg {
     uint32_t op;
