@@ -496,6 +496,33 @@ struct etk_cu_stream *etl_stream_dev(void *stream, int dev)
 
 struct etk_cu_stream *etl_stream(void *stream) { return etl_stream_dev(stream, cur); }
 
+/* The legacy default stream's implicit synchronization (CUDA's "legacy default stream"): work on
+ * it waits for the work issued before on every blocking stream of its device (created without
+ * cudaStreamNonBlocking, flag 1), and work on a blocking stream waits for the default stream's.
+ * cudaStreamPerThread is the default stream here too. */
+static void legacy_deps(const struct etk_cu_stream *st, etk_live_msg *m)
+{
+    const struct etk_cu_stream *def = &default_stream[st->dev];
+    if (st != def) {
+        if (!(st->flags & 1u) && def->last && m->n_deps < ETK_LIVE_MAX_DEPS)
+            m->deps[m->n_deps++] = def->last;
+        else if (!(st->flags & 1u) && def->last)
+            etl_fatal("a call on a blocking stream with %u dependencies already cannot also wait for the legacy "
+                      "default stream (not modelled)", m->n_deps);
+        return;
+    }
+    for (uint32_t i = 0; i < n_seen; i++) {
+        const struct etk_cu_stream *o = seen[i];
+        if (o == def || o->dev != st->dev || (o->flags & 1u) || !o->last)
+            continue;
+        if (m->n_deps == ETK_LIVE_MAX_DEPS)
+            etl_fatal("work on the legacy default stream after work on more than %d blocking streams: its implicit "
+                      "synchronization with all of them is not modelled (create them with cudaStreamNonBlocking, or "
+                      "synchronize first)", ETK_LIVE_MAX_DEPS - 2);
+        m->deps[m->n_deps++] = o->last;
+    }
+}
+
 uint64_t etl_issue(void *stream, etk_live_msg *m)
 {
     struct etk_cu_stream *st = etl_stream(stream);
@@ -512,6 +539,7 @@ uint64_t etl_issue(void *stream, etk_live_msg *m)
     for (uint32_t i = 0; i < n_own && m->n_deps < ETK_LIVE_MAX_DEPS; i++)
         if (own[i])
             m->deps[m->n_deps++] = own[i];
+    legacy_deps(st, m);
     send_dev(m, st->dev);
     st->last = m->id;
     uint32_t i = 0;

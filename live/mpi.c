@@ -592,11 +592,18 @@ static MPI_Group create_group; /* MPI_Comm_create's group (dup == 2) */
 static int split_common(const char *call, MPI_Comm comm, int color, int key, MPI_Comm *out, int dup)
 {
     int pi = comm_index(comm, call);
-    etl_extern_enter(call);
+    /* a split synchronizes the parent's ranks (MPI's is an all-gather): timed as a barrier on the
+     * parent, tied to it as a collective is, so the engine runs on while members are late (HPCC on
+     * 4 ranks: a rank inside a real MPI_Comm_split waits for ranks still in virtual waits) */
+    uint64_t id = node_on(comms[pi].name, call, 7, C_BARRIER, 0, 0, 0, 0, 0);
+    etl_extern_enter_tied(call, 0, &id, 1);
     int rc = dup == 1 ? PMPI_Comm_dup(comm, out)
              : dup == 2 ? PMPI_Comm_create(comm, create_group, out)
                         : PMPI_Comm_split(comm, color, key, out);
     etl_extern_leave();
+    etl_lock();
+    etl_wait(&id, 1, call, NULL);
+    etl_unlock();
     if (rc != MPI_SUCCESS)
         return rc;
     char name[64];
