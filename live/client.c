@@ -254,15 +254,18 @@ static uint64_t host_dev(int dev)
 
 uint64_t etl_host(void) { return host_dev(cur); }
 
-uint64_t etl_wait_dev(int dev, const uint64_t *deps, uint32_t n_deps, const char *call, uint64_t *dep_end)
+static uint64_t wait_flags(int dev, const uint64_t *deps, uint32_t n_deps, const char *call, uint64_t *dep_end,
+                           unsigned flags)
 {
     uint64_t c = host_dev(dev);
     etk_live_msg m;
     memset(&m, 0, sizeof m);
     m.op = ETK_LM_WAIT;
+    if (flags & ETK_LF_POLL) /* the host chain ends at mark: the poll's time */
+        m.m = (int64_t)mark[dev];
     m.id = etl_new_id();
     m.type = 4;
-    m.flags = ETK_LF_CPU;
+    m.flags = ETK_LF_CPU | flags;
     m.deps[m.n_deps++] = c;
     for (uint32_t i = 0; i < n_deps && m.n_deps < ETK_LIVE_MAX_DEPS; i++)
         if (deps[i])
@@ -283,6 +286,11 @@ uint64_t etl_wait_dev(int dev, const uint64_t *deps, uint32_t n_deps, const char
     return r.t_ns;
 }
 
+uint64_t etl_wait_dev(int dev, const uint64_t *deps, uint32_t n_deps, const char *call, uint64_t *dep_end)
+{
+    return wait_flags(dev, deps, n_deps, call, dep_end, 0);
+}
+
 uint64_t etl_wait(const uint64_t *deps, uint32_t n_deps, const char *call, uint64_t *dep_end)
 {
     return etl_wait_dev(cur, deps, n_deps, call, dep_end);
@@ -293,13 +301,13 @@ void etl_poll(const char *call, uint64_t ns)
     pthread_mutex_lock(&mu);
     etl_now();
     vhost += (double)ns;
-    etl_wait(NULL, 0, call, NULL);
+    wait_flags(cur, NULL, 0, call, NULL, ETK_LF_POLL);
     pthread_mutex_unlock(&mu);
 }
 
 void etl_extern_enter(const char *call) { etl_extern_enter_flags(call, 0); }
 
-void etl_extern_enter_flags(const char *call, unsigned flags)
+static void extern_enter(const char *call, unsigned flags, const uint64_t *ids, uint32_t n)
 {
     pthread_mutex_lock(&mu);
     for (int d = 0; d < ngpu; d++) /* every GPU's chain reaches the host time */
@@ -309,10 +317,20 @@ void etl_extern_enter_flags(const char *call, unsigned flags)
     m.op = ETK_LM_EXTERN;
     m.flags = flags;
     m.dur_ns = mark[cur];
+    for (uint32_t i = 0; i < n && m.n_deps < ETK_LIVE_MAX_DEPS; i++)
+        if (ids[i])
+            m.deps[m.n_deps++] = ids[i];
     snprintf(m.name, sizeof m.name, "%s", call);
     etl_send(&m);
     tls_extern = 1;
     pthread_mutex_unlock(&mu);
+}
+
+void etl_extern_enter_flags(const char *call, unsigned flags) { extern_enter(call, flags, NULL, 0); }
+
+void etl_extern_enter_tied(const char *call, unsigned flags, const uint64_t *ids, uint32_t n)
+{
+    extern_enter(call, flags, ids, n);
 }
 
 void etl_extern_leave(void)
@@ -478,6 +496,33 @@ struct etk_cu_stream *etl_stream_dev(void *stream, int dev)
 
 struct etk_cu_stream *etl_stream(void *stream) { return etl_stream_dev(stream, cur); }
 
+/* The legacy default stream's implicit synchronization (CUDA's "legacy default stream"): work on
+ * it waits for the work issued before on every blocking stream of its device (created without
+ * cudaStreamNonBlocking, flag 1), and work on a blocking stream waits for the default stream's.
+ * cudaStreamPerThread is the default stream here too. */
+static void legacy_deps(const struct etk_cu_stream *st, etk_live_msg *m)
+{
+    const struct etk_cu_stream *def = &default_stream[st->dev];
+    if (st != def) {
+        if (!(st->flags & 1u) && def->last && m->n_deps < ETK_LIVE_MAX_DEPS)
+            m->deps[m->n_deps++] = def->last;
+        else if (!(st->flags & 1u) && def->last)
+            etl_fatal("a call on a blocking stream with %u dependencies already cannot also wait for the legacy "
+                      "default stream (not modelled)", m->n_deps);
+        return;
+    }
+    for (uint32_t i = 0; i < n_seen; i++) {
+        const struct etk_cu_stream *o = seen[i];
+        if (o == def || o->dev != st->dev || (o->flags & 1u) || !o->last)
+            continue;
+        if (m->n_deps == ETK_LIVE_MAX_DEPS)
+            etl_fatal("work on the legacy default stream after work on more than %d blocking streams: its implicit "
+                      "synchronization with all of them is not modelled (create them with cudaStreamNonBlocking, or "
+                      "synchronize first)", ETK_LIVE_MAX_DEPS - 2);
+        m->deps[m->n_deps++] = o->last;
+    }
+}
+
 uint64_t etl_issue(void *stream, etk_live_msg *m)
 {
     struct etk_cu_stream *st = etl_stream(stream);
@@ -494,6 +539,7 @@ uint64_t etl_issue(void *stream, etk_live_msg *m)
     for (uint32_t i = 0; i < n_own && m->n_deps < ETK_LIVE_MAX_DEPS; i++)
         if (own[i])
             m->deps[m->n_deps++] = own[i];
+    legacy_deps(st, m);
     send_dev(m, st->dev);
     st->last = m->id;
     uint32_t i = 0;

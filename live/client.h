@@ -61,6 +61,11 @@ ETL_API void etl_extern_enter(const char *call);
 /* The same with ETK_LF_NOLATE: after the call the rank submits nothing dated before its return
  * but receive nodes (its send or collective node went in before the call). */
 ETL_API void etl_extern_enter_flags(const char *call, unsigned flags);
+/* The same for a call that, when it returns, waits for the nodes ids[0..n) it submitted before
+ * (a collective's or sends'; at most ETK_LIVE_MAX_DEPS) and submits nothing else but, with
+ * ETK_LF_NOLATE, receives: the engine runs on meanwhile until they are done (proto.h,
+ * ETK_LM_EXTERN). */
+ETL_API void etl_extern_enter_tied(const char *call, unsigned flags, const uint64_t *ids, uint32_t n);
 ETL_API void etl_extern_leave(void);
 /* "etkit live: rank R: ..." on stderr, exit status 3. */
 ETL_API void etl_fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));

@@ -20,7 +20,8 @@
 #define API ETL_API
 static struct etk_cu_stream mpi_stream; /* blocking MPI calls in program order */
 
-/* The communicators the engine knows: MPI_COMM_WORLD (entry 0, group "mpi:world") and those
+/* The communicators the engine knows: MPI_COMM_WORLD (entry 0, group "mpi:world"),
+ * MPI_COMM_SELF (entry 1, a group of one) and those
  * split or duplicated from a known one (groups "<parent>.<k>sc<color>", docs/live.md). */
 #define MAX_COMMS 1024
 static struct {
@@ -49,7 +50,14 @@ static void join_world(void)
     comms[0].comm = MPI_COMM_WORLD;
     comms[0].size = n;
     comms[0].rank = r;
-    n_comms = 1;
+    /* MPI_COMM_SELF: a group of one per rank (HPCC's single-process tests) */
+    char key[48];
+    snprintf(key, sizeof key, "mpi:self.%d", r);
+    etl_comm_init(key, 1, 0, comms[1].name, sizeof comms[1].name);
+    comms[1].comm = MPI_COMM_SELF;
+    comms[1].size = 1;
+    comms[1].rank = 0;
+    n_comms = 2;
     etl_unlock();
 }
 
@@ -175,7 +183,7 @@ static int send_common(const char *call, const void *buf, int count, MPI_Datatyp
     /* the send's node goes in first; not ETK_LF_NOLATE: it may complete in the engine while the
      * rank is still inside the real call, and the rank's clock would then lag the engine's */
     uint64_t id = dest != MPI_PROC_NULL ? node_on(g, call, 5, -1, bytes_of(count, dt), dest, tag, 0, 0) : 0;
-    etl_extern_enter(call);
+    etl_extern_enter_tied(call, 0, &id, id ? 1 : 0);
     MPI_Request q;
     int rc = sync ? PMPI_Issend(buf, count, dt, dest, tag, comm, &q) : PMPI_Isend(buf, count, dt, dest, tag, comm, &q);
     if (rc == MPI_SUCCESS)
@@ -226,7 +234,7 @@ API int MPI_Sendrecv(const void *sb, int sc, MPI_Datatype sdt, int dest, int sta
     int n = 0;
     if (dest != MPI_PROC_NULL)
         ids[n++] = node_on(g, "MPI_Sendrecv", 5, -1, bytes_of(sc, sdt), dest, stag, 0, 0);
-    etl_extern_enter("MPI_Sendrecv");
+    etl_extern_enter_tied("MPI_Sendrecv", ETK_LF_NOLATE, ids, (uint32_t)n); /* then its receive */
     MPI_Request q[2];
     MPI_Status qs[2];
     int rc = PMPI_Irecv(rb, rc_, rdt, src, rtag, comm, &q[0]);
@@ -323,6 +331,34 @@ static unsigned recv_only(const MPI_Request *r, int n)
     return ETK_LF_NOLATE;
 }
 
+/* MPI_Wait / MPI_Waitall on requests r[0..n): when it returns, the call waits for the nodes of
+ * its sends (in already) and submits those of its receives. Tied to the sends (the engine runs
+ * on while they are not done), ETK_LF_NOLATE when there are receives; more sends than a message
+ * carries: the engine is held at the rank's host time (recv_only). Requests we do not track
+ * submit nothing. */
+static void wait_enter(const char *call, const MPI_Request *r, int n)
+{
+    uint64_t ids[ETK_LIVE_MAX_DEPS];
+    uint32_t k = 0;
+    unsigned flags = 0;
+    for (int j = 0; j < n; j++)
+        for (int i = 0; r[j] != MPI_REQUEST_NULL && i < n_reqs; i++)
+            if (reqs[i].req == r[j]) {
+                if (reqs[i].recv)
+                    flags = ETK_LF_NOLATE;
+                else if (k == ETK_LIVE_MAX_DEPS) {
+                    etl_extern_enter_flags(call, recv_only(r, n));
+                    return;
+                } else if (reqs[i].node)
+                    ids[k++] = reqs[i].node;
+                break;
+            }
+    if (k)
+        etl_extern_enter_tied(call, flags, ids, k);
+    else
+        etl_extern_enter_flags(call, recv_only(r, n));
+}
+
 /* The node of a completed request (its receive node issued now); 0 if none (not ours, or
  * cancelled). */
 static uint64_t completed(MPI_Request r, const MPI_Status *s)
@@ -370,7 +406,7 @@ API int MPI_Wait(MPI_Request *r, MPI_Status *st)
 {
     MPI_Request keep = *r;
     MPI_Status s;
-    etl_extern_enter_flags("MPI_Wait", recv_only(r, 1));
+    wait_enter("MPI_Wait", r, 1);
     int rc = wait1(r, &s);
     etl_extern_leave();
     if (rc == MPI_SUCCESS)
@@ -386,7 +422,7 @@ API int MPI_Waitall(int n, MPI_Request *r, MPI_Status *st)
     MPI_Status s[n > 0 ? n : 1];
     for (int i = 0; i < n; i++)
         keep[i] = r[i];
-    etl_extern_enter_flags("MPI_Waitall", recv_only(r, n));
+    wait_enter("MPI_Waitall", r, n);
     int rc, flag = 0, k = 0;
     while ((rc = PMPI_Testall(n, r, &flag, s)) == MPI_SUCCESS && !flag)
         backoff(&k);
@@ -550,19 +586,31 @@ static int comm_index(MPI_Comm comm, const char *call)
 /* Members of one color form a group ordered by (key, rank in the parent), as MPI orders them;
  * MPI_UNDEFINED gives MPI_COMM_NULL. The coordinator's split (the one ncclCommSplit uses) makes
  * the engine's group; the real split makes the program's communicator. */
+static MPI_Group create_group; /* MPI_Comm_create's group (dup == 2) */
+
+/* dup: 0 MPI_Comm_split, 1 MPI_Comm_dup, 2 MPI_Comm_create (create_group) */
 static int split_common(const char *call, MPI_Comm comm, int color, int key, MPI_Comm *out, int dup)
 {
     int pi = comm_index(comm, call);
-    etl_extern_enter(call);
-    int rc = dup ? PMPI_Comm_dup(comm, out) : PMPI_Comm_split(comm, color, key, out);
+    /* a split synchronizes the parent's ranks (MPI's is an all-gather): timed as a barrier on the
+     * parent, tied to it as a collective is, so the engine runs on while members are late (HPCC on
+     * 4 ranks: a rank inside a real MPI_Comm_split waits for ranks still in virtual waits) */
+    uint64_t id = node_on(comms[pi].name, call, 7, C_BARRIER, 0, 0, 0, 0, 0);
+    etl_extern_enter_tied(call, 0, &id, 1);
+    int rc = dup == 1 ? PMPI_Comm_dup(comm, out)
+             : dup == 2 ? PMPI_Comm_create(comm, create_group, out)
+                        : PMPI_Comm_split(comm, color, key, out);
     etl_extern_leave();
+    etl_lock();
+    etl_wait(&id, 1, call, NULL);
+    etl_unlock();
     if (rc != MPI_SUCCESS)
         return rc;
     char name[64];
     int nr = -1, ns = 0;
     etl_lock();
     etl_comm_split(comms[pi].name, comms[pi].size, comms[pi].rank, comms[pi].splits++,
-                   dup ? 0 : color == MPI_UNDEFINED || color < 0 ? -1 : color, dup ? comms[pi].rank : key, name,
+                   dup == 1 ? 0 : color == MPI_UNDEFINED || color < 0 ? -1 : color, dup == 1 ? comms[pi].rank : key, name,
                    sizeof name, &nr, &ns);
     if (*out != MPI_COMM_NULL) {
         int r = -1, n = 0;
@@ -583,10 +631,22 @@ API int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *out)
 
 API int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *out) { return split_common("MPI_Comm_dup", comm, 0, 0, out, 1); }
 
+/* MPI_Comm_create (collective over comm): the group's members, ordered as in the group, form the
+ * new communicator; the others get MPI_COMM_NULL. The coordinator's split with color 0 for the
+ * members (key: the rank in the group) and none for the others makes the same group (HPCC's
+ * single-process communicators). */
+API int MPI_Comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm *out)
+{
+    int gr = MPI_UNDEFINED;
+    PMPI_Group_rank(group, &gr);
+    create_group = group;
+    return split_common("MPI_Comm_create", comm, gr == MPI_UNDEFINED ? MPI_UNDEFINED : 0, gr, out, 2);
+}
+
 API int MPI_Comm_free(MPI_Comm *comm)
 {
     etl_lock();
-    for (int i = 1; comm && i < n_comms; i++)
+    for (int i = 2; comm && i < n_comms; i++)
         if (comms[i].comm == *comm) {
             comms[i] = comms[--n_comms];
             break;
@@ -597,9 +657,10 @@ API int MPI_Comm_free(MPI_Comm *comm)
 
 /* ---------- collectives ---------- */
 
-/* A collective: its node goes in, then the real call (inside etl_extern_enter/leave), then the
- * node is waited for. Not ETK_LF_NOLATE: the node may complete while the rank is inside the real
- * call (docs/live.md: HPCC). */
+/* A collective: its node goes in, then the real call (inside etl_extern_enter_tied/leave), then
+ * the node is waited for. Tied to the node: the engine runs on while the node waits for members
+ * (they may wait in virtual time for what lets them join), and stops at its end once it is done,
+ * until the rank is back (docs/live.md: HPCC). */
 #define COLL(call, type, bytes, grp, real)                                                        \
     (coll_id = coll_start(call, type, bytes, grp), coll_done(call, coll_id, (real)))
 static uint64_t coll_id; /* the node goes in before the real call (the comma sequences them) */
@@ -607,7 +668,7 @@ static uint64_t coll_id; /* the node goes in before the real call (the comma seq
 static uint64_t coll_start(const char *call, int type, uint64_t bytes, const char *grp)
 {
     uint64_t id = node_on(grp, call, 7, type, bytes, 0, 0, 0, 0);
-    etl_extern_enter(call);
+    etl_extern_enter_tied(call, 0, &id, 1); /* the engine runs on while the members join */
     return id;
 }
 
@@ -638,10 +699,22 @@ API int MPI_Barrier(MPI_Comm comm)
     return coll_done("MPI_Barrier", id, rc);
 }
 
+/* The root of a broadcast returns when its real call does, before every member has joined, as
+ * MPI lets it (HPCC's root goes on to send what its members wait for before they join): its node
+ * goes into the engine, not ordered after its other MPI calls, and is not waited for; the root's
+ * call takes no virtual time. The members wait for the node as for any collective. */
 API int MPI_Bcast(void *b, int count, MPI_Datatype dt, int root, MPI_Comm comm)
 {
     const char *g = check_comm(comm, "MPI_Bcast");
-    return COLL("MPI_Bcast", C_BROADCAST, bytes_of(count, dt), g, PMPI_Bcast(b, count, dt, root, comm));
+    int me = -1;
+    PMPI_Comm_rank(comm, &me);
+    if (me != root)
+        return COLL("MPI_Bcast", C_BROADCAST, bytes_of(count, dt), g, PMPI_Bcast(b, count, dt, root, comm));
+    node_on(g, "MPI_Bcast", 7, C_BROADCAST, bytes_of(count, dt), 0, 0, 0, 0);
+    etl_extern_enter("MPI_Bcast");
+    int rc = PMPI_Bcast(b, count, dt, root, comm);
+    etl_extern_leave();
+    return rc;
 }
 
 API int MPI_Allreduce(const void *s, void *r, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm)

@@ -5,7 +5,7 @@ set -euo pipefail
 PKGS="build-essential cmake pkg-config libprotobuf-c-dev protobuf-c-compiler zlib1g-dev
       libjansson-dev libyaml-dev libcmocka-dev clang libclang-rt-14-dev
       libopenmpi-dev openmpi-bin python3-dev python3-cffi python3-pytest chromium python3-torch
-      netpipe-openmpi"
+      netpipe-openmpi hpcc"
 missing=""
 for p in $PKGS; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

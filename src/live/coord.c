@@ -60,6 +60,7 @@ static int handle_msg(coord *c, uint32_t rank, const etk_live_msg *m, etk_error 
         R->wait_id = m->id;
         R->wait_dep[0] = m->n_deps > 1 ? m->deps[1] : 0;
         R->wait_dep[1] = m->n_deps > 2 ? m->deps[2] : 0;
+        R->poll_ns = (m->flags & ETK_LF_POLL) && m->m > 0 ? (uint64_t)m->m : 0;
         snprintf(R->call, sizeof R->call, "%.120s", m->name);
         return 0;
     }
@@ -75,6 +76,10 @@ static int handle_msg(coord *c, uint32_t rank, const etk_live_msg *m, etk_error 
             c->r[d].state = R_EXTERN;
             c->r[d].extern_ns = m->dur_ns;
             c->r[d].extern_nolate = (m->flags & ETK_LF_NOLATE) != 0;
+            c->r[d].n_tied = 0;
+            for (uint32_t k = 0; d == rank && k < m->n_deps && k < 8; k++)
+                if (m->deps[k])
+                    c->r[d].tied[c->r[d].n_tied++] = m->deps[k];
             snprintf(c->r[d].call, sizeof c->r[d].call, "%.100s (real call)", m->name);
         }
         return 0;
@@ -95,6 +100,39 @@ static const char *state_call(const lrank *R)
                                : "(running)";
 }
 
+/* How far the engine may run while ranks are inside real blocking calls (R_EXTERN): a rank
+ * submits nothing dated before its host time when it comes back, so the engine stops there, with
+ * two exceptions. A rank that will submit nothing dated earlier but receives (ETK_LF_NOLATE)
+ * holds the engine back only while a send to it waits for its receive: a receive it posts later
+ * matches a send submitted later, which starts no earlier than the engine's time then. A rank
+ * whose call is tied to nodes it submitted before (its collective or send: it only waits for
+ * them when it comes back) does not hold the engine back while one of them is not done (what it
+ * submits later depends on them), and holds it at the end of the last one once all are: a rank
+ * in a real MPI_Allreduce no longer stops the ranks its partners wait for (HPCC). */
+static uint64_t extern_limit(const coord *c)
+{
+    uint64_t limit = UINT64_MAX;
+    for (uint32_t i = 0; i < c->n; i++) {
+        const lrank *R = &c->r[i];
+        if (R->state != R_EXTERN)
+            continue;
+        if (((!R->extern_nolate && !R->n_tied) || (R->extern_nolate && R->unmatched_in)) && R->extern_ns < limit)
+            limit = R->extern_ns;
+        if (R->n_tied) {
+            uint64_t last = 0, end;
+            bool all = true;
+            for (uint32_t k = 0; k < R->n_tied && all; k++) {
+                all = etk_sim_node_end(c->s, i, R->tied[k], &end) == 1;
+                if (all && end > last)
+                    last = end;
+            }
+            if (all && last < limit)
+                limit = last;
+        }
+    }
+    return limit;
+}
+
 /* Every rank is blocked: advance the engine until some WAIT completes. Ranks inside a real
  * blocking call (R_EXTERN) may still submit work from their host time on: the engine runs no
  * further than the earliest of those. Returns 1 when ranks were released, 2 when the engine had to
@@ -104,17 +142,9 @@ static int advance(coord *c, etk_error *err)
     int rc = live_flush(c, err);
     if (rc)
         return rc;
-    /* A rank inside a real call that will submit nothing dated earlier but receives (ETK_LF_NOLATE)
-     * holds the engine back only while a send to it waits for its receive: a receive it posts
-     * later matches a send submitted later, which starts no earlier than the engine's time then. */
-    uint64_t limit = UINT64_MAX;
     bool in_real = false; /* a rank inside a real call will come back: never a deadlock then */
-    for (uint32_t i = 0; i < c->n; i++) {
+    for (uint32_t i = 0; i < c->n; i++)
         in_real = in_real || c->r[i].state == R_EXTERN;
-        if (c->r[i].state == R_EXTERN && (!c->r[i].extern_nolate || c->r[i].unmatched_in) &&
-            c->r[i].extern_ns < limit)
-            limit = c->r[i].extern_ns;
-    }
     for (;;) {
         if ((rc = etk_sim_run_until(c->s, etk_sim_now(c->s), err)) != 0)
             return rc;
@@ -137,9 +167,25 @@ static int advance(coord *c, etk_error *err)
         }
         if (released)
             return 1;
-        uint64_t t = etk_sim_next_event_ns(c->s);
-        if ((limit != UINT64_MAX && (t == UINT64_MAX || t > limit)) || (t == UINT64_MAX && in_real))
-            return 2;
+        uint64_t t = etk_sim_next_event_ns(c->s), limit = extern_limit(c);
+        if ((limit != UINT64_MAX && (t == UINT64_MAX || t > limit)) || (t == UINT64_MAX && in_real)) {
+            /* held back by ranks inside real calls: a rank polling for what one of them sends
+             * (HPL's MPI_Iprobe loops while the sender is in a real MPI_Send) gets its poll's time
+             * now; its chain ends there whatever the engine does, so the answer is the engine's */
+            for (uint32_t i = 0; i < c->n; i++) {
+                lrank *R = &c->r[i];
+                if (R->state != R_WAIT || !R->poll_ns || R->poll_ns < etk_sim_now(c->s))
+                    continue;
+                etk_live_reply rp;
+                memset(&rp, 0, sizeof rp);
+                rp.op = ETK_LR_TIME;
+                rp.t_ns = R->poll_ns;
+                R->state = R_RUN;
+                live_reply(c, i, &rp);
+                released++;
+            }
+            return released ? 1 : 2;
+        }
         if (t == UINT64_MAX)
             break;
         if ((rc = etk_sim_run_until(c->s, t, err)) != 0)

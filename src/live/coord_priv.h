@@ -21,6 +21,7 @@ typedef struct lrank {
     bool eof, reaped, said_exit;
     int status;          /* wait status */
     uint64_t wait_id, wait_dep[2];
+    uint64_t poll_ns;    /* R_WAIT in a poll (ETK_LF_POLL): the time it waits for, else 0 */
     char call[128];
     etk_trace *batch;    /* nodes received, not yet given to the engine */
     etk_trace **tr;      /* batches given to the engine (kept: it points into them) */
@@ -28,6 +29,8 @@ typedef struct lrank {
     uint64_t exit_ns;
     uint64_t extern_ns;  /* R_EXTERN: the rank's host time (it submits nothing earlier) */
     bool extern_nolate;  /* R_EXTERN: ... but receives (ETK_LF_NOLATE) */
+    uint64_t tied[8];    /* R_EXTERN: the nodes it waits for after the call (proto.h) */
+    uint32_t n_tied;
     uint32_t unmatched_in; /* channels into this rank with more sends than receives so far */
 } lrank;
 

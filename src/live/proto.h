@@ -34,7 +34,11 @@ enum {
     ETK_LM_EXTERN = 7,    /* rank -> coord: enters a blocking call outside etkit (a real MPI
                              call) at host time dur_ns: it submits nothing earlier (no answer);
                              flags ETK_LF_NOLATE: when it returns it submits nothing dated before
-                             its return but receives (its send or collective node is in already) */
+                             its return but receives (its send or collective node is in already);
+                             n_deps > 0: after the call the rank waits for the nodes deps[]
+                             (submitted before: its sends or collective) and submits nothing else
+                             but receives if ETK_LF_NOLATE: the engine runs on while one of them
+                             is not done, and no further than the last one's end */
     ETK_LM_EXTERN_END = 8,/* rank -> coord: ... and is back (no answer) */
 };
 
@@ -50,6 +54,10 @@ enum {
 #define ETK_LF_KERNEL 2u /* a kernel timed by the coordinator from its name (--kernels) */
 #define ETK_LF_GEMM 4u   /* a GEMM timed by the compute model from m, n, k, flops, bytes */
 #define ETK_LF_NOLATE 8u /* EXTERN: see above */
+#define ETK_LF_POLL 16u  /* WAIT of a poll that found nothing (MPI_Test, MPI_Iprobe): its node
+                            depends on the host chain only, which ends at `m` (ns); the answer
+                            may come before the engine gets there, when ranks inside real calls
+                            hold the engine back (a polling rank may be what they wait for) */
 
 typedef struct etk_live_msg {
     uint32_t op;
