@@ -56,10 +56,20 @@ model = "--model llama3-8b --layers 4 --seq 2048".split()
 st = {}
 for r in rows:
     st[r["status"]] = st.get(r["status"], 0) + 1
-# 200 candidates: tp 1, 2, 4, 8 with pp <= 4 and dp | 16 on 8 GPUs (the enumeration test checks counts)
-if len(rows) != 200: err("rows %d, want 200" % len(rows))
-if not st.get("invalid") or not st.get("bound") or not st.get("simulated"):
-    err("statuses %s: want invalid, bound and simulated rows" % st)
+# 320 candidates: tp 1, 2, 4, 8 with pp <= 4 and dp | 16 on 8 GPUs, recompute none, full and
+# full of N layers per stage (pp 1: 1, 2, 3 of 4; pp 2: 1 of 2) (the enumeration test checks counts)
+if len(rows) != 320: err("rows %d, want 320" % len(rows))
+if not st.get("invalid") or not st.get("bound") or not st.get("simulated") or not st.get("dominated"):
+    err("statuses %s: want invalid, dominated, bound and simulated rows" % st)
+# dominated rows: the twin the reason names (the same flags with its recompute) fits in memory
+byflags = {r["flags"]: r for r in rows}
+for r in rows:
+    if r["status"] != "dominated":
+        continue
+    m = re.search(r"the same plan with (--recompute [a-z]+(?: --recompute-stage-layers [0-9]+)?) fits", r["reason"])
+    twin = m and byflags.get(re.sub(r"--recompute [a-z]+(?: --recompute-stage-layers [0-9]+)?", m.group(1), r["flags"]))
+    if not twin or twin["status"] in ("invalid", "memory") or r["zero"] == "3":
+        err("dominated %s: twin %s" % (r["flags"], twin and (twin["flags"], twin["status"])))
 # the lower bound is below every simulated step (a bound above would prune wrongly)
 for r in allr:
     if r["status"] == "simulated" and int(r["lower_bound_ns"]) > int(r["step_ns"]):
@@ -167,8 +177,8 @@ if command -v script >/dev/null; then
   # etkit/progress.h's line (drawn from the first update with ETK_PROGRESS_DELAY_MS=0), the best
   # plan so far in its label
   ETK_PROGRESS_DELAY_MS=0 script -qec "$ETKIT plan $W" /dev/null >"$T/tty.txt" 2>&1
-  grep -Eq "plans decided [0-9]+/200 \(" "$T/tty.txt" || fail "no progress on a terminal: $(head -c 300 "$T/tty.txt")"
-  grep -Eq "plans decided \(best [0-9.]+ ms: tp [0-9]+ cp [0-9]+ pp [0-9]+ dp [0-9]+\) [0-9]+/200 \([0-9.]+%\)" "$T/tty.txt" ||
+  grep -Eq "plans decided [0-9]+/320 \(" "$T/tty.txt" || fail "no progress on a terminal: $(head -c 300 "$T/tty.txt")"
+  grep -Eq "plans decided \(best [0-9.]+ ms: tp [0-9]+ cp [0-9]+ pp [0-9]+ dp [0-9]+\) [0-9]+/320 \([0-9.]+%\)" "$T/tty.txt" ||
     fail "no best plan in the progress line: $(head -c 600 "$T/tty.txt")"
   ETK_PROGRESS_DELAY_MS=0 script -qec "$ETKIT plan $W --quiet" /dev/null >"$T/tty.txt" 2>&1
   grep -q "decided" "$T/tty.txt" && fail "progress despite --quiet"
