@@ -20,6 +20,8 @@ expect 2 "--memory-margin wants a fraction in \[0, 1), got '1.5'" plan --model l
 expect 2 "--gpu-hour-cost hgx-h200=3: no such cluster" plan --model llama3-8b --global-batch 16 --nodes 1 --gpu-hour-cost hgx-h200=3
 expect 2 "--tp 16 is larger than a node of dgx-h100 x 2 (8 GPUs): give --tp-across-nodes" \
   plan --model llama3-8b --global-batch 16 --nodes 2 --tp 16
+expect 2 "--recompute-num-layers 1 is partial full recompute: not with --recompute none / --no-recompute" \
+  plan --model llama3-8b --global-batch 16 --nodes 1 --recompute-num-layers 1 --no-recompute
 # impossible requests say why and what to relax
 expect 2 "no candidate plan: --global-batch 7 must be divisible by the data-parallel degree" \
   plan --model llama3-8b --global-batch 7 --nodes 1 --max-tp 4 --max-pp 1 --max-cp 1
@@ -40,6 +42,9 @@ nsim=$(grep -c ',simulated,' "$T/j2.csv"); npt=$(grep -c '<circle class="pt' "$T
 [ "$nsim" -gt 0 ] && [ "$nsim" = "$npt" ] || fail "plan --html: $npt points for $nsim simulated plans"
 cmp -s "$T/j1.csv" "$T/j2.csv" || fail "plan: CSV with -j 1 and -j 2 differ"
 grep -q "ranked by step; top 10" "$T/j1.txt" || fail "plan: no table: $(head -3 "$T/j1.txt")"
+# without partial recompute: the 200 candidates of none and full recompute only
+"$ETKIT" plan $W --no-partial-recompute --quiet >"$T/np.txt" 2>&1 || fail "plan --no-partial-recompute failed"
+grep -q "^plans: 200 candidates" "$T/np.txt" || fail "plan --no-partial-recompute: $(head -1 "$T/np.txt")"
 # the table's first line is the CSV's rank 1, with flags ready for `etkit run`
 "$ETKIT" plan $W --top 1000000 --csv "$T/all.csv" >/dev/null 2>&1 || fail "plan --top 1000000 failed"
 
