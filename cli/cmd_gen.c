@@ -188,7 +188,7 @@ static void print_text(const etk_gen_config *c, const etk_gen_summary *s)
                m->max_positions > m->seq ? " (a Hugging Face config's max_position_embeddings is the longest context, "
                                            "not the training sequence: --seq sets it)" : "",
                m->tie_embeddings ? "; output layer tied to the token embedding (tie_word_embeddings)" : "");
-    char rms[64];
+    char rms[112];
     printf("plan: %u ranks = tp %u x cp %u%s x dp %u x pp %u (rank order %s), sp %s, micro-batch %u, global batch %u -> %u "
            "micro-batches per DP rank, %s%s, zero %d, recompute %s%s%s, %s (gradients %s)\n",
            s->n_ranks, c->tp, c->cp, c->cp_comm == ETK_CP_RING ? " (ring)" : "", c->dp, c->pp, ord, c->sp ? "on" : "off", c->micro_batch, c->global_batch,
@@ -291,7 +291,7 @@ int cmd_gen(int argc, char **argv)
     enum { O_OUT = 1000, O_SUMMARY, O_JSON, O_HELP, O_GEN };
     static const char *gen_opts[] = {"model", "model-file", "layers", "hidden", "heads", "kv-heads", "ffn", "vocab",
                                      "seq", "dp", "tp", "pp", "cp", "cp-comm", "ep", "etp", "moe-imbalance", "moe-max-nodes", "gpus-per-node", "attention", "sp", "micro-batch", "global-batch", "schedule", "vpp", "first-stage-layers", "last-stage-layers", "zero", "fsdp",
-                                     "recompute", "recompute-modules", "precision", "grad-precision", "dp-bucket-mb",
+                                     "recompute", "recompute-modules", "recompute-num-layers", "recompute-stage-layers", "precision", "grad-precision", "dp-bucket-mb",
                                      "rank-order", "gpu", "mode", "prompt-len", "decode-steps", "batch", "micro-batches", "kv-precision"};
     enum { NG = sizeof gen_opts / sizeof gen_opts[0] };
     struct option opts[NG + 6];

@@ -42,6 +42,9 @@ static void help(void)
            "                           4096 tokens per rank, micro-batch 8)\n"
            "  --tp-across-nodes        allow TP groups larger than a node\n"
            "  --no-recompute           only plans without activation recompute\n"
+           "  --no-partial-recompute   full recompute of every layer only (by default also of N of each\n"
+           "                           pipeline stage's c layers, N ~ c/4, c/2, 3c/4, the least that\n"
+           "                           fits kept; --recompute-stage-layers N fixes N)\n"
            "  --even-stages            do not try one layer fewer on the first and last pipeline stage\n"
            "                           (tried when the layers + 2 split evenly over the stages)\n"
            "  --schedules LIST         pipeline schedules to try (default 1f1b,zb-h1; also gpipe)\n"
@@ -305,7 +308,7 @@ int cmd_plan(int argc, char **argv)
         rc = cli_fail(cmd, &err);
     rest[0] = argv[0];
     enum { O_HOUR = 2000, O_RANK, O_TOP, O_MARGIN, O_MAXTP, O_MAXPP, O_MAXVPP, O_MAXCP, O_MAXEP, O_MAXMB, O_TPX,
-           O_NOREC, O_SCHEDS, O_ZEROS, O_CSV, O_JSON, O_COMPUTE, O_HTML, O_EVEN };
+           O_NOREC, O_SCHEDS, O_ZEROS, O_CSV, O_JSON, O_COMPUTE, O_HTML, O_EVEN, O_NOPART };
     static const struct option lo[] = {
         {"cluster", required_argument, 0, 'c'}, {"nodes", required_argument, 0, 'n'},
         {"jobs", required_argument, 0, 'j'}, {"quiet", no_argument, 0, 'q'},
@@ -318,7 +321,7 @@ int cmd_plan(int argc, char **argv)
         {"schedules", required_argument, 0, O_SCHEDS}, {"zero-stages", required_argument, 0, O_ZEROS},
         {"csv", required_argument, 0, O_CSV}, {"json", required_argument, 0, O_JSON},
         {"compute", required_argument, 0, O_COMPUTE}, {"html", required_argument, 0, O_HTML},
-        {"even-stages", no_argument, 0, O_EVEN}, {0, 0, 0, 0}};
+        {"even-stages", no_argument, 0, O_EVEN}, {"no-partial-recompute", no_argument, 0, O_NOPART}, {0, 0, 0, 0}};
     etk_plan_opts o;
     etk_plan_opts_defaults(&o);
     const char *clusters = "dgx-h100", *nodes = NULL, *hour = NULL, *csv = NULL, *json = NULL, *html = NULL;
@@ -359,6 +362,7 @@ int cmd_plan(int argc, char **argv)
         case O_TPX: sp.tp_across_nodes = true; break;
         case O_EVEN: sp.no_uneven_ends = true; break;
         case O_NOREC: sp.recompute = ETK_RECOMPUTE_NONE; break;
+        case O_NOPART: sp.no_partial_recompute = true; break;
         case O_SCHEDS: {
             static const char *const s[] = {"1f1b", "gpipe", "zb-h1", NULL};
             rc = parse_mask(cmd, "--schedules", optarg, s, &sp.sched_mask);
@@ -394,6 +398,12 @@ int cmd_plan(int argc, char **argv)
     if (sp.base.mode == ETK_GEN_MODE_INFERENCE && (sp.cp > 1 || sp.vpp > 1 || sp.micro_batch || sp.zero >= 0 ||
                                                    sp.recompute > 0))
         return cli_usage_error(cmd, "--mode inference searches TP, PP, EP and micro-batches: drop the training flags");
+    if ((sp.base.recompute_layers || sp.base.recompute_stage_layers) && sp.recompute >= 0 &&
+        sp.recompute != ETK_RECOMPUTE_FULL)
+        return cli_usage_error(cmd, "--%s %u is partial full recompute: not with --recompute %s / --no-recompute",
+                               sp.base.recompute_layers ? "recompute-num-layers" : "recompute-stage-layers",
+                               sp.base.recompute_layers ? sp.base.recompute_layers : sp.base.recompute_stage_layers,
+                               sp.recompute ? "selective" : "none");
     if ((csv && etk_output_check(csv, &err)) || (json && etk_output_check(json, &err)) ||
         (html && etk_output_check(html, &err)))
         return cli_fail(cmd, &err);

@@ -128,7 +128,7 @@ static void plan_fields(const etk_gen_config *c)
 /* the workload line: the whole plan */
 static void plan_label(const etk_gen_config *c, char *label, size_t n)
 {
-    char cp[48] = "", vpp[24] = "", rms[64];
+    char cp[48] = "", vpp[24] = "", rms[112];
     if (c->cp_comm == ETK_CP_RING)
         snprintf(cp, sizeof cp, " (ring)");
     if (c->vpp > 1)

@@ -207,10 +207,11 @@ int plan_html(FILE *f, const json_t *doc, char *msg, size_t cap)
     static const char *const why[][2] = {
         {"invalid", "invalid: the generator refused the plan (divisibility, limits)"},
         {"memory", "over memory: estimate above the GPU's memory x (1 - margin)"},
+        {"dominated", "dominated: the same plan with less recompute fits in memory"},
         {"bound", "pruned by the lower bound: its compute or communication time cannot reach the top"},
         {"failed", "the simulation failed"}};
     fputs("<h2>Pruned plans</h2>\n<table class=\"grid\"><tr><th>reason</th><th>plans</th></tr>\n", f);
-    for (int k = 0; k < 4; k++)
+    for (int k = 0; k < (int)(sizeof why / sizeof why[0]); k++)
         fprintf(f, "<tr><td>%s</td><td data-pruned=\"%s\">%.0f</td></tr>\n", why[k][1], why[k][0],
                 num(counts, why[k][0]));
     fputs("</table>\n<p class=\"axis\">every candidate with its fate: etkit plan --json / --csv</p>\n</body></html>\n", f);

@@ -20,6 +20,8 @@ expect 2 "--memory-margin wants a fraction in \[0, 1), got '1.5'" plan --model l
 expect 2 "--gpu-hour-cost hgx-h200=3: no such cluster" plan --model llama3-8b --global-batch 16 --nodes 1 --gpu-hour-cost hgx-h200=3
 expect 2 "--tp 16 is larger than a node of dgx-h100 x 2 (8 GPUs): give --tp-across-nodes" \
   plan --model llama3-8b --global-batch 16 --nodes 2 --tp 16
+expect 2 "--recompute-num-layers 1 is partial full recompute: not with --recompute none / --no-recompute" \
+  plan --model llama3-8b --global-batch 16 --nodes 1 --recompute-num-layers 1 --no-recompute
 # impossible requests say why and what to relax
 expect 2 "no candidate plan: --global-batch 7 must be divisible by the data-parallel degree" \
   plan --model llama3-8b --global-batch 7 --nodes 1 --max-tp 4 --max-pp 1 --max-cp 1
@@ -40,6 +42,9 @@ nsim=$(grep -c ',simulated,' "$T/j2.csv"); npt=$(grep -c '<circle class="pt' "$T
 [ "$nsim" -gt 0 ] && [ "$nsim" = "$npt" ] || fail "plan --html: $npt points for $nsim simulated plans"
 cmp -s "$T/j1.csv" "$T/j2.csv" || fail "plan: CSV with -j 1 and -j 2 differ"
 grep -q "ranked by step; top 10" "$T/j1.txt" || fail "plan: no table: $(head -3 "$T/j1.txt")"
+# without partial recompute: the 200 candidates of none and full recompute only
+"$ETKIT" plan $W --no-partial-recompute --quiet >"$T/np.txt" 2>&1 || fail "plan --no-partial-recompute failed"
+grep -q "^plans: 200 candidates" "$T/np.txt" || fail "plan --no-partial-recompute: $(head -1 "$T/np.txt")"
 # the table's first line is the CSV's rank 1, with flags ready for `etkit run`
 "$ETKIT" plan $W --top 1000000 --csv "$T/all.csv" >/dev/null 2>&1 || fail "plan --top 1000000 failed"
 
@@ -56,10 +61,20 @@ model = "--model llama3-8b --layers 4 --seq 2048".split()
 st = {}
 for r in rows:
     st[r["status"]] = st.get(r["status"], 0) + 1
-# 200 candidates: tp 1, 2, 4, 8 with pp <= 4 and dp | 16 on 8 GPUs (the enumeration test checks counts)
-if len(rows) != 200: err("rows %d, want 200" % len(rows))
-if not st.get("invalid") or not st.get("bound") or not st.get("simulated"):
-    err("statuses %s: want invalid, bound and simulated rows" % st)
+# 320 candidates: tp 1, 2, 4, 8 with pp <= 4 and dp | 16 on 8 GPUs, recompute none, full and
+# full of N layers per stage (pp 1: 1, 2, 3 of 4; pp 2: 1 of 2) (the enumeration test checks counts)
+if len(rows) != 320: err("rows %d, want 320" % len(rows))
+if not st.get("invalid") or not st.get("bound") or not st.get("simulated") or not st.get("dominated"):
+    err("statuses %s: want invalid, dominated, bound and simulated rows" % st)
+# dominated rows: the twin the reason names (the same flags with its recompute) fits in memory
+byflags = {r["flags"]: r for r in rows}
+for r in rows:
+    if r["status"] != "dominated":
+        continue
+    m = re.search(r"the same plan with (--recompute [a-z]+(?: --recompute-stage-layers [0-9]+)?) fits", r["reason"])
+    twin = m and byflags.get(re.sub(r"--recompute [a-z]+(?: --recompute-stage-layers [0-9]+)?", m.group(1), r["flags"]))
+    if not twin or twin["status"] in ("invalid", "memory") or r["zero"] == "3":
+        err("dominated %s: twin %s" % (r["flags"], twin and (twin["flags"], twin["status"])))
 # the lower bound is below every simulated step (a bound above would prune wrongly)
 for r in allr:
     if r["status"] == "simulated" and int(r["lower_bound_ns"]) > int(r["step_ns"]):
@@ -167,8 +182,8 @@ if command -v script >/dev/null; then
   # etkit/progress.h's line (drawn from the first update with ETK_PROGRESS_DELAY_MS=0), the best
   # plan so far in its label
   ETK_PROGRESS_DELAY_MS=0 script -qec "$ETKIT plan $W" /dev/null >"$T/tty.txt" 2>&1
-  grep -Eq "plans decided [0-9]+/200 \(" "$T/tty.txt" || fail "no progress on a terminal: $(head -c 300 "$T/tty.txt")"
-  grep -Eq "plans decided \(best [0-9.]+ ms: tp [0-9]+ cp [0-9]+ pp [0-9]+ dp [0-9]+\) [0-9]+/200 \([0-9.]+%\)" "$T/tty.txt" ||
+  grep -Eq "plans decided [0-9]+/320 \(" "$T/tty.txt" || fail "no progress on a terminal: $(head -c 300 "$T/tty.txt")"
+  grep -Eq "plans decided \(best [0-9.]+ ms: tp [0-9]+ cp [0-9]+ pp [0-9]+ dp [0-9]+\) [0-9]+/320 \([0-9.]+%\)" "$T/tty.txt" ||
     fail "no best plan in the progress line: $(head -c 600 "$T/tty.txt")"
   ETK_PROGRESS_DELAY_MS=0 script -qec "$ETKIT plan $W --quiet" /dev/null >"$T/tty.txt" 2>&1
   grep -q "decided" "$T/tty.txt" && fail "progress despite --quiet"

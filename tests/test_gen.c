@@ -339,6 +339,73 @@ static void test_activation_memory(void **state)
     }
 }
 
+/* Partial recompute (--recompute full with --recompute-stage-layers N / --recompute-num-layers N):
+ * the recomputed layers keep only their input (Korthikanti: 2sbh, / t with SP), the others all of
+ * theirs (34sbh + 5as^2b unfused, / t with SP), so a middle stage's activations per micro-batch
+ * are N x 2sbh + (L - N) x sbh(34 + 5as/h), and its FLOPs are those without recompute plus N/L of
+ * what full recompute adds (each recomputed layer adds one forward). megatron-22b, 48 layers over
+ * pp 4: 12 per stage. With --vpp 3 (4 per chunk) N layers of a stage go N/3 to each chunk, one
+ * more to the first N mod 3: N = 5 is 2 + 2 + 1; --recompute-num-layers 2 is 2 per chunk, 6. */
+static void test_partial_recompute(void **state)
+{
+    (void)state;
+    const char *base = "--model megatron-22b --pp 4 --micro-batch 2 --global-batch 8 --attention unfused";
+    double sq = 2048, b = 2, h = 6144, a = 64;
+    for (int t = 1; t <= 8; t += 7) {
+        char tp[32], line[320];
+        snprintf(tp, sizeof tp, t > 1 ? " --tp %d --sp" : " --tp %d", t);
+        etk_gen_config c;
+        etk_gen_summary none, full, part;
+        snprintf(line, sizeof line, "%s%s --recompute none", base, tp);
+        summarize(line, &c, &none);
+        snprintf(line, sizeof line, "%s%s --recompute full", base, tp);
+        summarize(line, &c, &full);
+        for (uint32_t n = 1; n < 12; n += 4) {
+            snprintf(line, sizeof line, "%s%s --recompute full --recompute-stage-layers %u", base, tp, n);
+            summarize(line, &c, &part);
+            double want = (n * 2 * sq * b * h + (12 - n) * sq * b * h * (34 + 5 * a * sq / h)) / t;
+            assert_near((double)part.stages[1].act_per_mb_bytes, want, 0.02, line);
+            assert_near(part.stages[1].flops,
+                        none.stages[1].flops + n / 12.0 * (full.stages[1].flops - none.stages[1].flops), 1e-9, line);
+            assert_true(part.stages[1].model_flops == none.stages[1].model_flops);
+            etk_gen_summary_free(&part);
+        }
+        /* interleaved: stage layers N = 5 over 3 chunks of 4, against 2 per chunk */
+        static const struct { const char *flag; uint32_t n; } v[] = {
+            {"--recompute-stage-layers 5", 5}, {"--recompute-num-layers 2", 6}, {"--recompute-num-layers 9", 12}};
+        for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
+            snprintf(line, sizeof line, "%s%s --vpp 3 --global-batch 16 --recompute full %s", base, tp, v[i].flag);
+            summarize(line, &c, &part);
+            double want = (v[i].n * 2 * sq * b * h + (12 - v[i].n) * sq * b * h * (34 + 5 * a * sq / h)) / t;
+            assert_near((double)part.stages[1].act_per_mb_bytes, want, 0.02, line);
+            etk_gen_summary_free(&part);
+        }
+        etk_gen_summary_free(&none);
+        etk_gen_summary_free(&full);
+    }
+    /* the same split two ways: 3 layers per stage over 3 chunks = 1 per chunk: the same summary */
+    etk_gen_config c;
+    etk_gen_summary x, y;
+    summarize("--model megatron-22b --pp 4 --vpp 3 --micro-batch 1 --global-batch 8 --recompute full "
+              "--recompute-stage-layers 3", &c, &x);
+    summarize("--model megatron-22b --pp 4 --vpp 3 --micro-batch 1 --global-batch 8 --recompute full "
+              "--recompute-num-layers 1", &c, &y);
+    for (uint32_t i = 0; i < 4; i++) {
+        assert_true(x.stages[i].flops == y.stages[i].flops);
+        assert_int_equal(x.stages[i].total_bytes, y.stages[i].total_bytes);
+    }
+    etk_gen_summary_free(&x);
+    etk_gen_summary_free(&y);
+    const char *e = plan_error("--model llama2-7b --recompute-stage-layers 2");
+    assert_non_null(strstr(e, "--recompute-stage-layers 2 needs --recompute full"));
+    e = plan_error("--model llama2-7b --recompute selective --recompute-num-layers 2");
+    assert_non_null(strstr(e, "--recompute-num-layers 2 needs --recompute full"));
+    e = plan_error("--model llama2-7b --recompute full --recompute-num-layers 1 --recompute-stage-layers 2");
+    assert_non_null(strstr(e, "give one"));
+    e = plan_error("--model llama2-7b --recompute full --recompute-stage-layers 0");
+    assert_non_null(strstr(e, "--recompute-stage-layers wants a positive integer, got '0'"));
+}
+
 /* ---------- measured memory (calibration.md, Korthikanti et al., A100 80GB, TP 8) ---------- */
 static void test_calibration_memory(void **state)
 {
@@ -638,6 +705,7 @@ int main(void)
         cmocka_unit_test(test_comm_dp_pp),     cmocka_unit_test(test_activation_memory),
         cmocka_unit_test(test_calibration_memory), cmocka_unit_test(test_kernel_bytes),
         cmocka_unit_test(test_bad_plans),      cmocka_unit_test(test_fp8_and_head_memory),
+        cmocka_unit_test(test_partial_recompute),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

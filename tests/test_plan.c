@@ -54,7 +54,18 @@ static size_t brute_training(const etk_plan_space *sp, uint32_t N, uint32_t gpn,
                             if ((G / dp) % mb)
                                 continue;
                             int zeros = dp == 1 ? 1 : 2;       /* {0} or the default {1, 3} */
-                            int recs = 2;                       /* none, full (selective: no-op with flash) */
+                            /* none, full (selective: no-op with flash), and full of N layers
+                             * per stage for N = ceil(c/4), ceil(c/2), ceil(3c/4) below c, c the
+                             * largest stage's layers (q with the uneven ends) */
+                            int64_t c = e ? q : (L + pp - 1) / pp;
+                            int recs = 2;
+                            for (int i = 1; i <= 3; i++) {
+                                int64_t x = (int64_t)ceil((double)c * i / 4.0);
+                                bool dup = false;
+                                for (int j = 1; j < i; j++)
+                                    dup |= (int64_t)ceil((double)c * j / 4.0) == x;
+                                recs += x >= 1 && x < c && !dup;
+                            }
                             int scheds = pp == 1 ? 1 : vpp > 1 ? 1 : 2; /* 1f1b (+ zb-h1) */
                             size_t k = (size_t)zeros * recs * scheds;
                             n += k;
@@ -109,7 +120,9 @@ static void test_enumerate_training(void **st)
  * (CP 1). (tp, pp, dp) with tp in {1, 2, 4, 8}, pp <= 6, tp pp dp = 16, dp | 32: tp 1: pp 1, 2,
  * 4; tp 2: pp 1, 2, 4; tp 4: pp 1, 2, 4; tp 8: pp 1, 2 = 11 triples. Fixing --tp 4 --pp 2 (dp 2):
  * VPP 1 or 3 (6 layers / 2 = 3 per stage), micro-batch 1, 2, 4, 8 (16 per DP rank), ZeRO 1 and 3,
- * recompute none and full, schedules 1f1b and zb-h1 without VPP, 1f1b with: 4 x (8 + 4) = 48. */
+ * recompute none, full, and full of 1 or 2 of the 3 layers per stage (ceil(3/4) = 1, ceil(6/4) =
+ * 2; ceil(9/4) = 3 is all of them), schedules 1f1b and zb-h1 without VPP, 1f1b with:
+ * 4 x 2 x 4 x (2 + 1) = 96. */
 static void test_enumerate_by_hand(void **st)
 {
     (void)st;
@@ -122,10 +135,17 @@ static void test_enumerate_by_hand(void **st)
     size_t n;
     etk_error err = {0};
     assert_int_equal(etk_plan_enumerate(&sp, 16, 8, &v, &n, &err), 0);
+    assert_int_equal(n, 96);
+    free(v);
+    /* --no-partial-recompute: none and full only, 48 */
+    sp.no_partial_recompute = true;
+    assert_int_equal(etk_plan_enumerate(&sp, 16, 8, &v, &n, &err), 0);
     assert_int_equal(n, 48);
     free(v);
-    /* --tp-across-nodes lets TP 16 in: tp 16 needs pp 1 dp 1 (ZeRO 0 only, one schedule): 2 x 4 mb
-     * (micro-batch 1, 2, 4, 8 of the 32) */
+    sp.no_partial_recompute = false;
+    /* --tp-across-nodes lets TP 16 in: tp 16 needs pp 1 dp 1 (ZeRO 0 only, one schedule): 5
+     * recompute choices (none, full, full of 2, 3 or 5 of the 6 layers) x 4 mb (micro-batch 1, 2,
+     * 4, 8 of the 32) */
     sp.tp = 16;
     sp.pp = 0;
     assert_int_equal(etk_plan_enumerate(&sp, 16, 8, &v, &n, &err), 0);
@@ -133,7 +153,7 @@ static void test_enumerate_by_hand(void **st)
     free(v);
     sp.tp_across_nodes = true;
     assert_int_equal(etk_plan_enumerate(&sp, 16, 8, &v, &n, &err), 0);
-    assert_int_equal(n, 8);
+    assert_int_equal(n, 20);
     free(v);
 }
 
@@ -187,6 +207,85 @@ static void test_meta_405b_in_space(void **st)
     assert_int_equal(etk_plan_enumerate(&sp, 16384, 8, &v, &n, &err), 0);
     assert_int_equal(n, 2);
     free(v);
+    /* recompute searched: Meta's plan also with full recompute of 2, 4 or 6 of the 8 layers of a
+     * middle stage (a quarter, half, three quarters), as `etkit run --recompute-stage-layers 2` */
+    sp.no_uneven_ends = false;
+    sp.recompute = -1;
+    sp.vpp = 4;
+    assert_int_equal(etk_plan_enumerate(&sp, 16384, 8, &v, &n, &err), 0);
+    assert_int_equal(n, 5); /* none, full, full of 2, 4, 6 */
+    assert_int_equal(v[2].recompute, ETK_RECOMPUTE_FULL);
+    assert_int_equal(v[2].recompute_stage_layers, 2);
+    assert_int_equal(v[4].recompute_stage_layers, 6);
+    etk_plan_flags(&sp, &v[2], flags, sizeof flags);
+    assert_string_equal(flags, "--tp 8 --pp 16 --vpp 4 --first-stage-layers 7 --last-stage-layers 7 --dp 128 --sp "
+                               "--micro-batch 1 --global-batch 2048 --zero 1 --recompute full "
+                               "--recompute-stage-layers 2 --schedule 1f1b");
+    assert_int_equal(etk_plan_config(&sp, &v[2], "h100", &cfg, &err), 0);
+    assert_int_equal(cfg.recompute_stage_layers, 2);
+    free(v);
+}
+
+/* Dominance: of the recompute variants of a plan (ZeRO below 3) that fit in memory, only the
+ * least recompute is kept; every row marked dominated names a twin with less recompute that fits
+ * (memory estimate within the cap, not refused). A search of llama2-7b cut to 8 layers on one
+ * node, with the memory margin set so that some plans fit only with recompute. */
+static void test_dominance(void **st)
+{
+    (void)st;
+    etk_plan_space sp;
+    space(&sp, 8, 32, 32, 16);
+    sp.base.dims_override[6] = 2048;
+    etk_error err = {0};
+    etk_plan_job job;
+    memset(&job, 0, sizeof job);
+    assert_int_equal(etk_cluster_preset("dgx-h100", 1, &job.cluster, &err), 0);
+    job.gpus_per_node = 8;
+    snprintf(job.label, sizeof job.label, "dgx-h100");
+    etk_plan_opts o;
+    etk_plan_opts_defaults(&o);
+    o.top = 2;
+    o.memory_margin = 0.85;
+    etk_plan_result r;
+    assert_int_equal(etk_plan_search(&sp, &job, 1, &o, &r, &err), 0);
+    double cap = (double)job.cluster.gpu.hbm_bytes * (1 - o.memory_margin);
+    size_t dom = 0, partial_kept = 0;
+    for (size_t i = 0; i < r.n_rows; i++) {
+        const etk_plan_row *a = &r.rows[i];
+        bool fits = a->status == ETK_PLAN_SIMULATED || a->status == ETK_PLAN_BOUND || a->status == ETK_PLAN_DOMINATED;
+        if (fits)
+            assert_true((double)a->mem_bytes <= cap);
+        if (a->status != ETK_PLAN_DOMINATED && !(fits && a->plan.recompute == ETK_RECOMPUTE_FULL))
+            continue;
+        /* the twins: same plan, other recompute; amount none 0 < N layers < every layer */
+        uint32_t amt = a->plan.recompute_stage_layers ? a->plan.recompute_stage_layers : 1000, less_fits = 0;
+        for (size_t j = 0; j < r.n_rows; j++) {
+            const etk_plan_row *b = &r.rows[j];
+            etk_plan x = a->plan, y = b->plan;
+            x.recompute = y.recompute = 0;
+            x.recompute_stage_layers = y.recompute_stage_layers = 0;
+            uint32_t bm = b->plan.recompute == ETK_RECOMPUTE_NONE ? 0
+                          : b->plan.recompute_stage_layers ? b->plan.recompute_stage_layers : 1000;
+            bool bfits = b->status == ETK_PLAN_SIMULATED || b->status == ETK_PLAN_BOUND ||
+                         b->status == ETK_PLAN_DOMINATED;
+            if (j != i && !memcmp(&x, &y, sizeof x) && b->plan.recompute != ETK_RECOMPUTE_SELECTIVE && bm < amt && bfits)
+                less_fits++;
+        }
+        if (a->status == ETK_PLAN_DOMINATED) {
+            dom++;
+            assert_true(a->plan.zero < 3);
+            assert_true(less_fits > 0);
+            assert_non_null(strstr(a->reason, "fits in memory"));
+        } else if (a->plan.zero < 3) {
+            assert_int_equal(less_fits, 0); /* kept: nothing with less recompute fits */
+            partial_kept += a->plan.recompute_stage_layers > 0;
+        }
+    }
+    print_message("%zu rows, %zu dominated, %zu partial recompute kept\n", r.n_rows, dom, partial_kept);
+    assert_int_equal(dom, r.n_dominated);
+    assert_true(dom > 0);
+    assert_true(partial_kept > 0);
+    etk_plan_result_free(&r);
 }
 
 /* inference: (tp, pp, dp) with dp | requests, EP for MoE carved from DP, micro-batches 1 or PP */
@@ -242,6 +341,7 @@ int main(void)
         cmocka_unit_test(test_enumerate_inference),
         cmocka_unit_test(test_meta_405b_in_space),
         cmocka_unit_test(test_topk),
+        cmocka_unit_test(test_dominance),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -119,6 +119,12 @@ typedef struct etk_gen_config {
     uint32_t recompute_modules; /* Megatron's selective recompute modules (--recompute-modules
                               * mla_up_proj,mlp,moe_act): one bit each (src/model/graph.h
                               * G_RMOD_*); 0: none */
+    uint32_t recompute_layers; /* with ETK_RECOMPUTE_FULL: only the first N layers of each model
+                              * chunk recomputed, the others keep their activations (Megatron's
+                              * --recompute-method block --recompute-num-layers N); 0: every layer */
+    uint32_t recompute_stage_layers; /* with ETK_RECOMPUTE_FULL: N layers of each pipeline stage
+                              * recomputed, spread over its model chunks (chunk c: N / v, one more
+                              * when c < N mod v; each chunk's first), the others kept; 0: every layer */
     char precision[8];       /* "bf16" | "fp16": parameters and activations, 2 bytes */
     uint32_t grad_bytes;     /* gradient accumulation/reduction precision: 4 (fp32, default) or 2 */
     double dp_bucket_mb;     /* DP gradient bucket, MiB (default 25) */
@@ -149,7 +155,8 @@ void etk_gen_config_init(etk_gen_config *c);
 /* Set one option by long name without "--" ("tp", "model", "sp", ...); value NULL for flags
  * without value. ETK_ENOTFOUND when name is not a gen option; other errors name the flag. */
 int etk_gen_set(etk_gen_config *c, const char *name, const char *value, etk_error *err);
-/* The recompute modules of c as " (modules a b)" for summaries; "" when none. */
+/* The partial recompute of c as " (first N layers of each chunk)" and its modules as " (modules a b)"
+ * for summaries; "" when none. */
 const char *etk_gen_recompute_modules_str(const etk_gen_config *c, char *buf, size_t n);
 /* True if `name` (without "--") is a gen option; *takes_value says if it needs a value. */
 bool etk_gen_is_option(const char *name, bool *takes_value);
@@ -221,6 +228,9 @@ typedef struct etk_gen_summary {
 
 int etk_gen_summarize(const etk_gen_config *cfg, etk_gen_summary *out, etk_error *err);
 void etk_gen_summary_free(etk_gen_summary *s);
+/* etk_gen_check, also handing over the summary it makes for the FLOPs (etk_gen_summarize's; the
+ * caller frees it with etk_gen_summary_free; zeroed on failure): saves a second summary. */
+int etk_gen_check_summary(etk_gen_config *cfg, etk_gen_summary *sum, etk_error *err);
 
 /* Write <prefix>.<rank>.et for every rank and <prefix>.json (communicator groups). Each file is
  * written to a temporary name and renamed when complete; the file system is synced once at the

@@ -35,6 +35,8 @@ typedef struct etk_plan {
     uint32_t infer_mb;     /* inference: pipeline micro-batches the replica's batch is split into */
     int8_t zero;           /* 0..3 (3: FSDP) */
     int8_t recompute;      /* ETK_RECOMPUTE_* */
+    uint16_t recompute_stage_layers; /* full recompute of N layers of each pipeline stage only
+                              (--recompute-stage-layers; docs/plan.md); 0: every layer */
     int8_t schedule;       /* ETK_SCHED_* */
     bool sp;               /* sequence parallelism: on whenever tp > 1 (Megatron's practice) */
 } etk_plan;
@@ -52,6 +54,7 @@ typedef struct etk_plan_space {
                                                                           defaults in docs/plan.md */
     bool tp_across_nodes;  /* allow TP groups larger than a node */
     bool no_uneven_ends;   /* do not search one layer fewer on the first and last stage */
+    bool no_partial_recompute; /* do not search --recompute-stage-layers (partial full recompute) */
 } etk_plan_space;
 
 void etk_plan_space_init(etk_plan_space *sp);
@@ -75,6 +78,7 @@ enum {
     ETK_PLAN_MEMORY = 2,    /* memory estimate over capacity x (1 - margin) */
     ETK_PLAN_BOUND = 3,     /* compute-only lower bound worse than the k-th best simulated */
     ETK_PLAN_FAILED = 4,    /* the simulation failed (reason: its error) */
+    ETK_PLAN_DOMINATED = 5, /* the same plan with less recompute fits in memory (reason: which) */
 };
 const char *etk_plan_status_name(int status);
 
@@ -119,7 +123,7 @@ typedef struct etk_plan_opts {
 typedef struct etk_plan_result {
     etk_plan_row *rows;    /* every candidate of every job, ordered by (job, index) */
     size_t n_rows;
-    size_t n_invalid, n_memory, n_bound, n_simulated, n_failed;
+    size_t n_invalid, n_memory, n_bound, n_simulated, n_failed, n_dominated;
     uint32_t *ranked;      /* indices into rows of the simulated rows, best first (n_simulated) */
 } etk_plan_result;
 

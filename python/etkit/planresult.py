@@ -11,8 +11,8 @@ from .result import JsonDoc
 class PlanResult(JsonDoc):
     """A plan search. Every top-level field of ``etkit plan --json`` is an attribute: ``model``,
     ``mode``, ``global_batch``, ``rank_by``, ``top``, ``memory_margin``, ``clusters`` (list of
-    dicts: cluster, gpus, gpu_hour_usd), ``counts`` (dict: candidates, invalid, memory, bound,
-    simulated, failed). ``plans`` lists every candidate (dicts: cluster, index, status, rank,
+    dicts: cluster, gpus, gpu_hour_usd), ``counts`` (dict: candidates, invalid, memory,
+    dominated, bound, simulated, failed). ``plans`` lists every candidate (dicts: cluster, index, status, rank,
     tp, cp, pp, ..., flags, mem_bytes, step_ns / mfu / tokens_per_s when simulated, reason when
     pruned; ``pandas.DataFrame(p.plans)`` makes a table), ``ranked`` the simulated ones best
     first and ``best`` the first of them (its ``flags`` paste into ``etkit run``)."""

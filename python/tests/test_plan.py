@@ -20,7 +20,8 @@ def test_plan_equals_cli(cli_json):
     c = d["counts"]
     assert c["candidates"] == len(d["plans"]) > 0
     assert c["simulated"] == len(p.ranked) > 0
-    assert c["candidates"] == c["invalid"] + c["memory"] + c["bound"] + c["simulated"] + c["failed"]
+    assert c["candidates"] == (c["invalid"] + c["memory"] + c["dominated"] + c["bound"] + c["simulated"] +
+                               c["failed"])
     # the best plan: rank 1, the shortest step of the simulated ones (--rank-by step)
     best = p.best
     assert best["rank"] == 1 and best["status"] == "simulated"
@@ -87,7 +88,7 @@ def test_plan_html_scatter_and_pareto(tmp_path, cli_json):
     line = [e for e in root.iter(ns + "polyline") if e.get("class") == "front"]
     assert len(line) == 1 and len(line[0].get("points").split()) == len(front)
     # pruned plans counted by reason: the counts of the JSON
-    for reason in ("invalid", "memory", "bound"):
+    for reason in ("invalid", "memory", "dominated", "bound"):
         cell = root.find(f".//*[@data-pruned='{reason}']")
         assert cell is not None and int(cell.text) == p.counts[reason]
 

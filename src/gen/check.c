@@ -10,7 +10,11 @@
 #include "etkit/gen.h"
 #include "gen/infer.h"
 
-int etk_gen_check(etk_gen_config *c, etk_error *err)
+static int infer_check(etk_gen_config *c, etk_gen_summary *keep, etk_error *err);
+
+/* The checks; the summary made for the FLOPs per step goes to *keep when keep is not NULL
+ * (etk_gen_check_summary), is freed otherwise. */
+static int check(etk_gen_config *c, etk_gen_summary *keep, etk_error *err)
 {
     if (c->mode == ETK_GEN_MODE_INFERENCE && c->train_flag[0])
         return etk_err(err, ETK_EINVAL,
@@ -135,6 +139,15 @@ int etk_gen_check(etk_gen_config *c, etk_error *err)
                            "--vpp %u: the %u micro-batches per step must be a multiple of --pp %u (interleaved 1F1B)",
                            c->vpp, c->micro_batches, c->pp);
     }
+    if (c->recompute_layers && c->recompute != ETK_RECOMPUTE_FULL)
+        return etk_err(err, ETK_EINVAL, "--recompute-num-layers %u needs --recompute full (it says how many layers of "
+                       "each model chunk are recomputed in full)", c->recompute_layers);
+    if (c->recompute_stage_layers && c->recompute != ETK_RECOMPUTE_FULL)
+        return etk_err(err, ETK_EINVAL, "--recompute-stage-layers %u needs --recompute full (it says how many layers "
+                       "of each pipeline stage are recomputed in full)", c->recompute_stage_layers);
+    if (c->recompute_layers && c->recompute_stage_layers)
+        return etk_err(err, ETK_EINVAL, "--recompute-num-layers %u and --recompute-stage-layers %u: give one (layers "
+                       "per model chunk, or per pipeline stage)", c->recompute_layers, c->recompute_stage_layers);
     /* pipeline tags 2 (boundary M + j) + 1 must stay below the CP ring's (gen.h) */
     if (c->cp_comm == ETK_CP_RING &&
         2 * (uint64_t)c->pp * (c->vpp > 1 ? c->vpp : 1) * c->micro_batches + 2 > (uint64_t)ETK_GEN_CP_TAG_BASE)
@@ -165,7 +178,7 @@ int etk_gen_check(etk_gen_config *c, etk_error *err)
                                i ? "last" : "first", end[i], v, i ? "last" : "first", v, v);
     }
     if (c->mode == ETK_GEN_MODE_INFERENCE)
-        return etk_gen_infer_check(c, err);
+        return infer_check(c, keep, err);
     c->gpu_bytes = etk_gen_gpu_bytes(c->gpu);
     c->tokens_per_step = (uint64_t)c->global_batch * (uint64_t)m->seq;
     /* FLOPs per step for MFU/HFU: one emission per stage class (milliseconds even at 32K ranks) */
@@ -174,11 +187,30 @@ int etk_gen_check(etk_gen_config *c, etk_error *err)
         return rc;
     c->model_flops_per_step = s.model_flops;
     c->hw_flops_per_step = s.step_flops;
-    etk_gen_summary_free(&s);
+    if (keep)
+        *keep = s;
+    else
+        etk_gen_summary_free(&s);
     return 0;
 }
 
+int etk_gen_check(etk_gen_config *c, etk_error *err)
+{
+    return check(c, NULL, err);
+}
+
+int etk_gen_check_summary(etk_gen_config *c, etk_gen_summary *sum, etk_error *err)
+{
+    memset(sum, 0, sizeof *sum);
+    return check(c, sum, err);
+}
+
 int etk_gen_infer_check(etk_gen_config *c, etk_error *err)
+{
+    return infer_check(c, NULL, err);
+}
+
+static int infer_check(etk_gen_config *c, etk_gen_summary *keep, etk_error *err)
 {
     const etk_model *m = &c->model;
     /* library callers may set the fields without etk_gen_set (which refuses the flags) */
@@ -218,6 +250,9 @@ int etk_gen_infer_check(etk_gen_config *c, etk_error *err)
         return rc;
     c->model_flops_per_step = s.model_flops;
     c->hw_flops_per_step = s.step_flops;
-    etk_gen_summary_free(&s);
+    if (keep)
+        *keep = s;
+    else
+        etk_gen_summary_free(&s);
     return 0;
 }

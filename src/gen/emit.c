@@ -18,7 +18,7 @@
 /* Forward of section instance si for micro-batch j; input: the instruction id feeding it (0 none). */
 static uint64_t emit_fwd(emitter *E, int si, uint32_t j, uint64_t input)
 {
-    const gprog *P = &E->G->prog[E->si_sec[si]];
+    const gprog *P = gen_si_prog(E, si);
     uint64_t ag = gen_emit_gather(E, si, j, "param_all_gather");
     uint64_t base = E->next_id;
     E->prev_sec_base = base;
@@ -96,11 +96,12 @@ int gen_emit_stage(gen *G, uint32_t stage, uint32_t tp_i, uint32_t cp_i, uint32_
     E.nsi = (int)gen_stage_layers(G, stage) + has_embed + has_head;
     E.si_sec = calloc((size_t)E.nsi, sizeof(int));
     E.si_layer = calloc((size_t)E.nsi, sizeof(uint32_t));
+    E.si_kept = G->partial ? calloc((size_t)E.nsi, 1) : NULL;
     E.fbase = calloc((size_t)E.nsi * m, sizeof(uint64_t));
     E.fin = calloc((size_t)E.nsi * m, sizeof(uint64_t));
     E.bid = calloc((size_t)E.nsi * m, sizeof(uint64_t *));
     int *cbeg = calloc(v + 1, sizeof(int));
-    if (!E.si_sec || !E.si_layer || !E.fbase || !E.fin || !E.bid || !cbeg) {
+    if (!E.si_sec || !E.si_layer || (G->partial && !E.si_kept) || !E.fbase || !E.fin || !E.bid || !cbeg) {
         E.rc = etk_err(err, ETK_ENOMEM, "out of memory (%u micro-batches x %d sections)", m, E.nsi);
         free(cbeg);
         goto out;
@@ -112,8 +113,11 @@ int gen_emit_stage(gen *G, uint32_t stage, uint32_t tp_i, uint32_t cp_i, uint32_
         cbeg[c] = k;
         if (q == 0)
             E.si_sec[k++] = G_SEC_EMBED;
+        uint32_t nrc = gen_chunk_recomputed(G, q);
         for (uint32_t l = 0; l < G->nl[q]; l++) {
             E.si_layer[k] = G->first[q] + l;
+            if (E.si_kept) /* partial recompute: the chunk's first nrc layers recomputed */
+                E.si_kept[k] = l >= nrc;
             E.si_sec[k++] = G->first[q] + l < G->dense ? G_SEC_DENSE : G_SEC_LAYER;
         }
         if (q == V - 1)
@@ -230,6 +234,7 @@ int gen_emit_stage(gen *G, uint32_t stage, uint32_t tp_i, uint32_t cp_i, uint32_
         gen_emit_optimizer(&E, unit_end);
 out:
     free(E.si_sec);
+    free(E.si_kept);
     free(E.si_layer);
     free(E.fbase);
     for (size_t i = 0; E.bid && i < (size_t)E.nsi * m; i++)

@@ -81,7 +81,7 @@ uint64_t *gen_bid_get(emitter *E, int si, uint32_t j)
 {
     size_t k = (size_t)si * E->G->m + j;
     if (!E->bid[k]) {
-        const gprog *P = &E->G->prog[E->si_sec[si]];
+        const gprog *P = gen_si_prog(E, si);
         E->bid[k] = calloc((size_t)(P->n - P->nfwd) + 17, sizeof(uint64_t));
         if (!E->bid[k] && !E->rc)
             E->rc = etk_err(E->err, ETK_ENOMEM, "out of memory");
@@ -91,7 +91,7 @@ uint64_t *gen_bid_get(emitter *E, int si, uint32_t j)
 int gen_emit_bwd(emitter *E, int si, uint32_t j, const uint64_t *gd, int ngd, uint64_t *out, bool last, int mode)
 {
     gen *G = E->G;
-    const gprog *P = &G->prog[E->si_sec[si]];
+    const gprog *P = gen_si_prog(E, si);
     size_t k0 = (size_t)si * G->m + j;
     uint64_t *bid = gen_bid_get(E, si, j), *pbid = j ? E->bid[k0 - 1] : NULL;
     if (!bid)

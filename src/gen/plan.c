@@ -40,7 +40,7 @@ static const struct {
     {"model", true}, {"model-file", true}, {"layers", true}, {"hidden", true}, {"heads", true},
     {"kv-heads", true}, {"ffn", true}, {"vocab", true}, {"seq", true}, {"dp", true}, {"tp", true}, {"cp", true}, {"cp-comm", true}, {"ep", true}, {"etp", true}, {"moe-imbalance", true}, {"moe-max-nodes", true}, {"gpus-per-node", true}, {"attention", true},
     {"pp", true}, {"sp", false}, {"micro-batch", true}, {"global-batch", true}, {"schedule", true}, {"vpp", true}, {"first-stage-layers", true}, {"last-stage-layers", true},
-    {"zero", true}, {"fsdp", false}, {"recompute", true}, {"recompute-modules", true}, {"precision", true}, {"grad-precision", true},
+    {"zero", true}, {"fsdp", false}, {"recompute", true}, {"recompute-modules", true}, {"recompute-num-layers", true}, {"recompute-stage-layers", true}, {"precision", true}, {"grad-precision", true},
     {"dp-bucket-mb", true}, {"rank-order", true}, {"gpu", true},
     {"mode", true}, {"prompt-len", true}, {"decode-steps", true}, {"batch", true}, {"micro-batches", true},
     {"kv-precision", true},
@@ -49,7 +49,7 @@ static const struct {
 /* flags that only make sense in one mode: the first one given is remembered and refused by
  * etk_gen_check in the other mode (whatever the order of --mode and the flag) */
 static const char *const training_only[] = {"sp", "cp", "micro-batch", "global-batch", "schedule", "vpp", "zero",
-                                            "fsdp", "recompute", "recompute-modules", "grad-precision", "dp-bucket-mb", "etp", "moe-imbalance",
+                                            "fsdp", "recompute", "recompute-modules", "recompute-num-layers", "recompute-stage-layers", "grad-precision", "dp-bucket-mb", "etp", "moe-imbalance",
                                             "moe-max-nodes", NULL};
 static const char *const inference_only[] = {"prompt-len", "decode-steps", "batch", "micro-batches", "kv-precision",
                                              NULL};
@@ -106,6 +106,11 @@ const char *etk_gen_options_help(void)
            "                       2: gradients sharded too; 3: parameters too, gathered per layer\n"
            "  --fsdp               same as --zero 3\n"
            "  --recompute R        none (default) | selective | full\n"
+           "  --recompute-num-layers N  with --recompute full: only the first N layers of each model\n"
+           "                       chunk recomputed, the others keep their activations (Megatron's\n"
+           "                       block method); 0 (default): every layer\n"
+           "  --recompute-stage-layers N  with --recompute full: N layers of each pipeline stage\n"
+           "                       recomputed, spread over its --vpp chunks (each chunk's first)\n"
            "  --recompute-modules L  Megatron's selective recompute modules, comma-separated:\n"
            "                       mla_up_proj (MLA up-projections: Q, K, V not kept), mlp (dense\n"
            "                       layers' MLP), moe_act (experts' SwiGLU); 'none' clears\n"
@@ -168,13 +173,21 @@ static int parse_pair(const char *flag, const char *v, const char *a, const char
 
 const char *etk_gen_recompute_modules_str(const etk_gen_config *c, char *buf, size_t n)
 {
-    size_t k = 0;
+    size_t k = 0, k0;
     if (n)
         buf[0] = 0;
+    if (c->recompute == ETK_RECOMPUTE_FULL && (c->recompute_layers || c->recompute_stage_layers) && n) {
+        int w = c->recompute_layers ? snprintf(buf, n, " (first %u layer%s of each chunk)", c->recompute_layers,
+                                               c->recompute_layers == 1 ? "" : "s")
+                                    : snprintf(buf, n, " (%u layer%s of each stage)", c->recompute_stage_layers,
+                                               c->recompute_stage_layers == 1 ? "" : "s");
+        k = w < 0 ? 0 : (size_t)w < n ? (size_t)w : n - 1;
+    }
+    k0 = k;
     for (uint32_t b = 1; c->recompute_modules && b && etk_graph_rmod_name(b) && k < n; b <<= 1)
         if (c->recompute_modules & b)
-            k += (size_t)snprintf(buf + k, n - k, "%s%s", k ? " " : " (modules ", etk_graph_rmod_name(b));
-    if (k && k < n)
+            k += (size_t)snprintf(buf + k, n - k, "%s%s", k > k0 ? " " : " (modules ", etk_graph_rmod_name(b));
+    if (k > k0 && k < n)
         snprintf(buf + k, n - k, ")");
     return buf;
 }
@@ -308,6 +321,10 @@ int etk_gen_set(etk_gen_config *c, const char *name, const char *v, etk_error *e
             return etk_err(err, ETK_EINVAL, "--recompute wants none, selective or full, got '%s'", v);
         return 0;
     }
+    if (!strcmp(name, "recompute-num-layers"))
+        return parse_u32(name, v, &c->recompute_layers, err);
+    if (!strcmp(name, "recompute-stage-layers"))
+        return parse_u32(name, v, &c->recompute_stage_layers, err);
     if (!strcmp(name, "recompute-modules")) {
         uint32_t bits = 0;
         if (strcmp(v, "none")) {

@@ -118,6 +118,18 @@ int gen_init(gen *G, const etk_gen_config *cfg, etk_error *err)
             gen_free(G);
             return rc;
         }
+    /* --recompute-num-layers N: the layers of a chunk after its first N keep their activations
+     * (lowered without full recompute; the recompute modules, if any, still apply to them) */
+    if (cfg->recompute == ETK_RECOMPUTE_FULL && (cfg->recompute_layers || cfg->recompute_stage_layers)) {
+        glower_opts k = o;
+        k.recompute = ETK_RECOMPUTE_NONE;
+        G->partial = true;
+        if ((rc = etk_lower_section(G->g, G_SEC_LAYER, &k, G->a, &G->kept[G_SEC_LAYER], err)) ||
+            (G->dense && (rc = etk_lower_section(G->g, G_SEC_DENSE, &k, G->a, &G->kept[G_SEC_DENSE], err)))) {
+            gen_free(G);
+            return rc;
+        }
+    }
     G->p = cfg->pp;
     G->m = cfg->micro_batches;
     G->v = cfg->vpp ? cfg->vpp : 1;
@@ -203,6 +215,41 @@ uint32_t gen_stage_layers(const gen *G, uint32_t s)
     return n;
 }
 
+const gprog *gen_si_prog(const emitter *E, int si)
+{
+    int sec = E->si_sec[si];
+    return E->si_kept && E->si_kept[si] ? &E->G->kept[sec] : &E->G->prog[sec];
+}
+
+uint32_t gen_chunk_recomputed(const gen *G, uint32_t q)
+{
+    const etk_gen_config *c = G->cfg;
+    uint32_t n = G->nl[q], k = n;
+    if (c->recompute != ETK_RECOMPUTE_FULL)
+        return 0;
+    if (c->recompute_layers)
+        k = c->recompute_layers;
+    else if (c->recompute_stage_layers)
+        k = c->recompute_stage_layers / G->v + (q / G->p < c->recompute_stage_layers % G->v ? 1 : 0);
+    return k < n ? k : n;
+}
+
+uint32_t gen_stage_recomputed(const gen *G, uint32_t s, uint32_t *dense)
+{
+    uint32_t n = 0, d = 0;
+    *dense = 0;
+    if (G->cfg->recompute != ETK_RECOMPUTE_FULL)
+        return 0;
+    for (uint32_t c = 0; c < G->v; c++) {
+        uint32_t q = c * G->p + s, a = G->first[q], k = gen_chunk_recomputed(G, q);
+        n += k;
+        if (a < G->dense)
+            d += (a + k < G->dense ? a + k : G->dense) - a;
+    }
+    *dense = d;
+    return n;
+}
+
 /* layers of stage s from the dense_layer section (global index below G->dense) */
 uint32_t gen_stage_dense(const gen *G, uint32_t s)
 {
@@ -282,6 +329,11 @@ void gen_stage_memory(gen *G, uint32_t s, etk_gen_stage *st)
     st->optimizer_bytes = c->zero ? ((dense * 12 + d - 1) / d + (xparams * 12 + xd - 1) / xd) : params * 12;
     st->optimizer_step_bytes = c->zero ? ((dense * sb + d - 1) / d + (xparams * sb + xd - 1) / xd) : params * sb;
     uint64_t act_layers = G->prog[G_SEC_LAYER].saved_bytes * nmoe + (nd ? G->prog[G_SEC_DENSE].saved_bytes * nd : 0);
+    if (G->partial) { /* the recomputed layers as prog[], the others as kept[] */
+        uint32_t rd, r = gen_stage_recomputed(G, s, &rd), rm = r - rd;
+        act_layers = G->prog[G_SEC_LAYER].saved_bytes * rm + G->kept[G_SEC_LAYER].saved_bytes * (nmoe - rm) +
+                     (nd ? G->prog[G_SEC_DENSE].saved_bytes * rd + G->kept[G_SEC_DENSE].saved_bytes * (nd - rd) : 0);
+    }
     uint64_t act = act_layers, head = s == G->p - 1 ? G->prog[G_SEC_HEAD].saved_bytes : 0;
     if (s == 0)
         act += G->prog[G_SEC_EMBED].saved_bytes;

@@ -27,6 +27,9 @@ typedef struct gen {
     etk_graph *g;
     etk_arena *a;
     gprog prog[G_N_SEC + 1]; /* [G_SEC_DENSE]: the dense_layer section, when dense > 0 */
+    gprog kept[G_N_SEC + 1]; /* --recompute-num-layers N: the layer sections lowered without full
+                              * recompute, for the layers of a chunk after its first N */
+    bool partial;            /* --recompute-num-layers / --recompute-stage-layers: kept[] lowered */
     uint32_t p, m, v;     /* stages, micro-batches, model chunks per stage (interleaving) */
     uint32_t *first, *nl; /* per virtual stage q = chunk * p + stage: first layer, layer count */
     uint64_t bucket_bytes;
@@ -73,6 +76,7 @@ typedef struct emitter {
     uint64_t opt_step_bytes; /* the optimizer step's fp32 gradient copy, alloc'd and freed by its node */
     int nsi;
     int *si_sec;
+    uint8_t *si_kept;     /* per section instance: a layer lowered in G->kept (--recompute-num-layers) */
     uint32_t *si_layer;
     uint64_t *fbase, *fin;
     uint64_t **bid;       /* per (section instance, micro-batch): backward ids (gen_bid_get) */
@@ -111,6 +115,14 @@ typedef struct emitter {
 } emitter;
 
 /* stage.c */
+/* The program of section instance si of emitter E: G->kept for the layers of a chunk after its
+ * first --recompute-num-layers, G->prog otherwise. */
+const gprog *gen_si_prog(const emitter *E, int si);
+/* Layers of stage s (dense_layer ones among them in *dense) recomputed in full: all with
+ * --recompute full, the first N of each chunk with --recompute-num-layers N, none otherwise. */
+uint32_t gen_stage_recomputed(const gen *G, uint32_t s, uint32_t *dense);
+/* Layers of virtual stage q (chunk q / p of stage q mod p) recomputed in full: its first ones. */
+uint32_t gen_chunk_recomputed(const gen *G, uint32_t q);
 int gen_init(gen *G, const etk_gen_config *cfg, etk_error *err);
 void gen_free(gen *G);
 /* summary.c: etk_gen_summarize of a training plan (whatever cfg->mode says) */

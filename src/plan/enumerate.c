@@ -83,6 +83,27 @@ static uint32_t ends_layers(const etk_plan_space *sp, int64_t layers, uint32_t p
     return (uint32_t)((layers + 2) / pp - 1);
 }
 
+/* The partial recompute searched for a plan whose largest pipeline stage holds c layers: full
+ * recompute of N layers of each stage (--recompute-stage-layers N), N about a quarter, half and
+ * three quarters of c (rounded up, distinct, below c; N = c is full recompute), so that plans
+ * which do not fit without recompute but need less than all of it are searched (docs/plan.md
+ * "The space"; etk_plan_sort drops all but the least recompute that fits). None when recompute
+ * is fixed (--recompute full: every layer), with --no-partial-recompute, or when the workload
+ * flags fix the partial recompute (--recompute-num-layers / --recompute-stage-layers). */
+static uint32_t partial_layers(const etk_plan_space *sp, uint32_t c, uint32_t out[3])
+{
+    uint32_t k = 0;
+    if (sp->no_partial_recompute || sp->recompute >= 0 || sp->base.recompute_layers ||
+        sp->base.recompute_stage_layers)
+        return 0;
+    for (uint32_t q = 1; q <= 3; q++) {
+        uint32_t x = (c * q + 3) / 4;
+        if (x >= 1 && x < c && (!k || out[k - 1] != x))
+            out[k++] = x;
+    }
+    return k;
+}
+
 static int training(const etk_plan_space *sp, uint32_t n, uint32_t gpn, plan_vec *pv)
 {
     const etk_model *m = &sp->base.model;
@@ -139,6 +160,15 @@ static int training(const etk_plan_space *sp, uint32_t n, uint32_t gpn, plan_vec
                                     if (r == ETK_RECOMPUTE_SELECTIVE && sp->recompute < 0 &&
                                         sp->base.attention == ETK_ATTN_FLASH)
                                         continue;
+                                    /* with full recompute: every layer (N = 0), then N of the
+                                     * largest stage's layers */
+                                    uint32_t nl[4] = {0}, nn = 1;
+                                    if (r == ETK_RECOMPUTE_FULL)
+                                        nn += partial_layers(sp, e ? q_end + 1 : (uint32_t)((layers + pp - 1) / pp),
+                                                             nl + 1);
+                                    else if (sp->base.recompute_layers || sp->base.recompute_stage_layers)
+                                        continue; /* partial recompute flags: full recompute only */
+                                    for (uint32_t ni = 0; ni < nn; ni++)
                                     for (int s = 0; s <= 2; s++) {
                                         /* one schedule without a pipeline; interleaving is 1F1B */
                                         bool sok = pp == 1 ? s == ETK_SCHED_1F1B
@@ -149,7 +179,8 @@ static int training(const etk_plan_space *sp, uint32_t n, uint32_t gpn, plan_vec
                                         etk_plan p = {.tp = tp, .cp = cp, .pp = pp, .vpp = vpp, .dp = dp, .ep = ep,
                                                       .first_layers = e ? q_end : 0,
                                                       .last_layers = e ? q_end : 0, .micro_batch = mb, .zero = (int8_t)z,
-                                                      .recompute = (int8_t)r, .schedule = (int8_t)s,
+                                                      .recompute = (int8_t)r,
+                                                      .recompute_stage_layers = (uint16_t)nl[ni], .schedule = (int8_t)s,
                                                       .sp = tp > 1};
                                         if (push(pv, &p))
                                             return -1;
@@ -221,8 +252,8 @@ int etk_plan_enumerate(const etk_plan_space *sp, uint32_t n_gpus, uint32_t gpus_
     return 0;
 }
 
-int etk_plan_config(const etk_plan_space *sp, const etk_plan *p, const char *gpu, etk_gen_config *cfg,
-                    etk_error *err)
+/* the gen configuration of a candidate, not yet checked */
+static void plan_fill(const etk_plan_space *sp, const etk_plan *p, const char *gpu, etk_gen_config *cfg)
 {
     *cfg = sp->base;
     cfg->tp = p->tp;
@@ -249,9 +280,24 @@ int etk_plan_config(const etk_plan_space *sp, const etk_plan *p, const char *gpu
         cfg->global_batch = sp->global_batch;
         cfg->zero = p->zero;
         cfg->recompute = p->recompute;
+        if (p->recompute == ETK_RECOMPUTE_FULL && p->recompute_stage_layers)
+            cfg->recompute_stage_layers = p->recompute_stage_layers;
         cfg->schedule = p->schedule;
     }
+}
+
+int etk_plan_config(const etk_plan_space *sp, const etk_plan *p, const char *gpu, etk_gen_config *cfg,
+                    etk_error *err)
+{
+    plan_fill(sp, p, gpu, cfg);
     return etk_gen_check(cfg, err);
+}
+
+int plan_config_summary(const etk_plan_space *sp, const etk_plan *p, etk_gen_config *cfg, etk_gen_summary *sum,
+                        etk_error *err)
+{
+    plan_fill(sp, p, NULL, cfg);
+    return etk_gen_check_summary(cfg, sum, err);
 }
 
 const char *plan_sched_name(int s)
@@ -274,7 +320,9 @@ void etk_plan_flags(const etk_plan_space *sp, const etk_plan *p, char *buf, size
                  sp->global_batch / p->dp, p->infer_mb);
         return;
     }
-    char vpp[80] = "", cp[24] = "", ep[24] = "";
+    char vpp[80] = "", cp[24] = "", ep[24] = "", rl[40] = "";
+    if (p->recompute == ETK_RECOMPUTE_FULL && p->recompute_stage_layers)
+        snprintf(rl, sizeof rl, " --recompute-stage-layers %u", p->recompute_stage_layers);
     int k = 0;
     if (p->vpp > 1)
         k = snprintf(vpp, sizeof vpp, " --vpp %u", p->vpp);
@@ -285,9 +333,9 @@ void etk_plan_flags(const etk_plan_space *sp, const etk_plan *p, char *buf, size
         snprintf(cp, sizeof cp, " --cp %u", p->cp);
     if (p->ep > 1)
         snprintf(ep, sizeof ep, " --ep %u", p->ep);
-    snprintf(buf, n, "--tp %u%s --pp %u%s --dp %u%s%s --micro-batch %u --global-batch %u --zero %d --recompute %s "
+    snprintf(buf, n, "--tp %u%s --pp %u%s --dp %u%s%s --micro-batch %u --global-batch %u --zero %d --recompute %s%s "
              "--schedule %s", p->tp, cp, p->pp, vpp, p->dp, ep, p->sp ? " --sp" : "", p->micro_batch,
-             sp->global_batch, p->zero, plan_recompute_name(p->recompute), plan_sched_name(p->schedule));
+             sp->global_batch, p->zero, plan_recompute_name(p->recompute), rl, plan_sched_name(p->schedule));
 }
 
 const char *etk_plan_status_name(int status)
@@ -298,6 +346,7 @@ const char *etk_plan_status_name(int status)
     case ETK_PLAN_MEMORY: return "memory";
     case ETK_PLAN_BOUND: return "bound";
     case ETK_PLAN_FAILED: return "failed";
+    case ETK_PLAN_DOMINATED: return "dominated";
     default: return "pending";
     }
 }

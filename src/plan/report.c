@@ -25,8 +25,11 @@ void etk_plan_print_table(const etk_plan_space *sp, const etk_plan_job *jobs, ui
     bool inf = sp->base.mode == ETK_GEN_MODE_INFERENCE, cost = false;
     for (uint32_t j = 0; j < n_jobs; j++)
         cost |= jobs[j].gpu_hour_usd > 0;
-    fprintf(f, "plans: %zu candidates: %zu invalid, %zu over memory, %zu pruned by the lower bound, %zu simulated%s",
-            r->n_rows, r->n_invalid, r->n_memory, r->n_bound, r->n_simulated, r->n_failed ? "" : "\n");
+    char dom[64] = "";
+    if (r->n_dominated)
+        snprintf(dom, sizeof dom, ", %zu dominated (less recompute fits)", r->n_dominated);
+    fprintf(f, "plans: %zu candidates: %zu invalid, %zu over memory%s, %zu pruned by the lower bound, %zu simulated%s",
+            r->n_rows, r->n_invalid, r->n_memory, dom, r->n_bound, r->n_simulated, r->n_failed ? "" : "\n");
     if (r->n_failed)
         fprintf(f, ", %zu failed\n", r->n_failed);
     fprintf(f, "ranked by %s; top %u\n\n", metric_name(o->rank_by), o->top);
@@ -80,14 +83,14 @@ static void csv_str(FILE *f, const char *s)
 void etk_plan_print_csv(const etk_plan_space *sp, const etk_plan_job *jobs, const etk_plan_result *r, FILE *f)
 {
     fputs("cluster,gpus,index,status,rank,tp,cp,pp,vpp,first_stage_layers,last_stage_layers,dp,ep,micro_batch,micro_batches_infer,zero,recompute,"
-          "schedule,sp,mem_bytes,lower_bound_ns,step_ns,mfu,tokens_per_s,usd_per_mtok,flags,reason\n", f);
+          "recompute_stage_layers,schedule,sp,mem_bytes,lower_bound_ns,step_ns,mfu,tokens_per_s,usd_per_mtok,flags,reason\n", f);
     for (size_t i = 0; i < r->n_rows; i++) {
         const etk_plan_row *w = &r->rows[i];
         const etk_plan *p = &w->plan;
         csv_str(f, jobs[w->job].label);
-        fprintf(f, ",%u,%u,%s,%u,%u,%u,%u,%u,%u,%u,%u,%u,%u,%u,%d,%s,%s,%s,%llu,%llu,%llu,%.6f,%.1f,%.6f,",
+        fprintf(f, ",%u,%u,%s,%u,%u,%u,%u,%u,%u,%u,%u,%u,%u,%u,%d,%s,%u,%s,%s,%llu,%llu,%llu,%.6f,%.1f,%.6f,",
                 jobs[w->job].cluster.n_npus, w->index, etk_plan_status_name(w->status), w->rank, p->tp, p->cp, p->pp,
-                p->vpp, p->first_layers, p->last_layers, p->dp, p->ep, p->micro_batch, p->infer_mb, p->zero, plan_recompute_name(p->recompute), plan_sched_name(p->schedule),
+                p->vpp, p->first_layers, p->last_layers, p->dp, p->ep, p->micro_batch, p->infer_mb, p->zero, plan_recompute_name(p->recompute), p->recompute_stage_layers, plan_sched_name(p->schedule),
                 p->sp ? "true" : "false", (unsigned long long)w->mem_bytes, (unsigned long long)w->lb_ns,
                 (unsigned long long)w->step_ns, w->mfu, w->tokens_per_s, w->usd_per_mtok);
         char flags[320];
@@ -127,6 +130,7 @@ int etk_plan_print_json(const etk_plan_space *sp, const etk_plan_job *jobs, uint
     json_object_set_new(counts, "candidates", json_integer((json_int_t)r->n_rows));
     json_object_set_new(counts, "invalid", json_integer((json_int_t)r->n_invalid));
     json_object_set_new(counts, "memory", json_integer((json_int_t)r->n_memory));
+    json_object_set_new(counts, "dominated", json_integer((json_int_t)r->n_dominated));
     json_object_set_new(counts, "bound", json_integer((json_int_t)r->n_bound));
     json_object_set_new(counts, "simulated", json_integer((json_int_t)r->n_simulated));
     json_object_set_new(counts, "failed", json_integer((json_int_t)r->n_failed));
@@ -153,6 +157,7 @@ int etk_plan_print_json(const etk_plan_space *sp, const etk_plan_job *jobs, uint
         json_object_set_new(x, "micro_batches_infer", json_integer(p->infer_mb));
         json_object_set_new(x, "zero", json_integer(p->zero));
         json_object_set_new(x, "recompute", json_string(plan_recompute_name(p->recompute)));
+        json_object_set_new(x, "recompute_stage_layers", json_integer(p->recompute_stage_layers));
         json_object_set_new(x, "schedule", json_string(plan_sched_name(p->schedule)));
         json_object_set_new(x, "sp", json_boolean(p->sp));
         json_object_set_new(x, "flags", json_string(flags));

@@ -179,8 +179,72 @@ static void sort_idx(const etk_plan_row *rows, uint32_t *idx, size_t n, int (*cm
     pthread_mutex_unlock(&sort_lock);
 }
 
+/* Recompute of a row as an order: none 0, full recompute of N layers per stage N, of every layer
+ * UINT32_MAX; -1 (not comparable) for selective. */
+static int64_t recompute_amount(const etk_plan *p)
+{
+    if (p->recompute == ETK_RECOMPUTE_NONE)
+        return 0;
+    if (p->recompute == ETK_RECOMPUTE_FULL)
+        return p->recompute_stage_layers ? p->recompute_stage_layers : UINT32_MAX;
+    return -1;
+}
+
+/* the same plan but for the recompute */
+static bool same_but_recompute(const etk_plan *a, const etk_plan *b)
+{
+    return a->tp == b->tp && a->cp == b->cp && a->pp == b->pp && a->vpp == b->vpp && a->dp == b->dp &&
+           a->ep == b->ep && a->first_layers == b->first_layers && a->last_layers == b->last_layers &&
+           a->micro_batch == b->micro_batch && a->infer_mb == b->infer_mb && a->zero == b->zero &&
+           a->schedule == b->schedule && a->sp == b->sp;
+}
+
+/* Dominance (docs/plan.md "Pruning"): a plan with full recompute (of N layers per stage, or of
+ * every layer) whose twin with less recompute (none, or fewer layers) fits in memory only adds
+ * work to it; of the recompute variants that fit, the least is kept. Not with ZeRO-3, whose
+ * per-layer parameter gathers the recomputed forward can hide better (measured: up to 2.6%
+ * faster with recompute, docs/plan.md), so there it is left to the simulation. The variants of a plan lie
+ * within a few rows of one another in the enumeration (the recompute and schedule loops are the
+ * innermost), so the scan looks DOM_WINDOW rows each way. Decided on phase 1's results alone:
+ * the same whatever the workers. */
+#define DOM_WINDOW 48
+static void mark_dominated(etk_plan_search_state *s)
+{
+    for (size_t i = 0; i < s->n_rows; i++) {
+        etk_plan_row *r = &s->rows[i];
+        int64_t amt = recompute_amount(&r->plan);
+        if (r->status >= 0 || amt <= 0 || r->plan.zero >= 3)
+            continue;
+        const etk_plan_row *best = NULL;
+        size_t lo = i > DOM_WINDOW ? i - DOM_WINDOW : 0, hi = i + DOM_WINDOW < s->n_rows ? i + DOM_WINDOW : s->n_rows;
+        for (size_t j = lo; j < hi; j++) {
+            const etk_plan_row *o = &s->rows[j];
+            int64_t a = recompute_amount(&o->plan);
+            /* o fits: pending after phase 1 (its status may not be ETK_PLAN_DOMINATED yet: rows
+             * are marked in this pass, but a dominated row's own dominator has less still) */
+            if (j == i || o->job != r->job || a < 0 || a >= amt || !(o->status < 0 || o->status == ETK_PLAN_DOMINATED) ||
+                !same_but_recompute(&o->plan, &r->plan))
+                continue;
+            if (!best || a < recompute_amount(&best->plan))
+                best = o;
+        }
+        if (best) {
+            char what[64];
+            if (best->plan.recompute == ETK_RECOMPUTE_NONE)
+                snprintf(what, sizeof what, "--recompute none");
+            else
+                snprintf(what, sizeof what, "--recompute full --recompute-stage-layers %u",
+                         best->plan.recompute_stage_layers);
+            r->status = ETK_PLAN_DOMINATED;
+            snprintf(r->reason, sizeof r->reason, "the same plan with %s fits in memory (%.2f GiB per GPU): less "
+                     "recompute, less work", what, (double)best->mem_bytes / (1024.0 * 1024.0 * 1024.0));
+        }
+    }
+}
+
 size_t etk_plan_sort(etk_plan_search_state *s)
 {
+    mark_dominated(s);
     free(s->order);
     s->order = malloc((s->n_rows ? s->n_rows : 1) * sizeof *s->order);
     s->n_order = 0;
@@ -275,6 +339,7 @@ int etk_plan_finish(etk_plan_search_state *s, etk_plan_result *res, etk_error *e
         case ETK_PLAN_INVALID: res->n_invalid++; break;
         case ETK_PLAN_MEMORY: res->n_memory++; break;
         case ETK_PLAN_BOUND: res->n_bound++; break;
+        case ETK_PLAN_DOMINATED: res->n_dominated++; break;
         default: res->n_failed++; break;
         }
     }
