@@ -21,25 +21,25 @@ python3 "$HERE/bench/calibration_figures.py" "$ETKIT" "$SHARED/spec/calibration-
 cat >"$T/pins" <<'PINS'
 fitted all:all 46 8.06 46.01
 fitted gpu:A100 3 8.51 19.21
-fitted gpu:B200 5 19.26 46.01
-fitted gpu:H100 36 6.68 20.05
+fitted gpu:B200 5 18.83 46.01
+fitted gpu:H100 36 6.73 16.47
 fitted gpu:H200 2 4.24 4.48
-fitted set:mbridge-b200 5 19.26 46.01
-fitted set:mbridge-h100-fp8 6 9.85 20.05
+fitted set:mbridge-b200 5 18.83 46.01
+fitted set:mbridge-h100-fp8 6 10.20 16.47
 fitted set:megatron-lm-llama-h100-fp8 3 8.48 10.61
 fitted set:nemo-24.07-h100-fp8 12 5.86 15.11
 fitted set:nemo-longseq-h100-fp8 5 5.67 13.07
 fitted set:trtllm-0.9 15 6.08 19.21
-held_out all:all 46 9.84 46.01
+held_out all:all 46 9.52 46.01
 held_out gpu:A100 3 8.51 19.21
-held_out gpu:B200 5 19.26 46.01
-held_out gpu:H100 36 8.95 22.07
+held_out gpu:B200 5 18.83 46.01
+held_out gpu:H100 36 8.61 19.38
 held_out gpu:H200 2 4.24 4.48
-held_out set:mbridge-b200 5 19.26 46.01
-held_out set:mbridge-h100-fp8 6 10.88 20.64
-held_out set:megatron-lm-llama-h100-fp8 3 9.13 11.17
+held_out set:mbridge-b200 5 18.83 46.01
+held_out set:mbridge-h100-fp8 6 10.88 17.06
+held_out set:megatron-lm-llama-h100-fp8 3 8.42 10.54
 held_out set:nemo-24.07-h100-fp8 12 8.23 18.88
-held_out set:nemo-longseq-h100-fp8 5 10.81 22.07
+held_out set:nemo-longseq-h100-fp8 5 8.76 19.38
 held_out set:trtllm-0.9 15 7.39 19.21
 PINS
 python3 - "$T/fig.json" "$T/pins" <<'PY' || fail "the calibration figures moved"
