@@ -32,8 +32,10 @@ static void help(void)
            "           (Weisfeiler-Lehman hash) is rejected and re-sampled. Node names are token names.\n"
            "  eval     MMD^2 of degree, layer-size, token, edge-token-pair, layer-skip and attribute-bin\n"
            "           histograms against the workloads listed in --real: its two halves against each\n"
-           "           other, K count-model samples, K random DAGs of the same sizes; with --cluster, the\n"
-           "           KS distance of the simulated step times too\n\n"
+           "           other, K count-model samples, K random DAGs of the same sizes (node and edge counts\n"
+           "           of half a, edges uniform over forward pairs), K layer-copy DAGs (half a's layer sizes\n"
+           "           and in-degrees kept: an oracle on structure), K LayerDAG samples; with --cluster,\n"
+           "           the KS distance of the simulated step times too\n\n"
            "options:\n"
            "  -o, --out PATH       the model file (fit) or the output prefix (sample)\n"
            "  --list FILE          fit: more workloads, one per line ('#' comments)\n"
@@ -339,10 +341,10 @@ static int synth_eval(const opts *o, const char *model)
     etk_synth_model *m = NULL;
     char **specs = NULL;
     size_t n_specs = 0, n_real = 0;
-    etk_synth_graph **real = NULL, **syn = NULL, **rnd = NULL, **lds = NULL;
+    etk_synth_graph **real = NULL, **syn = NULL, **rnd = NULL, **cpy = NULL, **lds = NULL;
     uint32_t *world = NULL, *inner = NULL;
     size_t k = 0;
-    double *t_a = NULL, *t_b = NULL, *t_s = NULL, *t_r = NULL, *t_l = NULL;
+    double *t_a = NULL, *t_b = NULL, *t_s = NULL, *t_r = NULL, *t_c = NULL, *t_l = NULL;
     bool has_ld = false;
     int rc = etk_synth_model_load(model, &m, &err);
     if (!rc)
@@ -364,9 +366,10 @@ static int synth_eval(const opts *o, const char *model)
     k = o->samples ? (size_t)o->samples : nb;
     syn = calloc(k, sizeof *syn);
     rnd = calloc(k, sizeof *rnd);
+    cpy = calloc(k, sizeof *cpy);
     lds = calloc(k, sizeof *lds);
     has_ld = etk_synth_model_has_layerdag(m);
-    if (!a || !b || !syn || !rnd || !lds) {
+    if (!a || !b || !syn || !rnd || !cpy || !lds) {
         free(a), free(b);
         rc = etk_err(&err, ETK_ENOMEM, "out of memory");
         goto done;
@@ -385,22 +388,25 @@ static int synth_eval(const opts *o, const char *model)
             rej_all += rej;
         }
         if (!rc)
-            rc = etk_synth_random_like(m, a[i % na], o->seed + i, &rnd[i], &err);
+            rc = etk_synth_random_er(m, a[i % na], o->seed + i, &rnd[i], &err);
+        if (!rc)
+            rc = etk_synth_random_like(m, a[i % na], o->seed + i, &cpy[i], &err);
     }
     if (rc) {
         free(a), free(b);
         goto done;
     }
-    static const char *cols[4] = {"real_vs_real", "count", "random", "layerdag"};
-    int nco = has_ld ? 4 : 3;
-    double mmd[ETK_SYNTH_N_DESC][4];
+    static const char *cols[5] = {"real_vs_real", "count", "random", "layer_copy", "layerdag"};
+    int nco = has_ld ? 5 : 4;
+    double mmd[ETK_SYNTH_N_DESC][5];
     for (int d = 0; d < ETK_SYNTH_N_DESC; d++) {
         mmd[d][0] = etk_synth_mmd2(m, a, na, b, nb, d);
         mmd[d][1] = etk_synth_mmd2(m, syn, k, b, nb, d);
         mmd[d][2] = etk_synth_mmd2(m, rnd, k, b, nb, d);
-        mmd[d][3] = has_ld ? etk_synth_mmd2(m, lds, k, b, nb, d) : NAN;
+        mmd[d][3] = etk_synth_mmd2(m, cpy, k, b, nb, d);
+        mmd[d][4] = has_ld ? etk_synth_mmd2(m, lds, k, b, nb, d) : NAN;
     }
-    double ks[4] = {NAN, NAN, NAN, NAN};
+    double ks[5] = {NAN, NAN, NAN, NAN, NAN};
     uint32_t n_ranks = etk_synth_model_default_ranks(m);
     if (o->cluster) {
         etk_cluster c;
@@ -409,8 +415,8 @@ static int synth_eval(const opts *o, const char *model)
         if (!rc && n_ranks > 8 && n_ranks % 8)
             rc = etk_err(&err, ETK_EINVAL, "the model's %u ranks do not fill nodes of 8 GPUs", n_ranks);
         t_a = calloc(na, sizeof *t_a), t_b = calloc(nb, sizeof *t_b), t_s = calloc(k, sizeof *t_s),
-        t_r = calloc(k, sizeof *t_r), t_l = calloc(k, sizeof *t_l);
-        if (!rc && (!t_a || !t_b || !t_s || !t_r || !t_l))
+        t_r = calloc(k, sizeof *t_r), t_c = calloc(k, sizeof *t_c), t_l = calloc(k, sizeof *t_l);
+        if (!rc && (!t_a || !t_b || !t_s || !t_r || !t_c || !t_l))
             rc = etk_err(&err, ETK_ENOMEM, "out of memory");
         if (rc) {
             free(a), free(b);
@@ -423,13 +429,15 @@ static int synth_eval(const opts *o, const char *model)
         for (size_t i = 0; i < k; i++) {
             t_s[i] = step_ns(m, syn[i], n_ranks, &c);
             t_r[i] = step_ns(m, rnd[i], n_ranks, &c);
+            t_c[i] = step_ns(m, cpy[i], n_ranks, &c);
             if (has_ld)
                 t_l[i] = step_ns(m, lds[i], n_ranks, &c);
         }
         ks[0] = etk_synth_ks(t_a, na, t_b, nb);
         ks[1] = etk_synth_ks(t_s, k, t_b, nb);
         ks[2] = etk_synth_ks(t_r, k, t_b, nb);
-        ks[3] = has_ld ? etk_synth_ks(t_l, k, t_b, nb) : NAN;
+        ks[3] = etk_synth_ks(t_c, k, t_b, nb);
+        ks[4] = has_ld ? etk_synth_ks(t_l, k, t_b, nb) : NAN;
     }
     if (o->json) {
         printf("{\"real_graphs\": %zu, \"samples\": %zu, \"rejected\": %u, \"mmd2\": {", n_real, k, rej_all);
@@ -449,10 +457,10 @@ static int synth_eval(const opts *o, const char *model)
         printf("}\n");
     } else {
         printf("real rank graphs %zu (halves of %zu and %zu), %zu samples per model (%u rejected as isomorphic to "
-               "a training graph), %zu random DAGs\n",
-               n_real, na, nb, k, rej_all, k);
-        printf("%-18s %14s %14s %14s%s\n", "MMD^2 vs half b", "real half a", "count model", "random DAG",
-               has_ld ? "       LayerDAG" : "");
+               "a training graph), %zu random DAGs, %zu layer-copy DAGs\n",
+               n_real, na, nb, k, rej_all, k, k);
+        printf("%-18s %14s %14s %14s %14s%s\n", "MMD^2 vs half b", "real half a", "count model", "random DAG",
+               "layer copy", has_ld ? "       LayerDAG" : "");
         for (int d = 0; d < ETK_SYNTH_N_DESC; d++) {
             printf("%-18s", etk_synth_desc_name(d));
             for (int j = 0; j < nco; j++)
@@ -468,7 +476,7 @@ static int synth_eval(const opts *o, const char *model)
     }
     free(a), free(b);
 done:
-    free(t_a), free(t_b), free(t_s), free(t_r), free(t_l);
+    free(t_a), free(t_b), free(t_s), free(t_r), free(t_c), free(t_l);
     for (size_t i = 0; i < k; i++) {
         if (lds)
             etk_synth_graph_free(lds[i]);
@@ -476,9 +484,12 @@ done:
             etk_synth_graph_free(syn[i]);
         if (rnd)
             etk_synth_graph_free(rnd[i]);
+        if (cpy)
+            etk_synth_graph_free(cpy[i]);
     }
     free(syn);
     free(rnd);
+    free(cpy);
     free(lds);
     free_graphs(real, n_real);
     free_list(specs, n_specs);

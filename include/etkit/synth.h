@@ -135,10 +135,16 @@ typedef struct etk_synth_sample_opts {
  * (WL hash) is rejected and re-sampled; *rejected (may be NULL) counts the rejections. */
 int etk_synth_sample_graph(const etk_synth_model *m, const etk_synth_sample_opts *o, etk_synth_graph **out,
                            uint32_t *rejected, etk_error *err);
-/* A random-DAG baseline of the same size as g: layer sizes kept, each node's main parent and
- * extra parents uniform over earlier layers, tokens and attributes from the marginals of m. */
+/* The layer-copy baseline of g (an oracle on structure: it sees the real graph): layer sizes and
+ * in-degrees of g kept, each node's main parent and extra parents uniform over earlier layers,
+ * tokens and attributes from the marginals of m. */
 int etk_synth_random_like(const etk_synth_model *m, const etk_synth_graph *g, uint64_t seed, etk_synth_graph **out,
                           etk_error *err);
+/* The random-DAG baseline of the same size as g (issue #13): g's node count, g's edge count
+ * drawn uniformly over the forward pairs (i < j) of a random order (repeats dropped), tokens and
+ * attributes from the marginals of m; peeled into layers as any graph. */
+int etk_synth_random_er(const etk_synth_model *m, const etk_synth_graph *g, uint64_t seed, etk_synth_graph **out,
+                        etk_error *err);
 
 /* ---------- multi-rank assembly ---------- */
 /* The workload of n_ranks ranks all running g (one rank class): inner groups of inner_size
