@@ -9,7 +9,9 @@
 #include <string.h>
 
 #include "cmd.h"
+#include "etkit/compute.h"
 #include "etkit/net.h"
+#include "etkit/run.h"
 #include "etkit/sim.h"
 #include "etkit/synth.h"
 
@@ -17,7 +19,8 @@ static void help(void)
 {
     printf("usage: etkit synth fit WORKLOAD... [--list FILE] [--layerdag [--epochs N]] -o MODEL\n"
            "       etkit synth sample MODEL -o PREFIX [--ranks N] [--inner G] [--seed S] [--max-nodes N] [--count]\n"
-           "       etkit synth eval MODEL --real FILE [--samples K] [--seed S] [--cluster NAME] [--json]\n\n"
+           "                          [--label step_time_ns=T --cluster NAME [--tries K]]\n"
+           "       etkit synth eval MODEL --real FILE [--samples K] [--seed S] [--cluster NAME [--train FILE]] [--json]\n\n"
            "Learned synthetic workloads (docs/synth.md). Rank graphs (one per rank class) become token\n"
            "graphs (node type x operator class x collective type x group role; FLOPs, tensor bytes, comm\n"
            "bytes and duration in per-token quantile bins) peeled into layers (layer 1 = the sources,\n"
@@ -41,6 +44,12 @@ static void help(void)
            "  --list FILE          fit: more workloads, one per line ('#' comments)\n"
            "  --layerdag           fit: train the LayerDAG model (sampled from by default then)\n"
            "  --epochs N           fit: LayerDAG training passes over the corpus (default 8)\n"
+           "  --cluster NAME       fit --layerdag: label every training graph with its simulated step time\n"
+           "                       on this cluster preset (the model is conditioned on it); sample --label:\n"
+           "                       simulate the samples on it; eval: simulate every workload (KS of step time)\n"
+           "  --label step_time_ns=T  sample: a workload whose simulated step time is near T: the label\n"
+           "                       conditions a labeled model, the best of K samples is kept\n"
+           "  --tries K            sample --label: samples simulated (default 16)\n"
            "  --count              sample: the count baseline even when the model has a LayerDAG part\n"
            "  --ranks N            sample: ranks (default: the most common world size of the corpus)\n"
            "  --inner G            sample: ranks per inner group (default: the corpus' most common size\n"
@@ -49,7 +58,10 @@ static void help(void)
            "  --max-nodes N        sample: at most N nodes per rank graph (layers are cut)\n"
            "  --real FILE          eval: the held-out workloads, one per line\n"
            "  --samples K          eval: synthetic graphs per baseline (default: as many as real ones)\n"
-           "  --cluster NAME       eval: simulate every workload on this cluster preset (KS of step time)\n"
+           "  --train FILE         eval --cluster: LayerDAG's regressor protocol: a step-time regressor\n"
+           "                       trained on these real workloads, and on each model's samples, tested\n"
+           "                       on the --real ones (Pearson and Spearman)\n"
+
            "  --json               eval: one JSON document\n"
            "  -q, --quiet          fit/sample: no summary line\n"
            "  -h, --help           this text\n\n"
@@ -59,7 +71,7 @@ static void help(void)
            "  etkit synth eval synth.json --real /tmp/corpus/test.txt --cluster dgx-h100\n");
 }
 
-enum { O_LIST = 1000, O_RANKS, O_INNER, O_SEED, O_MAXN, O_REAL, O_SAMPLES, O_CLUSTER, O_JSON, O_LD, O_EPOCHS, O_COUNT };
+enum { O_LIST = 1000, O_RANKS, O_INNER, O_SEED, O_MAXN, O_REAL, O_SAMPLES, O_CLUSTER, O_JSON, O_LD, O_EPOCHS, O_COUNT, O_LABEL, O_TRIES, O_TRAIN };
 static const struct option longopts[] = {
     {"out", required_argument, 0, 'o'},         {"list", required_argument, 0, O_LIST},
     {"ranks", required_argument, 0, O_RANKS},   {"inner", required_argument, 0, O_INNER},
@@ -67,13 +79,15 @@ static const struct option longopts[] = {
     {"real", required_argument, 0, O_REAL},     {"samples", required_argument, 0, O_SAMPLES},
     {"cluster", required_argument, 0, O_CLUSTER}, {"json", no_argument, 0, O_JSON},
     {"layerdag", no_argument, 0, O_LD},         {"epochs", required_argument, 0, O_EPOCHS},
+    {"train", required_argument, 0, O_TRAIN},   {"label", required_argument, 0, O_LABEL},   {"tries", required_argument, 0, O_TRIES},
     {"count", no_argument, 0, O_COUNT},         {"quiet", no_argument, 0, 'q'},             {"help", no_argument, 0, 'h'},
     {0, 0, 0, 0},
 };
 
 typedef struct opts {
-    const char *out, *list, *real, *cluster;
-    uint64_t ranks, inner, seed, max_nodes, samples, epochs;
+    const char *out, *list, *real, *cluster, *train;
+    uint64_t ranks, inner, seed, max_nodes, samples, epochs, tries;
+    double label_ns;
     bool ranks_set, inner_set, json, quiet, layerdag, count;
 } opts;
 
@@ -142,6 +156,9 @@ static void free_graphs(etk_synth_graph **gs, size_t n)
     free(gs);
 }
 
+static double step_ns(const etk_synth_model *m, const etk_synth_graph *g, uint32_t n_ranks, const etk_cluster *c);
+static int cluster_for(const char *name, uint32_t n_ranks, etk_cluster *c, etk_error *err);
+
 static int do_fit(const opts *o, char **specs, size_t n)
 {
     etk_error err = {0};
@@ -160,8 +177,22 @@ static int do_fit(const opts *o, char **specs, size_t n)
         rc = load_graphs(specs, n, &gs, &ng, world, inner, &err);
     if (!rc)
         rc = etk_synth_fit(gs, ng, world, n, inner, n, &m, &err);
+    double *labels = NULL;
+    if (!rc && o->layerdag && o->cluster) {
+        /* labels: every training graph's step time on the model's default ranks of the cluster */
+        etk_cluster c;
+        uint32_t nr = etk_synth_model_default_ranks(m);
+        rc = cluster_for(o->cluster, nr, &c, &err);
+        if (!rc && !(labels = calloc(ng ? ng : 1, sizeof *labels)))
+            rc = etk_err(&err, ETK_ENOMEM, "out of memory");
+        for (size_t i = 0; !rc && i < ng; i++)
+            if (!((labels[i] = step_ns(m, gs[i], nr, &c)) > 0))
+                rc = etk_err(&err, ETK_EINVAL, "training graph %zu: no step time on %u ranks of %s (simulation failed)", i,
+                             nr, o->cluster);
+    }
     if (!rc && o->layerdag)
-        rc = etk_synth_train_layerdag(m, gs, ng, (uint32_t)o->epochs, o->seed, &err);
+        rc = etk_synth_train_layerdag_labeled(m, gs, labels, ng, (uint32_t)o->epochs, o->seed, &err);
+    free(labels);
     if (!rc)
         rc = etk_synth_model_save(m, o->out, &err);
     double loss[3];
@@ -200,6 +231,8 @@ static int do_sample(const opts *o, const char *model)
                                o->ranks);
     if (o->max_nodes > UINT32_MAX)
         return cli_usage_error("synth", "--max-nodes wants at most 4294967295");
+    if (o->label_ns > 0 && !o->cluster)
+        return cli_usage_error("synth", "--label wants --cluster NAME (the samples are simulated on it)");
     if (etk_output_check(o->out, &err))
         return cli_fail("synth", &err);
     etk_synth_model *m = NULL;
@@ -208,11 +241,37 @@ static int do_sample(const opts *o, const char *model)
     uint32_t rej = 0;
     int rc = etk_synth_model_load(model, &m, &err);
     uint32_t ranks = 0;
+    double best_ns = 0;
+    uint64_t tries = o->label_ns > 0 ? (o->tries ? o->tries : 16) : 1;
+    etk_cluster c;
     if (!rc) {
         ranks = o->ranks_set ? (uint32_t)o->ranks : etk_synth_model_default_ranks(m);
-        etk_synth_sample_opts so = {.seed = o->seed, .max_nodes = (uint32_t)o->max_nodes, .count_only = o->count};
-        rc = etk_synth_sample_graph(m, &so, &g, &rej, &err);
+        if (o->label_ns > 0)
+            rc = cluster_for(o->cluster, ranks, &c, &err);
     }
+    /* with --label: the best of `tries` samples (seeds S, S+1, ...) by simulated step time */
+    for (uint64_t k = 0; !rc && k < tries; k++) {
+        etk_synth_sample_opts so = {.seed = o->seed + k, .max_nodes = (uint32_t)o->max_nodes, .count_only = o->count,
+                                    .label_ns = o->label_ns};
+        etk_synth_graph *gk = NULL;
+        uint32_t rk = 0;
+        rc = etk_synth_sample_graph(m, &so, &gk, &rk, &err);
+        rej += rk;
+        if (rc)
+            break;
+        if (tries == 1) {
+            g = gk;
+            break;
+        }
+        double t = step_ns(m, gk, ranks, &c);
+        if (t > 0 && (!g || fabs(t - o->label_ns) < fabs(best_ns - o->label_ns))) {
+            etk_synth_graph_free(g);
+            g = gk, best_ns = t;
+        } else
+            etk_synth_graph_free(gk);
+    }
+    if (!rc && !g)
+        rc = etk_err(&err, ETK_EINVAL, "none of the %" PRIu64 " samples simulated on %s", tries, o->cluster);
     if (!rc)
         rc = etk_synth_assemble(g, ranks, o->inner_set ? (uint32_t)o->inner : etk_synth_model_inner(m, ranks), &w,
                                 &err);
@@ -223,6 +282,10 @@ static int do_sample(const opts *o, const char *model)
                "seed %" PRIu64 ", %u sample(s) rejected as isomorphic to a training graph\n",
                ranks, o->out, o->out, g->n, g->n_layers, g->n_edges,
                etk_synth_model_has_layerdag(m) && !o->count ? "LayerDAG" : "count", o->seed, rej);
+    if (!rc && !o->quiet && o->label_ns > 0)
+        printf("label step_time_ns=%.0f: best of %" PRIu64 " samples (%s) simulates to %.0f ns on %u ranks of %s (%+.2f%%)\n",
+               o->label_ns, tries, etk_synth_model_labeled(m) && !o->count ? "model conditioned on the label" : "unconditioned model",
+               best_ns, ranks, o->cluster, 100.0 * (best_ns - o->label_ns) / o->label_ns);
     etk_workload_free(w);
     etk_synth_graph_free(g);
     etk_synth_model_free(m);
@@ -255,10 +318,26 @@ int cmd_synth(int argc, char **argv)
         case 'h': help(); return 0;
         case O_LIST: o.list = optarg; break;
         case O_REAL: o.real = optarg; break;
+        case O_TRAIN: o.train = optarg; break;
         case O_CLUSTER: o.cluster = optarg; break;
         case O_JSON: o.json = true; break;
         case O_LD: o.layerdag = true; break;
         case O_COUNT: o.count = true; break;
+        case O_LABEL: {
+            char *end = NULL;
+            const char *v = !strncmp(optarg, "step_time_ns=", 13) ? optarg + 13 : NULL;
+            o.label_ns = v ? strtod(v, &end) : 0;
+            if (!v || end == v || *end || !(o.label_ns >= 1 && o.label_ns <= 1e18))
+                return cli_usage_error("synth", "--label wants step_time_ns=T with T from 1 to 1e18 (ns), got '%s'",
+                                       optarg);
+            break;
+        }
+        case O_TRIES:
+            if (cli_parse_u64("synth", "--tries", optarg, &o.tries))
+                return 2;
+            if (o.tries < 1 || o.tries > 10000)
+                return cli_usage_error("synth", "--tries wants 1 to 10000, got %s", optarg);
+            break;
         case O_EPOCHS:
             if (cli_parse_u64("synth", "--epochs", optarg, &o.epochs))
                 return 2;
@@ -317,13 +396,32 @@ int cmd_synth(int argc, char **argv)
     return synth_eval(&o, model);
 }
 
-/* the step time of graph g run by n_ranks ranks on the cluster (ns), 0 on failure */
+/* the cluster preset for n_ranks ranks: one node of n_ranks GPUs up to 8, else full 8-GPU nodes */
+static int cluster_for(const char *name, uint32_t n_ranks, etk_cluster *c, etk_error *err)
+{
+    int rc = n_ranks <= 8 ? etk_cluster_preset_gpus(name, 1, n_ranks, c, err)
+                          : etk_cluster_preset(name, (n_ranks + 7) / 8, c, err);
+    if (!rc && n_ranks > 8 && n_ranks % 8)
+        rc = etk_err(err, ETK_EINVAL, "%u ranks do not fill nodes of 8 GPUs", n_ranks);
+    return rc;
+}
+
+/* the step time of graph g run by n_ranks ranks on the cluster (ns) as `etkit sim` gives it, 0 on
+ * failure */
 static double step_ns(const etk_synth_model *m, const etk_synth_graph *g, uint32_t n_ranks, const etk_cluster *c)
 {
     etk_workload *w = NULL;
     etk_sim *s = NULL;
     etk_error err = {0};
     etk_sim_opts so = {0};
+    /* the defaults of `etkit sim` for a preset: the compute model (unless the cluster asks for
+     * the roofline), one communication stream per group */
+    etk_compute_params cp;
+    if (!c->astra_compat && c->compute_efficiency == 1.0) {
+        etk_compute_defaults(&c->gpu, &cp);
+        so.compute = &cp;
+    }
+    etk_run_opts_defaults(c, &so);
     double t = 0;
     if (!etk_synth_assemble(g, n_ranks, etk_synth_model_inner(m, n_ranks), &w, &err) &&
         !etk_sim_workload(w, c, &so, &s, &err))
@@ -410,10 +508,7 @@ static int synth_eval(const opts *o, const char *model)
     uint32_t n_ranks = etk_synth_model_default_ranks(m);
     if (o->cluster) {
         etk_cluster c;
-        rc = n_ranks <= 8 ? etk_cluster_preset_gpus(o->cluster, 1, n_ranks, &c, &err)
-                          : etk_cluster_preset(o->cluster, (n_ranks + 7) / 8, &c, &err);
-        if (!rc && n_ranks > 8 && n_ranks % 8)
-            rc = etk_err(&err, ETK_EINVAL, "the model's %u ranks do not fill nodes of 8 GPUs", n_ranks);
+        rc = cluster_for(o->cluster, n_ranks, &c, &err);
         t_a = calloc(na, sizeof *t_a), t_b = calloc(nb, sizeof *t_b), t_s = calloc(k, sizeof *t_s),
         t_r = calloc(k, sizeof *t_r), t_c = calloc(k, sizeof *t_c), t_l = calloc(k, sizeof *t_l);
         if (!rc && (!t_a || !t_b || !t_s || !t_r || !t_c || !t_l))
@@ -439,6 +534,64 @@ static int synth_eval(const opts *o, const char *model)
         ks[3] = etk_synth_ks(t_c, k, t_b, nb);
         ks[4] = has_ld ? etk_synth_ks(t_l, k, t_b, nb) : NAN;
     }
+    /* LayerDAG's protocol: the regressor trained on real graphs (--train) and on each model's
+     * samples, tested on all the real graphs of --real */
+    double corr[5][2];
+    bool has_reg = o->train && o->cluster;
+    for (int j = 0; j < 5; j++)
+        corr[j][0] = corr[j][1] = NAN;
+    if (has_reg) {
+        char **tspecs = NULL;
+        size_t n_t = 0, n_tg = 0;
+        etk_synth_graph **tg = NULL;
+        uint32_t *tw = NULL, *ti = NULL;
+        double *ty = NULL, *yr = calloc(n_real, sizeof *yr), *pr = calloc(n_real, sizeof *pr);
+        etk_cluster c;
+        rc = !yr || !pr ? etk_err(&err, ETK_ENOMEM, "out of memory") : read_list(o->train, &tspecs, &n_t, &err);
+        if (!rc) {
+            tw = calloc(n_t ? n_t : 1, sizeof *tw), ti = calloc(n_t ? n_t : 1, sizeof *ti);
+            rc = !tw || !ti ? etk_err(&err, ETK_ENOMEM, "out of memory") : 0;
+        }
+        if (!rc)
+            rc = load_graphs(tspecs, n_t, &tg, &n_tg, tw, ti, &err);
+        if (!rc)
+            rc = cluster_for(o->cluster, n_ranks, &c, &err);
+        if (!rc && !(ty = calloc(n_tg ? n_tg : 1, sizeof *ty)))
+            rc = etk_err(&err, ETK_ENOMEM, "out of memory");
+        for (size_t i = 0; !rc && i < n_tg; i++)
+            ty[i] = step_ns(m, tg[i], n_ranks, &c);
+        for (size_t i = 0; !rc && i < n_real; i++)
+            yr[i] = i % 2 ? t_b[i / 2] : t_a[i / 2];
+        etk_synth_graph **sets[5] = {tg, syn, rnd, cpy, lds};
+        double *ys[5] = {ty, t_s, t_r, t_c, t_l};
+        size_t ns[5] = {n_tg, k, k, k, k};
+        for (int j = 0; !rc && j < nco; j++) {
+            etk_synth_regressor *reg = NULL;
+            /* graphs whose simulation failed (step time 0) are left out */
+            etk_synth_graph **ok = malloc((ns[j] ? ns[j] : 1) * sizeof *ok);
+            double *oy = malloc((ns[j] ? ns[j] : 1) * sizeof *oy);
+            size_t nok = 0;
+            for (size_t i = 0; ok && oy && i < ns[j]; i++)
+                if (ys[j][i] > 0)
+                    ok[nok] = sets[j][i], oy[nok++] = ys[j][i];
+            rc = !ok || !oy ? etk_err(&err, ETK_ENOMEM, "out of memory") : etk_synth_regress_fit(ok, oy, nok, o->seed, &reg, &err);
+            for (size_t i = 0; !rc && i < n_real; i++)
+                pr[i] = etk_synth_regress_predict(reg, real[i]);
+            if (!rc) {
+                corr[j][0] = etk_synth_pearson(pr, yr, n_real);
+                corr[j][1] = etk_synth_spearman(pr, yr, n_real);
+            }
+            etk_synth_regress_free(reg);
+            free(ok), free(oy);
+        }
+        free_graphs(tg, n_tg);
+        free_list(tspecs, n_t);
+        free(tw), free(ti), free(ty), free(yr), free(pr);
+        if (rc) {
+            free(a), free(b);
+            goto done;
+        }
+    }
     if (o->json) {
         printf("{\"real_graphs\": %zu, \"samples\": %zu, \"rejected\": %u, \"mmd2\": {", n_real, k, rej_all);
         for (int d = 0; d < ETK_SYNTH_N_DESC; d++) {
@@ -452,6 +605,13 @@ static int synth_eval(const opts *o, const char *model)
             printf(", \"step_time_ks\": {\"cluster\": \"%s\", \"ranks\": %u", o->cluster, n_ranks);
             for (int j = 0; j < nco; j++)
                 printf(", \"%s\": %.6g", cols[j], ks[j]);
+            printf("}");
+        }
+        if (has_reg) {
+            printf(", \"regressor\": {");
+            for (int j = 0; j < nco; j++)
+                printf("%s\"%s\": {\"pearson\": %.6g, \"spearman\": %.6g}", j ? ", " : "", j ? cols[j] : "real_train",
+                       corr[j][0], corr[j][1]);
             printf("}");
         }
         printf("}\n");
@@ -472,6 +632,17 @@ static int synth_eval(const opts *o, const char *model)
             for (int j = 0; j < nco; j++)
                 printf(" %14.4f", ks[j]);
             printf("   (%u ranks on %s)\n", n_ranks, o->cluster);
+        }
+        if (has_reg) {
+            printf("step-time regressor trained on (real: --train), tested on the real graphs of --real:\n");
+            printf("%-18s %14s %14s %14s %14s%s\n", "", "real (train)", "count model", "random DAG", "layer copy",
+                   has_ld ? "       LayerDAG" : "");
+            for (int q = 0; q < 2; q++) {
+                printf("%-18s", q ? "Spearman" : "Pearson");
+                for (int j = 0; j < nco; j++)
+                    printf(" %14.4f", corr[j][q]);
+                printf("\n");
+            }
         }
     }
     free(a), free(b);

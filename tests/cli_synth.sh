@@ -80,6 +80,21 @@ expect 0 "real rank graphs 3" synth eval "$T/m.json" --real "$T/real.txt" --samp
 expect 0 '"edge_token_pair": {"real_vs_real"' synth eval "$T/m.json" --real "$T/real.txt" --samples 4 --json
 expect 0 '"step_time_ks": {"cluster": "dgx-h100", "ranks": 4' synth eval "$T/m.json" --real "$T/real.txt" --samples 4 \
   --cluster dgx-h100 --json
+# the regressor protocol: trained on --train's real graphs and on each model's samples
+expect 0 '"regressor": {"real_train": {"pearson": ' synth eval "$T/m.json" --real "$T/real.txt" --samples 4 \
+  --cluster dgx-h100 --train "$T/real.txt" --json
+
+# conditional generation: --label needs a cluster; the best of K samples is reported
+expect 2 "--label wants --cluster NAME" synth sample "$T/m.json" -o "$T/l" --label step_time_ns=1000000
+expect 2 "--label wants step_time_ns=T" synth sample "$T/m.json" -o "$T/l" --label 1000000 --cluster dgx-h100
+expect 2 "--tries wants 1 to 10000" synth sample "$T/m.json" -o "$T/l" --tries 0
+expect 0 "label step_time_ns=500000: best of 3 samples (unconditioned model) simulates to" synth sample "$T/m.json" \
+  -o "$T/l" --label step_time_ns=500000 --cluster dgx-h100 --tries 3
+expect 0 "0 errors, 0 warnings" validate "$T/l"
+got=$("$ETKIT" sim "$T/l" -c dgx-h100 --gpus 4 | awk '/^step time/ {gsub(",", "", $3); print $3}')
+"$ETKIT" synth sample "$T/m.json" -o "$T/l2" --label step_time_ns=500000 --cluster dgx-h100 --tries 3 | \
+  grep -q "simulates to $got ns" || fail "--label: the reported step time is not the simulated one ($got ns)"
+
 echo "$T/a" >"$T/one.txt"
 expect 2 "one.txt: 1 rank graph(s): eval needs at least 2" synth eval "$T/m.json" --real "$T/one.txt"
 expect 2 "give --real FILE" synth eval "$T/m.json"

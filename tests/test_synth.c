@@ -626,6 +626,61 @@ static void test_random_er(void **state)
     free_gs(gs, n);
 }
 
+/* correlations against hand values; the regressor recovers a step time that is a power of the
+ * node count; the labeled LayerDAG model refuses a bad label and keeps its flag in the file */
+static void test_regressor(void **state)
+{
+    (void)state;
+    double a[4] = {1, 2, 3, 4}, b[4] = {1, 3, 2, 4}, c[4] = {1, 8, 27, 64}, t1[3] = {1, 1, 2}, t2[3] = {5, 6, 7};
+    /* deviations (-1.5, -0.5, 0.5, 1.5) and (-1.5, 0.5, -0.5, 1.5): 4 / sqrt(5 * 5) */
+    assert_near(etk_synth_pearson(a, b, 4), 0.8, 1e-12);
+    assert_near(etk_synth_spearman(a, b, 4), 0.8, 1e-12);
+    assert_near(etk_synth_spearman(a, c, 4), 1.0, 1e-12); /* monotone */
+    assert_true(etk_synth_pearson(a, c, 4) < 0.99);
+    /* ties: ranks (1.5, 1.5, 3) against (1, 2, 3): 1.5 / sqrt(1.5 * 2) */
+    assert_near(etk_synth_spearman(t1, t2, 3), 1.5 / sqrt(3.0), 1e-12);
+    assert_true(isnan(etk_synth_pearson(a, a, 1)));
+    etk_synth_graph **gs;
+    size_t n;
+    uint32_t world[2], inner[2];
+    corpus(&gs, &n, world, inner);
+    double *y = malloc(n * sizeof *y);
+    for (size_t i = 0; i < n; i++)
+        y[i] = 1000.0 * pow(gs[i]->n, 1.5);
+    etk_synth_regressor *r = NULL;
+    etk_error err = {0};
+    assert_int_equal(etk_synth_regress_fit(gs, y, n, 1, &r, &err), 0);
+    for (size_t i = 0; i < n; i++)
+        assert_true(fabs(etk_synth_regress_predict(r, gs[i]) / y[i] - 1) < 0.05);
+    etk_synth_regress_free(r);
+    y[0] = -1;
+    assert_int_equal(etk_synth_regress_fit(gs, y, n, 1, &r, &err), ETK_EINVAL);
+    assert_non_null(strstr(err.msg, "graph 0: step time -1"));
+    /* labels */
+    etk_synth_model *m = NULL, *m2 = NULL;
+    assert_int_equal(etk_synth_fit(gs, n, world, 2, inner, 2, &m, &err), 0);
+    assert_int_equal(etk_synth_train_layerdag_labeled(m, gs, y, n, 1, 1, &err), ETK_EINVAL);
+    assert_non_null(strstr(err.msg, "graph 0: label -1"));
+    y[0] = 1e6;
+    assert_int_equal(etk_synth_train_layerdag_labeled(m, gs, y, n, 1, 1, &err), 0);
+    assert_true(etk_synth_model_labeled(m));
+    char path[512];
+    snprintf(path, sizeof path, "%s/lab.json", tu_tmpdir());
+    assert_int_equal(etk_synth_model_save(m, path, &err), 0);
+    assert_int_equal(etk_synth_model_load(path, &m2, &err), 0);
+    assert_true(etk_synth_model_labeled(m2));
+    etk_synth_sample_opts so = {.seed = 2, .max_nodes = 100, .label_ns = 2e6};
+    etk_synth_graph *g1 = NULL, *g2 = NULL;
+    assert_int_equal(etk_synth_sample_graph(m, &so, &g1, NULL, &err), 0);
+    assert_int_equal(etk_synth_sample_graph(m2, &so, &g2, NULL, &err), 0);
+    assert_int_equal(g1->n, g2->n);
+    assert_memory_equal(g1->tok, g2->tok, g1->n * sizeof *g1->tok);
+    etk_synth_graph_free(g1), etk_synth_graph_free(g2);
+    etk_synth_model_free(m), etk_synth_model_free(m2);
+    free(y);
+    free_gs(gs, n);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -635,6 +690,7 @@ int main(void)
         cmocka_unit_test(test_assemble_by_hand), cmocka_unit_test(test_assemble_valid_and_simulated),
         cmocka_unit_test(test_model_file),      cmocka_unit_test(test_metrics), cmocka_unit_test(test_bins),
         cmocka_unit_test(test_gradcheck), cmocka_unit_test(test_layerdag), cmocka_unit_test(test_random_er),
+        cmocka_unit_test(test_regressor),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -171,13 +171,23 @@ void etk_synth_model_free(etk_synth_model *m)
 int etk_synth_train_layerdag(etk_synth_model *m, etk_synth_graph *const *gs, size_t n, uint32_t epochs, uint64_t seed,
                              etk_error *err)
 {
+    return etk_synth_train_layerdag_labeled(m, gs, NULL, n, epochs, seed, err);
+}
+
+int etk_synth_train_layerdag_labeled(etk_synth_model *m, etk_synth_graph *const *gs, const double *labels_ns, size_t n,
+                                     uint32_t epochs, uint64_t seed, etk_error *err)
+{
     if (!n)
         return etk_err(err, ETK_EINVAL, "no rank graphs to train on");
-    syn_ld_opts o = {.epochs = epochs, .seed = seed};
+    for (size_t i = 0; labels_ns && i < n; i++)
+        if (!(labels_ns[i] > 0 && isfinite(labels_ns[i])))
+            return etk_err(err, ETK_EINVAL, "graph %zu: label %g: wanted a positive step time (ns)", i, labels_ns[i]);
+    syn_ld_opts o = {.epochs = epochs, .seed = seed, .labels_ns = labels_ns};
     return syn_ld_train(m, gs, n, &o, err);
 }
 
 bool etk_synth_model_has_layerdag(const etk_synth_model *m) { return m->ld != NULL; }
+bool etk_synth_model_labeled(const etk_synth_model *m) { return m->ld && m->ld->labeled; }
 
 bool etk_synth_layerdag_loss(const etk_synth_model *m, double loss[3])
 {
@@ -511,7 +521,7 @@ int etk_synth_sample_graph(const etk_synth_model *m, const etk_synth_sample_opts
     srng r = {o->seed * 0x2545f4914f6cdd1dULL + 1};
     for (uint32_t k = 0; k < tries; k++) {
         etk_synth_graph *g = NULL;
-        if (m->ld && !o->count_only ? syn_ld_sample(m, o->max_nodes, &r, &g) : sample_once(m, o, &r, &g))
+        if (m->ld && !o->count_only ? syn_ld_sample(m, o->max_nodes, o->label_ns, &r, &g) : sample_once(m, o, &r, &g))
             return etk_err(err, ETK_ENOMEM, "out of memory sampling a graph");
         if (!syn_wl_rejected(m, etk_synth_graph_wl_hash(g))) {
             *out = g;

@@ -36,7 +36,7 @@ void syn_ld_free(syn_layerdag *ld)
 
 /* the pooled prefix encoding */
 static void features(double *f, uint32_t l, uint32_t prev_size, const uint32_t *hist_prev, const uint32_t *hist_all,
-                     uint32_t n_prev, uint32_t n_all)
+                     uint32_t n_prev, uint32_t n_all, double label_ns, double lab_lo, double lab_hi)
 {
     for (int t = 0; t < NT; t++) {
         f[t] = n_prev ? (double)hist_prev[t] / n_prev : 0;
@@ -44,6 +44,18 @@ static void features(double *f, uint32_t l, uint32_t prev_size, const uint32_t *
     }
     syn_sinus((double)l, LD_SIN, f + 2 * NT);
     syn_sinus(log2(1.0 + prev_size) * 4, LD_SIN, f + 2 * NT + LD_SIN);
+    syn_sinus(log2(1.0 + n_all) * 4, LD_SIN, f + 2 * NT + 2 * LD_SIN);
+    /* the graph label, as LayerDAG: a sinusoidal embedding of z, the label's log position in
+     * the training range [0, 1] (sin and cos of pi z 2^j / 2, j = 0..3); zeros without one */
+    double *e = f + 2 * NT + 3 * LD_SIN;
+    memset(e, 0, LD_SIN * sizeof *f);
+    if (label_ns > 0 && lab_hi > lab_lo) {
+        double z = (log(label_ns) - log(lab_lo)) / (log(lab_hi) - log(lab_lo));
+        for (int j = 0; j < LD_SIN / 2; j++) {
+            e[2 * j] = sin(3.14159265358979323846 * z * (1 << j) / 2);
+            e[2 * j + 1] = cos(3.14159265358979323846 * z * (1 << j) / 2);
+        }
+    }
 }
 
 static void tok_input(double *x, const double *f, const uint32_t *noisy_hist, uint32_t n_layer, int own, int t)
@@ -150,6 +162,14 @@ int syn_ld_train(etk_synth_model *m, etk_synth_graph *const *gs, size_t n, const
         syn_mlp_init(&ld->far, LD_FAR_IN, LD_HIDDEN, LD_FAR_OUT, &r))
         goto done;
     ld->max_layers = 2 * max_l;
+    ld->labeled = o->labels_ns != NULL;
+    for (size_t i = 0; ld->labeled && i < n; i++) {
+        double t = o->labels_ns[i];
+        if (!i || t < ld->label_min_ns)
+            ld->label_min_ns = t;
+        if (!i || t > ld->label_max_ns)
+            ld->label_max_ns = t;
+    }
     ld->epochs = epochs;
     /* the edge prior: parents among the window candidates */
     double cand = 0, pos = 0;
@@ -191,7 +211,8 @@ int syn_ld_train(etk_synth_model *m, etk_synth_graph *const *gs, size_t n, const
             double pick = L > 16 ? 16.0 / L : 1.0;
             double nex[4] = {0};
             for (uint32_t l = 0; l <= L; l++) {
-                features(f, l, n_prev, hist_prev, hist_all, n_prev, n_all);
+                features(f, l, n_prev, hist_prev, hist_all, n_prev, n_all, o->labels_ns ? o->labels_ns[order[oi]] : 0,
+                         ld->label_min_ns, ld->label_max_ns);
                 uint32_t size = l < L ? lstart[l + 1] - lstart[l] : 0;
                 syn_mlp_forward(&ld->size, f, h, y);
                 ls[0] += syn_softmax_ce(y, LD_SIZES, size < LD_SIZES ? (int)size : LD_SIZES - 1, dy);
@@ -345,7 +366,7 @@ static int vpush(vec *a, uint32_t x)
     return 0;
 }
 
-int syn_ld_sample(const etk_synth_model *m, uint32_t max_nodes, srng *r, etk_synth_graph **out)
+int syn_ld_sample(const etk_synth_model *m, uint32_t max_nodes, double label_ns, srng *r, etk_synth_graph **out)
 {
     const syn_layerdag *ld = m->ld;
     vec tok = {0}, lay = {0}, off = {0}, par = {0}, lstart = {0}, outdeg = {0};
@@ -358,7 +379,8 @@ int syn_ld_sample(const etk_synth_model *m, uint32_t max_nodes, srng *r, etk_syn
     if (!x)
         goto done;
     for (uint32_t l = 0; l < ld->max_layers; l++) {
-        features(f, l, n_prev, hist_prev, hist_all, n_prev, n);
+        features(f, l, n_prev, hist_prev, hist_all, n_prev, n, ld->labeled ? label_ns : 0, ld->label_min_ns,
+                 ld->label_max_ns);
         syn_mlp_forward(&ld->size, f, h, y);
         syn_softmax(y, LD_SIZES, p);
         if (l == 0) /* a graph has a first layer */
@@ -537,8 +559,9 @@ static json_t *net_json(const syn_mlp *m)
 
 json_t *syn_ld_json(const syn_layerdag *ld)
 {
-    return json_pack("{s:i,s:i,s:i,s:i,s:I,s:f,s:I,s:[f,f,f],s:f,s:o,s:o,s:o,s:o}", "window", LD_WINDOW, "size_classes",
-                     LD_SIZES, "steps", LD_STEPS, "far_buckets", LD_FAR_BUCKETS, "max_layers", (json_int_t)ld->max_layers,
+    return json_pack("{s:i,s:i,s:i,s:i,s:b,s:[f,f],s:I,s:f,s:I,s:[f,f,f],s:f,s:o,s:o,s:o,s:o}", "window", LD_WINDOW,
+                     "size_classes", LD_SIZES, "steps", LD_STEPS, "far_buckets", LD_FAR_BUCKETS, "labeled", (int)ld->labeled, "label_range_ns",
+                     ld->label_min_ns, ld->label_max_ns, "max_layers", (json_int_t)ld->max_layers,
                      "edge_prior", ld->edge_prior, "epochs", (json_int_t)ld->epochs, "final_loss", ld->loss[0],
                      ld->loss[1], ld->loss[2], "far_loss", ld->loss[3], "size_net", net_json(&ld->size), "token_net",
                      net_json(&ld->tok), "edge_net", net_json(&ld->edge), "far_net", net_json(&ld->far));
@@ -589,6 +612,10 @@ int syn_ld_from_json(json_t *o, const char *path, syn_layerdag **out, etk_error 
     if (!rc) {
         ld->max_layers = (uint32_t)ml;
         ld->edge_prior = ep;
+        ld->labeled = json_is_true(json_object_get(o, "labeled"));
+        json_t *lr = json_object_get(o, "label_range_ns");
+        ld->label_min_ns = json_number_value(json_array_get(lr, 0));
+        ld->label_max_ns = json_number_value(json_array_get(lr, 1));
         ld->epochs = (uint32_t)json_integer_value(json_object_get(o, "epochs"));
         rc = net_from(json_object_get(o, "size_net"), "size_net", path, LD_F, LD_SIZES, &ld->size, err);
     }

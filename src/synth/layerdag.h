@@ -16,7 +16,7 @@
 #define LD_STEPS 4       /* diffusion steps */
 #define LD_HIDDEN 32
 #define LD_SIN 8
-#define LD_F (2 * ETK_SYNTH_N_TOKENS + 2 * LD_SIN)                            /* prefix features */
+#define LD_F (2 * ETK_SYNTH_N_TOKENS + 4 * LD_SIN) /* prefix features (+ prefix node count, graph label) */
 #define LD_TOK_IN (LD_F + 2 * ETK_SYNTH_N_TOKENS + 4)                          /* token denoiser */
 #define LD_EDGE_IN (LD_F + 2 * ETK_SYNTH_N_TOKENS + LD_WINDOW + 3 + 4)         /* edge denoiser */
 /* far parents (layer distance > LD_WINDOW): distance buckets 9-16, 17-32, ..., 257-512, > 512 */
@@ -30,16 +30,20 @@ typedef struct syn_layerdag {
     uint32_t max_layers; /* twice the most layers seen: a safety stop */
     double edge_prior;   /* fraction of window candidates that are parents */
     uint32_t epochs;
+    bool labeled;        /* trained with graph labels (step times) */
+    double label_min_ns, label_max_ns; /* their range */
     double loss[4];      /* mean training loss of the last epoch: size, token, edge, far parents */
 } syn_layerdag;
 
 typedef struct syn_ld_opts {
     uint32_t epochs; /* 0: 8 */
     uint64_t seed;
+    const double *labels_ns; /* NULL, or a label (step time, ns) per graph */
 } syn_ld_opts;
 
 int syn_ld_train(etk_synth_model *m, etk_synth_graph *const *gs, size_t n, const syn_ld_opts *o, etk_error *err);
-int syn_ld_sample(const etk_synth_model *m, uint32_t max_nodes, srng *r, etk_synth_graph **out);
+/* label_ns > 0: the target label (models trained with labels) */
+int syn_ld_sample(const etk_synth_model *m, uint32_t max_nodes, double label_ns, srng *r, etk_synth_graph **out);
 void syn_ld_free(syn_layerdag *ld);
 json_t *syn_ld_json(const syn_layerdag *ld);
 /* from the model file's "layerdag" object; errors name path and field */
