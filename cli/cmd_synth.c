@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cmd.h"
 #include "etkit/compute.h"
@@ -173,10 +174,13 @@ static int do_fit(const opts *o, char **specs, size_t n)
     uint32_t *world = calloc(n, sizeof *world), *inner = calloc(n, sizeof *inner);
     etk_synth_model *m = NULL;
     int rc = !world || !inner ? etk_err(&err, ETK_ENOMEM, "out of memory") : 0;
+    clock_t c0 = clock();
     if (!rc)
         rc = load_graphs(specs, n, &gs, &ng, world, inner, &err);
+    clock_t c1 = clock();
     if (!rc)
         rc = etk_synth_fit(gs, ng, world, n, inner, n, &m, &err);
+    clock_t c2 = clock();
     double *labels = NULL;
     if (!rc && o->layerdag && o->cluster) {
         /* labels: every training graph's step time on the model's default ranks of the cluster */
@@ -193,6 +197,7 @@ static int do_fit(const opts *o, char **specs, size_t n)
     if (!rc && o->layerdag)
         rc = etk_synth_train_layerdag_labeled(m, gs, labels, ng, (uint32_t)o->epochs, o->seed, &err);
     free(labels);
+    clock_t c3 = clock();
     if (!rc)
         rc = etk_synth_model_save(m, o->out, &err);
     double loss[3];
@@ -211,6 +216,11 @@ static int do_fit(const opts *o, char **specs, size_t n)
         printf("fitted the model to %zu rank graphs (%" PRIu64 " nodes, %" PRIu64
                " edges, up to %u layers) from %zu workloads: %s\n",
                ng, nodes, edges, maxl, n, o->out);
+        printf("CPU time: reading %.3f s, count model %.3f s", (double)(c1 - c0) / CLOCKS_PER_SEC,
+               (double)(c2 - c1) / CLOCKS_PER_SEC);
+        if (o->layerdag)
+            printf(", LayerDAG (labels and training) %.3f s", (double)(c3 - c2) / CLOCKS_PER_SEC);
+        printf("\n");
     }
     free_graphs(gs, ng);
     free(world);
