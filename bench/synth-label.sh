@@ -4,7 +4,7 @@
 # --layerdag --cluster NAME`), `etkit synth sample --label step_time_ns=T --cluster NAME` writes a
 # workload; `etkit sim` (an independent run on the written files) gives its step time; counts the
 # targets met within 5 %.
-# usage: bash bench/synth-label.sh MODEL [N] [CLUSTER] [TRIES] [ETKIT]
+# usage: [RANGE="LO HI"] bash bench/synth-label.sh MODEL [N] [CLUSTER] [TRIES] [ETKIT]
 set -u
 MODEL=${1:?usage: synth-label.sh MODEL [N] [CLUSTER] [TRIES] [ETKIT]}
 N=${2:-20}
@@ -12,7 +12,9 @@ CLUSTER=${3:-dgx-h100}
 TRIES=${4:-16}
 ETKIT=${5:-build/etkit}
 T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
-range=$(python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["layerdag"]["label_range_ns"]; print(r[0], r[1])' \
+# RANGE="LO HI" (ns) overrides the model's label range (to run an unlabeled model for comparison)
+range=${RANGE:-}
+[ -n "$range" ] || range=$(python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["layerdag"]["label_range_ns"]; print(r[0], r[1])' \
   "$MODEL") || { echo "synth-label.sh: $MODEL: no layerdag.label_range_ns (fit with --layerdag --cluster)" >&2; exit 2; }
 read -r lo hi <<<"$range"
 ok=0
