@@ -7,9 +7,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cmd.h"
+#include "etkit/compute.h"
 #include "etkit/net.h"
+#include "etkit/run.h"
 #include "etkit/sim.h"
 #include "etkit/synth.h"
 
@@ -17,7 +20,8 @@ static void help(void)
 {
     printf("usage: etkit synth fit WORKLOAD... [--list FILE] [--layerdag [--epochs N]] -o MODEL\n"
            "       etkit synth sample MODEL -o PREFIX [--ranks N] [--inner G] [--seed S] [--max-nodes N] [--count]\n"
-           "       etkit synth eval MODEL --real FILE [--samples K] [--seed S] [--cluster NAME] [--json]\n\n"
+           "                          [--label step_time_ns=T --cluster NAME [--tries K]]\n"
+           "       etkit synth eval MODEL --real FILE [--samples K] [--seed S] [--cluster NAME [--train FILE]] [--json]\n\n"
            "Learned synthetic workloads (docs/synth.md). Rank graphs (one per rank class) become token\n"
            "graphs (node type x operator class x collective type x group role; FLOPs, tensor bytes, comm\n"
            "bytes and duration in per-token quantile bins) peeled into layers (layer 1 = the sources,\n"
@@ -32,13 +36,21 @@ static void help(void)
            "           (Weisfeiler-Lehman hash) is rejected and re-sampled. Node names are token names.\n"
            "  eval     MMD^2 of degree, layer-size, token, edge-token-pair, layer-skip and attribute-bin\n"
            "           histograms against the workloads listed in --real: its two halves against each\n"
-           "           other, K count-model samples, K random DAGs of the same sizes; with --cluster, the\n"
-           "           KS distance of the simulated step times too\n\n"
+           "           other, K count-model samples, K random DAGs of the same sizes (node and edge counts\n"
+           "           of half a, edges uniform over forward pairs), K layer-copy DAGs (half a's layer sizes\n"
+           "           and in-degrees kept: an oracle on structure), K LayerDAG samples; with --cluster,\n"
+           "           the KS distance of the simulated step times too\n\n"
            "options:\n"
            "  -o, --out PATH       the model file (fit) or the output prefix (sample)\n"
            "  --list FILE          fit: more workloads, one per line ('#' comments)\n"
            "  --layerdag           fit: train the LayerDAG model (sampled from by default then)\n"
            "  --epochs N           fit: LayerDAG training passes over the corpus (default 8)\n"
+           "  --cluster NAME       fit --layerdag: label every training graph with its simulated step time\n"
+           "                       on this cluster preset (the model is conditioned on it); sample --label:\n"
+           "                       simulate the samples on it; eval: simulate every workload (KS of step time)\n"
+           "  --label step_time_ns=T  sample: a workload whose simulated step time is near T: the label\n"
+           "                       conditions a labeled model, the best of K samples is kept\n"
+           "  --tries K            sample --label: samples simulated (default 16)\n"
            "  --count              sample: the count baseline even when the model has a LayerDAG part\n"
            "  --ranks N            sample: ranks (default: the most common world size of the corpus)\n"
            "  --inner G            sample: ranks per inner group (default: the corpus' most common size\n"
@@ -47,7 +59,10 @@ static void help(void)
            "  --max-nodes N        sample: at most N nodes per rank graph (layers are cut)\n"
            "  --real FILE          eval: the held-out workloads, one per line\n"
            "  --samples K          eval: synthetic graphs per baseline (default: as many as real ones)\n"
-           "  --cluster NAME       eval: simulate every workload on this cluster preset (KS of step time)\n"
+           "  --train FILE         eval --cluster: LayerDAG's regressor protocol: a step-time regressor\n"
+           "                       trained on these real workloads, and on each model's samples, tested\n"
+           "                       on the --real ones (Pearson and Spearman)\n"
+
            "  --json               eval: one JSON document\n"
            "  -q, --quiet          fit/sample: no summary line\n"
            "  -h, --help           this text\n\n"
@@ -57,7 +72,7 @@ static void help(void)
            "  etkit synth eval synth.json --real /tmp/corpus/test.txt --cluster dgx-h100\n");
 }
 
-enum { O_LIST = 1000, O_RANKS, O_INNER, O_SEED, O_MAXN, O_REAL, O_SAMPLES, O_CLUSTER, O_JSON, O_LD, O_EPOCHS, O_COUNT };
+enum { O_LIST = 1000, O_RANKS, O_INNER, O_SEED, O_MAXN, O_REAL, O_SAMPLES, O_CLUSTER, O_JSON, O_LD, O_EPOCHS, O_COUNT, O_LABEL, O_TRIES, O_TRAIN };
 static const struct option longopts[] = {
     {"out", required_argument, 0, 'o'},         {"list", required_argument, 0, O_LIST},
     {"ranks", required_argument, 0, O_RANKS},   {"inner", required_argument, 0, O_INNER},
@@ -65,13 +80,15 @@ static const struct option longopts[] = {
     {"real", required_argument, 0, O_REAL},     {"samples", required_argument, 0, O_SAMPLES},
     {"cluster", required_argument, 0, O_CLUSTER}, {"json", no_argument, 0, O_JSON},
     {"layerdag", no_argument, 0, O_LD},         {"epochs", required_argument, 0, O_EPOCHS},
+    {"train", required_argument, 0, O_TRAIN},   {"label", required_argument, 0, O_LABEL},   {"tries", required_argument, 0, O_TRIES},
     {"count", no_argument, 0, O_COUNT},         {"quiet", no_argument, 0, 'q'},             {"help", no_argument, 0, 'h'},
     {0, 0, 0, 0},
 };
 
 typedef struct opts {
-    const char *out, *list, *real, *cluster;
-    uint64_t ranks, inner, seed, max_nodes, samples, epochs;
+    const char *out, *list, *real, *cluster, *train;
+    uint64_t ranks, inner, seed, max_nodes, samples, epochs, tries;
+    double label_ns;
     bool ranks_set, inner_set, json, quiet, layerdag, count;
 } opts;
 
@@ -140,6 +157,9 @@ static void free_graphs(etk_synth_graph **gs, size_t n)
     free(gs);
 }
 
+static double step_ns(const etk_synth_model *m, const etk_synth_graph *g, uint32_t n_ranks, const etk_cluster *c);
+static int cluster_for(const char *name, uint32_t n_ranks, etk_cluster *c, etk_error *err);
+
 static int do_fit(const opts *o, char **specs, size_t n)
 {
     etk_error err = {0};
@@ -154,12 +174,30 @@ static int do_fit(const opts *o, char **specs, size_t n)
     uint32_t *world = calloc(n, sizeof *world), *inner = calloc(n, sizeof *inner);
     etk_synth_model *m = NULL;
     int rc = !world || !inner ? etk_err(&err, ETK_ENOMEM, "out of memory") : 0;
+    clock_t c0 = clock();
     if (!rc)
         rc = load_graphs(specs, n, &gs, &ng, world, inner, &err);
+    clock_t c1 = clock();
     if (!rc)
         rc = etk_synth_fit(gs, ng, world, n, inner, n, &m, &err);
+    clock_t c2 = clock();
+    double *labels = NULL;
+    if (!rc && o->layerdag && o->cluster) {
+        /* labels: every training graph's step time on the model's default ranks of the cluster */
+        etk_cluster c;
+        uint32_t nr = etk_synth_model_default_ranks(m);
+        rc = cluster_for(o->cluster, nr, &c, &err);
+        if (!rc && !(labels = calloc(ng ? ng : 1, sizeof *labels)))
+            rc = etk_err(&err, ETK_ENOMEM, "out of memory");
+        for (size_t i = 0; !rc && i < ng; i++)
+            if (!((labels[i] = step_ns(m, gs[i], nr, &c)) > 0))
+                rc = etk_err(&err, ETK_EINVAL, "training graph %zu: no step time on %u ranks of %s (simulation failed)", i,
+                             nr, o->cluster);
+    }
     if (!rc && o->layerdag)
-        rc = etk_synth_train_layerdag(m, gs, ng, (uint32_t)o->epochs, o->seed, &err);
+        rc = etk_synth_train_layerdag_labeled(m, gs, labels, ng, (uint32_t)o->epochs, o->seed, &err);
+    free(labels);
+    clock_t c3 = clock();
     if (!rc)
         rc = etk_synth_model_save(m, o->out, &err);
     double loss[3];
@@ -178,6 +216,11 @@ static int do_fit(const opts *o, char **specs, size_t n)
         printf("fitted the model to %zu rank graphs (%" PRIu64 " nodes, %" PRIu64
                " edges, up to %u layers) from %zu workloads: %s\n",
                ng, nodes, edges, maxl, n, o->out);
+        printf("CPU time: reading %.3f s, count model %.3f s", (double)(c1 - c0) / CLOCKS_PER_SEC,
+               (double)(c2 - c1) / CLOCKS_PER_SEC);
+        if (o->layerdag)
+            printf(", LayerDAG (labels and training) %.3f s", (double)(c3 - c2) / CLOCKS_PER_SEC);
+        printf("\n");
     }
     free_graphs(gs, ng);
     free(world);
@@ -198,6 +241,8 @@ static int do_sample(const opts *o, const char *model)
                                o->ranks);
     if (o->max_nodes > UINT32_MAX)
         return cli_usage_error("synth", "--max-nodes wants at most 4294967295");
+    if (o->label_ns > 0 && !o->cluster)
+        return cli_usage_error("synth", "--label wants --cluster NAME (the samples are simulated on it)");
     if (etk_output_check(o->out, &err))
         return cli_fail("synth", &err);
     etk_synth_model *m = NULL;
@@ -206,11 +251,37 @@ static int do_sample(const opts *o, const char *model)
     uint32_t rej = 0;
     int rc = etk_synth_model_load(model, &m, &err);
     uint32_t ranks = 0;
+    double best_ns = 0;
+    uint64_t tries = o->label_ns > 0 ? (o->tries ? o->tries : 16) : 1;
+    etk_cluster c;
     if (!rc) {
         ranks = o->ranks_set ? (uint32_t)o->ranks : etk_synth_model_default_ranks(m);
-        etk_synth_sample_opts so = {.seed = o->seed, .max_nodes = (uint32_t)o->max_nodes, .count_only = o->count};
-        rc = etk_synth_sample_graph(m, &so, &g, &rej, &err);
+        if (o->label_ns > 0)
+            rc = cluster_for(o->cluster, ranks, &c, &err);
     }
+    /* with --label: the best of `tries` samples (seeds S, S+1, ...) by simulated step time */
+    for (uint64_t k = 0; !rc && k < tries; k++) {
+        etk_synth_sample_opts so = {.seed = o->seed + k, .max_nodes = (uint32_t)o->max_nodes, .count_only = o->count,
+                                    .label_ns = o->label_ns};
+        etk_synth_graph *gk = NULL;
+        uint32_t rk = 0;
+        rc = etk_synth_sample_graph(m, &so, &gk, &rk, &err);
+        rej += rk;
+        if (rc)
+            break;
+        if (tries == 1) {
+            g = gk;
+            break;
+        }
+        double t = step_ns(m, gk, ranks, &c);
+        if (t > 0 && (!g || fabs(t - o->label_ns) < fabs(best_ns - o->label_ns))) {
+            etk_synth_graph_free(g);
+            g = gk, best_ns = t;
+        } else
+            etk_synth_graph_free(gk);
+    }
+    if (!rc && !g)
+        rc = etk_err(&err, ETK_EINVAL, "none of the %" PRIu64 " samples simulated on %s", tries, o->cluster);
     if (!rc)
         rc = etk_synth_assemble(g, ranks, o->inner_set ? (uint32_t)o->inner : etk_synth_model_inner(m, ranks), &w,
                                 &err);
@@ -221,6 +292,10 @@ static int do_sample(const opts *o, const char *model)
                "seed %" PRIu64 ", %u sample(s) rejected as isomorphic to a training graph\n",
                ranks, o->out, o->out, g->n, g->n_layers, g->n_edges,
                etk_synth_model_has_layerdag(m) && !o->count ? "LayerDAG" : "count", o->seed, rej);
+    if (!rc && !o->quiet && o->label_ns > 0)
+        printf("label step_time_ns=%.0f: best of %" PRIu64 " samples (%s) simulates to %.0f ns on %u ranks of %s (%+.2f%%)\n",
+               o->label_ns, tries, etk_synth_model_labeled(m) && !o->count ? "model conditioned on the label" : "unconditioned model",
+               best_ns, ranks, o->cluster, 100.0 * (best_ns - o->label_ns) / o->label_ns);
     etk_workload_free(w);
     etk_synth_graph_free(g);
     etk_synth_model_free(m);
@@ -253,10 +328,26 @@ int cmd_synth(int argc, char **argv)
         case 'h': help(); return 0;
         case O_LIST: o.list = optarg; break;
         case O_REAL: o.real = optarg; break;
+        case O_TRAIN: o.train = optarg; break;
         case O_CLUSTER: o.cluster = optarg; break;
         case O_JSON: o.json = true; break;
         case O_LD: o.layerdag = true; break;
         case O_COUNT: o.count = true; break;
+        case O_LABEL: {
+            char *end = NULL;
+            const char *v = !strncmp(optarg, "step_time_ns=", 13) ? optarg + 13 : NULL;
+            o.label_ns = v ? strtod(v, &end) : 0;
+            if (!v || end == v || *end || !(o.label_ns >= 1 && o.label_ns <= 1e18))
+                return cli_usage_error("synth", "--label wants step_time_ns=T with T from 1 to 1e18 (ns), got '%s'",
+                                       optarg);
+            break;
+        }
+        case O_TRIES:
+            if (cli_parse_u64("synth", "--tries", optarg, &o.tries))
+                return 2;
+            if (o.tries < 1 || o.tries > 10000)
+                return cli_usage_error("synth", "--tries wants 1 to 10000, got %s", optarg);
+            break;
         case O_EPOCHS:
             if (cli_parse_u64("synth", "--epochs", optarg, &o.epochs))
                 return 2;
@@ -315,13 +406,32 @@ int cmd_synth(int argc, char **argv)
     return synth_eval(&o, model);
 }
 
-/* the step time of graph g run by n_ranks ranks on the cluster (ns), 0 on failure */
+/* the cluster preset for n_ranks ranks: one node of n_ranks GPUs up to 8, else full 8-GPU nodes */
+static int cluster_for(const char *name, uint32_t n_ranks, etk_cluster *c, etk_error *err)
+{
+    int rc = n_ranks <= 8 ? etk_cluster_preset_gpus(name, 1, n_ranks, c, err)
+                          : etk_cluster_preset(name, (n_ranks + 7) / 8, c, err);
+    if (!rc && n_ranks > 8 && n_ranks % 8)
+        rc = etk_err(err, ETK_EINVAL, "%u ranks do not fill nodes of 8 GPUs", n_ranks);
+    return rc;
+}
+
+/* the step time of graph g run by n_ranks ranks on the cluster (ns) as `etkit sim` gives it, 0 on
+ * failure */
 static double step_ns(const etk_synth_model *m, const etk_synth_graph *g, uint32_t n_ranks, const etk_cluster *c)
 {
     etk_workload *w = NULL;
     etk_sim *s = NULL;
     etk_error err = {0};
     etk_sim_opts so = {0};
+    /* the defaults of `etkit sim` for a preset: the compute model (unless the cluster asks for
+     * the roofline), one communication stream per group */
+    etk_compute_params cp;
+    if (!c->astra_compat && c->compute_efficiency == 1.0) {
+        etk_compute_defaults(&c->gpu, &cp);
+        so.compute = &cp;
+    }
+    etk_run_opts_defaults(c, &so);
     double t = 0;
     if (!etk_synth_assemble(g, n_ranks, etk_synth_model_inner(m, n_ranks), &w, &err) &&
         !etk_sim_workload(w, c, &so, &s, &err))
@@ -339,10 +449,10 @@ static int synth_eval(const opts *o, const char *model)
     etk_synth_model *m = NULL;
     char **specs = NULL;
     size_t n_specs = 0, n_real = 0;
-    etk_synth_graph **real = NULL, **syn = NULL, **rnd = NULL, **lds = NULL;
+    etk_synth_graph **real = NULL, **syn = NULL, **rnd = NULL, **cpy = NULL, **lds = NULL;
     uint32_t *world = NULL, *inner = NULL;
     size_t k = 0;
-    double *t_a = NULL, *t_b = NULL, *t_s = NULL, *t_r = NULL, *t_l = NULL;
+    double *t_a = NULL, *t_b = NULL, *t_s = NULL, *t_r = NULL, *t_c = NULL, *t_l = NULL;
     bool has_ld = false;
     int rc = etk_synth_model_load(model, &m, &err);
     if (!rc)
@@ -364,9 +474,10 @@ static int synth_eval(const opts *o, const char *model)
     k = o->samples ? (size_t)o->samples : nb;
     syn = calloc(k, sizeof *syn);
     rnd = calloc(k, sizeof *rnd);
+    cpy = calloc(k, sizeof *cpy);
     lds = calloc(k, sizeof *lds);
     has_ld = etk_synth_model_has_layerdag(m);
-    if (!a || !b || !syn || !rnd || !lds) {
+    if (!a || !b || !syn || !rnd || !cpy || !lds) {
         free(a), free(b);
         rc = etk_err(&err, ETK_ENOMEM, "out of memory");
         goto done;
@@ -385,32 +496,32 @@ static int synth_eval(const opts *o, const char *model)
             rej_all += rej;
         }
         if (!rc)
-            rc = etk_synth_random_like(m, a[i % na], o->seed + i, &rnd[i], &err);
+            rc = etk_synth_random_er(m, a[i % na], o->seed + i, &rnd[i], &err);
+        if (!rc)
+            rc = etk_synth_random_like(m, a[i % na], o->seed + i, &cpy[i], &err);
     }
     if (rc) {
         free(a), free(b);
         goto done;
     }
-    static const char *cols[4] = {"real_vs_real", "count", "random", "layerdag"};
-    int nco = has_ld ? 4 : 3;
-    double mmd[ETK_SYNTH_N_DESC][4];
+    static const char *cols[5] = {"real_vs_real", "count", "random", "layer_copy", "layerdag"};
+    int nco = has_ld ? 5 : 4;
+    double mmd[ETK_SYNTH_N_DESC][5];
     for (int d = 0; d < ETK_SYNTH_N_DESC; d++) {
         mmd[d][0] = etk_synth_mmd2(m, a, na, b, nb, d);
         mmd[d][1] = etk_synth_mmd2(m, syn, k, b, nb, d);
         mmd[d][2] = etk_synth_mmd2(m, rnd, k, b, nb, d);
-        mmd[d][3] = has_ld ? etk_synth_mmd2(m, lds, k, b, nb, d) : NAN;
+        mmd[d][3] = etk_synth_mmd2(m, cpy, k, b, nb, d);
+        mmd[d][4] = has_ld ? etk_synth_mmd2(m, lds, k, b, nb, d) : NAN;
     }
-    double ks[4] = {NAN, NAN, NAN, NAN};
+    double ks[5] = {NAN, NAN, NAN, NAN, NAN};
     uint32_t n_ranks = etk_synth_model_default_ranks(m);
     if (o->cluster) {
         etk_cluster c;
-        rc = n_ranks <= 8 ? etk_cluster_preset_gpus(o->cluster, 1, n_ranks, &c, &err)
-                          : etk_cluster_preset(o->cluster, (n_ranks + 7) / 8, &c, &err);
-        if (!rc && n_ranks > 8 && n_ranks % 8)
-            rc = etk_err(&err, ETK_EINVAL, "the model's %u ranks do not fill nodes of 8 GPUs", n_ranks);
+        rc = cluster_for(o->cluster, n_ranks, &c, &err);
         t_a = calloc(na, sizeof *t_a), t_b = calloc(nb, sizeof *t_b), t_s = calloc(k, sizeof *t_s),
-        t_r = calloc(k, sizeof *t_r), t_l = calloc(k, sizeof *t_l);
-        if (!rc && (!t_a || !t_b || !t_s || !t_r || !t_l))
+        t_r = calloc(k, sizeof *t_r), t_c = calloc(k, sizeof *t_c), t_l = calloc(k, sizeof *t_l);
+        if (!rc && (!t_a || !t_b || !t_s || !t_r || !t_c || !t_l))
             rc = etk_err(&err, ETK_ENOMEM, "out of memory");
         if (rc) {
             free(a), free(b);
@@ -423,13 +534,73 @@ static int synth_eval(const opts *o, const char *model)
         for (size_t i = 0; i < k; i++) {
             t_s[i] = step_ns(m, syn[i], n_ranks, &c);
             t_r[i] = step_ns(m, rnd[i], n_ranks, &c);
+            t_c[i] = step_ns(m, cpy[i], n_ranks, &c);
             if (has_ld)
                 t_l[i] = step_ns(m, lds[i], n_ranks, &c);
         }
         ks[0] = etk_synth_ks(t_a, na, t_b, nb);
         ks[1] = etk_synth_ks(t_s, k, t_b, nb);
         ks[2] = etk_synth_ks(t_r, k, t_b, nb);
-        ks[3] = has_ld ? etk_synth_ks(t_l, k, t_b, nb) : NAN;
+        ks[3] = etk_synth_ks(t_c, k, t_b, nb);
+        ks[4] = has_ld ? etk_synth_ks(t_l, k, t_b, nb) : NAN;
+    }
+    /* LayerDAG's protocol: the regressor trained on real graphs (--train) and on each model's
+     * samples, tested on all the real graphs of --real */
+    double corr[5][2];
+    bool has_reg = o->train && o->cluster;
+    for (int j = 0; j < 5; j++)
+        corr[j][0] = corr[j][1] = NAN;
+    if (has_reg) {
+        char **tspecs = NULL;
+        size_t n_t = 0, n_tg = 0;
+        etk_synth_graph **tg = NULL;
+        uint32_t *tw = NULL, *ti = NULL;
+        double *ty = NULL, *yr = calloc(n_real, sizeof *yr), *pr = calloc(n_real, sizeof *pr);
+        etk_cluster c;
+        rc = !yr || !pr ? etk_err(&err, ETK_ENOMEM, "out of memory") : read_list(o->train, &tspecs, &n_t, &err);
+        if (!rc) {
+            tw = calloc(n_t ? n_t : 1, sizeof *tw), ti = calloc(n_t ? n_t : 1, sizeof *ti);
+            rc = !tw || !ti ? etk_err(&err, ETK_ENOMEM, "out of memory") : 0;
+        }
+        if (!rc)
+            rc = load_graphs(tspecs, n_t, &tg, &n_tg, tw, ti, &err);
+        if (!rc)
+            rc = cluster_for(o->cluster, n_ranks, &c, &err);
+        if (!rc && !(ty = calloc(n_tg ? n_tg : 1, sizeof *ty)))
+            rc = etk_err(&err, ETK_ENOMEM, "out of memory");
+        for (size_t i = 0; !rc && i < n_tg; i++)
+            ty[i] = step_ns(m, tg[i], n_ranks, &c);
+        for (size_t i = 0; !rc && i < n_real; i++)
+            yr[i] = i % 2 ? t_b[i / 2] : t_a[i / 2];
+        etk_synth_graph **sets[5] = {tg, syn, rnd, cpy, lds};
+        double *ys[5] = {ty, t_s, t_r, t_c, t_l};
+        size_t ns[5] = {n_tg, k, k, k, k};
+        for (int j = 0; !rc && j < nco; j++) {
+            etk_synth_regressor *reg = NULL;
+            /* graphs whose simulation failed (step time 0) are left out */
+            etk_synth_graph **ok = malloc((ns[j] ? ns[j] : 1) * sizeof *ok);
+            double *oy = malloc((ns[j] ? ns[j] : 1) * sizeof *oy);
+            size_t nok = 0;
+            for (size_t i = 0; ok && oy && i < ns[j]; i++)
+                if (ys[j][i] > 0)
+                    ok[nok] = sets[j][i], oy[nok++] = ys[j][i];
+            rc = !ok || !oy ? etk_err(&err, ETK_ENOMEM, "out of memory") : etk_synth_regress_fit(ok, oy, nok, o->seed, &reg, &err);
+            for (size_t i = 0; !rc && i < n_real; i++)
+                pr[i] = etk_synth_regress_predict(reg, real[i]);
+            if (!rc) {
+                corr[j][0] = etk_synth_pearson(pr, yr, n_real);
+                corr[j][1] = etk_synth_spearman(pr, yr, n_real);
+            }
+            etk_synth_regress_free(reg);
+            free(ok), free(oy);
+        }
+        free_graphs(tg, n_tg);
+        free_list(tspecs, n_t);
+        free(tw), free(ti), free(ty), free(yr), free(pr);
+        if (rc) {
+            free(a), free(b);
+            goto done;
+        }
     }
     if (o->json) {
         printf("{\"real_graphs\": %zu, \"samples\": %zu, \"rejected\": %u, \"mmd2\": {", n_real, k, rej_all);
@@ -446,13 +617,20 @@ static int synth_eval(const opts *o, const char *model)
                 printf(", \"%s\": %.6g", cols[j], ks[j]);
             printf("}");
         }
+        if (has_reg) {
+            printf(", \"regressor\": {");
+            for (int j = 0; j < nco; j++)
+                printf("%s\"%s\": {\"pearson\": %.6g, \"spearman\": %.6g}", j ? ", " : "", j ? cols[j] : "real_train",
+                       corr[j][0], corr[j][1]);
+            printf("}");
+        }
         printf("}\n");
     } else {
         printf("real rank graphs %zu (halves of %zu and %zu), %zu samples per model (%u rejected as isomorphic to "
-               "a training graph), %zu random DAGs\n",
-               n_real, na, nb, k, rej_all, k);
-        printf("%-18s %14s %14s %14s%s\n", "MMD^2 vs half b", "real half a", "count model", "random DAG",
-               has_ld ? "       LayerDAG" : "");
+               "a training graph), %zu random DAGs, %zu layer-copy DAGs\n",
+               n_real, na, nb, k, rej_all, k, k);
+        printf("%-18s %14s %14s %14s %14s%s\n", "MMD^2 vs half b", "real half a", "count model", "random DAG",
+               "layer copy", has_ld ? "       LayerDAG" : "");
         for (int d = 0; d < ETK_SYNTH_N_DESC; d++) {
             printf("%-18s", etk_synth_desc_name(d));
             for (int j = 0; j < nco; j++)
@@ -465,10 +643,21 @@ static int synth_eval(const opts *o, const char *model)
                 printf(" %14.4f", ks[j]);
             printf("   (%u ranks on %s)\n", n_ranks, o->cluster);
         }
+        if (has_reg) {
+            printf("step-time regressor trained on (real: --train), tested on the real graphs of --real:\n");
+            printf("%-18s %14s %14s %14s %14s%s\n", "", "real (train)", "count model", "random DAG", "layer copy",
+                   has_ld ? "       LayerDAG" : "");
+            for (int q = 0; q < 2; q++) {
+                printf("%-18s", q ? "Spearman" : "Pearson");
+                for (int j = 0; j < nco; j++)
+                    printf(" %14.4f", corr[j][q]);
+                printf("\n");
+            }
+        }
     }
     free(a), free(b);
 done:
-    free(t_a), free(t_b), free(t_s), free(t_r), free(t_l);
+    free(t_a), free(t_b), free(t_s), free(t_r), free(t_c), free(t_l);
     for (size_t i = 0; i < k; i++) {
         if (lds)
             etk_synth_graph_free(lds[i]);
@@ -476,9 +665,12 @@ done:
             etk_synth_graph_free(syn[i]);
         if (rnd)
             etk_synth_graph_free(rnd[i]);
+        if (cpy)
+            etk_synth_graph_free(cpy[i]);
     }
     free(syn);
     free(rnd);
+    free(cpy);
     free(lds);
     free_graphs(real, n_real);
     free_list(specs, n_specs);

@@ -22,7 +22,7 @@ G="--model llama2-7b --layers 2 --hidden 256 --heads 4 --kv-heads 4 --ffn 512 --
 "$ETKIT" gen $G --tp 2 --pp 2 --dp 2 --global-batch 8 -o "$T/b" >/dev/null 2>&1 || fail "gen b"
 printf '# corpus\n%s\n\n' "$T/b" >"$T/list.txt"
 expect 0 "fitted the model to 3 rank graphs .* from 2 workloads" synth fit "$T/a" --list "$T/list.txt" -o "$T/m.json"
-grep -q '"format":"etkit-synth-model","version":1' "$T/m.json" || fail "model file lacks format/version: $(head -c 200 "$T/m.json")"
+grep -q '"format":"etkit-synth-model","version":2' "$T/m.json" || fail "model file lacks format/version: $(head -c 200 "$T/m.json")"
 # privacy: no operator name of the corpus in the model file
 grep -q 'attn_norm\|swiglu\|mb0' "$T/m.json" && fail "an operator name leaked into the model file"
 expect 2 "nothere: " synth fit "$T/nothere" -o "$T/m2.json"
@@ -57,9 +57,9 @@ expect 2 "m.json" synth sample "$T/m.json" -o "$T/m.json/x"
 ls "$T" | grep -q 'tmp\|lock' && fail "temporary files left behind: $(ls "$T")"
 
 # a broken model file: the file and the field
-sed 's/"version":1/"version":7/' "$T/m.json" >"$T/bad.json"
-expect 2 "bad.json: field 'version': wanted 1" synth sample "$T/bad.json" -o "$T/x"
-printf '{"format": "etkit-synth-model", "version": 1, "kind": "count", "graphs": 1, "bins": 8,
+sed 's/"version":2/"version":7/' "$T/m.json" >"$T/bad.json"
+expect 2 "bad.json: field 'version': wanted 2" synth sample "$T/bad.json" -o "$T/x"
+printf '{"format": "etkit-synth-model", "version": 2, "kind": "count", "graphs": 1, "bins": 8,
  "position_buckets": 8, "size_cap": 4096, "tokens": []}\n' >"$T/bad2.json"
 expect 2 "bad2.json: field 'tokens'" synth sample "$T/bad2.json" -o "$T/x"
 printf '{"format":' >"$T/bad3.json"
@@ -80,6 +80,21 @@ expect 0 "real rank graphs 3" synth eval "$T/m.json" --real "$T/real.txt" --samp
 expect 0 '"edge_token_pair": {"real_vs_real"' synth eval "$T/m.json" --real "$T/real.txt" --samples 4 --json
 expect 0 '"step_time_ks": {"cluster": "dgx-h100", "ranks": 4' synth eval "$T/m.json" --real "$T/real.txt" --samples 4 \
   --cluster dgx-h100 --json
+# the regressor protocol: trained on --train's real graphs and on each model's samples
+expect 0 '"regressor": {"real_train": {"pearson": ' synth eval "$T/m.json" --real "$T/real.txt" --samples 4 \
+  --cluster dgx-h100 --train "$T/real.txt" --json
+
+# conditional generation: --label needs a cluster; the best of K samples is reported
+expect 2 "--label wants --cluster NAME" synth sample "$T/m.json" -o "$T/l" --label step_time_ns=1000000
+expect 2 "--label wants step_time_ns=T" synth sample "$T/m.json" -o "$T/l" --label 1000000 --cluster dgx-h100
+expect 2 "--tries wants 1 to 10000" synth sample "$T/m.json" -o "$T/l" --tries 0
+expect 0 "label step_time_ns=500000: best of 3 samples (unconditioned model) simulates to" synth sample "$T/m.json" \
+  -o "$T/l" --label step_time_ns=500000 --cluster dgx-h100 --tries 3
+expect 0 "0 errors, 0 warnings" validate "$T/l"
+got=$("$ETKIT" sim "$T/l" -c dgx-h100 --gpus 4 | awk '/^step time/ {gsub(",", "", $3); print $3}')
+"$ETKIT" synth sample "$T/m.json" -o "$T/l2" --label step_time_ns=500000 --cluster dgx-h100 --tries 3 | \
+  grep -q "simulates to $got ns" || fail "--label: the reported step time is not the simulated one ($got ns)"
+
 echo "$T/a" >"$T/one.txt"
 expect 2 "one.txt: 1 rank graph(s): eval needs at least 2" synth eval "$T/m.json" --real "$T/one.txt"
 expect 2 "give --real FILE" synth eval "$T/m.json"

@@ -366,7 +366,7 @@ static void test_model_file(void **state)
     struct {
         const char *from, *to, *msg;
     } cases[] = {
-        {"\"version\":1", "\"version\":2", "field 'version': wanted 1"},
+        {"\"version\":2", "\"version\":1", "field 'version': wanted 2"},
         {"\"format\":\"etkit-synth-model\"", "\"format\":\"x\"", "field 'format'"},
         {"\"layer_count\":[[", "\"layer_count\":[[-", "field 'layer_count'"},
         {"\"COMP:gemm\":[[", "\"COMP:gemmx\":[[", "unknown token name"},
@@ -581,6 +581,106 @@ static void test_layerdag(void **state)
     free_gs(gs, n);
 }
 
+/* the random-DAG baseline: forward pairs decoded in order, node and edge counts of the graph */
+static void test_random_er(void **state)
+{
+    (void)state;
+    /* every forward pair of 50 nodes exactly once, in the order (0,1), (0,2), (1,2), (0,3), ... */
+    uint32_t k = 0;
+    for (uint32_t c = 1; c < 50; c++)
+        for (uint32_t p = 0; p < c; p++, k++) {
+            uint32_t pp, cc;
+            syn_pair_of(k, &pp, &cc);
+            assert_int_equal(pp, p);
+            assert_int_equal(cc, c);
+        }
+    assert_int_equal(k, 50 * 49 / 2);
+    etk_synth_graph **gs;
+    size_t n;
+    uint32_t world[2], inner[2];
+    corpus(&gs, &n, world, inner);
+    etk_synth_model *m = NULL;
+    etk_error err = {0};
+    assert_int_equal(etk_synth_fit(gs, n, world, 2, inner, 2, &m, &err), 0);
+    /* two nodes, one edge: the only forward pair, two layers */
+    uint16_t tok[2] = {0, 0};
+    double val[2 * ETK_SYNTH_N_ATTR] = {0};
+    uint32_t off[3] = {0, 0, 1}, par[1] = {0};
+    etk_synth_graph *g2 = NULL, *r2 = NULL;
+    assert_int_equal(etk_synth_graph_build(2, tok, val, off, par, &g2, NULL, &err), 0);
+    assert_int_equal(etk_synth_random_er(m, g2, 5, &r2, &err), 0);
+    assert_int_equal(r2->n, 2);
+    assert_int_equal(r2->n_edges, 1);
+    assert_int_equal(r2->n_layers, 2);
+    /* a corpus graph: its node count, at most its edge count (repeated pairs dropped), acyclic
+     * (peeled), deterministic for a seed */
+    etk_synth_graph *a = NULL, *b = NULL;
+    assert_int_equal(etk_synth_random_er(m, gs[0], 9, &a, &err), 0);
+    assert_int_equal(etk_synth_random_er(m, gs[0], 9, &b, &err), 0);
+    assert_int_equal(a->n, gs[0]->n);
+    assert_true(a->n_edges <= gs[0]->n_edges && a->n_edges > gs[0]->n_edges * 9 / 10);
+    assert_int_equal(a->n_edges, b->n_edges);
+    assert_memory_equal(a->par, b->par, a->n_edges * sizeof *a->par);
+    etk_synth_graph_free(g2), etk_synth_graph_free(r2), etk_synth_graph_free(a), etk_synth_graph_free(b);
+    etk_synth_model_free(m);
+    free_gs(gs, n);
+}
+
+/* correlations against hand values; the regressor recovers a step time that is a power of the
+ * node count; the labeled LayerDAG model refuses a bad label and keeps its flag in the file */
+static void test_regressor(void **state)
+{
+    (void)state;
+    double a[4] = {1, 2, 3, 4}, b[4] = {1, 3, 2, 4}, c[4] = {1, 8, 27, 64}, t1[3] = {1, 1, 2}, t2[3] = {5, 6, 7};
+    /* deviations (-1.5, -0.5, 0.5, 1.5) and (-1.5, 0.5, -0.5, 1.5): 4 / sqrt(5 * 5) */
+    assert_near(etk_synth_pearson(a, b, 4), 0.8, 1e-12);
+    assert_near(etk_synth_spearman(a, b, 4), 0.8, 1e-12);
+    assert_near(etk_synth_spearman(a, c, 4), 1.0, 1e-12); /* monotone */
+    assert_true(etk_synth_pearson(a, c, 4) < 0.99);
+    /* ties: ranks (1.5, 1.5, 3) against (1, 2, 3): 1.5 / sqrt(1.5 * 2) */
+    assert_near(etk_synth_spearman(t1, t2, 3), 1.5 / sqrt(3.0), 1e-12);
+    assert_true(isnan(etk_synth_pearson(a, a, 1)));
+    etk_synth_graph **gs;
+    size_t n;
+    uint32_t world[2], inner[2];
+    corpus(&gs, &n, world, inner);
+    double *y = malloc(n * sizeof *y);
+    for (size_t i = 0; i < n; i++)
+        y[i] = 1000.0 * pow(gs[i]->n, 1.5);
+    etk_synth_regressor *r = NULL;
+    etk_error err = {0};
+    assert_int_equal(etk_synth_regress_fit(gs, y, n, 1, &r, &err), 0);
+    for (size_t i = 0; i < n; i++)
+        assert_true(fabs(etk_synth_regress_predict(r, gs[i]) / y[i] - 1) < 0.05);
+    etk_synth_regress_free(r);
+    y[0] = -1;
+    assert_int_equal(etk_synth_regress_fit(gs, y, n, 1, &r, &err), ETK_EINVAL);
+    assert_non_null(strstr(err.msg, "graph 0: step time -1"));
+    /* labels */
+    etk_synth_model *m = NULL, *m2 = NULL;
+    assert_int_equal(etk_synth_fit(gs, n, world, 2, inner, 2, &m, &err), 0);
+    assert_int_equal(etk_synth_train_layerdag_labeled(m, gs, y, n, 1, 1, &err), ETK_EINVAL);
+    assert_non_null(strstr(err.msg, "graph 0: label -1"));
+    y[0] = 1e6;
+    assert_int_equal(etk_synth_train_layerdag_labeled(m, gs, y, n, 1, 1, &err), 0);
+    assert_true(etk_synth_model_labeled(m));
+    char path[512];
+    snprintf(path, sizeof path, "%s/lab.json", tu_tmpdir());
+    assert_int_equal(etk_synth_model_save(m, path, &err), 0);
+    assert_int_equal(etk_synth_model_load(path, &m2, &err), 0);
+    assert_true(etk_synth_model_labeled(m2));
+    etk_synth_sample_opts so = {.seed = 2, .max_nodes = 100, .label_ns = 2e6};
+    etk_synth_graph *g1 = NULL, *g2 = NULL;
+    assert_int_equal(etk_synth_sample_graph(m, &so, &g1, NULL, &err), 0);
+    assert_int_equal(etk_synth_sample_graph(m2, &so, &g2, NULL, &err), 0);
+    assert_int_equal(g1->n, g2->n);
+    assert_memory_equal(g1->tok, g2->tok, g1->n * sizeof *g1->tok);
+    etk_synth_graph_free(g1), etk_synth_graph_free(g2);
+    etk_synth_model_free(m), etk_synth_model_free(m2);
+    free(y);
+    free_gs(gs, n);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -589,7 +689,8 @@ int main(void)
         cmocka_unit_test(test_extract_fit),     cmocka_unit_test(test_wl_rejection),
         cmocka_unit_test(test_assemble_by_hand), cmocka_unit_test(test_assemble_valid_and_simulated),
         cmocka_unit_test(test_model_file),      cmocka_unit_test(test_metrics), cmocka_unit_test(test_bins),
-        cmocka_unit_test(test_gradcheck), cmocka_unit_test(test_layerdag),
+        cmocka_unit_test(test_gradcheck), cmocka_unit_test(test_layerdag), cmocka_unit_test(test_random_er),
+        cmocka_unit_test(test_regressor),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -6,7 +6,7 @@
  * workloads that are valid and deadlock-free by construction.
  *
  * Models: the count baseline (conditional frequency tables with back-off) and the LayerDAG model
- * (small dense networks trained with Adam; src/synth/layerdag.c). The model file is one versioned JSON document ("etkit-synth-model", version 1; docs/synth.md). */
+ * (small dense networks trained with Adam; src/synth/layerdag.c). The model file is one versioned JSON document ("etkit-synth-model", version 2; docs/synth.md). */
 #ifndef ETKIT_SYNTH_H
 #define ETKIT_SYNTH_H
 
@@ -120,6 +120,12 @@ uint32_t etk_synth_model_inner(const etk_synth_model *m, uint32_t n_ranks);
  * saved with m and used by etk_synth_sample_graph from then on. */
 int etk_synth_train_layerdag(etk_synth_model *m, etk_synth_graph *const *gs, size_t n, uint32_t epochs, uint64_t seed,
                              etk_error *err);
+/* The same conditioned on a label per graph (its step time in ns, > 0), embedded sinusoidally
+ * as LayerDAG does; samples then take etk_synth_sample_opts.label_ns. */
+int etk_synth_train_layerdag_labeled(etk_synth_model *m, etk_synth_graph *const *gs, const double *labels_ns, size_t n,
+                                     uint32_t epochs, uint64_t seed, etk_error *err);
+/* true when the LayerDAG part was trained with labels */
+bool etk_synth_model_labeled(const etk_synth_model *m);
 bool etk_synth_model_has_layerdag(const etk_synth_model *m);
 /* final mean training losses (size, token, edge); false without a LayerDAG model */
 bool etk_synth_layerdag_loss(const etk_synth_model *m, double loss[3]);
@@ -129,16 +135,37 @@ typedef struct etk_synth_sample_opts {
     bool count_only;      /* the count baseline even when the model has a LayerDAG part */
     uint32_t max_nodes;   /* 0: no limit; else layers are added until the graph would exceed it */
     uint32_t max_tries;   /* WL-hash rejection: re-sample at most this often (0: 100) */
+    double label_ns;      /* > 0: the target label (step time, ns) of a labeled LayerDAG model */
 } etk_synth_sample_opts;
 
 /* Sample one rank graph (deterministic for the seed); a graph isomorphic to a training graph
  * (WL hash) is rejected and re-sampled; *rejected (may be NULL) counts the rejections. */
 int etk_synth_sample_graph(const etk_synth_model *m, const etk_synth_sample_opts *o, etk_synth_graph **out,
                            uint32_t *rejected, etk_error *err);
-/* A random-DAG baseline of the same size as g: layer sizes kept, each node's main parent and
- * extra parents uniform over earlier layers, tokens and attributes from the marginals of m. */
+/* The layer-copy baseline of g (an oracle on structure: it sees the real graph): layer sizes and
+ * in-degrees of g kept, each node's main parent and extra parents uniform over earlier layers,
+ * tokens and attributes from the marginals of m. */
 int etk_synth_random_like(const etk_synth_model *m, const etk_synth_graph *g, uint64_t seed, etk_synth_graph **out,
                           etk_error *err);
+/* The random-DAG baseline of the same size as g (issue #13): g's node count, g's edge count
+ * drawn uniformly over the forward pairs (i < j) of a random order (repeats dropped), tokens and
+ * attributes from the marginals of m; peeled into layers as any graph. */
+int etk_synth_random_er(const etk_synth_model *m, const etk_synth_graph *g, uint64_t seed, etk_synth_graph **out,
+                        etk_error *err);
+
+/* ---------- the step-time regressor (LayerDAG's benchmark protocol) ---------- */
+/* An MLP (16 hidden ReLU units) on graph features (log1p of per-token node counts, nodes, edges,
+ * layers, per-attribute sums and maxima; standardized) predicting the log step time, trained
+ * full-batch with Adam (2,000 passes), deterministic for the seed. */
+typedef struct etk_synth_regressor etk_synth_regressor;
+int etk_synth_regress_fit(etk_synth_graph *const *gs, const double *y_ns, size_t n, uint64_t seed,
+                          etk_synth_regressor **out, etk_error *err);
+double etk_synth_regress_predict(const etk_synth_regressor *r, const etk_synth_graph *g); /* ns */
+void etk_synth_regress_free(etk_synth_regressor *r);
+/* correlation coefficients of two samples (NAN for n < 2 or a constant sample); Spearman ranks
+ * ties by their mean rank */
+double etk_synth_pearson(const double *a, const double *b, size_t n);
+double etk_synth_spearman(const double *a, const double *b, size_t n);
 
 /* ---------- multi-rank assembly ---------- */
 /* The workload of n_ranks ranks all running g (one rank class): inner groups of inner_size

@@ -171,19 +171,29 @@ void etk_synth_model_free(etk_synth_model *m)
 int etk_synth_train_layerdag(etk_synth_model *m, etk_synth_graph *const *gs, size_t n, uint32_t epochs, uint64_t seed,
                              etk_error *err)
 {
+    return etk_synth_train_layerdag_labeled(m, gs, NULL, n, epochs, seed, err);
+}
+
+int etk_synth_train_layerdag_labeled(etk_synth_model *m, etk_synth_graph *const *gs, const double *labels_ns, size_t n,
+                                     uint32_t epochs, uint64_t seed, etk_error *err)
+{
     if (!n)
         return etk_err(err, ETK_EINVAL, "no rank graphs to train on");
-    syn_ld_opts o = {.epochs = epochs, .seed = seed};
+    for (size_t i = 0; labels_ns && i < n; i++)
+        if (!(labels_ns[i] > 0 && isfinite(labels_ns[i])))
+            return etk_err(err, ETK_EINVAL, "graph %zu: label %g: wanted a positive step time (ns)", i, labels_ns[i]);
+    syn_ld_opts o = {.epochs = epochs, .seed = seed, .labels_ns = labels_ns};
     return syn_ld_train(m, gs, n, &o, err);
 }
 
 bool etk_synth_model_has_layerdag(const etk_synth_model *m) { return m->ld != NULL; }
+bool etk_synth_model_labeled(const etk_synth_model *m) { return m->ld && m->ld->labeled; }
 
 bool etk_synth_layerdag_loss(const etk_synth_model *m, double loss[3])
 {
     if (!m->ld)
         return false;
-    memcpy(loss, m->ld->loss, sizeof m->ld->loss);
+    memcpy(loss, m->ld->loss, 3 * sizeof *loss);
     return true;
 }
 
@@ -511,7 +521,7 @@ int etk_synth_sample_graph(const etk_synth_model *m, const etk_synth_sample_opts
     srng r = {o->seed * 0x2545f4914f6cdd1dULL + 1};
     for (uint32_t k = 0; k < tries; k++) {
         etk_synth_graph *g = NULL;
-        if (m->ld && !o->count_only ? syn_ld_sample(m, o->max_nodes, &r, &g) : sample_once(m, o, &r, &g))
+        if (m->ld && !o->count_only ? syn_ld_sample(m, o->max_nodes, o->label_ns, &r, &g) : sample_once(m, o, &r, &g))
             return etk_err(err, ETK_ENOMEM, "out of memory sampling a graph");
         if (!syn_wl_rejected(m, etk_synth_graph_wl_hash(g))) {
             *out = g;
@@ -558,4 +568,64 @@ int etk_synth_random_like(const etk_synth_model *m, const etk_synth_graph *g, ui
 oom:
     gb_free(&b);
     return etk_err(err, ETK_ENOMEM, "out of memory building a random graph");
+}
+
+/* Uniform forward pair k of n nodes (0 <= k < n(n-1)/2): the pairs (p, c), p < c, in the order
+ * (0,1), (0,2), (1,2), (0,3), ...: c is the largest with c(c-1)/2 <= k. */
+void syn_pair_of(uint64_t k, uint32_t *p, uint32_t *c)
+{
+    uint64_t cc = (uint64_t)((1.0 + sqrt(1.0 + 8.0 * (double)k)) / 2.0);
+    while (cc * (cc - 1) / 2 > k)
+        cc--;
+    while ((cc + 1) * cc / 2 <= k)
+        cc++;
+    *c = (uint32_t)cc;
+    *p = (uint32_t)(k - cc * (cc - 1) / 2);
+}
+
+int etk_synth_random_er(const etk_synth_model *m, const etk_synth_graph *g, uint64_t seed, etk_synth_graph **out,
+                        etk_error *err)
+{
+    *out = NULL;
+    srng r = {seed * 0x9e3779b97f4a7c15ULL + 11};
+    uint32_t n = g->n, e = n > 1 ? g->n_edges : 0;
+    uint64_t pairs = n > 1 ? (uint64_t)n * (n - 1) / 2 : 0;
+    if (e > pairs)
+        e = (uint32_t)pairs;
+    uint16_t *tok = malloc((n ? n : 1) * sizeof *tok);
+    double *val = malloc((size_t)(n ? n : 1) * ETK_SYNTH_N_ATTR * sizeof *val);
+    uint32_t *pc = malloc((e ? e : 1) * 2 * sizeof *pc), *off = calloc((size_t)n + 1, sizeof *off);
+    uint32_t *par = malloc((e ? e : 1) * sizeof *par);
+    int rc = 0;
+    if (!tok || !val || !pc || !off || !par) {
+        rc = etk_err(err, ETK_ENOMEM, "out of memory building a random graph");
+        goto done;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        int t = draw_row(m->tok_marginal, m->tok_marginal, &r);
+        tok[i] = (uint16_t)t;
+        syn_bin_values(m, t, shist_draw(&m->bins[t], &r, 0), &r, val + (size_t)i * ETK_SYNTH_N_ATTR);
+    }
+    /* e pairs uniform over the forward pairs (repeats are dropped by the build) */
+    for (uint32_t k = 0; k < e; k++) {
+        uint64_t x = (uint64_t)(srng_unit(&r) * (double)pairs);
+        syn_pair_of(x < pairs ? x : pairs - 1, &pc[2 * k], &pc[2 * k + 1]);
+        off[pc[2 * k + 1] + 1]++;
+    }
+    for (uint32_t i = 0; i < n; i++)
+        off[i + 1] += off[i];
+    uint32_t *fill = calloc(n ? n : 1, sizeof *fill);
+    if (!fill) {
+        rc = etk_err(err, ETK_ENOMEM, "out of memory building a random graph");
+        goto done;
+    }
+    for (uint32_t k = 0; k < e; k++) {
+        uint32_t c = pc[2 * k + 1];
+        par[off[c] + fill[c]++] = pc[2 * k];
+    }
+    free(fill);
+    rc = etk_synth_graph_build(n, tok, val, off, par, out, NULL, err);
+done:
+    free(tok), free(val), free(pc), free(off), free(par);
+    return rc;
 }

@@ -30,12 +30,13 @@ void syn_ld_free(syn_layerdag *ld)
     syn_mlp_free(&ld->size);
     syn_mlp_free(&ld->tok);
     syn_mlp_free(&ld->edge);
+    syn_mlp_free(&ld->far);
     free(ld);
 }
 
 /* the pooled prefix encoding */
 static void features(double *f, uint32_t l, uint32_t prev_size, const uint32_t *hist_prev, const uint32_t *hist_all,
-                     uint32_t n_prev, uint32_t n_all)
+                     uint32_t n_prev, uint32_t n_all, double label_ns, double lab_lo, double lab_hi)
 {
     for (int t = 0; t < NT; t++) {
         f[t] = n_prev ? (double)hist_prev[t] / n_prev : 0;
@@ -43,6 +44,18 @@ static void features(double *f, uint32_t l, uint32_t prev_size, const uint32_t *
     }
     syn_sinus((double)l, LD_SIN, f + 2 * NT);
     syn_sinus(log2(1.0 + prev_size) * 4, LD_SIN, f + 2 * NT + LD_SIN);
+    syn_sinus(log2(1.0 + n_all) * 4, LD_SIN, f + 2 * NT + 2 * LD_SIN);
+    /* the graph label, as LayerDAG: a sinusoidal embedding of z, the label's log position in
+     * the training range [0, 1] (sin and cos of pi z 2^j / 2, j = 0..3); zeros without one */
+    double *e = f + 2 * NT + 3 * LD_SIN;
+    memset(e, 0, LD_SIN * sizeof *f);
+    if (label_ns > 0 && lab_hi > lab_lo) {
+        double z = (log(label_ns) - log(lab_lo)) / (log(lab_hi) - log(lab_lo));
+        for (int j = 0; j < LD_SIN / 2; j++) {
+            e[2 * j] = sin(3.14159265358979323846 * z * (1 << j) / 2);
+            e[2 * j + 1] = cos(3.14159265358979323846 * z * (1 << j) / 2);
+        }
+    }
 }
 
 static void tok_input(double *x, const double *f, const uint32_t *noisy_hist, uint32_t n_layer, int own, int t)
@@ -70,6 +83,41 @@ static void edge_input(double *x, const double *f, int tok_v, int tok_u, uint32_
     p[1] = noisy;
     p[2] = noisy_indeg / 8.0;
     syn_sinus((double)t, 4, p + 3);
+}
+
+/* far parents: the distance bucket of a layer distance d > LD_WINDOW (9-16: 0, 17-32: 1, ...) and
+ * the distances of bucket b */
+static int far_bucket(uint32_t d)
+{
+    int b = 0;
+    for (uint32_t x = (d - 1) >> 4; x && b < LD_FAR_BUCKETS - 1; x >>= 1)
+        b++;
+    return b;
+}
+static void far_range(int b, uint32_t *lo, uint32_t *hi)
+{
+    *lo = (1u << (b + 3)) + 1;
+    *hi = b == LD_FAR_BUCKETS - 1 ? UINT32_MAX : 1u << (b + 4);
+}
+
+/* the far-parent classifier's input: prefix encoding, the node's token, how many far parents it
+ * has so far (one-hot), its in-degree inside the window, the bucket of its last far parent */
+static void far_input(double *x, const double *f, int tok_v, uint32_t k, uint32_t win_deg, int last_bucket)
+{
+    memcpy(x, f, LD_F * sizeof *x);
+    double *p = x + LD_F;
+    memset(p, 0, (NT + LD_FAR_MAX + 1 + LD_FAR_BUCKETS) * sizeof *p);
+    p[tok_v] = 1;
+    p[NT + (k < LD_FAR_MAX ? k : LD_FAR_MAX - 1)] = 1;
+    p[NT + LD_FAR_MAX] = win_deg / 8.0;
+    if (last_bucket >= 0)
+        p[NT + LD_FAR_MAX + 1 + last_bucket] = 1;
+}
+
+static int cmp_u32d(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return (x > y) - (x < y);
 }
 
 static int draw_marginal(const etk_synth_model *m, srng *r)
@@ -107,12 +155,21 @@ int syn_ld_train(etk_synth_model *m, etk_synth_graph *const *gs, size_t n, const
     }
     uint32_t *lstart = malloc(((size_t)max_l + 1) * sizeof *lstart), *outdeg = malloc(max_n * sizeof *outdeg);
     uint32_t *order = malloc((n ? n : 1) * sizeof *order);
-    double *x = malloc(LD_EDGE_IN * sizeof *x), f[LD_F], h[LD_HIDDEN], y[LD_SIZES], dy[LD_SIZES];
+    double *x = malloc(LD_EDGE_IN * sizeof *x), f[LD_F], h[LD_HIDDEN], y[LD_FAR_OUT], dy[LD_FAR_OUT];
     int rc = ETK_ENOMEM;
     if (!ld || !lstart || !outdeg || !order || !x || syn_mlp_init(&ld->size, LD_F, LD_HIDDEN, LD_SIZES, &r) ||
-        syn_mlp_init(&ld->tok, LD_TOK_IN, LD_HIDDEN, NT, &r) || syn_mlp_init(&ld->edge, LD_EDGE_IN, LD_HIDDEN, 1, &r))
+        syn_mlp_init(&ld->tok, LD_TOK_IN, LD_HIDDEN, NT, &r) || syn_mlp_init(&ld->edge, LD_EDGE_IN, LD_HIDDEN, 1, &r) ||
+        syn_mlp_init(&ld->far, LD_FAR_IN, LD_HIDDEN, LD_FAR_OUT, &r))
         goto done;
     ld->max_layers = 2 * max_l;
+    ld->labeled = o->labels_ns != NULL;
+    for (size_t i = 0; ld->labeled && i < n; i++) {
+        double t = o->labels_ns[i];
+        if (!i || t < ld->label_min_ns)
+            ld->label_min_ns = t;
+        if (!i || t > ld->label_max_ns)
+            ld->label_max_ns = t;
+    }
     ld->epochs = epochs;
     /* the edge prior: parents among the window candidates */
     double cand = 0, pos = 0;
@@ -135,7 +192,7 @@ int syn_ld_train(etk_synth_model *m, etk_synth_graph *const *gs, size_t n, const
         order[i] = (uint32_t)i;
     int step = 0;
     for (uint32_t ep = 0; ep < epochs; ep++) {
-        double ls[3] = {0}, cnt[3] = {0};
+        double ls[4] = {0}, cnt[4] = {0};
         for (size_t i = n; i > 1; i--) { /* deterministic shuffle */
             uint32_t j = srng_below(&r, (uint32_t)i), t = order[i - 1];
             order[i - 1] = order[j];
@@ -152,9 +209,10 @@ int syn_ld_train(etk_synth_model *m, etk_synth_graph *const *gs, size_t n, const
             memset(outdeg, 0, g->n * sizeof *outdeg);
             /* token and edge examples on at most 16 layers per graph and epoch */
             double pick = L > 16 ? 16.0 / L : 1.0;
-            double nex[3] = {0};
+            double nex[4] = {0};
             for (uint32_t l = 0; l <= L; l++) {
-                features(f, l, n_prev, hist_prev, hist_all, n_prev, n_all);
+                features(f, l, n_prev, hist_prev, hist_all, n_prev, n_all, o->labels_ns ? o->labels_ns[order[oi]] : 0,
+                         ld->label_min_ns, ld->label_max_ns);
                 uint32_t size = l < L ? lstart[l + 1] - lstart[l] : 0;
                 syn_mlp_forward(&ld->size, f, h, y);
                 ls[0] += syn_softmax_ce(y, LD_SIZES, size < LD_SIZES ? (int)size : LD_SIZES - 1, dy);
@@ -183,8 +241,43 @@ int syn_ld_train(etk_synth_model *m, etk_synth_graph *const *gs, size_t n, const
                         syn_mlp_backward(&ld->tok, x, h, dy);
                     }
                     free(noisy);
-                    /* edges of up to 2 nodes: their window candidates (all parents, up to 8
-                     * non-parents) */
+                    /* far parents of up to 8 nodes: one example per far parent (its bucket and
+                     * token, nearest first) and one for the stop */
+                    for (uint32_t v = a; v < b && l > LD_WINDOW; v++) {
+                        if (b - a > 8 && srng_unit(&r) >= 8.0 / (b - a))
+                            continue;
+                        uint32_t fd[LD_FAR_MAX + 1], nf = 0, wd = 0;
+                        uint32_t key[64];
+                        for (uint32_t k = g->par_off[v]; k < g->par_off[v + 1]; k++) {
+                            uint32_t d = l - g->layer[g->par[k]];
+                            if (d <= LD_WINDOW)
+                                wd++;
+                            else if (nf < 64)
+                                key[nf++] = d * 64u + g->tok[g->par[k]];
+                        }
+                        qsort(key, nf, sizeof *key, cmp_u32d);
+                        if (nf > LD_FAR_MAX)
+                            nf = LD_FAR_MAX;
+                        for (uint32_t k = 0; k < nf; k++)
+                            fd[k] = key[k];
+                        int last = -1;
+                        for (uint32_t k = 0; k <= nf && k < LD_FAR_MAX; k++) {
+                            int target = 0;
+                            if (k < nf) {
+                                int bk = far_bucket(fd[k] / 64u);
+                                target = 1 + bk * NT + (int)(fd[k] % 64u);
+                            }
+                            far_input(x, f, g->tok[v], k, wd, last);
+                            syn_mlp_forward(&ld->far, x, h, y);
+                            ls[3] += syn_softmax_ce(y, LD_FAR_OUT, target, dy);
+                            cnt[3]++, nex[3]++;
+                            syn_mlp_backward(&ld->far, x, h, dy);
+                            if (k < nf)
+                                last = far_bucket(fd[k] / 64u);
+                        }
+                    }
+                    /* edges of up to 2 nodes: their window candidates (all parents, about 8
+                     * non-parents, importance-weighted) */
                     uint32_t lo = l > LD_WINDOW ? lstart[l - LD_WINDOW] : 0;
                     for (int rep = 0; rep < 2 && l > 0; rep++) {
                         uint32_t v = a + srng_below(&r, b - a);
@@ -211,8 +304,13 @@ int syn_ld_train(etk_synth_model *m, etk_synth_graph *const *gs, size_t n, const
                             uint32_t u = lo + c;
                             edge_input(x, f, g->tok[v], g->tok[u], l - g->layer[u], outdeg[u], nz[c], noisy_deg, t2);
                             syn_mlp_forward(&ld->edge, x, h, y);
-                            ls[2] += syn_bce(y[0], is[c], dy);
-                            cnt[2]++, nex[2]++;
+                            /* a non-parent kept with probability negp stands for 1 / negp of
+                             * them (importance weight): the denoiser learns the true edge
+                             * probability, not one inflated by the subsampling */
+                            double wgt = is[c] ? 1.0 : 1.0 / negp;
+                            ls[2] += wgt * syn_bce(y[0], is[c], dy);
+                            dy[0] *= wgt;
+                            cnt[2] += wgt, nex[2] += wgt;
                             syn_mlp_backward(&ld->edge, x, h, dy);
                         }
                         free(is), free(nz);
@@ -233,8 +331,9 @@ int syn_ld_train(etk_synth_model *m, etk_synth_graph *const *gs, size_t n, const
             syn_mlp_adam(&ld->size, 3e-3, step, nex[0] ? 1.0 / nex[0] : 0);
             syn_mlp_adam(&ld->tok, 3e-3, step, nex[1] ? 1.0 / nex[1] : 0);
             syn_mlp_adam(&ld->edge, 3e-3, step, nex[2] ? 1.0 / nex[2] : 0);
+            syn_mlp_adam(&ld->far, 3e-3, step, nex[3] ? 1.0 / nex[3] : 0);
         }
-        for (int k = 0; k < 3; k++)
+        for (int k = 0; k < 4; k++)
             ld->loss[k] = cnt[k] ? ls[k] / cnt[k] : 0;
     }
     syn_ld_free(m->ld);
@@ -267,11 +366,11 @@ static int vpush(vec *a, uint32_t x)
     return 0;
 }
 
-int syn_ld_sample(const etk_synth_model *m, uint32_t max_nodes, srng *r, etk_synth_graph **out)
+int syn_ld_sample(const etk_synth_model *m, uint32_t max_nodes, double label_ns, srng *r, etk_synth_graph **out)
 {
     const syn_layerdag *ld = m->ld;
     vec tok = {0}, lay = {0}, off = {0}, par = {0}, lstart = {0}, outdeg = {0};
-    double *val = NULL, *x = malloc(LD_EDGE_IN * sizeof *x), f[LD_F], h[LD_HIDDEN], y[LD_SIZES], p[LD_SIZES];
+    double *val = NULL, *x = malloc(LD_EDGE_IN * sizeof *x), f[LD_F], h[LD_HIDDEN], y[LD_FAR_OUT], p[LD_FAR_OUT];
     uint32_t hist_prev[NT] = {0}, hist_all[NT] = {0}, n_prev = 0, n = 0;
     int *noisy = NULL, *clean = NULL;
     double *prob = NULL;
@@ -280,7 +379,8 @@ int syn_ld_sample(const etk_synth_model *m, uint32_t max_nodes, srng *r, etk_syn
     if (!x)
         goto done;
     for (uint32_t l = 0; l < ld->max_layers; l++) {
-        features(f, l, n_prev, hist_prev, hist_all, n_prev, n);
+        features(f, l, n_prev, hist_prev, hist_all, n_prev, n, ld->labeled ? label_ns : 0, ld->label_min_ns,
+                 ld->label_max_ns);
         syn_mlp_forward(&ld->size, f, h, y);
         syn_softmax(y, LD_SIZES, p);
         if (l == 0) /* a graph has a first layer */
@@ -370,6 +470,7 @@ int syn_ld_sample(const etk_synth_model *m, uint32_t max_nodes, srng *r, etk_syn
                 for (uint32_t c = pl - lo; c < nc; c++)
                     if (prob[c] > best)
                         best = prob[c], main = lo + c;
+            uint32_t first = par.n;
             if (vpush(&par, main))
                 goto done;
             outdeg.v[main]++;
@@ -379,6 +480,43 @@ int syn_ld_sample(const etk_synth_model *m, uint32_t max_nodes, srng *r, etk_syn
                         goto done;
                     outdeg.v[lo + c]++;
                 }
+            /* far parents, one at a time: stop, or a distance bucket and a token; the parent is
+             * drawn uniformly among the nodes of that token in the bucket's layers (any node of
+             * those layers when none has the token) */
+            int last = -1;
+            for (uint32_t k = 0; k < LD_FAR_MAX && l > LD_WINDOW; k++) {
+                far_input(x, f, (int)tok.v[v], k, par.n - first, last);
+                syn_mlp_forward(&ld->far, x, h, y);
+                syn_softmax(y, LD_FAR_OUT, p);
+                int cls = draw_p(p, LD_FAR_OUT, r);
+                if (!cls)
+                    break;
+                int bk = (cls - 1) / NT, want = (cls - 1) % NT;
+                uint32_t dlo, dhi;
+                far_range(bk, &dlo, &dhi);
+                if (dlo > l)
+                    break;
+                uint32_t l_hi = l - dlo, l_lo = dhi >= l ? 0 : l - dhi;
+                uint32_t s0 = lstart.v[l_lo], s1 = l_hi + 1 < lstart.n ? lstart.v[l_hi + 1] : a, n_tok = 0;
+                for (uint32_t u = s0; u < s1; u++)
+                    n_tok += tok.v[u] == (uint32_t)want;
+                uint32_t pick = srng_below(r, n_tok ? n_tok : s1 - s0), u = s0;
+                for (; u < s1; u++)
+                    if (!n_tok || tok.v[u] == (uint32_t)want) {
+                        if (!pick)
+                            break;
+                        pick--;
+                    }
+                bool dup = false;
+                for (uint32_t q = first; q < par.n; q++)
+                    dup |= par.v[q] == u;
+                if (!dup) {
+                    if (vpush(&par, u))
+                        goto done;
+                    outdeg.v[u]++;
+                }
+                last = bk;
+            }
         }
         memset(hist_prev, 0, sizeof hist_prev);
         for (uint32_t i = a; i < b; i++) {
@@ -421,10 +559,12 @@ static json_t *net_json(const syn_mlp *m)
 
 json_t *syn_ld_json(const syn_layerdag *ld)
 {
-    return json_pack("{s:i,s:i,s:i,s:I,s:f,s:I,s:[f,f,f],s:o,s:o,s:o}", "window", LD_WINDOW, "size_classes", LD_SIZES,
-                     "steps", LD_STEPS, "max_layers", (json_int_t)ld->max_layers, "edge_prior", ld->edge_prior,
-                     "epochs", (json_int_t)ld->epochs, "final_loss", ld->loss[0], ld->loss[1], ld->loss[2],
-                     "size_net", net_json(&ld->size), "token_net", net_json(&ld->tok), "edge_net", net_json(&ld->edge));
+    return json_pack("{s:i,s:i,s:i,s:i,s:b,s:[f,f],s:I,s:f,s:I,s:[f,f,f],s:f,s:o,s:o,s:o,s:o}", "window", LD_WINDOW,
+                     "size_classes", LD_SIZES, "steps", LD_STEPS, "far_buckets", LD_FAR_BUCKETS, "labeled", (int)ld->labeled, "label_range_ns",
+                     ld->label_min_ns, ld->label_max_ns, "max_layers", (json_int_t)ld->max_layers,
+                     "edge_prior", ld->edge_prior, "epochs", (json_int_t)ld->epochs, "final_loss", ld->loss[0],
+                     ld->loss[1], ld->loss[2], "far_loss", ld->loss[3], "size_net", net_json(&ld->size), "token_net",
+                     net_json(&ld->tok), "edge_net", net_json(&ld->edge), "far_net", net_json(&ld->far));
 }
 
 static int net_from(json_t *o, const char *field, const char *path, int in, int out, syn_mlp *m, etk_error *err)
@@ -461,8 +601,10 @@ int syn_ld_from_json(json_t *o, const char *path, syn_layerdag **out, etk_error 
     int rc = 0;
     if (json_integer_value(json_object_get(o, "window")) != LD_WINDOW ||
         json_integer_value(json_object_get(o, "size_classes")) != LD_SIZES ||
-        json_integer_value(json_object_get(o, "steps")) != LD_STEPS)
-        rc = etk_err(err, ETK_EFORMAT, "%s: field 'layerdag': wanted window 8, size_classes 64, steps 4 (version 1)", path);
+        json_integer_value(json_object_get(o, "steps")) != LD_STEPS ||
+        json_integer_value(json_object_get(o, "far_buckets")) != LD_FAR_BUCKETS)
+        rc = etk_err(err, ETK_EFORMAT,
+                     "%s: field 'layerdag': wanted window 8, size_classes 64, steps 4, far_buckets 7 (version 2)", path);
     else if (ml < 1 || ml > 100000000)
         rc = etk_err(err, ETK_EFORMAT, "%s: field 'layerdag.max_layers': wanted a positive integer", path);
     else if (!(ep >= 0 && ep <= 1))
@@ -470,6 +612,10 @@ int syn_ld_from_json(json_t *o, const char *path, syn_layerdag **out, etk_error 
     if (!rc) {
         ld->max_layers = (uint32_t)ml;
         ld->edge_prior = ep;
+        ld->labeled = json_is_true(json_object_get(o, "labeled"));
+        json_t *lr = json_object_get(o, "label_range_ns");
+        ld->label_min_ns = json_number_value(json_array_get(lr, 0));
+        ld->label_max_ns = json_number_value(json_array_get(lr, 1));
         ld->epochs = (uint32_t)json_integer_value(json_object_get(o, "epochs"));
         rc = net_from(json_object_get(o, "size_net"), "size_net", path, LD_F, LD_SIZES, &ld->size, err);
     }
@@ -477,6 +623,8 @@ int syn_ld_from_json(json_t *o, const char *path, syn_layerdag **out, etk_error 
         rc = net_from(json_object_get(o, "token_net"), "token_net", path, LD_TOK_IN, NT, &ld->tok, err);
     if (!rc)
         rc = net_from(json_object_get(o, "edge_net"), "edge_net", path, LD_EDGE_IN, 1, &ld->edge, err);
+    if (!rc)
+        rc = net_from(json_object_get(o, "far_net"), "far_net", path, LD_FAR_IN, LD_FAR_OUT, &ld->far, err);
     if (rc) {
         syn_ld_free(ld);
         return rc;

@@ -2,7 +2,8 @@
  * per-layer stages on a pooled encoding of the prefix graph — a layer-size classifier (size 0
  * stops), a discrete diffusion denoiser of the new layer's tokens (prior: the token marginal),
  * a Bernoulli diffusion denoiser of the edges into the new layer (prior: the mean candidate edge
- * density) — trained with Adam, teacher-forced over the layers of every graph. */
+ * density), and a far-parent classifier (parents beyond the edge window: stop, or a layer
+ * distance bucket and the parent's token, one at a time) — trained with Adam, teacher-forced over the layers of every graph. */
 #ifndef ETK_SYNTH_LAYERDAG_H
 #define ETK_SYNTH_LAYERDAG_H
 
@@ -15,25 +16,34 @@
 #define LD_STEPS 4       /* diffusion steps */
 #define LD_HIDDEN 32
 #define LD_SIN 8
-#define LD_F (2 * ETK_SYNTH_N_TOKENS + 2 * LD_SIN)                            /* prefix features */
+#define LD_F (2 * ETK_SYNTH_N_TOKENS + 4 * LD_SIN) /* prefix features (+ prefix node count, graph label) */
 #define LD_TOK_IN (LD_F + 2 * ETK_SYNTH_N_TOKENS + 4)                          /* token denoiser */
 #define LD_EDGE_IN (LD_F + 2 * ETK_SYNTH_N_TOKENS + LD_WINDOW + 3 + 4)         /* edge denoiser */
+/* far parents (layer distance > LD_WINDOW): distance buckets 9-16, 17-32, ..., 257-512, > 512 */
+#define LD_FAR_BUCKETS 7
+#define LD_FAR_MAX 4                                                           /* per node */
+#define LD_FAR_IN (LD_F + ETK_SYNTH_N_TOKENS + LD_FAR_MAX + 1 + LD_FAR_BUCKETS)
+#define LD_FAR_OUT (1 + LD_FAR_BUCKETS * ETK_SYNTH_N_TOKENS) /* stop, or (bucket, parent token) */
 
 typedef struct syn_layerdag {
-    syn_mlp size, tok, edge;
+    syn_mlp size, tok, edge, far;
     uint32_t max_layers; /* twice the most layers seen: a safety stop */
     double edge_prior;   /* fraction of window candidates that are parents */
     uint32_t epochs;
-    double loss[3];      /* mean training loss of the last epoch: size, token, edge */
+    bool labeled;        /* trained with graph labels (step times) */
+    double label_min_ns, label_max_ns; /* their range */
+    double loss[4];      /* mean training loss of the last epoch: size, token, edge, far parents */
 } syn_layerdag;
 
 typedef struct syn_ld_opts {
     uint32_t epochs; /* 0: 8 */
     uint64_t seed;
+    const double *labels_ns; /* NULL, or a label (step time, ns) per graph */
 } syn_ld_opts;
 
 int syn_ld_train(etk_synth_model *m, etk_synth_graph *const *gs, size_t n, const syn_ld_opts *o, etk_error *err);
-int syn_ld_sample(const etk_synth_model *m, uint32_t max_nodes, srng *r, etk_synth_graph **out);
+/* label_ns > 0: the target label (models trained with labels) */
+int syn_ld_sample(const etk_synth_model *m, uint32_t max_nodes, double label_ns, srng *r, etk_synth_graph **out);
 void syn_ld_free(syn_layerdag *ld);
 json_t *syn_ld_json(const syn_layerdag *ld);
 /* from the model file's "layerdag" object; errors name path and field */

@@ -74,5 +74,7 @@ void syn_bin_values(const etk_synth_model *m, int tok, uint32_t code, srng *r, d
 /* allocate an empty graph of n nodes and e edges */
 etk_synth_graph *syn_graph_alloc(uint32_t n, uint32_t e);
 int syn_wl_rejected(const etk_synth_model *m, uint64_t h);
+/* forward pair k (0 <= k < n(n-1)/2) of the order (0,1), (0,2), (1,2), (0,3), ... (random DAGs) */
+void syn_pair_of(uint64_t k, uint32_t *p, uint32_t *c);
 
 #endif
