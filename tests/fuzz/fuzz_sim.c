@@ -11,6 +11,14 @@
 #include "etkit/sim.h"
 #include "fuzz_common.h"
 
+/* the private scratch folder (below); removed at exit, else every run left one in /dev/shm */
+static char fuzz_sim_dir[64];
+static void fuzz_sim_cleanup(void)
+{
+    if (fuzz_sim_dir[0])
+        rmdir(fuzz_sim_dir);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     etk_trace *t;
@@ -42,10 +50,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             }
             /* into a private directory (in memory, /dev/shm, when possible): never rename over a
              * device */
-            static char dir[64];
+            char *dir = fuzz_sim_dir;
             if (!dir[0]) {
-                snprintf(dir, sizeof dir, "%s/etk_fuzz_sim_XXXXXX", fc_scratch_dir());
-                if (!mkdtemp(dir))
+                snprintf(dir, sizeof fuzz_sim_dir, "%s/etk_fuzz_sim_XXXXXX", fc_scratch_dir());
+                if (mkdtemp(dir))
+                    atexit(fuzz_sim_cleanup);
+                else
                     dir[0] = 0;
             }
             if (dir[0]) {
