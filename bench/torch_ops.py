@@ -26,7 +26,7 @@ LIVE_KINDS = [
     ("copies, casts, fills, pads", ("aten::clone", "aten::_to_copy", "aten::copy_", "aten::cat", "memcpy",
                                     "aten::constant_pad_nd", "aten::zeros", "aten::zeros_like",
                                     "aten::ones_like", "aten::fill_", "aten::zero_")),
-    ("dropout, bias-dropout-add", ()),
+    ("dropout, bias-dropout-add", ("aten::native_dropout", "aten::native_dropout_backward")),
     ("other elementwise, reductions", None),  # the rest
 ]
 RUN_KINDS = {

@@ -38,6 +38,7 @@ def install():
         return base_check(cls, inst) or (cls is torch.nn.Parameter and isinstance(inst, torch.Tensor) and
                                          getattr(inst, "_is_param", False))
     meta.__instancecheck__ = instancecheck
+    _tensor.install_dropout()
     if torch.distributed.is_available():
         _dist.install()
         _fsdp.install()

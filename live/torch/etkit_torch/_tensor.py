@@ -87,6 +87,23 @@ class FakeCuda(torch.Tensor):
 _DATA = torch._C._TensorBase.data
 
 
+def install_dropout():
+    """F.dropout (nn.Dropout, the functional API) on a fake CUDA tensor runs aten::native_dropout,
+    as ATen's dropout does for a CUDA tensor (is_fused_kernel_acceptable: one fused kernel writing
+    the output and a 1-byte mask; backward native_dropout_backward). C++ sees a meta tensor here,
+    for which ATen would decompose it into bernoulli_, div_ and mul: three kernels a GPU never runs.
+    In-place dropout (inplace=True) has no fused path in ATen either way: unchanged."""
+    import torch.nn.functional as F
+    plain = F.dropout
+
+    def dropout(input, p=0.5, training=True, inplace=False):
+        if isinstance(input, FakeCuda) and training and not inplace and 0.0 < p < 1.0 and input.numel() > 0:
+            return torch.native_dropout(input, p, True)[0]
+        return plain(input, p, training, inplace)
+    dropout.__doc__ = plain.__doc__
+    F.dropout = dropout
+
+
 def _set_data(t, v):
     _DATA.__set__(t, v)
     if isinstance(v, FakeCuda):

@@ -1,6 +1,8 @@
 """gpt.py — a GPT-2-small-like decoder in plain torch.nn (no etkit import), shared by the live
 mode II scripts. Sizes from the environment so the tests stay small: GPT_LAYERS, GPT_HIDDEN,
-GPT_HEADS, GPT_SEQ, GPT_VOCAB, GPT_BATCH (GPT-2 small: 12, 768, 12, 1024, 50304)."""
+GPT_HEADS, GPT_SEQ, GPT_VOCAB, GPT_BATCH (GPT-2 small: 12, 768, 12, 1024, 50304), GPT_DROPOUT
+(GPT-2's 0.1, where GPT-2 has it: after the embeddings, on the attention probabilities, after the
+attention projection and after the MLP; 0: none)."""
 import math
 import os
 import time
@@ -16,6 +18,7 @@ def env(name, default):
 
 LAYERS, HIDDEN, HEADS = env("GPT_LAYERS", 12), env("GPT_HIDDEN", 768), env("GPT_HEADS", 12)
 SEQ, VOCAB, BATCH = env("GPT_SEQ", 1024), env("GPT_VOCAB", 50304), env("GPT_BATCH", 8)
+DROPOUT = float(os.environ.get("GPT_DROPOUT", "0.1"))
 
 
 class Attention(nn.Module):
@@ -24,15 +27,16 @@ class Attention(nn.Module):
         self.heads = heads
         self.qkv = nn.Linear(h, 3 * h)
         self.proj = nn.Linear(h, h)
+        self.attn_drop, self.resid_drop = nn.Dropout(DROPOUT), nn.Dropout(DROPOUT)
 
     def forward(self, x):
         b, s, h = x.shape
         q, k, v = self.qkv(x).split(h, dim=2)
         q, k, v = (t.view(b, s, self.heads, h // self.heads).transpose(1, 2) for t in (q, k, v))
         att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(h // self.heads))
-        att = att.softmax(dim=-1)
+        att = self.attn_drop(att.softmax(dim=-1))
         y = (att @ v).transpose(1, 2).reshape(b, s, h)
-        return self.proj(y)
+        return self.resid_drop(self.proj(y))
 
 
 class Block(nn.Module):
@@ -41,23 +45,25 @@ class Block(nn.Module):
         self.ln1, self.ln2 = nn.LayerNorm(h), nn.LayerNorm(h)
         self.attn = Attention(h, heads)
         self.fc, self.out = nn.Linear(h, 4 * h), nn.Linear(4 * h, h)
+        self.drop = nn.Dropout(DROPOUT)
 
     def forward(self, x):
         x = x + self.attn(self.ln1(x))
-        return x + self.out(F.gelu(self.fc(self.ln2(x))))
+        return x + self.drop(self.out(F.gelu(self.fc(self.ln2(x)))))
 
 
 class GPT(nn.Module):
     def __init__(self):
         super().__init__()
         self.wte, self.wpe = nn.Embedding(VOCAB, HIDDEN), nn.Embedding(SEQ, HIDDEN)
+        self.drop = nn.Dropout(DROPOUT)
         self.blocks = nn.ModuleList(Block(HIDDEN, HEADS) for _ in range(LAYERS))
         self.ln = nn.LayerNorm(HIDDEN)
         self.head = nn.Linear(HIDDEN, VOCAB, bias=False)
 
     def forward(self, idx, targets):
         pos = torch.arange(idx.shape[1], device=idx.device)
-        x = self.wte(idx) + self.wpe(pos)
+        x = self.drop(self.wte(idx) + self.wpe(pos))
         for b in self.blocks:
             x = b(x)
         logits = self.head(self.ln(x))

@@ -1,7 +1,9 @@
 """train_tp.py — a Megatron-style tensor-parallel GPT-2-like model in plain PyTorch (no etkit
 import): attention heads and the MLP split over a TP group (column-parallel QKV and FC1,
 row-parallel projection and FC2 followed by an all-reduce; the all-reduce of the input gradient
-in backward), data parallel across TP groups (gradients all-reduced over the DP group).
+in backward), data parallel across TP groups (gradients all-reduced over the DP group); dropout
+where GPT-2 has it (gpt.DROPOUT: the attention probabilities, after the embeddings and after each
+row-parallel all-reduce, as Megatron's bias-dropout-add).
 TP size from the environment (TP, default the world). Prints its own step time."""
 import math
 import os
@@ -63,28 +65,30 @@ class TPBlock(nn.Module):
         self.proj = nn.Linear(self.hl, h, bias=False)    # row-parallel
         self.fc = nn.Linear(h, 4 * self.hl)              # column-parallel
         self.out = nn.Linear(4 * self.hl, h, bias=False)  # row-parallel
+        self.attn_drop, self.drop1, self.drop2 = (nn.Dropout(gpt.DROPOUT) for _ in range(3))
 
     def forward(self, x):
         b, s, h = x.shape
         q, k, v = self.qkv(CopyToTP.apply(self.ln1(x))).split(self.hl, dim=2)
         d = self.hl // self.heads
         q, k, v = (t.view(b, s, self.heads, d).transpose(1, 2) for t in (q, k, v))
-        att = ((q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(d))).softmax(dim=-1)
+        att = self.attn_drop(((q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(d))).softmax(dim=-1))
         y = (att @ v).transpose(1, 2).reshape(b, s, self.hl)
-        x = x + ReduceFromTP.apply(self.proj(y))
-        return x + ReduceFromTP.apply(self.out(F.gelu(self.fc(CopyToTP.apply(self.ln2(x))))))
+        x = x + self.drop1(ReduceFromTP.apply(self.proj(y)))
+        return x + self.drop2(ReduceFromTP.apply(self.out(F.gelu(self.fc(CopyToTP.apply(self.ln2(x)))))))
 
 
 class TPGPT(nn.Module):
     def __init__(self):
         super().__init__()
         self.wte, self.wpe = nn.Embedding(gpt.VOCAB, gpt.HIDDEN), nn.Embedding(gpt.SEQ, gpt.HIDDEN)
+        self.drop = nn.Dropout(gpt.DROPOUT)
         self.blocks = nn.ModuleList(TPBlock(gpt.HIDDEN, gpt.HEADS) for _ in range(gpt.LAYERS))
         self.ln = nn.LayerNorm(gpt.HIDDEN)
         self.head = nn.Linear(gpt.HIDDEN, gpt.VOCAB, bias=False)
 
     def forward(self, idx, targets):
-        x = self.wte(idx) + self.wpe(torch.arange(idx.shape[1], device=idx.device))
+        x = self.drop(self.wte(idx) + self.wpe(torch.arange(idx.shape[1], device=idx.device)))
         for b in self.blocks:
             x = b(x)
         logits = self.head(self.ln(x))
