@@ -3,7 +3,10 @@
 # `etkit live`, with Debian's python3-torch 1.13 (CPU build). Skipped (77) without it.
 #  (a) probe.py: torch.cuda reports the modelled H100; a 4096^3 BF16 GEMM between two CUDA events
 #      takes floor(2 x 4096^3 / 989e12 s) = 138,967 ns with --compute roofline, and the script's
-#      time.perf_counter_ns reads the same virtual interval; .item() is a placeholder 0 with one
+#      time.perf_counter_ns reads the same virtual interval; nn.Dropout(0.1) on the 4096^2 BF16
+#      result is one fused kernel as ATen's CUDA path runs it (native_dropout: input and output
+#      2 bytes, mask 1 byte per element): floor(5 x 4096^2 B / 3.35e12 B/s) = 25,040 ns (the
+#      meta decomposition bernoulli_ + div_ + mul would be 12 B per element: 60,097 ns); .item() is a placeholder 0 with one
 #      warning for its call site; aten::nonzero stops the run naming the operator and the script
 #      line, --allow-unmodelled lists it instead. skip.py: rank 1 skips an all-reduce: deadlock report.
 #  (b) mem.py: L = 4 bias-free Linear(1024, 1024) FP32 layers, Adam, batch B = 8192. Closed form of
@@ -40,6 +43,8 @@ grep -q "device cuda:0 is_cuda True" "$T/p.out" && ok "tensor.device cuda:0" || 
   fail "GEMM $(num gemm_ns "$T/p.out") ns, want 138967"
 [ "$(num perf_counter_ns "$T/p.out")" = 138967 ] && ok "time.perf_counter_ns reads the virtual clock" ||
   fail "perf_counter_ns $(num perf_counter_ns "$T/p.out")"
+grep -q "^dropout_ns 25040 grad (4096, 4096) torch.bfloat16" "$T/p.out" &&
+  ok "nn.Dropout: one fused native_dropout, 25,040 ns; backward to the input" || fail "dropout: $(grep dropout "$T/p.out")"
 li=$(grep -n 'v = y.sum().item()' "$D/probe.py" | cut -d: -f1); ln=$(grep -n 'torch.nonzero(y)' "$D/probe.py" | cut -d: -f1)
 [ "$(grep -c "probe.py:$li: .item() reads a value of a GPU tensor: placeholder 0" "$T/p.err")" = 1 ] &&
   grep -q "^item 0.0" "$T/p.out" && ok ".item(): placeholder 0, one warning for its call site" ||

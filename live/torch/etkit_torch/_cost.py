@@ -35,9 +35,21 @@ def is_view(func):
     return bool(rets) and all(r.alias_info is not None and not r.alias_info.is_write for r in rets)
 
 
+_NAME = {}   # operator -> its schema name ('aten::addmm'): built once, not per call
+_KERNEL = {}  # operator -> whether it runs a GPU kernel (not a view, not in NO_KERNEL)
+
+
+def name_of(func):
+    n = _NAME.get(func)
+    if n is None:
+        n = _NAME[func] = func._schema.name
+        _KERNEL[func] = not (n in NO_KERNEL or is_view(func))
+    return n
+
+
 def describe(func, ins):
     """'aten::addmm [768]bf16 [512x768]bf16 ...' (the node name, at most 127 characters)."""
-    parts = [func._schema.name]
+    parts = [name_of(func)]
     for t in ins[:4]:
         parts.append("[" + "x".join(str(d) for d in t.shape) + "]" + str(t.dtype).replace("torch.", ""))
     if len(ins) > 4:
@@ -88,13 +100,23 @@ def gemm_of(name, a, out):
 
 def cost(func, args, outs):
     """None: no GPU work; else (name, bytes, gemm or None)."""
-    name = func._schema.name
-    if name in NO_KERNEL or is_view(func):
+    name = name_of(func)
+    if not _KERNEL[func]:
         return None
     ins = tensors(args, [])
     ous = tensors(outs, [])
+    conv = name.startswith("aten::convolution")
+    if not conv:  # the cost follows from the operator and its tensors' shapes and dtypes
+        sig = (func, len(ins)) + tuple((t.shape, t.dtype) for t in ins) + tuple((t.shape, t.dtype) for t in ous)
+        c = _COST.get(sig, False)
+        if c is not False:
+            return c
     moved = sum(nbytes(t) for t in ins) + sum(nbytes(t) for t in ous)
     g = gemm_of(name, args, ous)
-    if g is None and moved == 0:
-        return None
-    return describe(func, ins), moved, g
+    c = None if g is None and moved == 0 else (describe(func, ins), moved, g)
+    if not conv:
+        _COST[sig] = c
+    return c
+
+
+_COST = {}  # (operator, tensor count, (shape, dtype) of each input and output) -> cost()'s result

@@ -31,14 +31,15 @@ def cur_stream():
 
 class FakeCuda(torch.Tensor):
     """A CUDA tensor of the modelled GPU. C++ sees a meta tensor; Python sees cuda:N."""
-    __slots__ = ("_inner", "_dev", "_mem")
+    __slots__ = ("_inner", "_dev", "_mem", "_key")
 
     @staticmethod
-    def __new__(cls, inner, dev, mem):
+    def __new__(cls, inner, dev, mem, key=None):
         r = torch.Tensor._make_wrapper_subclass(cls, inner.size(), strides=inner.stride(),
                                                 storage_offset=inner.storage_offset(), dtype=inner.dtype,
                                                 device="meta", requires_grad=inner.requires_grad)
         r._inner, r._dev, r._mem = inner, dev, mem
+        r._key = _storage_key(inner) if key is None else key  # the meta storage's identity (wrap)
         return r
 
     @property
@@ -107,7 +108,7 @@ def install_dropout():
 def _set_data(t, v):
     _DATA.__set__(t, v)
     if isinstance(v, FakeCuda):
-        t._inner, t._dev, t._mem = v._inner, v._dev, v._mem
+        t._inner, t._dev, t._mem, t._key = v._inner, v._dev, v._mem, v._key
     else:
         _state.fatal(f"{_state.call_site()}: assigning a {v.device} tensor to the .data of a GPU tensor is not modelled")
 
@@ -211,7 +212,7 @@ class Mode(TorchDispatchMode):
             if dev is None:
                 dev = _dev_of(kdev)
             k["device"] = torch.device("meta")
-        name = func._schema.name
+        name = _cost.name_of(func)
         if dev is None:  # a CPU operator: real
             return func(*args, **kwargs)
         # CPU -> GPU copy (.cuda(), .to("cuda")): the bytes over the host link
@@ -285,7 +286,7 @@ class Mode(TorchDispatchMode):
         owners = {}
         for t in _cost.tensors(args, []):
             if isinstance(t, FakeCuda):
-                owners[_storage_key(t._inner)] = t._mem
+                owners[t._key] = t._mem
             elif t.device.type == "meta":  # made by C++ outside the mode (DDP's buckets): not charged
                 owners[_storage_key(t)] = None
 
@@ -298,17 +299,17 @@ class Mode(TorchDispatchMode):
                 nb = _storage_bytes(x)
                 mem = _alloc.Block(nb) if nb else None
                 owners[key] = mem  # several outputs on one new storage: one block
-            return FakeCuda(x, dev, mem)
+            return FakeCuda(x, dev, mem, key)
         return tree_map(one, out)
 
 
 def _storage_key(t):
-    return t.storage()._cdata
+    return t._storage()._cdata  # (storage() would build a TypedStorage around it: 3x the time)
 
 
 def _storage_bytes(t):
     try:
-        return t.storage().nbytes()
+        return t._storage().nbytes()
     except Exception:
         return _cost.nbytes(t)
 
