@@ -22,6 +22,7 @@
 #      indices (128 B here), P = 2 Vh + S h + L (12 h^2 + 13 h) + 2h.
 #  (d) train_tp.py: Megatron-style tensor parallel (below).
 #  (e) train_fsdp.py: torch 1.13's FullyShardedDataParallel; mem_fsdp.py: its memory (below).
+#  (f) mem_ddp.py: DDP's gradient buckets charged (below).
 # usage: bash tests/live/torch.sh <etkit>
 . "$(dirname "$0")/livelib.sh"
 PY=${PYTHON:-/usr/bin/python3}
@@ -158,4 +159,25 @@ Mi=1048576
 [ "$(num max_memory_allocated_bytes "$T/mf.out")" = $((181 * Mi + 1024)) ] &&
   ok "FSDP: max_memory_allocated = 5A + 2 Pl + (3L + 1) Pl/W + 1,024 B = $((181 * Mi + 1024)) bytes" ||
   fail "FSDP peak $(num max_memory_allocated_bytes "$T/mf.out"), want $((181 * Mi + 1024))"
+
+# (f) mem_ddp.py: 4 bias-free Linear(1024, 1024) BF16 layers (P = 4 Mi parameters, 2P = 8 MiB), DDP
+# with the default 25 MiB bucket cap: one bucket of 2P bytes, made by the reducer in C++. After
+# wrapping: the parameters and the bucket, 2 x 2P = 16 MiB; after each backward (the second forward
+# rebuilds the buckets: 2 + 6 MiB, the same total): + the gradients (2P) + the input (64 x 1024 x
+# 2 B = 128 KiB) = 24 MiB + 128 KiB; with gradient_as_bucket_view the gradients are views of the
+# bucket: 16 MiB + 128 KiB.
+for bv in 0 1; do
+  BUCKET_VIEW=$bv timeout 300 "$ETKIT" live --ranks 1 --cpu-scale 0 -- "$PY" "$D/mem_ddp.py" >"$T/md$bv.out" 2>"$T/md$bv.err" ||
+    fail "mem_ddp.py (BUCKET_VIEW=$bv) exited $?: $(grep -v '^  ' "$T/md$bv.err" | tail -3)"
+done
+[ "$(num wrapped_bytes "$T/md0.out")" = $((16 * Mi)) ] && ok "DDP: after wrapping = parameters + bucket = 2 x 2P = 16 MiB" ||
+  fail "DDP wrapped $(num wrapped_bytes "$T/md0.out"), want $((16 * Mi))"
+want="$((24 * Mi + 131072)) $((24 * Mi + 131072)) $((24 * Mi + 131072))"
+got=$(sed -n 's/^backward [0-9] bytes //p' "$T/md0.out" | tr '\n' ' ' | sed 's/ $//')
+[ "$got" = "$want" ] && ok "DDP: after each of 3 backward passes = 3 x 2P + input = $((24 * Mi + 131072)) bytes (buckets rebuilt)" ||
+  fail "DDP after backward '$got', want '$want'"
+got=$(sed -n 's/^backward [0-9] bytes //p' "$T/md1.out" | tr '\n' ' ' | sed 's/ $//')
+want="$((16 * Mi + 131072)) $((16 * Mi + 131072)) $((16 * Mi + 131072))"
+[ "$got" = "$want" ] && ok "DDP gradient_as_bucket_view: gradients in the bucket, 2 x 2P + input = $((16 * Mi + 131072)) bytes" ||
+  fail "DDP bucket view after backward '$got', want '$want'"
 [ $fails = 0 ] && echo "all ok" || { echo "$fails failure(s)"; exit 1; }
