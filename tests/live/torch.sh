@@ -35,7 +35,7 @@ num() { sed -n "s/.*$1 \([0-9.]*\).*/\1/p" "$2" | tail -1; }
 step() { sed -n 's/^step time *\([0-9,]*\) ns.*/\1/p' "$1" | tr -d ,; }
 
 # (a)
-timeout 120 "$ETKIT" live --ranks 1 --cpu-scale 0 --compute roofline -- "$PY" "$D/probe.py" >"$T/p.out" 2>"$T/p.err" ||
+timeout 240 "$ETKIT" live --ranks 1 --cpu-scale 0 --compute roofline -- "$PY" "$D/probe.py" >"$T/p.out" 2>"$T/p.err" ||
   fail "probe.py exited $?: $(tail -3 "$T/p.err")"
 grep -q "available True count 1 name H100-SXM cc 9.0 hbm_bytes" "$T/p.out" && ok "torch.cuda: $(head -1 "$T/p.out")" ||
   fail "devices: $(head -1 "$T/p.out")"
@@ -50,12 +50,12 @@ li=$(grep -n 'v = y.sum().item()' "$D/probe.py" | cut -d: -f1); ln=$(grep -n 'to
 [ "$(grep -c "probe.py:$li: .item() reads a value of a GPU tensor: placeholder 0" "$T/p.err")" = 1 ] &&
   grep -q "^item 0.0" "$T/p.out" && ok ".item(): placeholder 0, one warning for its call site" ||
   fail "placeholder: $(grep -c item "$T/p.err") warnings; $(grep item "$T/p.out")"
-PROBE_NONZERO=1 timeout 120 "$ETKIT" live --ranks 1 --cpu-scale 0 -- "$PY" "$D/probe.py" >"$T/n.out" 2>"$T/n.err"
+PROBE_NONZERO=1 timeout 240 "$ETKIT" live --ranks 1 --cpu-scale 0 -- "$PY" "$D/probe.py" >"$T/n.out" 2>"$T/n.err"
 rc=$?
 [ $rc = 1 ] && grep -q "probe.py:$ln: aten::nonzero is not modelled (its output depends on the tensor's values)" "$T/n.err" &&
   ok "unmodelled operator: exit 1, $(grep -o "probe.py:$ln: aten::nonzero is not modelled" "$T/n.err")" ||
   fail "nonzero: exit $rc, $(grep -i modelled "$T/n.err" | head -2)"
-PROBE_NONZERO=1 timeout 120 "$ETKIT" live --ranks 1 --cpu-scale 0 --allow-unmodelled -- "$PY" "$D/probe.py" \
+PROBE_NONZERO=1 timeout 240 "$ETKIT" live --ranks 1 --cpu-scale 0 --allow-unmodelled -- "$PY" "$D/probe.py" \
   >"$T/n2.out" 2>"$T/n2.err" || fail "--allow-unmodelled exited $?: $(tail -3 "$T/n2.err")"
 grep -q "nonzero (0, 2)" "$T/n2.out" && grep -q "aten::nonzero  calls 1  first at .*probe.py:$ln" "$T/n2.err" &&
   ok "--allow-unmodelled: listed, $(grep 'aten::nonzero  calls' "$T/n2.err")" || fail "allow: $(tail -3 "$T/n2.err")"
@@ -65,13 +65,13 @@ rc=$?
   ok "a rank skipping a collective: deadlock reported (exit 1), not a hang" || fail "skip.py: exit $rc, $(tail -2 "$T/s.err")"
 
 # (b)
-timeout 120 "$ETKIT" live --ranks 1 --cpu-scale 0 -- "$PY" "$D/mem.py" >"$T/m.out" 2>"$T/m.err" ||
+timeout 240 "$ETKIT" live --ranks 1 --cpu-scale 0 -- "$PY" "$D/mem.py" >"$T/m.out" 2>"$T/m.err" ||
   fail "mem.py exited $?: $(tail -3 "$T/m.err")"
 got=$(num max_memory_allocated_bytes "$T/m.out")
 want=$(( (12 * 4 + 5 * 32 + 8) * 1048576 ))
 awk -v g="${got:-0}" -v w=$want 'BEGIN { d = (g - w) / w; exit !(d < 0.05 && d > -0.05) }' &&
   ok "max_memory_allocated $got bytes, closed form $want (+$((got - want)))" || fail "peak $got, want $want +-5%"
-MEM_B=4000000 timeout 120 "$ETKIT" live --ranks 1 --cpu-scale 0 -- "$PY" "$D/mem.py" >"$T/o.out" 2>"$T/o.err"
+MEM_B=4000000 timeout 240 "$ETKIT" live --ranks 1 --cpu-scale 0 -- "$PY" "$D/mem.py" >"$T/o.out" 2>"$T/o.err"
 rc=$?
 [ $rc = 1 ] && grep -q "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 15.26 GiB (GPU 0; 79.65 GiB total capacity" "$T/o.err" &&
   ok "batch too large: $(grep -o 'OutOfMemoryError: CUDA out of memory. Tried to allocate [0-9.]* GiB' "$T/o.err")" ||
