@@ -26,14 +26,16 @@ def constraints(r):
     (shared/spec/calibration.md), and each row of theirs measures one recompute strategy (full, or
     selective with sequence parallelism): the strategy is the experiment's variable, so the search
     keeps the row's DP 1, its --recompute and, for the rows run without sequence parallelism (the
-    full-recompute baseline), --no-sp. Megatron-LM's Llama recipes run the distributed
-    optimizer (ZeRO-1) and keep a full gradient buffer; ZeRO-2/3 are not what the recipe's stack
-    ran, so the search is kept to ZeRO stages 0 and 1."""
+    full-recompute baseline), --no-sp; their Megatron-LM (2022) had 1F1B schedules only (zero-bubble
+    schedules came in 2023), so --schedules 1f1b. Megatron-LM's Llama recipes run the distributed
+    optimizer (ZeRO-1, a full gradient buffer kept) and Megatron's (interleaved) 1F1B schedule;
+    ZeRO-2/3 and zero-bubble schedules are not options of the recipe's stack, so the search is
+    kept to ZeRO stages 0 and 1 and to 1f1b."""
     if r["set"] == "korthikanti-2022-a100":
         sp = [] if r["plan"].get("sp") else ["--no-sp"]
-        return ["--dp", "1", "--recompute", r["plan"].get("recompute", "none")] + sp
+        return ["--dp", "1", "--recompute", r["plan"].get("recompute", "none"), "--schedules", "1f1b"] + sp
     if r["set"] == "megatron-lm-llama-h100-fp8":
-        return ["--zero-stages", "0,1"]
+        return ["--zero-stages", "0,1", "--schedules", "1f1b"]
     return []
 
 
