@@ -18,9 +18,25 @@ import tempfile
 
 WORKLOAD = ("seq", "precision", "attention", "grad_precision", "cp_comm")
 ALIAS = {"mbs": "micro-batch", "gbs": "global-batch"}
-# the constraints a set states beside the plan: Korthikanti et al. ran every model with
-# data-parallel size 1 (shared/spec/calibration.md), so the search keeps DP 1 there
-CONSTRAINTS = {"korthikanti-2022-a100": ["--dp", "1"]}
+
+
+def constraints(r):
+    """The constraints a row states beside its plan (docs/plan.md "Validation: the Megatron-LM
+    plans", "The same constraints"). Korthikanti et al. ran every model with data-parallel size 1
+    (shared/spec/calibration.md), and each row of theirs measures one recompute strategy (full, or
+    selective with sequence parallelism): the strategy is the experiment's variable, so the search
+    keeps the row's DP 1, its --recompute and, for the rows run without sequence parallelism (the
+    full-recompute baseline), --no-sp; their Megatron-LM (2022) had 1F1B schedules only (zero-bubble
+    schedules came in 2023), so --schedules 1f1b. Megatron-LM's Llama recipes run the distributed
+    optimizer (ZeRO-1, a full gradient buffer kept) and Megatron's (interleaved) 1F1B schedule;
+    ZeRO-2/3 and zero-bubble schedules are not options of the recipe's stack, so the search is
+    kept to ZeRO stages 0 and 1 and to 1f1b."""
+    if r["set"] == "korthikanti-2022-a100":
+        sp = [] if r["plan"].get("sp") else ["--no-sp"]
+        return ["--dp", "1", "--recompute", r["plan"].get("recompute", "none"), "--schedules", "1f1b"] + sp
+    if r["set"] == "megatron-lm-llama-h100-fp8":
+        return ["--zero-stages", "0,1", "--schedules", "1f1b"]
+    return []
 
 
 def opt(key):
@@ -75,7 +91,7 @@ def main():
         gpus = r["gpus"]
         cluster = ["--cluster", r["cluster"], "--nodes", str(gpus // 8)]
         wl = model_flags(r) + flags(p, WORKLOAD) + ["--global-batch", str(p["gbs"])]
-        fixed = CONSTRAINTS.get(r["set"], [])
+        fixed = constraints(r)
         pub = [k for k in p if k not in WORKLOAD and k != "gbs"]
         pubflags = flags(p, pub)
         run = subprocess.run([etkit, "run"] + wl + flags(p, ["cp_comm"]) + pubflags + cluster + ["--json", "--quiet"],

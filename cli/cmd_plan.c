@@ -45,6 +45,7 @@ static void help(void)
            "  --no-partial-recompute   full recompute of every layer only (by default also of N of each\n"
            "                           pipeline stage's c layers, N ~ c/4, c/2, 3c/4, the least that\n"
            "                           fits kept; --recompute-stage-layers N fixes N)\n"
+           "  --no-sp                  sequence parallelism off (by default on with every TP > 1)\n"
            "  --even-stages            do not try one layer fewer on the first and last pipeline stage\n"
            "                           (tried when the layers + 2 split evenly over the stages)\n"
            "  --schedules LIST         pipeline schedules to try (default 1f1b,zb-h1; also gpipe)\n"
@@ -94,7 +95,8 @@ static int set_fixed(const char *cmd, etk_plan_space *sp, const char *name, cons
         return 0;
     }
     if (!strcmp(name, "sp"))
-        return cli_usage_error(cmd, "--sp: the search turns sequence parallelism on with every TP > 1");
+        return cli_usage_error(cmd, "--sp: the search turns sequence parallelism on with every TP > 1 "
+                                    "(--no-sp turns it off)");
     if (!strcmp(name, "batch"))
         return cli_usage_error(cmd, "--batch: give --global-batch (requests over all replicas); the search "
                                     "divides it by the replicas");
@@ -308,7 +310,7 @@ int cmd_plan(int argc, char **argv)
         rc = cli_fail(cmd, &err);
     rest[0] = argv[0];
     enum { O_HOUR = 2000, O_RANK, O_TOP, O_MARGIN, O_MAXTP, O_MAXPP, O_MAXVPP, O_MAXCP, O_MAXEP, O_MAXMB, O_TPX,
-           O_NOREC, O_SCHEDS, O_ZEROS, O_CSV, O_JSON, O_COMPUTE, O_HTML, O_EVEN, O_NOPART };
+           O_NOREC, O_SCHEDS, O_ZEROS, O_CSV, O_JSON, O_COMPUTE, O_HTML, O_EVEN, O_NOPART, O_NOSP };
     static const struct option lo[] = {
         {"cluster", required_argument, 0, 'c'}, {"nodes", required_argument, 0, 'n'},
         {"jobs", required_argument, 0, 'j'}, {"quiet", no_argument, 0, 'q'},
@@ -321,7 +323,8 @@ int cmd_plan(int argc, char **argv)
         {"schedules", required_argument, 0, O_SCHEDS}, {"zero-stages", required_argument, 0, O_ZEROS},
         {"csv", required_argument, 0, O_CSV}, {"json", required_argument, 0, O_JSON},
         {"compute", required_argument, 0, O_COMPUTE}, {"html", required_argument, 0, O_HTML},
-        {"even-stages", no_argument, 0, O_EVEN}, {"no-partial-recompute", no_argument, 0, O_NOPART}, {0, 0, 0, 0}};
+        {"even-stages", no_argument, 0, O_EVEN}, {"no-partial-recompute", no_argument, 0, O_NOPART},
+        {"no-sp", no_argument, 0, O_NOSP}, {0, 0, 0, 0}};
     etk_plan_opts o;
     etk_plan_opts_defaults(&o);
     const char *clusters = "dgx-h100", *nodes = NULL, *hour = NULL, *csv = NULL, *json = NULL, *html = NULL;
@@ -363,6 +366,7 @@ int cmd_plan(int argc, char **argv)
         case O_EVEN: sp.no_uneven_ends = true; break;
         case O_NOREC: sp.recompute = ETK_RECOMPUTE_NONE; break;
         case O_NOPART: sp.no_partial_recompute = true; break;
+        case O_NOSP: sp.no_sp = true; break;
         case O_SCHEDS: {
             static const char *const s[] = {"1f1b", "gpipe", "zb-h1", NULL};
             rc = parse_mask(cmd, "--schedules", optarg, s, &sp.sched_mask);

@@ -45,6 +45,27 @@ grep -q "ranked by step; top 10" "$T/j1.txt" || fail "plan: no table: $(head -3 
 # without partial recompute: the 200 candidates of none and full recompute only
 "$ETKIT" plan $W --no-partial-recompute --quiet >"$T/np.txt" 2>&1 || fail "plan --no-partial-recompute failed"
 grep -q "^plans: 200 candidates" "$T/np.txt" || fail "plan --no-partial-recompute: $(head -1 "$T/np.txt")"
+# --no-sp: TP 2 plans without sequence parallelism; a plan's step is
+# `etkit run`'s of its flags (which leave --sp out) and differs from the same plan with --sp
+"$ETKIT" plan $W --no-sp --tp 2 --pp 1 --zero 1 --recompute none --quiet --csv "$T/nosp.csv" >/dev/null 2>&1 ||
+  fail "plan --no-sp failed"
+python3 - "$T/nosp.csv" "$ETKIT" <<'EOF2' || fail "plan --no-sp (above)"
+import csv, subprocess, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+sim = [r for r in rows if r["status"] == "simulated"]
+if not sim or any("--sp" in r["flags"].split() for r in rows):
+    print("--no-sp: %d simulated, flags %s" % (len(sim), [r["flags"] for r in rows])); sys.exit(1)
+def step(flags):
+    p = subprocess.run([sys.argv[2], "run", "--model", "llama3-8b", "--layers", "4", "--seq", "2048"] + flags +
+                       ["--cluster", "dgx-h100", "--nodes", "1", "--quiet", "--csv"], capture_output=True, text=True)
+    hdr, val = p.stdout.splitlines()[0].split(","), p.stdout.splitlines()[1].split(",")
+    return val[hdr.index("step_ns")]
+r = sim[0]
+off, on = step(r["flags"].split()), step(r["flags"].split() + ["--sp"])
+if off != r["step_ns"] or on == off:
+    print("--no-sp: step %s, etkit run %s, with --sp %s" % (r["step_ns"], off, on)); sys.exit(1)
+EOF2
+expect 2 "(--no-sp turns it off)" plan --model llama3-8b --global-batch 16 --nodes 1 --sp
 # the table's first line is the CSV's rank 1, with flags ready for `etkit run`
 "$ETKIT" plan $W --top 1000000 --csv "$T/all.csv" >/dev/null 2>&1 || fail "plan --top 1000000 failed"
 

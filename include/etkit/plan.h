@@ -38,7 +38,8 @@ typedef struct etk_plan {
     uint16_t recompute_stage_layers; /* full recompute of N layers of each pipeline stage only
                               (--recompute-stage-layers; docs/plan.md); 0: every layer */
     int8_t schedule;       /* ETK_SCHED_* */
-    bool sp;               /* sequence parallelism: on whenever tp > 1 (Megatron's practice) */
+    bool sp;               /* sequence parallelism: on whenever tp > 1 (Megatron's practice),
+                              unless the space says no_sp */
 } etk_plan;
 
 /* The search space. 0 (or -1 for zero/recompute) in a fixed field: enumerate it. */
@@ -55,6 +56,7 @@ typedef struct etk_plan_space {
     bool tp_across_nodes;  /* allow TP groups larger than a node */
     bool no_uneven_ends;   /* do not search one layer fewer on the first and last stage */
     bool no_partial_recompute; /* do not search --recompute-stage-layers (partial full recompute) */
+    bool no_sp;            /* sequence parallelism off with every TP (by default on with TP > 1) */
 } etk_plan_space;
 
 void etk_plan_space_init(etk_plan_space *sp);

@@ -181,7 +181,7 @@ static int training(const etk_plan_space *sp, uint32_t n, uint32_t gpn, plan_vec
                                                       .last_layers = e ? q_end : 0, .micro_batch = mb, .zero = (int8_t)z,
                                                       .recompute = (int8_t)r,
                                                       .recompute_stage_layers = (uint16_t)nl[ni], .schedule = (int8_t)s,
-                                                      .sp = tp > 1};
+                                                      .sp = tp > 1 && !sp->no_sp};
                                         if (push(pv, &p))
                                             return -1;
                                     }
