@@ -4,7 +4,7 @@
 # --layerdag --cluster NAME`), `etkit synth sample --label step_time_ns=T --cluster NAME` writes a
 # workload; `etkit sim` (an independent run on the written files) gives its step time; counts the
 # targets met within 5 %.
-# usage: [RANGE="LO HI"] bash bench/synth-label.sh MODEL [N] [CLUSTER] [TRIES] [ETKIT]
+# usage: [RANGE="LO HI"] [EXTRA="--attr-tries J --refine R"] bash bench/synth-label.sh MODEL [N] [CLUSTER] [TRIES] [ETKIT]
 set -u
 MODEL=${1:?usage: synth-label.sh MODEL [N] [CLUSTER] [TRIES] [ETKIT]}
 N=${2:-20}
@@ -21,7 +21,7 @@ ok=0
 for ((i = 0; i < N; i++)); do
   target=$(python3 -c "import math; print(round(math.exp(math.log($lo) + ($i + 0.5) / $N * (math.log($hi) - math.log($lo)))))")
   if ! "$ETKIT" synth sample "$MODEL" -q -o "$T/w$i" --seed $((1000 * i + 1)) --label "step_time_ns=$target" \
-    --cluster "$CLUSTER" --tries "$TRIES" >"$T/out" 2>&1; then
+    --cluster "$CLUSTER" --tries "$TRIES" ${EXTRA:-} >"$T/out" 2>&1; then
     echo "target $target: sample failed: $(head -2 "$T/out")"; continue
   fi
   got=$("$ETKIT" sim "$T/w$i" --cluster "$CLUSTER" 2>/dev/null | awk '/^step time/ {gsub(",", "", $3); print $3}')
@@ -31,4 +31,4 @@ for ((i = 0; i < N; i++)); do
   echo "target $target ns: simulated $got ns ($err %)$([ "$hit" = 1 ] && echo "  within 5 %")"
   rm -rf "$T/w$i"* 
 done
-echo "synth label: $ok of $N targets within 5 % ($MODEL, $CLUSTER, best of $TRIES; range $lo .. $hi ns)"
+echo "synth label: $ok of $N targets within 5 % ($MODEL, $CLUSTER, best of $TRIES ${EXTRA:-}; range $lo .. $hi ns)"

@@ -20,7 +20,7 @@ static void help(void)
 {
     printf("usage: etkit synth fit WORKLOAD... [--list FILE] [--layerdag [--epochs N]] -o MODEL\n"
            "       etkit synth sample MODEL -o PREFIX [--ranks N] [--inner G] [--seed S] [--max-nodes N] [--count]\n"
-           "                          [--label step_time_ns=T --cluster NAME [--tries K]]\n"
+           "                          [--label step_time_ns=T --cluster NAME [--tries K] [--attr-tries J] [--refine R]]\n"
            "       etkit synth eval MODEL --real FILE [--samples K] [--seed S] [--cluster NAME [--train FILE]] [--json]\n\n"
            "Learned synthetic workloads (docs/synth.md). Rank graphs (one per rank class) become token\n"
            "graphs (node type x operator class x collective type x group role; FLOPs, tensor bytes, comm\n"
@@ -50,7 +50,11 @@ static void help(void)
            "                       simulate the samples on it; eval: simulate every workload (KS of step time)\n"
            "  --label step_time_ns=T  sample: a workload whose simulated step time is near T: the label\n"
            "                       conditions a labeled model, the best of K samples is kept\n"
-           "  --tries K            sample --label: samples simulated (default 16)\n"
+           "  --tries K            sample --label: sampled structures simulated (default 16)\n"
+           "  --attr-tries J       sample --label: attribute draws per structure (default 8; labeled models\n"
+           "                       draw the bins of the label's bucket); the search stops within 1 %%\n"
+           "  --refine R           sample --label: then up to R single-node attribute redraws, each kept when\n"
+           "                       the simulated step time comes closer to the target (default 1024; 0: none)\n"
            "  --count              sample: the count baseline even when the model has a LayerDAG part\n"
            "  --ranks N            sample: ranks (default: the most common world size of the corpus)\n"
            "  --inner G            sample: ranks per inner group (default: the corpus' most common size\n"
@@ -72,7 +76,7 @@ static void help(void)
            "  etkit synth eval synth.json --real /tmp/corpus/test.txt --cluster dgx-h100\n");
 }
 
-enum { O_LIST = 1000, O_RANKS, O_INNER, O_SEED, O_MAXN, O_REAL, O_SAMPLES, O_CLUSTER, O_JSON, O_LD, O_EPOCHS, O_COUNT, O_LABEL, O_TRIES, O_TRAIN };
+enum { O_LIST = 1000, O_RANKS, O_INNER, O_SEED, O_MAXN, O_REAL, O_SAMPLES, O_CLUSTER, O_JSON, O_LD, O_EPOCHS, O_COUNT, O_LABEL, O_TRIES, O_TRAIN, O_ATRIES, O_REFINE };
 static const struct option longopts[] = {
     {"out", required_argument, 0, 'o'},         {"list", required_argument, 0, O_LIST},
     {"ranks", required_argument, 0, O_RANKS},   {"inner", required_argument, 0, O_INNER},
@@ -81,13 +85,14 @@ static const struct option longopts[] = {
     {"cluster", required_argument, 0, O_CLUSTER}, {"json", no_argument, 0, O_JSON},
     {"layerdag", no_argument, 0, O_LD},         {"epochs", required_argument, 0, O_EPOCHS},
     {"train", required_argument, 0, O_TRAIN},   {"label", required_argument, 0, O_LABEL},   {"tries", required_argument, 0, O_TRIES},
+    {"attr-tries", required_argument, 0, O_ATRIES}, {"refine", required_argument, 0, O_REFINE},
     {"count", no_argument, 0, O_COUNT},         {"quiet", no_argument, 0, 'q'},             {"help", no_argument, 0, 'h'},
     {0, 0, 0, 0},
 };
 
 typedef struct opts {
     const char *out, *list, *real, *cluster, *train;
-    uint64_t ranks, inner, seed, max_nodes, samples, epochs, tries;
+    uint64_t ranks, inner, seed, max_nodes, samples, epochs, tries, attr_tries, refine;
     double label_ns;
     bool ranks_set, inner_set, json, quiet, layerdag, count;
 } opts;
@@ -158,6 +163,7 @@ static void free_graphs(etk_synth_graph **gs, size_t n)
 }
 
 static double step_ns(const etk_synth_model *m, const etk_synth_graph *g, uint32_t n_ranks, const etk_cluster *c);
+static double step_ns_inner(const etk_synth_graph *g, uint32_t n_ranks, uint32_t inner, const etk_cluster *c);
 static int cluster_for(const char *name, uint32_t n_ranks, etk_cluster *c, etk_error *err);
 
 static int do_fit(const opts *o, char **specs, size_t n)
@@ -259,32 +265,65 @@ static int do_sample(const opts *o, const char *model)
         if (o->label_ns > 0)
             rc = cluster_for(o->cluster, ranks, &c, &err);
     }
-    /* with --label: the best of `tries` samples (seeds S, S+1, ...) by simulated step time */
-    for (uint64_t k = 0; !rc && k < tries; k++) {
+    /* with --label: the best of `tries` sampled structures (seeds S, S+1, ...) x `atries`
+     * attribute draws each (the first the sample's own) by simulated step time; the search stops
+     * once a draw is within 1 % of the target; the best is then drawn again (deterministic) */
+    uint64_t atries = o->label_ns > 0 ? (o->attr_tries ? o->attr_tries : 8) : 1, best_k = 0, best_j = 0, done_n = 0;
+    uint32_t inner = 0;
+    if (!rc)
+        inner = o->inner_set ? (uint32_t)o->inner : etk_synth_model_inner(m, ranks);
+    bool found = tries == 1;
+    for (uint64_t k = 0; !rc && tries > 1 && k < tries; k++) {
         etk_synth_sample_opts so = {.seed = o->seed + k, .max_nodes = (uint32_t)o->max_nodes, .count_only = o->count,
                                     .label_ns = o->label_ns};
         etk_synth_graph *gk = NULL;
         uint32_t rk = 0;
         rc = etk_synth_sample_graph(m, &so, &gk, &rk, &err);
         rej += rk;
-        if (rc)
-            break;
-        if (tries == 1) {
-            g = gk;
-            break;
+        for (uint64_t j = 0; !rc && j < atries; j++) {
+            if (j)
+                etk_synth_redraw_attrs(m, gk, o->count ? 0 : o->label_ns, (o->seed + k) * 1000003u + j);
+            double t = step_ns_inner(gk, ranks, inner, &c);
+            done_n++;
+            if (t > 0 && (!found || fabs(t - o->label_ns) < fabs(best_ns - o->label_ns)))
+                found = true, best_k = k, best_j = j, best_ns = t;
+            if (found && fabs(best_ns - o->label_ns) <= 0.01 * o->label_ns)
+                k = tries; /* close enough: stop searching */
+            if (k == tries)
+                break;
         }
-        double t = step_ns(m, gk, ranks, &c);
-        if (t > 0 && (!g || fabs(t - o->label_ns) < fabs(best_ns - o->label_ns))) {
-            etk_synth_graph_free(g);
-            g = gk, best_ns = t;
-        } else
-            etk_synth_graph_free(gk);
+        etk_synth_graph_free(gk);
+    }
+    if (!rc && found) {
+        etk_synth_sample_opts so = {.seed = o->seed + best_k, .max_nodes = (uint32_t)o->max_nodes, .count_only = o->count,
+                                    .label_ns = o->label_ns};
+        uint32_t rk = 0;
+        rc = etk_synth_sample_graph(m, &so, &g, &rk, &err);
+        if (tries == 1)
+            rej += rk;
+        if (!rc && best_j)
+            etk_synth_redraw_attrs(m, g, o->count ? 0 : o->label_ns, (o->seed + best_k) * 1000003u + best_j);
+    }
+    /* refinement (--refine R): one node's attribute values drawn again from its bins at a time,
+     * kept when the simulated step time comes closer to the target; stops within 1 % */
+    uint64_t refined = 0, kept = 0;
+    for (uint64_t i = 0; !rc && tries > 1 && g && i < o->refine && fabs(best_ns - o->label_ns) > 0.01 * o->label_ns; i++) {
+        uint64_t sd = (o->seed + best_k) * 1000003u + atries + i;
+        uint32_t v = (uint32_t)((sd * 0x9e3779b97f4a7c15ULL >> 11) % g->n);
+        double old[ETK_SYNTH_N_ATTR];
+        memcpy(old, g->val + (size_t)v * ETK_SYNTH_N_ATTR, sizeof old);
+        etk_synth_redraw_node_attrs(m, g, v, o->count ? 0 : o->label_ns, sd);
+        double t = step_ns_inner(g, ranks, inner, &c);
+        refined++;
+        if (t > 0 && fabs(t - o->label_ns) < fabs(best_ns - o->label_ns))
+            best_ns = t, kept++;
+        else
+            memcpy(g->val + (size_t)v * ETK_SYNTH_N_ATTR, old, sizeof old);
     }
     if (!rc && !g)
         rc = etk_err(&err, ETK_EINVAL, "none of the %" PRIu64 " samples simulated on %s", tries, o->cluster);
     if (!rc)
-        rc = etk_synth_assemble(g, ranks, o->inner_set ? (uint32_t)o->inner : etk_synth_model_inner(m, ranks), &w,
-                                &err);
+        rc = etk_synth_assemble(g, ranks, inner, &w, &err);
     if (!rc)
         rc = etk_synth_write(w, o->out, &err);
     if (!rc && !o->quiet)
@@ -293,9 +332,10 @@ static int do_sample(const opts *o, const char *model)
                ranks, o->out, o->out, g->n, g->n_layers, g->n_edges,
                etk_synth_model_has_layerdag(m) && !o->count ? "LayerDAG" : "count", o->seed, rej);
     if (!rc && !o->quiet && o->label_ns > 0)
-        printf("label step_time_ns=%.0f: best of %" PRIu64 " samples (%s) simulates to %.0f ns on %u ranks of %s (%+.2f%%)\n",
-               o->label_ns, tries, etk_synth_model_labeled(m) && !o->count ? "model conditioned on the label" : "unconditioned model",
-               best_ns, ranks, o->cluster, 100.0 * (best_ns - o->label_ns) / o->label_ns);
+        printf("label step_time_ns=%.0f: best of %" PRIu64 " simulated draws (structures x attribute draws, up to %" PRIu64
+               " x %" PRIu64 "; %s), %" PRIu64 " node redraws (%" PRIu64 " kept), simulates to %.0f ns on %u ranks of %s (%+.2f%%)\n",
+               o->label_ns, done_n, tries, atries, etk_synth_model_labeled(m) && !o->count ? "model conditioned on the label" : "unconditioned model",
+               refined, kept, best_ns, ranks, o->cluster, 100.0 * (best_ns - o->label_ns) / o->label_ns);
     etk_workload_free(w);
     etk_synth_graph_free(g);
     etk_synth_model_free(m);
@@ -306,7 +346,7 @@ static int synth_eval(const opts *o, const char *model);
 
 int cmd_synth(int argc, char **argv)
 {
-    opts o = {.seed = 1};
+    opts o = {.seed = 1, .refine = 1024};
     char **specs = NULL;
     size_t n_specs = 0;
     int c;
@@ -347,6 +387,18 @@ int cmd_synth(int argc, char **argv)
                 return 2;
             if (o.tries < 1 || o.tries > 10000)
                 return cli_usage_error("synth", "--tries wants 1 to 10000, got %s", optarg);
+            break;
+        case O_ATRIES:
+            if (cli_parse_u64("synth", "--attr-tries", optarg, &o.attr_tries))
+                return 2;
+            if (o.attr_tries < 1 || o.attr_tries > 10000)
+                return cli_usage_error("synth", "--attr-tries wants 1 to 10000, got %s", optarg);
+            break;
+        case O_REFINE:
+            if (cli_parse_u64("synth", "--refine", optarg, &o.refine))
+                return 2;
+            if (o.refine > 100000)
+                return cli_usage_error("synth", "--refine wants 0 to 100000, got %s", optarg);
             break;
         case O_EPOCHS:
             if (cli_parse_u64("synth", "--epochs", optarg, &o.epochs))
@@ -420,6 +472,12 @@ static int cluster_for(const char *name, uint32_t n_ranks, etk_cluster *c, etk_e
  * failure */
 static double step_ns(const etk_synth_model *m, const etk_synth_graph *g, uint32_t n_ranks, const etk_cluster *c)
 {
+    return step_ns_inner(g, n_ranks, etk_synth_model_inner(m, n_ranks), c);
+}
+
+/* the same with the inner-group size given */
+static double step_ns_inner(const etk_synth_graph *g, uint32_t n_ranks, uint32_t inner, const etk_cluster *c)
+{
     etk_workload *w = NULL;
     etk_sim *s = NULL;
     etk_error err = {0};
@@ -433,7 +491,7 @@ static double step_ns(const etk_synth_model *m, const etk_synth_graph *g, uint32
     }
     etk_run_opts_defaults(c, &so);
     double t = 0;
-    if (!etk_synth_assemble(g, n_ranks, etk_synth_model_inner(m, n_ranks), &w, &err) &&
+    if (!etk_synth_assemble(g, n_ranks, inner, &w, &err) &&
         !etk_sim_workload(w, c, &so, &s, &err))
         t = (double)etk_sim_result_get(s)->step_ns;
     etk_sim_free(s);

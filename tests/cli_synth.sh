@@ -88,12 +88,26 @@ expect 0 '"regressor": {"real_train": {"pearson": ' synth eval "$T/m.json" --rea
 expect 2 "--label wants --cluster NAME" synth sample "$T/m.json" -o "$T/l" --label step_time_ns=1000000
 expect 2 "--label wants step_time_ns=T" synth sample "$T/m.json" -o "$T/l" --label 1000000 --cluster dgx-h100
 expect 2 "--tries wants 1 to 10000" synth sample "$T/m.json" -o "$T/l" --tries 0
-expect 0 "label step_time_ns=500000: best of 3 samples (unconditioned model) simulates to" synth sample "$T/m.json" \
-  -o "$T/l" --label step_time_ns=500000 --cluster dgx-h100 --tries 3
+expect 2 "--attr-tries wants 1 to 10000" synth sample "$T/m.json" -o "$T/l" --attr-tries 0
+expect 2 "--refine wants 0 to 100000" synth sample "$T/m.json" -o "$T/l" --refine 100001
+# 3 structures x 2 attribute draws, then up to 32 single-node redraws (all reported)
+expect 0 "up to 3 x 2; unconditioned model), " synth sample "$T/m.json" \
+  -o "$T/l" --label step_time_ns=500000 --cluster dgx-h100 --tries 3 --attr-tries 2 --refine 32
 expect 0 "0 errors, 0 warnings" validate "$T/l"
 got=$("$ETKIT" sim "$T/l" -c dgx-h100 --gpus 4 | awk '/^step time/ {gsub(",", "", $3); print $3}')
-"$ETKIT" synth sample "$T/m.json" -o "$T/l2" --label step_time_ns=500000 --cluster dgx-h100 --tries 3 | \
+"$ETKIT" synth sample "$T/m.json" -o "$T/l2" --label step_time_ns=500000 --cluster dgx-h100 --tries 3 --attr-tries 2 \
+  --refine 32 | \
   grep -q "simulates to $got ns" || fail "--label: the reported step time is not the simulated one ($got ns)"
+# a labeled model: attribute bins per label bucket in the file; a broken bucket bound is named
+expect 0 "fitted the model to 3 rank graphs" synth fit "$T/a" --list "$T/list.txt" --layerdag --epochs 1 \
+  --cluster dgx-h100 -o "$T/lab.json"
+grep -q '"attr_bins_by_label":{"bounds_ns":\[' "$T/lab.json" || fail "labeled model lacks attr_bins_by_label"
+sed 's/"bounds_ns":\[[^]]*\]/"bounds_ns":[3,2,1,1,1,1,1]/' "$T/lab.json" >"$T/badlab.json"
+expect 2 "badlab.json: field 'attr_bins_by_label.bounds_ns': wanted 7 ascending positive numbers" \
+  synth sample "$T/badlab.json" -o "$T/x"
+expect 0 "model conditioned on the label), " synth sample "$T/lab.json" -o "$T/lab" --label step_time_ns=500000 \
+  --cluster dgx-h100 --tries 2 --attr-tries 2 --refine 8
+expect 0 "0 errors, 0 warnings" validate "$T/lab"
 
 echo "$T/a" >"$T/one.txt"
 expect 2 "one.txt: 1 rank graph(s): eval needs at least 2" synth eval "$T/m.json" --real "$T/one.txt"

@@ -15,6 +15,7 @@
 
 #include "etkit/sim.h"
 #include "etkit/synth.h"
+#include "../src/synth/layerdag.h"
 #include "../src/synth/nn.h"
 #include "../src/synth/synth_internal.h"
 
@@ -681,6 +682,96 @@ static void test_regressor(void **state)
     free_gs(gs, n);
 }
 
+/* labeled models: attribute bins given the label bucket (bounds: the labels' 1/8 ... 7/8
+ * quantiles), kept through the model file; attribute redraws keep the graph, stay inside the
+ * token's bin edges, are deterministic for a seed and, given a label, draw the bucket's codes */
+static void test_label_attrs(void **state)
+{
+    (void)state;
+    etk_synth_graph **gs;
+    size_t n;
+    uint32_t world[2], inner[2];
+    corpus(&gs, &n, world, inner);
+    assert_int_equal(n, 3); /* tp2 x dp2: one rank class; pp2: two stages */
+    /* labels 1, 2, 3 ms: sorted, the bound q (1..7) is label[q * 3 / 8] = 1, 1, 2, 2, 2, 3, 3 ms,
+     * so the graphs fall in buckets 2, 5 and 7 (a label equal to a bound goes above it) */
+    double y[3] = {1e6, 2e6, 3e6}, cut[7] = {1e6, 1e6, 2e6, 2e6, 2e6, 3e6, 3e6};
+    int bucket[3] = {2, 5, 7};
+    etk_synth_model *m = NULL, *m2 = NULL;
+    etk_error err = {0};
+    assert_int_equal(etk_synth_fit(gs, n, world, 2, inner, 2, &m, &err), 0);
+    assert_int_equal(etk_synth_train_layerdag_labeled(m, gs, y, n, 1, 1, &err), 0);
+    for (int q = 0; q < 7; q++)
+        assert_near(m->ld->lcut_ns[q], cut[q], 0);
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(syn_ld_label_bucket(m->ld, y[i]), bucket[i]);
+    assert_int_equal(syn_ld_label_bucket(m->ld, 5e5), 0);
+    for (int q = 0; q < LD_LABEL_BUCKETS; q++) {
+        uint64_t want = 0, got = 0;
+        for (int i = 0; i < 3; i++)
+            want += bucket[i] == q ? gs[i]->n : 0;
+        for (int t = 0; t < ETK_SYNTH_N_TOKENS; t++)
+            got += m->ld->lbins[q][t].total;
+        assert_int_equal(got, want); /* every node of the bucket's graphs, once */
+    }
+    char path[512];
+    snprintf(path, sizeof path, "%s/labattr.json", tu_tmpdir());
+    assert_int_equal(etk_synth_model_save(m, path, &err), 0);
+    assert_int_equal(etk_synth_model_load(path, &m2, &err), 0);
+    for (int q = 0; q < LD_LABEL_BUCKETS; q++)
+        for (int t = 0; t < ETK_SYNTH_N_TOKENS; t++) {
+            const shist *a = &m->ld->lbins[q][t], *b = &m2->ld->lbins[q][t];
+            assert_int_equal(a->n, b->n);
+            assert_int_equal(a->total, b->total);
+            if (a->n)
+                assert_memory_equal(a->key, b->key, a->n * sizeof *a->key);
+        }
+    /* redraws on a copy of the pp2 stage 0 graph (bucket 5) */
+    etk_synth_graph *g = gs[1];
+    size_t nv = (size_t)g->n * ETK_SYNTH_N_ATTR;
+    double *v0 = malloc(nv * sizeof *v0), *v1 = malloc(nv * sizeof *v1);
+    uint16_t *tok0 = malloc(g->n * sizeof *tok0);
+    uint32_t e0 = g->n_edges;
+    memcpy(tok0, g->tok, g->n * sizeof *tok0);
+    etk_synth_redraw_attrs(m2, g, 2e6, 7);
+    memcpy(v0, g->val, nv * sizeof *v0);
+    etk_synth_redraw_attrs(m2, g, 2e6, 7);
+    assert_memory_equal(v0, g->val, nv * sizeof *v0); /* deterministic */
+    assert_memory_equal(tok0, g->tok, g->n * sizeof *tok0);
+    assert_int_equal(g->n_edges, e0);
+    for (uint32_t i = 0; i < g->n; i++) {
+        int t = g->tok[i];
+        for (int a = 0; a < ETK_SYNTH_N_ATTR; a++)
+            if (etk_synth_tok_has_attr(t, a)) {
+                double x = g->val[(size_t)i * ETK_SYNTH_N_ATTR + a];
+                assert_true(x >= m2->edges[t][a][0] && x <= m2->edges[t][a][ETK_SYNTH_N_BINS]);
+            }
+        /* the joint code drawn is one of the bucket's codes for the token */
+        uint32_t code = syn_bin_code(m2, t, g->val + (size_t)i * ETK_SYNTH_N_ATTR);
+        const shist *h = &m2->ld->lbins[5][t];
+        bool seen = false;
+        for (uint32_t k = 0; k < h->n; k++)
+            seen |= h->key[k] == code;
+        assert_true(seen);
+    }
+    etk_synth_redraw_attrs(m2, g, 2e6, 8);
+    memcpy(v1, g->val, nv * sizeof *v1);
+    assert_true(memcmp(v0, v1, nv * sizeof *v0) != 0); /* another seed, other values */
+    /* one node: only its values change */
+    uint32_t node = g->n / 2;
+    for (uint64_t sd = 1; sd < 50; sd++) {
+        etk_synth_redraw_node_attrs(m2, g, node, 2e6, sd);
+        for (uint32_t i = 0; i < g->n; i++)
+            if (i != node)
+                assert_memory_equal(g->val + (size_t)i * ETK_SYNTH_N_ATTR, v1 + (size_t)i * ETK_SYNTH_N_ATTR,
+                                    ETK_SYNTH_N_ATTR * sizeof *v1);
+    }
+    etk_synth_redraw_node_attrs(m2, g, g->n, 2e6, 1); /* out of range: nothing */
+    free(v0), free(v1), free(tok0);
+    etk_synth_model_free(m), etk_synth_model_free(m2);
+    free_gs(gs, n);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -690,7 +781,7 @@ int main(void)
         cmocka_unit_test(test_assemble_by_hand), cmocka_unit_test(test_assemble_valid_and_simulated),
         cmocka_unit_test(test_model_file),      cmocka_unit_test(test_metrics), cmocka_unit_test(test_bins),
         cmocka_unit_test(test_gradcheck), cmocka_unit_test(test_layerdag), cmocka_unit_test(test_random_er),
-        cmocka_unit_test(test_regressor),
+        cmocka_unit_test(test_regressor), cmocka_unit_test(test_label_attrs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

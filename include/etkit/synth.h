@@ -142,6 +142,14 @@ typedef struct etk_synth_sample_opts {
  * (WL hash) is rejected and re-sampled; *rejected (may be NULL) counts the rejections. */
 int etk_synth_sample_graph(const etk_synth_model *m, const etk_synth_sample_opts *o, etk_synth_graph **out,
                            uint32_t *rejected, etk_error *err);
+/* Redraw the attribute values of every node of g (tokens and edges kept), deterministic for the
+ * seed: bins from the token's table, or for a labeled LayerDAG model and label_ns > 0 from the
+ * table of the label's bucket (as etk_synth_sample_graph draws them). The sampler's search under
+ * --label: several attribute draws per sampled structure. */
+void etk_synth_redraw_attrs(const etk_synth_model *m, etk_synth_graph *g, double label_ns, uint64_t seed);
+/* The same for one node (node < g->n) of g (the sampler's refinement under --label). */
+void etk_synth_redraw_node_attrs(const etk_synth_model *m, etk_synth_graph *g, uint32_t node, double label_ns,
+                                 uint64_t seed);
 /* The layer-copy baseline of g (an oracle on structure: it sees the real graph): layer sizes and
  * in-degrees of g kept, each node's main parent and extra parents uniform over earlier layers,
  * tokens and attributes from the marginals of m. */

@@ -537,6 +537,21 @@ int etk_synth_sample_graph(const etk_synth_model *m, const etk_synth_sample_opts
                    tries);
 }
 
+void etk_synth_redraw_attrs(const etk_synth_model *m, etk_synth_graph *g, double label_ns, uint64_t seed)
+{
+    srng r = {seed * 0xd1b54a32d192ed03ULL + 11};
+    for (uint32_t i = 0; i < g->n; i++)
+        syn_ld_attr_values(m, g->tok[i], label_ns, &r, g->val + (size_t)i * ETK_SYNTH_N_ATTR);
+}
+
+void etk_synth_redraw_node_attrs(const etk_synth_model *m, etk_synth_graph *g, uint32_t node, double label_ns,
+                                 uint64_t seed)
+{
+    srng r = {seed * 0xd1b54a32d192ed03ULL + 13};
+    if (node < g->n)
+        syn_ld_attr_values(m, g->tok[node], label_ns, &r, g->val + (size_t)node * ETK_SYNTH_N_ATTR);
+}
+
 int etk_synth_random_like(const etk_synth_model *m, const etk_synth_graph *g, uint64_t seed, etk_synth_graph **out,
                           etk_error *err)
 {

@@ -14,7 +14,8 @@
  *                candidate's tokens, their layer distance, the candidate's out-degree so far
  *                (the child direction of the prefix graph), the noisy indicator, the node's
  *                noisy in-degree and t.
- * Attribute values come from the count model's per-token bins. */
+ * Attribute values come from the count model's per-token bins, or for a labeled model sampled
+ * with a label from the bins counted on the training graphs of the label's bucket. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +23,12 @@
 #include "layerdag.h"
 
 #define NT ETK_SYNTH_N_TOKENS
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
 
 void syn_ld_free(syn_layerdag *ld)
 {
@@ -31,6 +38,9 @@ void syn_ld_free(syn_layerdag *ld)
     syn_mlp_free(&ld->tok);
     syn_mlp_free(&ld->edge);
     syn_mlp_free(&ld->far);
+    for (int q = 0; q < LD_LABEL_BUCKETS; q++)
+        for (int t = 0; t < NT; t++)
+            shist_free(&ld->lbins[q][t]);
     free(ld);
 }
 
@@ -171,6 +181,25 @@ int syn_ld_train(etk_synth_model *m, etk_synth_graph *const *gs, size_t n, const
             ld->label_max_ns = t;
     }
     ld->epochs = epochs;
+    /* labeled: the bucket bounds (label quantiles over the graphs), then the attribute bin codes
+     * of every node given its graph's label bucket and token */
+    if (ld->labeled) {
+        double *srt = malloc(n * sizeof *srt);
+        if (!srt)
+            goto done;
+        memcpy(srt, o->labels_ns, n * sizeof *srt);
+        qsort(srt, n, sizeof *srt, cmp_double);
+        for (int q = 1; q < LD_LABEL_BUCKETS; q++)
+            ld->lcut_ns[q - 1] = srt[(size_t)q * n / LD_LABEL_BUCKETS];
+        free(srt);
+    }
+    for (size_t gi = 0; ld->labeled && gi < n; gi++) {
+        int q = syn_ld_label_bucket(ld, o->labels_ns[gi]);
+        const etk_synth_graph *g = gs[gi];
+        for (uint32_t i = 0; i < g->n; i++)
+            if (shist_add(&ld->lbins[q][g->tok[i]], syn_bin_code(m, g->tok[i], g->val + (size_t)i * ETK_SYNTH_N_ATTR), 1))
+                goto done;
+    }
     /* the edge prior: parents among the window candidates */
     double cand = 0, pos = 0;
     for (size_t gi = 0; gi < n; gi++) {
@@ -366,6 +395,26 @@ static int vpush(vec *a, uint32_t x)
     return 0;
 }
 
+int syn_ld_label_bucket(const syn_layerdag *ld, double label_ns)
+{
+    int q = 0;
+    while (q < LD_LABEL_BUCKETS - 1 && label_ns >= ld->lcut_ns[q])
+        q++;
+    return q;
+}
+
+
+void syn_ld_attr_values(const etk_synth_model *m, int tok, double label_ns, srng *r, double *val)
+{
+    const shist *h = &m->bins[tok];
+    if (m->ld && m->ld->labeled && label_ns > 0) {
+        const shist *lq = &m->ld->lbins[syn_ld_label_bucket(m->ld, label_ns)][tok];
+        if (lq->total)
+            h = lq;
+    }
+    syn_bin_values(m, tok, shist_draw(h, r, 0), r, val);
+}
+
 int syn_ld_sample(const etk_synth_model *m, uint32_t max_nodes, double label_ns, srng *r, etk_synth_graph **out)
 {
     const syn_layerdag *ld = m->ld;
@@ -535,8 +584,8 @@ int syn_ld_sample(const etk_synth_model *m, uint32_t max_nodes, double label_ns,
     for (uint32_t i = 0; i < n; i++) {
         g->tok[i] = (uint16_t)tok.v[i];
         g->layer[i] = lay.v[i];
-        /* attribute values from the count model's bins given the token */
-        syn_bin_values(m, g->tok[i], shist_draw(&m->bins[g->tok[i]], r, 0), r, g->val + (size_t)i * ETK_SYNTH_N_ATTR);
+        /* attribute values from the bins given the token (and the label bucket, labeled) */
+        syn_ld_attr_values(m, g->tok[i], ld->labeled ? label_ns : 0, r, g->val + (size_t)i * ETK_SYNTH_N_ATTR);
     }
     memcpy(g->par_off, off.v, ((size_t)n + 1) * sizeof *g->par_off);
     memcpy(g->par, par.v, par.n * sizeof *g->par);

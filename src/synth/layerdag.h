@@ -24,6 +24,9 @@
 #define LD_FAR_MAX 4                                                           /* per node */
 #define LD_FAR_IN (LD_F + ETK_SYNTH_N_TOKENS + LD_FAR_MAX + 1 + LD_FAR_BUCKETS)
 #define LD_FAR_OUT (1 + LD_FAR_BUCKETS * ETK_SYNTH_N_TOKENS) /* stop, or (bucket, parent token) */
+/* labeled models: attribute bin codes given (token, label bucket): the buckets cut the training
+ * graphs' labels at their 1/8 ... 7/8 quantiles */
+#define LD_LABEL_BUCKETS 8
 
 typedef struct syn_layerdag {
     syn_mlp size, tok, edge, far;
@@ -33,6 +36,8 @@ typedef struct syn_layerdag {
     bool labeled;        /* trained with graph labels (step times) */
     double label_min_ns, label_max_ns; /* their range */
     double loss[4];      /* mean training loss of the last epoch: size, token, edge, far parents */
+    double lcut_ns[LD_LABEL_BUCKETS - 1]; /* labeled: the bucket bounds (ascending) */
+    shist lbins[LD_LABEL_BUCKETS][ETK_SYNTH_N_TOKENS]; /* labeled: bin codes given label bucket, token */
 } syn_layerdag;
 
 typedef struct syn_ld_opts {
@@ -45,6 +50,11 @@ int syn_ld_train(etk_synth_model *m, etk_synth_graph *const *gs, size_t n, const
 /* label_ns > 0: the target label (models trained with labels) */
 int syn_ld_sample(const etk_synth_model *m, uint32_t max_nodes, double label_ns, srng *r, etk_synth_graph **out);
 void syn_ld_free(syn_layerdag *ld);
+/* the label bucket (0 .. LD_LABEL_BUCKETS - 1) of a label in a labeled model's range */
+int syn_ld_label_bucket(const syn_layerdag *ld, double label_ns);
+/* a node's attribute values: bins from the label bucket's table of a labeled model given a label
+ * (when it has the token), else from the count model's bins given the token */
+void syn_ld_attr_values(const etk_synth_model *m, int tok, double label_ns, srng *r, double *val);
 json_t *syn_ld_json(const syn_layerdag *ld);
 /* from the model file's "layerdag" object; errors name path and field */
 int syn_ld_from_json(json_t *o, const char *path, syn_layerdag **out, etk_error *err);

@@ -2,6 +2,7 @@
  * (docs/synth.md "Model file"), written atomically; the reader checks every field and names the
  * file and the field in its errors. */
 #include <inttypes.h>
+#include <math.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -93,6 +94,14 @@ int etk_synth_model_save(const etk_synth_model *m, const char *path, etk_error *
     json_object_set_new(root, "wl_hashes", wl);
     if (m->ld)
         json_object_set_new(root, "layerdag", syn_ld_json(m->ld));
+    if (m->ld && m->ld->labeled) {
+        json_t *lb = json_array(), *cut = json_array();
+        for (int q = 0; q < LD_LABEL_BUCKETS; q++)
+            json_array_append_new(lb, tok_hists(m->ld->lbins[q]));
+        for (int q = 0; q < LD_LABEL_BUCKETS - 1; q++)
+            json_array_append_new(cut, json_real(m->ld->lcut_ns[q]));
+        json_object_set_new(root, "attr_bins_by_label", json_pack("{s:o,s:o}", "bounds_ns", cut, "bins", lb));
+    }
     char *text = json_dumps(root, JSON_COMPACT | JSON_REAL_PRECISION(17));
     json_decref(root);
     if (!text)
@@ -134,9 +143,8 @@ static int read_hist(rd *r, json_t *a, const char *field, shist *h)
     return 0;
 }
 
-static int read_tok_hists(rd *r, json_t *root, const char *field, shist *h)
+static int read_tok_hists_obj(rd *r, json_t *o, const char *field, shist *h)
 {
-    json_t *o = json_object_get(root, field);
     if (!json_is_object(o))
         return bad(r, field, "wanted an object keyed by token names");
     const char *key;
@@ -153,6 +161,11 @@ static int read_tok_hists(rd *r, json_t *root, const char *field, shist *h)
             return rc;
     }
     return 0;
+}
+
+static int read_tok_hists(rd *r, json_t *root, const char *field, shist *h)
+{
+    return read_tok_hists_obj(r, json_object_get(root, field), field, h);
 }
 
 int etk_synth_model_load(const char *path, etk_synth_model **out, etk_error *err)
@@ -340,6 +353,31 @@ int etk_synth_model_load(const char *path, etk_synth_model **out, etk_error *err
     m->n_wl = (uint32_t)json_array_size(wl);
     if (has_ld && (rc = syn_ld_from_json(json_object_get(root, "layerdag"), path, &m->ld, err)))
         goto done;
+    /* labeled models (s23 on): attribute bins given the label bucket; absent (older labeled
+     * files): the token's bins serve every label */
+    json_t *lo = json_object_get(root, "attr_bins_by_label"), *lb = json_object_get(lo, "bins"),
+           *cut = json_object_get(lo, "bounds_ns");
+    if (lo && (!m->ld || !m->ld->labeled || !json_is_array(lb) || json_array_size(lb) != LD_LABEL_BUCKETS ||
+               !json_is_array(cut) || json_array_size(cut) != LD_LABEL_BUCKETS - 1)) {
+        rc = bad(&r, "attr_bins_by_label", "wanted {\"bounds_ns\": [7 ascending numbers], \"bins\": [8 objects keyed by "
+                 "token names]}, in a labeled LayerDAG model only");
+        goto done;
+    }
+    for (int q = 0; lo && q < LD_LABEL_BUCKETS - 1; q++) {
+        json_t *x = json_array_get(cut, (size_t)q);
+        double d = json_number_value(x);
+        if (!json_is_number(x) || !(d > 0) || !isfinite(d) || (q && d < m->ld->lcut_ns[q - 1])) {
+            rc = bad(&r, "attr_bins_by_label.bounds_ns", "wanted 7 ascending positive numbers (ns)");
+            goto done;
+        }
+        m->ld->lcut_ns[q] = d;
+    }
+    for (int q = 0; lo && q < LD_LABEL_BUCKETS; q++) {
+        char f[64];
+        snprintf(f, sizeof f, "attr_bins_by_label.bins[%d]", q);
+        if ((rc = read_tok_hists_obj(&r, json_array_get(lb, (size_t)q), f, m->ld->lbins[q])))
+            goto done;
+    }
     *out = m;
     m = NULL;
 done:
