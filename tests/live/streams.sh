@@ -8,8 +8,7 @@
 # max(12,486, M). Skipped (77) without the CUDA toolkit's headers.
 # usage: bash tests/live/streams.sh <etkit>
 . "$(dirname "$0")/livelib.sh"
-need_cuda
-cuda_build cc "$T/streams" "$HERE/streams.c" -lcudart -lnccl
+cuda_build $CUDA_CC "$T/streams" "$HERE/streams.c" -lcudart -lnccl
 sed 's/size: 8/size: 2/; s/live-ring8/live-ring2/' "$HERE/ring8.yaml" >"$T/ring2.yaml"
 timeout 60 "$ETKIT" live --cluster "$T/ring2.yaml" --ranks 2 --cpu-scale 0 -- "$T/streams" >"$T/out" 2>"$T/err"
 rc=$?
