@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <sys/prctl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -95,10 +96,12 @@ API double MPI_Wtime(void)
  * MPI_Reduce, then MPI_Finalize: the run stopped). */
 static uint64_t node_on(const char *grp, const char *call, int type, int coll, uint64_t bytes, int peer, int tag,
                         uint64_t dep0, int blocking);
+static int bsend_progress(int all);
 API int MPI_Finalize(void)
 {
     uint64_t id = n_comms ? node_on(world, "MPI_Finalize", 7, C_BARRIER, 0, 0, 0, 0, 0) : 0;
     etl_extern_enter_tied("MPI_Finalize", 0, &id, id ? 1 : 0);
+    bsend_progress(1);
     int rc = PMPI_Finalize();
     etl_extern_leave();
     if (id) {
@@ -186,8 +189,65 @@ static int wait1(MPI_Request *r, MPI_Status *s)
     return rc;
 }
 
-/* Blocking send: MPI_Send and MPI_Ssend (timed alike: the transfer ends when the network model
- * says). */
+/* MPI_Send is buffered, as MPI lets it be: the data are packed into a copy sent with a real
+ * MPI_Isend, and the call returns when the engine's send node ends (sends are eager in the
+ * engine). A real blocking send of a large message waits for the receiver to post its receive;
+ * with HPL on 2 x 2 ranks the receiver was still waiting in virtual time for an earlier message,
+ * which the engine, held at the end of the sender's node, never delivered (the run livelocked,
+ * the others polling). Copies are freed as their sends complete (tested at every MPI_Send) and
+ * all are completed in MPI_Finalize. MPI_Ssend stays synchronous. */
+#define MAX_BSEND 4096
+static struct {
+    MPI_Request q;
+    void *copy;
+} bsends[MAX_BSEND];
+static int n_bsends;
+
+static int bsend_progress(int all)
+{
+    int rc = MPI_SUCCESS;
+    for (int i = 0; i < n_bsends;) {
+        int flag = 0;
+        if (all)
+            rc = wait1(&bsends[i].q, MPI_STATUS_IGNORE), flag = 1;
+        else
+            PMPI_Test(&bsends[i].q, &flag, MPI_STATUS_IGNORE);
+        if (!flag) {
+            i++;
+            continue;
+        }
+        free(bsends[i].copy);
+        bsends[i] = bsends[--n_bsends];
+    }
+    return rc;
+}
+
+static int bsend(const void *buf, int count, MPI_Datatype dt, int dest, int tag, MPI_Comm comm)
+{
+    bsend_progress(0);
+    if (n_bsends == MAX_BSEND) {
+        etl_extern_enter("MPI_Send (earlier buffered sends)");
+        PMPI_Wait(&bsends[0].q, MPI_STATUS_IGNORE);
+        etl_extern_leave();
+        bsend_progress(0);
+    }
+    int size = 0, pos = 0, rc = PMPI_Pack_size(count, dt, comm, &size);
+    void *copy = rc == MPI_SUCCESS ? malloc(size > 0 ? (size_t)size : 1) : NULL;
+    if (rc != MPI_SUCCESS || !copy) {
+        free(copy);
+        return rc != MPI_SUCCESS ? rc : MPI_ERR_NO_MEM;
+    }
+    if ((rc = PMPI_Pack(buf, count, dt, copy, size, &pos, comm)) == MPI_SUCCESS &&
+        (rc = PMPI_Isend(copy, pos, MPI_PACKED, dest, tag, comm, &bsends[n_bsends].q)) == MPI_SUCCESS) {
+        bsends[n_bsends++].copy = copy;
+        return rc;
+    }
+    free(copy);
+    return rc;
+}
+
+/* Blocking send: MPI_Send (buffered, above) and MPI_Ssend (timed alike: the transfer ends when the
+ * network model says). */
 static int send_common(const char *call, const void *buf, int count, MPI_Datatype dt, int dest, int tag,
                        MPI_Comm comm, int sync)
 {
@@ -195,6 +255,13 @@ static int send_common(const char *call, const void *buf, int count, MPI_Datatyp
     /* the send's node goes in first; not ETK_LF_NOLATE: it may complete in the engine while the
      * rank is still inside the real call, and the rank's clock would then lag the engine's */
     uint64_t id = dest != MPI_PROC_NULL ? node_on(g, call, 5, -1, bytes_of(count, dt), dest, tag, 0, 0) : 0;
+    if (!sync && dest != MPI_PROC_NULL) {
+        int rc = bsend(buf, count, dt, dest, tag, comm);
+        etl_lock();
+        etl_wait(&id, 1, call, NULL);
+        etl_unlock();
+        return rc;
+    }
     etl_extern_enter_tied(call, 0, &id, id ? 1 : 0);
     MPI_Request q;
     int rc = sync ? PMPI_Issend(buf, count, dt, dest, tag, comm, &q) : PMPI_Isend(buf, count, dt, dest, tag, comm, &q);
