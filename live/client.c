@@ -487,6 +487,16 @@ static uint32_t n_seen;
 
 struct etk_cu_stream *etl_stream_dev(void *stream, int dev)
 {
+    if ((uintptr_t)stream == 2) {
+        /* cudaStreamPerThread: the calling thread's own stream on each device, blocking (it and
+         * the legacy default stream wait for each other, as CUDA's per-thread default stream);
+         * never freed: the list of streams seen may name it after its thread has ended */
+        static __thread struct etk_cu_stream *per_thread[ETL_MAX_DEV];
+        if (!per_thread[dev] && !(per_thread[dev] = calloc(1, sizeof *per_thread[dev])))
+            etl_fatal("out of memory");
+        per_thread[dev]->dev = dev;
+        return per_thread[dev];
+    }
     if ((uintptr_t)stream <= 2) {
         default_stream[dev].dev = dev;
         return &default_stream[dev];
@@ -499,7 +509,7 @@ struct etk_cu_stream *etl_stream(void *stream) { return etl_stream_dev(stream, c
 /* The legacy default stream's implicit synchronization (CUDA's "legacy default stream"): work on
  * it waits for the work issued before on every blocking stream of its device (created without
  * cudaStreamNonBlocking, flag 1), and work on a blocking stream waits for the default stream's.
- * cudaStreamPerThread is the default stream here too. */
+ * cudaStreamPerThread is a blocking stream of the calling thread (etl_stream_dev). */
 static void legacy_deps(const struct etk_cu_stream *st, etk_live_msg *m)
 {
     const struct etk_cu_stream *def = &default_stream[st->dev];

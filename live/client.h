@@ -72,8 +72,9 @@ ETL_API void etl_fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2)
 /* "etkit live: NAME is not modelled", exit status 3. */
 ETL_API void etl_not_modelled(const char *name) __attribute__((noreturn));
 
-/* CUDA streams as the stand-ins see them (cudaStream_t points to one; NULL, cudaStreamLegacy
- * and cudaStreamPerThread all mean the default stream of the current device). */
+/* CUDA streams as the stand-ins see them (cudaStream_t points to one; NULL and cudaStreamLegacy
+ * mean the legacy default stream of the current device, cudaStreamPerThread the calling thread's
+ * own blocking stream on it). */
 struct etk_cu_stream {
     uint64_t last; /* id of the last node issued to the stream (0: none) */
     unsigned flags;

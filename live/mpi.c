@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <sys/prctl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -89,11 +90,25 @@ API double MPI_Wtime(void)
     return t;
 }
 
+/* Open MPI's finalize waits for every rank (a fence): timed as a barrier on MPI_COMM_WORLD, tied
+ * to it as a collective is. Untied, a rank inside it held the engine at its host time while the
+ * ranks it waited for still waited in virtual time for what came before (a 4-rank ring's
+ * MPI_Reduce, then MPI_Finalize: the run stopped). */
+static uint64_t node_on(const char *grp, const char *call, int type, int coll, uint64_t bytes, int peer, int tag,
+                        uint64_t dep0, int blocking);
+static int bsend_progress(int all);
 API int MPI_Finalize(void)
 {
-    etl_extern_enter("MPI_Finalize");
+    uint64_t id = n_comms ? node_on(world, "MPI_Finalize", 7, C_BARRIER, 0, 0, 0, 0, 0) : 0;
+    etl_extern_enter_tied("MPI_Finalize", 0, &id, id ? 1 : 0);
+    bsend_progress(1);
     int rc = PMPI_Finalize();
     etl_extern_leave();
+    if (id) {
+        etl_lock();
+        etl_wait(&id, 1, "MPI_Finalize", NULL);
+        etl_unlock();
+    }
     return rc;
 }
 API double MPI_Wtick(void) { return 1e-9; }
@@ -174,8 +189,65 @@ static int wait1(MPI_Request *r, MPI_Status *s)
     return rc;
 }
 
-/* Blocking send: MPI_Send and MPI_Ssend (timed alike: the transfer ends when the network model
- * says). */
+/* MPI_Send is buffered, as MPI lets it be: the data are packed into a copy sent with a real
+ * MPI_Isend, and the call returns when the engine's send node ends (sends are eager in the
+ * engine). A real blocking send of a large message waits for the receiver to post its receive;
+ * with HPL on 2 x 2 ranks the receiver was still waiting in virtual time for an earlier message,
+ * which the engine, held at the end of the sender's node, never delivered (the run livelocked,
+ * the others polling). Copies are freed as their sends complete (tested at every MPI_Send) and
+ * all are completed in MPI_Finalize. MPI_Ssend stays synchronous. */
+#define MAX_BSEND 4096
+static struct {
+    MPI_Request q;
+    void *copy;
+} bsends[MAX_BSEND];
+static int n_bsends;
+
+static int bsend_progress(int all)
+{
+    int rc = MPI_SUCCESS;
+    for (int i = 0; i < n_bsends;) {
+        int flag = 0;
+        if (all)
+            rc = wait1(&bsends[i].q, MPI_STATUS_IGNORE), flag = 1;
+        else
+            PMPI_Test(&bsends[i].q, &flag, MPI_STATUS_IGNORE);
+        if (!flag) {
+            i++;
+            continue;
+        }
+        free(bsends[i].copy);
+        bsends[i] = bsends[--n_bsends];
+    }
+    return rc;
+}
+
+static int bsend(const void *buf, int count, MPI_Datatype dt, int dest, int tag, MPI_Comm comm)
+{
+    bsend_progress(0);
+    if (n_bsends == MAX_BSEND) {
+        etl_extern_enter("MPI_Send (earlier buffered sends)");
+        PMPI_Wait(&bsends[0].q, MPI_STATUS_IGNORE);
+        etl_extern_leave();
+        bsend_progress(0);
+    }
+    int size = 0, pos = 0, rc = PMPI_Pack_size(count, dt, comm, &size);
+    void *copy = rc == MPI_SUCCESS ? malloc(size > 0 ? (size_t)size : 1) : NULL;
+    if (rc != MPI_SUCCESS || !copy) {
+        free(copy);
+        return rc != MPI_SUCCESS ? rc : MPI_ERR_NO_MEM;
+    }
+    if ((rc = PMPI_Pack(buf, count, dt, copy, size, &pos, comm)) == MPI_SUCCESS &&
+        (rc = PMPI_Isend(copy, pos, MPI_PACKED, dest, tag, comm, &bsends[n_bsends].q)) == MPI_SUCCESS) {
+        bsends[n_bsends++].copy = copy;
+        return rc;
+    }
+    free(copy);
+    return rc;
+}
+
+/* Blocking send: MPI_Send (buffered, above) and MPI_Ssend (timed alike: the transfer ends when the
+ * network model says). */
 static int send_common(const char *call, const void *buf, int count, MPI_Datatype dt, int dest, int tag,
                        MPI_Comm comm, int sync)
 {
@@ -183,6 +255,13 @@ static int send_common(const char *call, const void *buf, int count, MPI_Datatyp
     /* the send's node goes in first; not ETK_LF_NOLATE: it may complete in the engine while the
      * rank is still inside the real call, and the rank's clock would then lag the engine's */
     uint64_t id = dest != MPI_PROC_NULL ? node_on(g, call, 5, -1, bytes_of(count, dt), dest, tag, 0, 0) : 0;
+    if (!sync && dest != MPI_PROC_NULL) {
+        int rc = bsend(buf, count, dt, dest, tag, comm);
+        etl_lock();
+        etl_wait(&id, 1, call, NULL);
+        etl_unlock();
+        return rc;
+    }
     etl_extern_enter_tied(call, 0, &id, id ? 1 : 0);
     MPI_Request q;
     int rc = sync ? PMPI_Issend(buf, count, dt, dest, tag, comm, &q) : PMPI_Isend(buf, count, dt, dest, tag, comm, &q);
@@ -205,10 +284,40 @@ API int MPI_Ssend(const void *buf, int count, MPI_Datatype dt, int dest, int tag
     return send_common("MPI_Ssend", buf, count, dt, dest, tag, comm, 1);
 }
 
+/* Receives with a named source and tag go into the engine when they are posted, as sends do
+ * (a node depending on the host time then), so the engine matches them exactly and a rank inside
+ * a real call holds nothing back for them: HPCC's rings on 4+ ranks, where a rank in a real
+ * MPI_Waitall held the engine at its host time for a receive it would submit only on return,
+ * while the neighbours it waited for waited in virtual time for the engine (docs/live.md).
+ * A receive with MPI_ANY_SOURCE or MPI_ANY_TAG goes in when it completes (its source and tag
+ * known then); while one such "late" receive is outstanding, every receive goes in late, so
+ * that the engine's channels see the receives in the order MPI matched them. */
+static int n_late; /* late receives posted and not yet completed */
+
+static int early_recv(int src, int tag)
+{
+    return src != MPI_ANY_SOURCE && tag != MPI_ANY_TAG && n_late == 0;
+}
+
 API int MPI_Recv(void *buf, int count, MPI_Datatype dt, int src, int tag, MPI_Comm comm, MPI_Status *st)
 {
     const char *g = check_comm(comm, "MPI_Recv");
     MPI_Status s;
+    if (src != MPI_PROC_NULL && early_recv(src, tag)) {
+        uint64_t id = node_on(g, "MPI_Recv", 6, -1, bytes_of(count, dt), src, tag, 0, 0);
+        etl_extern_enter_tied("MPI_Recv", 0, &id, 1);
+        MPI_Request q;
+        int rc = PMPI_Irecv(buf, count, dt, src, tag, comm, &q);
+        if (rc == MPI_SUCCESS)
+            rc = wait1(&q, &s);
+        etl_extern_leave();
+        etl_lock();
+        etl_wait(&id, 1, "MPI_Recv", NULL);
+        etl_unlock();
+        if (st != MPI_STATUS_IGNORE)
+            *st = s;
+        return rc;
+    }
     etl_extern_enter_flags("MPI_Recv", ETK_LF_NOLATE);
     MPI_Request q;
     int rc = PMPI_Irecv(buf, count, dt, src, tag, comm, &q);
@@ -231,10 +340,13 @@ API int MPI_Sendrecv(const void *sb, int sc, MPI_Datatype sdt, int dest, int sta
     const char *g = check_comm(comm, "MPI_Sendrecv");
     MPI_Status s;
     uint64_t ids[2];
-    int n = 0;
+    int n = 0, early = src != MPI_PROC_NULL && early_recv(src, rtag);
     if (dest != MPI_PROC_NULL)
         ids[n++] = node_on(g, "MPI_Sendrecv", 5, -1, bytes_of(sc, sdt), dest, stag, 0, 0);
-    etl_extern_enter_tied("MPI_Sendrecv", ETK_LF_NOLATE, ids, (uint32_t)n); /* then its receive */
+    if (early)
+        ids[n++] = node_on(g, "MPI_Sendrecv", 6, -1, bytes_of(rc_, rdt), src, rtag, 0, 0);
+    /* a late receive goes in after the call */
+    etl_extern_enter_tied("MPI_Sendrecv", early ? 0 : ETK_LF_NOLATE, ids, (uint32_t)n);
     MPI_Request q[2];
     MPI_Status qs[2];
     int rc = PMPI_Irecv(rb, rc_, rdt, src, rtag, comm, &q[0]);
@@ -249,7 +361,7 @@ API int MPI_Sendrecv(const void *sb, int sc, MPI_Datatype sdt, int dest, int sta
     etl_extern_leave();
     if (rc != MPI_SUCCESS)
         return rc;
-    if (s.MPI_SOURCE != MPI_PROC_NULL) {
+    if (!early && s.MPI_SOURCE != MPI_PROC_NULL) {
         int got = 0;
         PMPI_Get_count(&s, rdt, &got);
         ids[n++] = node_on(g, "MPI_Sendrecv", 6, -1, bytes_of(got, rdt), s.MPI_SOURCE, s.MPI_TAG, 0, 0);
@@ -262,14 +374,17 @@ API int MPI_Sendrecv(const void *sb, int sc, MPI_Datatype sdt, int dest, int sta
     return rc;
 }
 
-/* Non-blocking requests: a send's node is issued at once; a receive's when it completes (its
- * source may be a wildcard), depending on the host time it was posted at. */
+/* Non-blocking requests: a send's node is issued at once, and so is a receive's that names its
+ * source and tag (early_recv); a late receive's when it completes (its source may be a
+ * wildcard), depending on the host time it was posted at. Open MPI hands out one shared handle
+ * for sends that completed at once (8 B eager sends: the same MPI_Request for all), so several
+ * entries may have the same handle: each call takes distinct entries, oldest first. */
 #define MAX_REQ 4096
 static struct {
     MPI_Request req;
     uint64_t node, posted;
     MPI_Datatype dt;
-    int recv;
+    int recv; /* a late receive (its node goes in when it completes) */
     const char *grp;
 } reqs[MAX_REQ];
 static int n_reqs;
@@ -312,16 +427,22 @@ API int MPI_Irecv(void *buf, int count, MPI_Datatype dt, int src, int tag, MPI_C
     const char *g = check_comm(comm, "MPI_Irecv");
     int rc = PMPI_Irecv(buf, count, dt, src, tag, comm, r);
     if (rc == MPI_SUCCESS && src != MPI_PROC_NULL) {
+        if (early_recv(src, tag)) {
+            track(*r, node_on(g, "MPI_Irecv", 6, -1, bytes_of(count, dt), src, tag, 0, 0), 0, dt, 0, g);
+            return rc;
+        }
         etl_lock();
         uint64_t posted = etl_host();
         etl_unlock();
         track(*r, 0, posted, dt, 1, g);
+        n_late++;
     }
     return rc;
 }
 
-/* ETK_LF_NOLATE for a wait on requests r[0..n): only when all are receives (their nodes go in
- * after the call, with the wait); a send's node is in already and may complete meanwhile. */
+/* ETK_LF_NOLATE for a wait on requests r[0..n): only when all are late receives (their nodes go
+ * in after the call, with the wait); a send's or early receive's node is in already and may
+ * complete meanwhile. */
 static unsigned recv_only(const MPI_Request *r, int n)
 {
     for (int j = 0; j < n; j++)
@@ -329,6 +450,15 @@ static unsigned recv_only(const MPI_Request *r, int n)
             if (reqs[i].req == r[j] && !reqs[i].recv)
                 return 0;
     return ETK_LF_NOLATE;
+}
+
+/* The entry of handle r not yet taken (taken[i]: entry i is), oldest first; -1 if none. */
+static int find_req(MPI_Request r, const unsigned char *taken)
+{
+    for (int i = 0; r != MPI_REQUEST_NULL && i < n_reqs; i++)
+        if (reqs[i].req == r && !(taken && taken[i]))
+            return i;
+    return -1;
 }
 
 /* MPI_Wait / MPI_Waitall on requests r[0..n): when it returns, the call waits for the nodes of
@@ -341,18 +471,21 @@ static void wait_enter(const char *call, const MPI_Request *r, int n)
     uint64_t ids[ETK_LIVE_MAX_DEPS];
     uint32_t k = 0;
     unsigned flags = 0;
-    for (int j = 0; j < n; j++)
-        for (int i = 0; r[j] != MPI_REQUEST_NULL && i < n_reqs; i++)
-            if (reqs[i].req == r[j]) {
-                if (reqs[i].recv)
-                    flags = ETK_LF_NOLATE;
-                else if (k == ETK_LIVE_MAX_DEPS) {
-                    etl_extern_enter_flags(call, recv_only(r, n));
-                    return;
-                } else if (reqs[i].node)
-                    ids[k++] = reqs[i].node;
-                break;
-            }
+    unsigned char taken[MAX_REQ];
+    memset(taken, 0, (size_t)n_reqs);
+    for (int j = 0; j < n; j++) {
+        int i = find_req(r[j], taken);
+        if (i < 0)
+            continue;
+        taken[i] = 1;
+        if (reqs[i].recv)
+            flags = ETK_LF_NOLATE;
+        else if (k == ETK_LIVE_MAX_DEPS) {
+            etl_extern_enter_flags(call, recv_only(r, n));
+            return;
+        } else if (reqs[i].node)
+            ids[k++] = reqs[i].node;
+    }
     if (k)
         etl_extern_enter_tied(call, flags, ids, k);
     else
@@ -363,22 +496,25 @@ static void wait_enter(const char *call, const MPI_Request *r, int n)
  * cancelled). */
 static uint64_t completed(MPI_Request r, const MPI_Status *s)
 {
-    for (int i = 0; i < n_reqs; i++) {
-        if (reqs[i].req != r)
-            continue;
-        uint64_t id = reqs[i].node;
-        int cancelled = 0;
-        PMPI_Test_cancelled(s, &cancelled);
-        if (reqs[i].recv && !cancelled) {
+    int i = find_req(r, NULL);
+    if (i < 0)
+        return 0;
+    uint64_t id = reqs[i].node;
+    int cancelled = 0;
+    PMPI_Test_cancelled(s, &cancelled);
+    if (reqs[i].recv) {
+        n_late--;
+        if (!cancelled) {
             int got = 0;
             PMPI_Get_count(s, reqs[i].dt, &got);
             id = node_on(reqs[i].grp, "MPI_Irecv", 6, -1, bytes_of(got, reqs[i].dt), s->MPI_SOURCE, s->MPI_TAG,
                          reqs[i].posted, 0);
         }
-        reqs[i] = reqs[--n_reqs];
-        return cancelled ? 0 : id;
     }
-    return 0;
+    /* in order: entries of a shared handle stay oldest first */
+    memmove(&reqs[i], &reqs[i + 1], (size_t)(n_reqs - i - 1) * sizeof reqs[0]);
+    n_reqs--;
+    return cancelled ? 0 : id;
 }
 
 /* Wait in virtual time for the requests keep[idx[0..n)] that completed (statuses s[idx[..]]). */

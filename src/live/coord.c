@@ -133,6 +133,24 @@ static uint64_t extern_limit(const coord *c)
     return limit;
 }
 
+/* ETK_LIVE_DEBUG set: why the engine is held (one line per rank in a real call or a wait) */
+static void debug_held(const coord *c, uint64_t next, uint64_t limit)
+{
+    fprintf(stderr, "etkit live debug: engine at %" PRIu64 " ns held (next event %" PRIu64 ", limit %" PRIu64 ")\n",
+            etk_sim_now(c->s), next, limit);
+    for (uint32_t i = 0; i < c->n; i++) {
+        const lrank *R = &c->r[i];
+        fprintf(stderr, "  rank %u: %s state %d extern_ns %" PRIu64 " nolate %d unmatched_in %u tied", i,
+                state_call(R), R->state, R->extern_ns, R->extern_nolate, R->unmatched_in);
+        for (uint32_t k = 0; k < R->n_tied; k++) {
+            uint64_t end = 0;
+            int d = etk_sim_node_end(c->s, i, R->tied[k], &end);
+            fprintf(stderr, " %" PRIu64 "%s%" PRIu64, R->tied[k], d == 1 ? "@" : d == 0 ? "(pending)" : "(?)", d == 1 ? end : 0);
+        }
+        fprintf(stderr, " poll_ns %" PRIu64 "\n", R->poll_ns);
+    }
+}
+
 /* Every rank is blocked: advance the engine until some WAIT completes. Ranks inside a real
  * blocking call (R_EXTERN) may still submit work from their host time on: the engine runs no
  * further than the earliest of those. Returns 1 when ranks were released, 2 when the engine had to
@@ -169,6 +187,8 @@ static int advance(coord *c, etk_error *err)
             return 1;
         uint64_t t = etk_sim_next_event_ns(c->s), limit = extern_limit(c);
         if ((limit != UINT64_MAX && (t == UINT64_MAX || t > limit)) || (t == UINT64_MAX && in_real)) {
+            if (c->debug)
+                debug_held(c, t, limit);
             /* held back by ranks inside real calls: a rank polling for what one of them sends
              * (HPL's MPI_Iprobe loops while the sender is in a real MPI_Send) gets its poll's time
              * now; its chain ends there whatever the engine does, so the answer is the engine's */
@@ -559,6 +579,7 @@ int etk_live_run(const etk_cluster *cl, const etk_sim_opts *so, const etk_live_o
         return etk_err(err, ETK_ENOMEM, "out of memory");
     cp->cl = cl;
     cp->o = o;
+    cp->debug = getenv("ETK_LIVE_DEBUG") != NULL;
     cp->n_proc = o->n_ranks;
     cp->gpp = gpp;
     cp->n = o->n_ranks * gpp;

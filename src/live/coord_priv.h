@@ -77,6 +77,7 @@ struct etk_live {
     char fail[900];
     etk_live_msg inbuf[ETK_LIVE_BATCH]; /* one packet */
     pid_t launcher;      /* --launcher: the one process started */
+    bool debug;          /* ETK_LIVE_DEBUG set: log why the engine is held (stderr) */
     bool launcher_reaped;
     int launcher_status;
 };

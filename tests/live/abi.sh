@@ -3,7 +3,7 @@
 # same sonames; libcudart/libcublas/libcublasLt symbols in the real version nodes; every function
 # a stand-in exports is exported by the real library too (no misspelt entry point); the offsets
 # and size of cudaDeviceProp in live/cuda_abi.h equal the real header's; installed, the command
-# finds the stand-ins.
+# finds the stand-ins; etkit's own headers (live/include) agree with the real ones.
 # usage: bash tests/live/abi.sh <etkit>
 . "$(dirname "$0")/livelib.sh"
 need_cuda
@@ -52,6 +52,38 @@ if [ -x "$T/real" ] && [ -x "$T/mine" ]; then
   if cmp -s <("$T/real") <("$T/mine"); then ok "cudaDeviceProp: $("$T/real" | head -1), 13 field offsets and 5 enum values equal"
   else fail "cudaDeviceProp differs: $(diff <("$T/real") <("$T/mine") | tr '\n' ' ')"; fi
 fi
+# etkit's own headers (live/include: cuda_runtime.h, nccl.h, cublas_v2.h, what the tests/live
+# programs use): (1) every prototype, redeclared after the real headers, compiles (a different
+# return or parameter type is "conflicting types"); (2) every constant and type size they
+# define equals the real one; (3) every function they declare is exported by a stand-in.
+OWN=$HERE/../../live/include
+grep -h '^ETK_[A-Z]*_FN ' "$OWN"/*.h | sed 's/^ETK_[A-Z]*_FN /extern /' >"$T/protos.h"
+printf '#include <cuda_runtime.h>\n#include <cublas_v2.h>\n#include <nccl.h>\n#include "protos.h"\n' >"$T/protos.c"
+if cc -std=c11 -fsyntax-only -Werror -I"$CUDA/include" -I"$T" "$T/protos.c" >"$T/protos.log" 2>&1; then
+  ok "own headers: $(wc -l <"$T/protos.h") prototypes agree with the real headers"
+else
+  fail "own headers: prototypes differ from the real ones: $(grep -m3 error "$T/protos.log" | tr '\n' ' ')"
+fi
+names=$(sed -n 's/^ *\(\(cuda\|CUDA_\|CUBLAS_\|nccl\)[A-Za-z0-9_]*\) *=.*/\1/p; s/^#define \(\(cuda\|NCCL_\)[A-Za-z0-9_]*\) .*/\1/p' \
+  "$OWN"/*.h; grep -ho '\b\(ncclInt\|ncclChar\|ncclHalf\|ncclFloat\|ncclDouble\)\b *=' "$OWN"/nccl.h | tr -d ' =')
+{ printf '#include <stdio.h>\n#include <stddef.h>\n#include <cuda_runtime.h>\n#include <cublas_v2.h>\n#include <nccl.h>\nint main(void)\n{\n'
+  for k in $(printf '%s\n' $names | sort -u); do printf '    printf("%s %%lld\\n", (long long)(size_t)(%s));\n' "$k" "$k"; done
+  for ty in cudaError_t cudaStream_t cudaEvent_t ncclComm_t ncclUniqueId ncclResult_t ncclDataType_t ncclRedOp_t \
+            cublasHandle_t cublasStatus_t cublasOperation_t cudaDataType cublasComputeType_t cublasGemmAlgo_t; do
+    printf '    printf("sizeof(%s) %%zu\\n", sizeof(%s));\n' "$ty" "$ty"; done
+  printf '    return 0;\n}\n'; } >"$T/consts.c"
+if cc -std=c11 -I"$CUDA/include" -o "$T/c_real" "$T/consts.c" >"$T/c.log" 2>&1 &&
+   cc -std=c11 -I"$OWN" -o "$T/c_own" "$T/consts.c" >>"$T/c.log" 2>&1; then
+  if cmp -s <("$T/c_real") <("$T/c_own"); then
+    ok "own headers: $(grep -vc sizeof <("$T/c_own")) constants and $(grep -c sizeof <("$T/c_own")) type sizes equal the real ones"
+  else fail "own headers: constants differ: $(diff <("$T/c_real") <("$T/c_own") | grep '^[<>]' | head -6 | tr '\n' ' ')"; fi
+else fail "own headers: cannot build the constants check: $(head -3 "$T/c.log")"; fi
+missing=""
+for f in $(sed 's/(.*//; s/.*[ *]//' "$T/protos.h"); do
+  nm -D --defined-only "$LIB"/lib*.so* 2>/dev/null | grep -qw "$f" || missing="$missing $f"
+done
+[ -z "$missing" ] && ok "own headers: every declared function is exported by a stand-in" ||
+  fail "own headers: not exported by the stand-ins:$missing"
 # installed: the stand-ins go to <libdir>/etkit/live and the installed command finds them
 BUILD=$(cd "$(dirname "$ETKIT")" && pwd)
 DESTDIR=$T/dest cmake --install "$BUILD" --prefix /opt/etkit-live-test >"$T/install.log" 2>&1 || fail "install: $(tail -3 "$T/install.log")"

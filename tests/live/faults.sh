@@ -6,8 +6,7 @@
 # a 4-rank ring file is written here).
 # usage: bash tests/live/faults.sh <etkit>
 . "$(dirname "$0")/livelib.sh"
-need_cuda
-cuda_build cc "$T/faults" "$HERE/faults.c" -lcudart -lnccl
+cuda_build $CUDA_CC "$T/faults" "$HERE/faults.c" -lcudart -lnccl
 sed 's/size: 8/size: 4/; s/live-ring8/live-ring4/' "$HERE/ring8.yaml" >"$T/ring4.yaml"
 expect() { # name want-status want-text mode [etkit options...]
   local name=$1 want=$2 text=$3 mode=$4; shift 4

@@ -11,6 +11,7 @@
 # (Iprobe polling, Test polling, Testall, Waitsome, Waitany) a + S/B = 11,486 each; all-gather(v),
 # reduce-scatter(_block), gather(v), scatter(v) of S (n-1)a + (n-1)/n S/B = 10,864, all-to-all(v)
 # (n-1)a + (n-1)/2 S/B = 18,729: every v-collective equals its plain form.
+# mpi_bidir.c: HPCC's ring on 4 and 8 ranks (below).
 # Skipped (77) without mpicc and mpirun (Debian: libopenmpi-dev, openmpi-bin).
 # usage: bash tests/live/mpi.sh <etkit>
 . "$(dirname "$0")/livelib.sh"
@@ -47,6 +48,24 @@ bad=$(awk -v a=1000 -v sb=10485.76 -v n=4 '
   END { for (x in w) if (!(x in seen)) print "missing " x }' "$T/cout")
 [ -z "$bad" ] && ok "mpi_comms: split, dup, Ssend, probes, tests, waitany/some, v-collectives: $(wc -l <"$T/cout") closed forms" ||
   fail "mpi_comms: $bad"
+# HPCC's ring pattern (mpi_bidir.c: Sendrecv to both neighbours, then Irecv/Isend to both and
+# one Waitall; then MPI_Finalize), which stopped on 4 ranks: 4 ranks S = 1 MiB, sendrecv loop
+# 2(a + S/B) = 22,972 ns, isend loop a + S/B = 11,486 (each direction its own link); 8 ranks of
+# ring8.yaml, S = 8 B: 2,000 and 1,000 ns (a + 0.08 ns, whole ns)
+mpicc -o "$T/bidir" "$HERE/mpi_bidir.c" || { fail "cannot build mpi_bidir.c"; exit 1; }
+for run in "4 $T/ring4.yaml 1048576 22972 11486" "8 $HERE/ring8.yaml 8 2000 1000"; do
+  read -r np yaml S w_sr w_is <<<"$run"
+  BIDIR=(mpirun -np "$np" --oversubscribe)
+  [ "$(id -u)" = 0 ] && BIDIR+=(--allow-run-as-root)
+  timeout 120 "$ETKIT" live --cluster "$yaml" --ranks "$np" --cpu-scale 0 --launcher -- "${BIDIR[@]}" "$T/bidir" "$S" 10 \
+    >"$T/bout" 2>"$T/berr"
+  rc=$?
+  if [ $rc = 0 ] && grep -qx "sendrecv $w_sr" "$T/bout" && grep -qx "isend $w_is" "$T/bout"; then
+    ok "bidirectional ring on $np ranks, $S B: sendrecv $w_sr, isend $w_is ns per loop"
+  else
+    fail "bidirectional ring on $np ranks: exit $rc, $(tr '\n' ' ' <"$T/bout") (want sendrecv $w_sr isend $w_is) $(tail -2 "$T/berr")"
+  fi
+done
 step() { sed -n 's/^step time *\([0-9,]*\) ns.*/\1/p' "$1"; }
 "$ETKIT" sim "$T/rec" --cluster "$T/ring4.yaml" >"$T/sim" 2>&1
 [ -n "$(step "$T/sim")" ] && [ "$(step "$T/err")" = "$(step "$T/sim")" ] &&

@@ -7,12 +7,14 @@
 #   --ranks 2 --gpus-per-process 4, ncclCommInitRank per GPU inside ncclGroupStart/End: the same
 #     times, and `etkit sim` of its record the same step time;
 #   --gpus-per-process 17: a usage error.
-# Built with nvcc -cudart shared and with a C compiler against the CUDA headers.
+# Built with nvcc -cudart shared and with a C compiler against the CUDA headers (where the toolkit
+# is) and with a C compiler against etkit's own headers (live/include; everywhere).
 # usage: bash tests/live/multi.sh <etkit>
 . "$(dirname "$0")/livelib.sh"
-need_cuda
-cuda_build nvcc "$T/multi_nvcc" "$HERE/nccl_multi.cu" -lnccl
-cuda_build cc "$T/multi_cc" "$HERE/nccl_multi.cu" -lcudart -lnccl
+for how in $CUDA_HOWS; do
+  if [ $how = nvcc ]; then cuda_build nvcc "$T/multi_nvcc" "$HERE/nccl_multi.cu" -lnccl
+  else cuda_build $how "$T/multi_$how" "$HERE/nccl_multi.cu" -lcudart -lnccl; fi
+done
 check() { # FILE LABEL: every line equals the closed form
   local n bad
   n=$(grep -vc '^#' "$1")
@@ -27,7 +29,7 @@ check() { # FILE LABEL: every line equals the closed form
     }' "$1")
   [ -z "$bad" ] && ok "$2: $n times equal the closed form" || fail "$2: $bad"
 }
-for how in nvcc cc; do
+for how in $CUDA_HOWS; do
   "$ETKIT" live --cluster "$HERE/ring8.yaml" --ranks 1 --gpus-per-process 8 --cpu-scale 0 \
     -- "$T/multi_$how" all >"$T/all_$how" 2>"$T/eall_$how" || { fail "$how all: $(tail -3 "$T/eall_$how")"; continue; }
   head -1 "$T/all_$how"

@@ -68,6 +68,8 @@ int main(void)
         printf("# %s, %d ranks\n",
 #ifdef __CUDACC__
                "nvcc -cudart shared",
+#elif defined(ETK_OWN_CUDA_HEADERS)
+               "C compiler, etkit's own CUDA headers",
 #else
                "C compiler, CUDA headers",
 #endif

@@ -9,9 +9,13 @@
  *   blk_rev  memset on the legacy default stream, then all-reduce on a blocking stream
  *   nb       all-reduce on a non-blocking stream, then memset on the legacy default stream
  *   nb_rev   memset on the legacy default stream, then all-reduce on a non-blocking stream
+ *   pt       one thread the all-reduce, another the memset, each on cudaStreamPerThread: two
+ *            streams, they overlap
+ *   pt_one   one thread both on cudaStreamPerThread: one stream, one after the other
  * Built with a C compiler against the CUDA headers. */
 #include <cuda_runtime.h>
 #include <nccl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -41,6 +45,39 @@ static long long run(cudaStream_t s, int order, int ar, int ms)
     return now_ns() - t0;
 }
 
+static void *pt_allreduce(void *unused)
+{
+    (void)unused;
+    ncclAllReduce(buf, buf, 1 << 20, ncclInt8, ncclSum, comm, cudaStreamPerThread);
+    return NULL;
+}
+
+static void *pt_memset(void *unused)
+{
+    (void)unused;
+    cudaMemsetAsync(big, 0, 64 << 20, cudaStreamPerThread);
+    return NULL;
+}
+
+/* cudaStreamPerThread: threads 2 (each its own stream) or 1 (both calls on the main thread's) */
+static long long run_pt(int threads)
+{
+    cudaDeviceSynchronize();
+    long long t0 = now_ns();
+    if (threads == 2) {
+        pthread_t a, b;
+        pthread_create(&a, NULL, pt_allreduce, NULL);
+        pthread_join(a, NULL);
+        pthread_create(&b, NULL, pt_memset, NULL);
+        pthread_join(b, NULL);
+    } else {
+        pt_allreduce(NULL);
+        pt_memset(NULL);
+    }
+    cudaDeviceSynchronize();
+    return now_ns() - t0;
+}
+
 int main(void)
 {
     int rank = atoi(getenv("RANK")), n = atoi(getenv("WORLD_SIZE"));
@@ -55,8 +92,10 @@ int main(void)
     long long ar = run(blk, 0, 1, 0), ms = run(blk, 0, 0, 1);
     long long b0 = run(blk, 0, 1, 1), b1 = run(blk, 1, 1, 1);
     long long n0 = run(nb, 0, 1, 1), n1 = run(nb, 1, 1, 1);
+    long long p2 = run_pt(2), p1 = run_pt(1);
     if (rank == 0)
-        printf("ar %lld ms %lld blk %lld blk_rev %lld nb %lld nb_rev %lld\n", ar, ms, b0, b1, n0, n1);
+        printf("ar %lld ms %lld blk %lld blk_rev %lld nb %lld nb_rev %lld pt %lld pt_one %lld\n", ar, ms, b0, b1, n0,
+               n1, p2, p1);
     ncclCommDestroy(comm);
     return 0;
 }

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # sweep.sh — issue #11 test (a): the nccl-tests-style sweep (nccl_sweep.cu), built with nvcc
-# -cudart shared and with a C compiler against the real CUDA headers, runs under
+# -cudart shared, with a C compiler against the real CUDA headers (both where the toolkit is) and
+# with a C compiler against etkit's own headers (live/include; everywhere), runs under
 # `etkit live --ranks 8` on tests/live/ring8.yaml; every time and busbw it prints equals the
 # closed form of docs/live.md (ring algorithm, n = 8, alpha = 1000 ns, B = 100 GB/s):
 #   all-reduce 2(n-1)a + 2(n-1)/n S/B, all-gather and reduce-scatter (n-1)a + (n-1)/n S/B,
@@ -8,10 +9,11 @@
 # and the recorded run (--record) replayed by `etkit sim` gives the same step time to the ns.
 # usage: bash tests/live/sweep.sh <etkit>
 . "$(dirname "$0")/livelib.sh"
-need_cuda
-cuda_build nvcc "$T/sweep_nvcc" "$HERE/nccl_sweep.cu" -lnccl
-cuda_build cc "$T/sweep_cc" "$HERE/nccl_sweep.cu" -lcudart -lnccl
-for how in nvcc cc; do
+for how in $CUDA_HOWS; do
+  if [ $how = nvcc ]; then cuda_build nvcc "$T/sweep_nvcc" "$HERE/nccl_sweep.cu" -lnccl
+  else cuda_build $how "$T/sweep_$how" "$HERE/nccl_sweep.cu" -lcudart -lnccl; fi
+done
+for how in $CUDA_HOWS; do
   "$ETKIT" live --cluster "$HERE/ring8.yaml" --ranks 8 --cpu-scale 0 --record "$T/rec_$how" \
     -- "$T/sweep_$how" >"$T/out_$how" 2>"$T/err_$how"
   rc=$?
