@@ -98,6 +98,7 @@ static void test_load_yaml(void **state)
                               "    topology: FullyConnected\n"
                               "    bandwidth: 200\n"
                               "    latency: 300\n"
+                              "    alltoall_efficiency: 0.8\n"
                               "    algorithm: {all_reduce: direct, reduce_scatter: halvingDoubling}\n"
                               "  - {size: 16, topology: ring, bandwidth: 25.5, latency: 1500}\n");
     etk_cluster c;
@@ -116,6 +117,7 @@ static void test_load_yaml(void **state)
     assert_int_equal(c.dims[0].algo[ETK_COLL_ALL_GATHER], ETK_ALGO_AUTO);
     assert_int_equal(c.dims[1].topo, ETK_TOPO_RING);
     assert_true(c.dims[1].bw_Bps == 25.5e9 && c.dims[1].latency_ns == 1500);
+    assert_true(c.dims[0].a2a_eff == 0.8 && c.dims[1].a2a_eff == 0); /* 0: unset, line rate */
     /* fp8 at 0.6 efficiency: 1.2e15 FLOPs / (1e15 · 0.6) = 2 ms */
     assert_int_equal(etk_hw_compute_ns(&c, 1200000000000ull, 0), 2000000);
     /* gpu by preset name */
@@ -201,6 +203,13 @@ static void test_yaml_errors(void **state)
     expect_error("gpu: h100\nnetwork:\n  - {size: 8, topology: Ring, bandwidth: 5, latency: 5,"
                  " algorithm: {all_sum: ring}}\n",
                  "unknown key 'all_sum'", NULL);
+    expect_error("gpu: h100\nnetwork:\n  - {size: 8, topology: Switch, bandwidth: 450, latency: 500, "
+                 "alltoall_efficiency: 1.5}\n",
+                 "network[0].alltoall_efficiency: expected a fraction of the bandwidth in [0.01, 1]",
+                 "got 1.5");
+    expect_error("gpu: h100\nnetwork:\n  - {size: 8, topology: Switch, bandwidth: 450, latency: 500, "
+                 "alltoall_efficiency: high}\n",
+                 "network[0].alltoall_efficiency", NULL);
     expect_error(NET1, "missing 'gpu'", NULL);
     expect_error("gpu: h100\n", "missing 'network'", NULL);
     expect_error("gpu: v100\n" NET1, ":1: gpu: unknown GPU preset 'v100'", NULL);

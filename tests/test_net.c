@@ -213,6 +213,39 @@ static void test_placement(void **state)
 /* Irregular group {0, 1, 9}: a flat ring 0→1 (node: α 500), 1→9 (across: α 2000),
  * 9→0 (both dimensions: α 2500, 50 GB/s) runs at its slowest link, α 2500, B 50:
  * AR of 3 MB = 2·2·2500 + 2·2/3·60,000 = 90,000. */
+/* alltoall_efficiency (docs/cluster.md): an all-to-all on a dimension runs at that fraction of
+ * its bandwidth; every other collective at line rate. One Switch of 8 at 100 B/ns, direct,
+ * 0.5: 1,000 + 7/8·8,000,000/50 = 141,000 (line rate 71,000); reduce-scatter stays 71,000.
+ * Two dimensions (ring passes, pipelined): the NVLink pass at 0.5 of 400 B/ns, 3.5·320,000 =
+ * 1,120,000, stays under the NIC pass (1.5·1,280,000 = 1,920,000): 1,929,500 as at line rate;
+ * at 0.25 it is 2,240,000 and sets the time: 3,500 + 6,000 + 2,240,000 = 2,249,500. The
+ * presets: dgx-b200 (0.81, DeepEP V2 SM100 EP 8, 733 of 900 GB/s) 8 MB on 8 ranks: 500 +
+ * 7,000,000/729 = 10,102 ns; dgx-h100 (0.78, DeepEP H800 EP 8, 155.5 of 200 GB/s): 500 +
+ * 7,000,000/351 = 20,443 ns; dgx-a100 has no measured all-to-all: line rate, 500 +
+ * 7,000,000/300 = 23,833 ns. */
+static void test_alltoall_efficiency(void **state)
+{
+    (void)state;
+    etk_cluster c = one_dim(ETK_TOPO_SWITCH, 8, 100, 1000, ETK_ALGO_DIRECT);
+    c.dims[0].a2a_eff = 0.5;
+    assert_int_equal(all(&c, ETK_COLL_ALL_TO_ALL, S8MB), 141000);
+    assert_int_equal(all(&c, ETK_COLL_REDUCE_SCATTER, S8MB), 71000);
+    c = two_dims();
+    c.dims[0].a2a_eff = 0.5;
+    assert_int_equal(all(&c, ETK_COLL_ALL_TO_ALL, S64MB), 1929500);
+    assert_int_equal(all(&c, ETK_COLL_ALL_REDUCE, S64MB), 539000);
+    c.dims[0].a2a_eff = 0.25;
+    assert_int_equal(all(&c, ETK_COLL_ALL_TO_ALL, S64MB), 2249500);
+    etk_error err = {0};
+    assert_int_equal(etk_cluster_preset("dgx-b200", 1, &c, &err), 0);
+    assert_true(c.dims[0].a2a_eff == 0.81);
+    assert_int_equal(all(&c, ETK_COLL_ALL_TO_ALL, S8MB), 10102);
+    assert_int_equal(etk_cluster_preset("dgx-h100", 1, &c, &err), 0);
+    assert_int_equal(all(&c, ETK_COLL_ALL_TO_ALL, S8MB), 20443);
+    assert_int_equal(etk_cluster_preset("dgx-a100", 1, &c, &err), 0);
+    assert_int_equal(all(&c, ETK_COLL_ALL_TO_ALL, S8MB), 23833);
+}
+
 static void test_irregular(void **state)
 {
     (void)state;
@@ -349,7 +382,7 @@ int main(void)
         cmocka_unit_test(test_irregular),         cmocka_unit_test(test_ring_stride),
         cmocka_unit_test(test_p2p),               cmocka_unit_test(test_all_to_all_lower_bound),
         cmocka_unit_test(test_large),             cmocka_unit_test(test_lower_bounds),
-        cmocka_unit_test(test_unchecked),
+        cmocka_unit_test(test_unchecked),         cmocka_unit_test(test_alltoall_efficiency),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

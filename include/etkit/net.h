@@ -98,6 +98,9 @@ typedef struct etk_net_dim {
     int32_t topo;        /* etk_topo */
     double bw_Bps;       /* per direction, bytes/s */
     double latency_ns;   /* per hop/link */
+    /* all-to-all: the fraction of bw_Bps an all-to-all achieves on this dimension (measured
+     * NVLink all-to-alls run below line rate; docs/cluster.md); 0 = unset = line rate */
+    double a2a_eff;
     int32_t algo[ETK_COLL_TYPE_COUNT]; /* etk_algo per collective type on this dimension */
 } etk_net_dim;
 

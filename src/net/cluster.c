@@ -275,7 +275,8 @@ static int yunknown(ydoc *y, const yaml_node_t *k, const char *where, const char
 /* The keys each mapping accepts: one table per mapping, checked before the values are read, so
  * adding a key is one line here (plus the code that reads it). */
 static const char *const gpu_keys[] = {"name", "peak_tflops", "hbm_bw_GBps", "hbm_GB", "hbm_MiB", "compute"};
-static const char *const dim_keys[] = {"size", "topology", "bandwidth", "latency", "algorithm"};
+static const char *const dim_keys[] = {"size", "topology", "bandwidth", "latency", "algorithm",
+                                       "alltoall_efficiency"};
 static const char *const fabric_keys[] = {"rail", "leaf_nodes", "pod_nodes", "leaf_oversubscription",
                                           "pod_oversubscription", "nic_latency", "switch_latency"};
 static const char *const cluster_keys[] = {"name", "preset", "nodes", "gpu", "network", "compute_efficiency",
@@ -511,6 +512,9 @@ static int parse_dim(ydoc *y, const yaml_node_t *map, uint32_t idx, etk_net_dim 
             if ((rc = yrange(y, v, what, "ns", 0, 1e9, &d->latency_ns)))
                 return rc;
             have[3] = true;
+        } else if (strcmp(key, "alltoall_efficiency") == 0) {
+            if ((rc = yrange(y, v, what, "a fraction of the bandwidth", 0.01, 1, &d->a2a_eff)))
+                return rc;
         } else if (strcmp(key, "algorithm") == 0) {
             if ((rc = yexpect(y, v, YAML_MAPPING_NODE, what)))
                 return rc;
@@ -861,6 +865,11 @@ int etk_cluster_check(const etk_cluster *c, uint32_t n_ranks, etk_error *err)
             return etk_err(err, ETK_EINVAL,
                            "cluster '%s': network[%u].latency: expected ns >= 0, got %g", c->name,
                            i, d->latency_ns);
+        if (!(d->a2a_eff == 0 || (d->a2a_eff >= 0.01 && d->a2a_eff <= 1)))
+            return etk_err(err, ETK_EINVAL,
+                           "cluster '%s': network[%u].alltoall_efficiency: expected a fraction in "
+                           "[0.01, 1] (0: unset, line rate), got %g",
+                           c->name, i, d->a2a_eff);
         for (int t = 0; t < ETK_COLL_TYPE_COUNT; t++)
             if (d->algo[t] < 0 || d->algo[t] > ETK_ALGO_DOUBLE_BINARY_TREE)
                 return etk_err(err, ETK_EINVAL,

@@ -304,14 +304,26 @@ static double t_dim(etk_coll_type t, int algo, const dimp *d, double S)
     }
 }
 
-static dimp span_params(const etk_cluster *c, const etk_net_place *p, uint32_t i)
+/* The bandwidth (bytes per ns) a collective of type t achieves on a dimension: line rate, except
+ * an all-to-all on a dimension with a measured all-to-all efficiency (alltoall_efficiency in the
+ * cluster YAML: NVLink all-to-alls run at 78-81% of line rate, DeepEP intranode EP 8 on H800
+ * and B200, kernels-measured.md section 2; docs/cluster.md). */
+static double dim_Bpns(const etk_net_dim *nd, etk_coll_type t)
+{
+    double B = nd->bw_Bps / 1e9;
+    if (t == ETK_COLL_ALL_TO_ALL && nd->a2a_eff > 0 && nd->a2a_eff <= 1)
+        B *= nd->a2a_eff;
+    return B;
+}
+
+static dimp span_params(const etk_cluster *c, const etk_net_place *p, uint32_t i, etk_coll_type t)
 {
     const etk_net_dim *nd = &c->dims[p->span_dim[i]];
     dimp d;
     d.topo = nd->topo;
     /* on a Ring, group neighbours `stride` coordinates apart are that many hops apart */
     d.a = nd->latency_ns * (nd->topo == ETK_TOPO_RING ? (double)p->span_stride[i] : 1.0);
-    d.B = nd->bw_Bps / 1e9;
+    d.B = dim_Bpns(nd, t);
     d.n = p->span_size[i];
     return d;
 }
@@ -337,8 +349,8 @@ static double t_flat(const etk_cluster *c, const etk_net_place *p, etk_coll_type
             const etk_net_dim *nd = &c->dims[d];
             double h = (d == p->class_dim[k] && nd->topo == ETK_TOPO_RING) ? p->class_hops[k] : 1;
             la += nd->latency_ns * (h > 0 ? h : 1);
-            if (nd->bw_Bps / 1e9 < lb)
-                lb = nd->bw_Bps / 1e9;
+            if (dim_Bpns(nd, t) < lb)
+                lb = dim_Bpns(nd, t);
         }
         if (la > a) a = la;
         if (lb < B) B = lb;
@@ -363,7 +375,7 @@ uint64_t net_phys_coll_ns(const etk_cluster *c, const etk_net_place *p, etk_coll
     dimp d[ETK_MAX_DIMS];
     int al[ETK_MAX_DIMS];
     for (uint32_t i = 0; i < k; i++) {
-        d[i] = span_params(c, p, i);
+        d[i] = span_params(c, p, i, t);
         al[i] = (int)t < ETK_COLL_TYPE_COUNT ? c->dims[p->span_dim[i]].algo[t] : 0;
     }
     if (k == 1)
