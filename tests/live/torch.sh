@@ -99,10 +99,14 @@ bc=$(awk '$1 == "BROADCAST" { gsub(",", "", $6); print $6 }' "$T/d.err")
   ok "DDP broadcasts the parameters once (2P) and the bucket indices once: $bc bytes" ||
   fail "broadcast bytes $bc, want 2P = $((2 * P)) + at most 1 KiB"
 
-# (d) train_tp.py: Megatron-style TP = 2 x DP = 2 on 4 ranks (groups from new_group), 3 steps: per
-#     layer and step 2 all-reduces of the activations forward and 2 of their gradients backward,
-#     each B S h x 2 bytes, on the TP group; one all-reduce per parameter and step on the DP group
-#     (2 layers x 10 + 5 = 25 parameters); the script's clock = the run's step time = etkit sim.
+# (d) train_tp.py: Megatron-style TP = 2 x DP = 2 on 4 ranks (groups from new_group), 3 steps. On
+#     the TP group per step: per layer 2 all-reduces of the activations forward and 2 of their
+#     gradients backward, the vocabulary-parallel embedding's output forward and the output
+#     layer's input gradient backward, each B S h x 2 bytes (2 L + 2 L + 2 = 10), and the
+#     vocabulary-parallel cross-entropy's max, target logit and sum of exponentials, B S x 4 bytes
+#     (FP32): 3 x 13 = 39. On the DP group DDP's bucketed all-reduces of all the rank's gradients,
+#     3 x 2 P bytes in fewer all-reduces than parameters (P = 2 (V/TP) h + S h + 2h
+#     + L (12 h^2/TP + 7h/TP + 4h)). The script's clock = the run's step time = etkit sim.
 TP=2 timeout 240 "$ETKIT" live --cluster dgx-h100 --ranks 4 --cpu-scale 0 --record "$T/tp" -- "$PY" "$D/train_tp.py" \
   >"$T/t.out" 2>"$T/t.err" || fail "train_tp.py exited $?: $(tail -5 "$T/t.err")"
 tp_step=$(step "$T/t.err")
@@ -113,9 +117,15 @@ tp_step=$(step "$T/t.err")
 # the report names one group per row of groups alike (TP and DP groups both have 2 members):
 # tell them apart by their counts
 ars=$(awk '$1 == "ALL_REDUCE" && $3 == 2 { gsub(",", "", $6); print $5, $6 }' "$T/t.err")
-echo "$ars" | grep -qx "24 $((24 * 2 * 128 * 256 * 2))" &&
-  ok "TP all-reduces: 3 steps x 2 layers x 4 = 24 of B S h x 2 bytes" || fail "TP all-reduces: '$ars', want '24 $((24 * 131072))'"
-echo "$ars" | grep -q "^75 " && ok "DP all-reduces: 3 steps x 25 parameters" || fail "DP all-reduces: '$ars', want 75"
+tp_ar=$((3 * 10 * 2 * 128 * 256 * 2 + 3 * 3 * 2 * 128 * 4))
+echo "$ars" | grep -qx "39 $tp_ar" &&
+  ok "TP all-reduces: 3 x (2 layers x 4 + 2) of B S h x 2 bytes + 3 x 3 of B S x 4 bytes" ||
+  fail "TP all-reduces: '$ars', want '39 $tp_ar'"
+dp_p=$((2 * 512 * 256 + 128 * 256 + 2 * 256 + 2 * (12 * 256 * 256 / 2 + 7 * 256 / 2 + 4 * 256)))
+dp_n=$(echo "$ars" | awk -v b=$((3 * 2 * dp_p)) '$2 == b { print $1 }')
+[ -n "$dp_n" ] && [ "$dp_n" -ge 3 ] && [ "$dp_n" -lt 75 ] &&
+  ok "DP all-reduces: DDP's buckets, $dp_n of 3 x 2P = $((3 * 2 * dp_p)) bytes (not one per parameter: 75)" ||
+  fail "DP all-reduces: '$ars', want 3 x 2P = $((3 * 2 * dp_p)) bytes in 3 to 74 all-reduces"
 # (e) train_fsdp.py: FSDP, full sharding, one unit per block (L = 2) and the root unit (embeddings,
 #     final norm, head), 8 ranks, 3 steps. Per step: forward all-gathers every unit (L + 1), backward
 #     the L blocks again (the root stays gathered after forward), each the rank's shard of 2 P_u / 8

@@ -238,6 +238,8 @@ class Mode(TorchDispatchMode):
             if isinstance(out, tuple) and out and isinstance(out[0], list):
                 return (args[0],) + tuple(out[1:])
             return out
+        if name.startswith("aten::_foreach_"):  # torch 1.13 has no meta kernels for them
+            return self.foreach(func, name, args, a, dev)
         if name in _cost.DATA_DEPENDENT or not name.startswith("aten::"):
             out = self.unmodelled(func, a, k, why="its output depends on the tensor's values"
                                   if name.startswith("aten::") else "it is not an ATen operator")
@@ -255,6 +257,21 @@ class Mode(TorchDispatchMode):
             _set_data(args[0], res)
             return args[0]
         return res
+
+    def foreach(self, func, name, args, a, dev):
+        """A multi-tensor (foreach) operator, as the optimizers' foreach=True path runs them: every
+        output has the shape and dtype of the first list's tensor at its position. In place
+        (name ending in _): the first list is written (read + written, as one in-place kernel per
+        tensor would be) and nothing is returned; else a new list. One kernel node for the list,
+        timed by all the bytes it moves (CUDA's multi_tensor_apply launches one kernel per chunk
+        of tensors; the launches are not modelled separately)."""
+        lst = a[0]
+        inplace = name.endswith("_")
+        out = lst if inplace else [torch.empty_like(t) for t in lst]
+        c = _cost.cost(func, a, out)
+        if c is not None:
+            _lib.issue(cur_stream(), c[0], c[1], c[2])
+        return None if inplace else self.wrap(func, args, out, dev)
 
     def unmodelled(self, func, a, k, why):
         name = str(func._schema.name)

@@ -3,8 +3,14 @@ import): attention heads and the MLP split over a TP group (column-parallel QKV 
 row-parallel projection and FC2 followed by an all-reduce; the all-reduce of the input gradient
 in backward), data parallel across TP groups (gradients all-reduced over the DP group); dropout
 where GPT-2 has it (gpt.DROPOUT: the attention probabilities, after the embeddings and after each
-row-parallel all-reduce, as Megatron's bias-dropout-add).
-TP size from the environment (TP, default the world). Prints its own step time."""
+row-parallel all-reduce, as Megatron's bias-dropout-add). As Megatron-LM, the word embedding and
+the output layer are split over the TP group by vocabulary (VocabParallelEmbedding: each rank looks
+up its V/TP rows, zeroes the others, all-reduce over TP; the output layer column-parallel) and the
+cross-entropy is vocabulary-parallel (all-reduces over TP of the max logit, the sum of exponentials
+and the target's logit, in FP32 as Megatron's default); the gradients are all-reduced over the DP
+group by DistributedDataParallel (buckets, overlapped with backward); AdamW runs its foreach
+(multi-tensor) kernels. TP size from the environment (TP, default the world). Prints its own step
+time."""
 import math
 import os
 import sys
@@ -13,6 +19,7 @@ import torch
 import torch.distributed as dist
 import torch.nn as nn
 import torch.nn.functional as F
+from torch.nn.parallel import DistributedDataParallel as DDP
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gpt  # noqa: E402
@@ -56,6 +63,33 @@ class ReduceFromTP(torch.autograd.Function):
         return g
 
 
+class VocabParallelCrossEntropy(torch.autograd.Function):
+    """Megatron's vocab_parallel_cross_entropy: logits (B, S, V/TP) of this rank's vocabulary
+    slice [start, start + V/TP); per token loss = log(sum exp) - target logit."""
+    @staticmethod
+    def forward(ctx, logits, target, start):
+        logits = logits.float()
+        m = logits.max(dim=-1)[0]
+        dist.all_reduce(m, op=dist.ReduceOp.MAX, group=tp_group)
+        logits = logits - m.unsqueeze(-1)
+        mask = (target < start) | (target >= start + logits.shape[-1])
+        local = (target - start).masked_fill(mask, 0).unsqueeze(-1)
+        pred = logits.gather(-1, local).squeeze(-1).masked_fill(mask, 0.0)
+        dist.all_reduce(pred, group=tp_group)
+        e = logits.exp()
+        s = e.sum(dim=-1)
+        dist.all_reduce(s, group=tp_group)
+        e.div_(s.unsqueeze(-1))
+        ctx.save_for_backward(e, mask, local)
+        return s.log() - pred
+
+    @staticmethod
+    def backward(ctx, g):
+        e, mask, local = ctx.saved_tensors
+        e.scatter_add_(-1, local, (mask.float() - 1.0).unsqueeze(-1))  # softmax - one-hot
+        return (e * g.unsqueeze(-1)).to(torch.bfloat16), None, None
+
+
 class TPBlock(nn.Module):
     def __init__(self, h, heads):
         super().__init__()
@@ -81,29 +115,27 @@ class TPBlock(nn.Module):
 class TPGPT(nn.Module):
     def __init__(self):
         super().__init__()
-        self.wte, self.wpe = nn.Embedding(gpt.VOCAB, gpt.HIDDEN), nn.Embedding(gpt.SEQ, gpt.HIDDEN)
+        self.vl = gpt.VOCAB // TP
+        self.start = (rank % TP) * self.vl                 # this rank's vocabulary slice
+        self.wte, self.wpe = nn.Embedding(self.vl, gpt.HIDDEN), nn.Embedding(gpt.SEQ, gpt.HIDDEN)
         self.drop = nn.Dropout(gpt.DROPOUT)
         self.blocks = nn.ModuleList(TPBlock(gpt.HIDDEN, gpt.HEADS) for _ in range(gpt.LAYERS))
         self.ln = nn.LayerNorm(gpt.HIDDEN)
-        self.head = nn.Linear(gpt.HIDDEN, gpt.VOCAB, bias=False)
+        self.head = nn.Linear(gpt.HIDDEN, self.vl, bias=False)  # column-parallel over vocabulary
 
     def forward(self, idx, targets):
-        x = self.drop(self.wte(idx) + self.wpe(torch.arange(idx.shape[1], device=idx.device)))
+        mask = (idx < self.start) | (idx >= self.start + self.vl)
+        x = self.wte((idx - self.start).masked_fill(mask, 0)).masked_fill(mask.unsqueeze(-1), 0.0)
+        x = self.drop(ReduceFromTP.apply(x) + self.wpe(torch.arange(idx.shape[1], device=idx.device)))
         for b in self.blocks:
             x = b(x)
-        logits = self.head(self.ln(x))
-        return F.cross_entropy(logits.view(-1, logits.shape[-1]), targets.view(-1))
+        logits = self.head(CopyToTP.apply(self.ln(x)))
+        return VocabParallelCrossEntropy.apply(logits, targets, self.start).mean()
 
 
 model = TPGPT().cuda().to(torch.bfloat16)
-opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
-
-
-def reduce_dp():
-    if world > TP:
-        for p in model.parameters():
-            dist.all_reduce(p.grad, group=dp_group)
-
-
-gpt.train(model, opt, rank, reduce_dp)
+if world > TP:
+    model = DDP(model, device_ids=[torch.cuda.current_device()], process_group=dp_group)
+opt = torch.optim.AdamW(model.parameters(), lr=1e-4, foreach=True)
+gpt.train(model, opt, rank)
 dist.destroy_process_group()
