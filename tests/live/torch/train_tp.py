@@ -8,7 +8,8 @@ the output layer are split over the TP group by vocabulary (VocabParallelEmbeddi
 up its V/TP rows, zeroes the others, all-reduce over TP; the output layer column-parallel) and the
 cross-entropy is vocabulary-parallel (all-reduces over TP of the max logit, the sum of exponentials
 and the target's logit, in FP32 as Megatron's default); the gradients are all-reduced over the DP
-group by DistributedDataParallel (buckets, overlapped with backward); AdamW runs its foreach
+group by DistributedDataParallel (buckets, overlapped with backward; the gradients are views of
+the buckets, as Megatron's contiguous buffer); AdamW runs its foreach
 (multi-tensor) kernels. TP size from the environment (TP, default the world). Prints its own step
 time."""
 import math
@@ -106,8 +107,12 @@ class TPBlock(nn.Module):
         q, k, v = self.qkv(CopyToTP.apply(self.ln1(x))).split(self.hl, dim=2)
         d = self.hl // self.heads
         q, k, v = (t.view(b, s, self.heads, d).transpose(1, 2) for t in (q, k, v))
-        att = self.attn_drop(((q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(d))).softmax(dim=-1))
-        y = (att @ v).transpose(1, 2).reshape(b, s, self.hl)
+        q, k, v = (t.reshape(b * self.heads, s, d) for t in (q, k, v))
+        # as Megatron's CoreAttention: the 1/sqrt(d) scale folded into the score GEMM (baddbmm, beta 0)
+        att = torch.baddbmm(torch.empty(b * self.heads, s, s, dtype=q.dtype, device=q.device), q,
+                            k.transpose(1, 2), beta=0.0, alpha=1.0 / math.sqrt(d))
+        att = self.attn_drop(att.softmax(dim=-1))
+        y = (att @ v).view(b, self.heads, s, d).transpose(1, 2).reshape(b, s, self.hl)
         x = x + self.drop1(ReduceFromTP.apply(self.proj(y)))
         return x + self.drop2(ReduceFromTP.apply(self.out(F.gelu(self.fc(CopyToTP.apply(self.ln2(x)))))))
 
@@ -135,7 +140,8 @@ class TPGPT(nn.Module):
 
 model = TPGPT().cuda().to(torch.bfloat16)
 if world > TP:
-    model = DDP(model, device_ids=[torch.cuda.current_device()], process_group=dp_group)
+    model = DDP(model, device_ids=[torch.cuda.current_device()], process_group=dp_group,
+                gradient_as_bucket_view=True)  # as Megatron's contiguous gradient buffer: no copies
 opt = torch.optim.AdamW(model.parameters(), lr=1e-4, foreach=True)
 gpt.train(model, opt, rank)
 dist.destroy_process_group()
