@@ -25,10 +25,10 @@ export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:quarantine_size_mb=32:allocat
 # few hundred lines cover the readers' paths. Inputs past it are cut when loaded.
 max_len_of() {
   case $1 in
-    fuzz_node_codec|fuzz_groups) echo 1024 ;;
-    fuzz_model|fuzz_cluster) echo 4096 ;;
+    fuzz_node_codec|fuzz_groups|fuzz_live_kernels) echo 1024 ;;
+    fuzz_model|fuzz_cluster|fuzz_astra|fuzz_calib) echo 4096 ;;
     fuzz_sim|fuzz_json_import|fuzz_convert) echo 8192 ;;
-    *) echo 16384 ;;   # fuzz_trace_read, fuzz_validate
+    *) echo 16384 ;;   # fuzz_trace_read, fuzz_validate, fuzz_synth_model
   esac
 }
 failed=()
