@@ -39,6 +39,18 @@
 #define LLVMFuzzerTestOneInput fuzz_sim_entry
 #include "fuzz/fuzz_sim.c"
 #undef LLVMFuzzerTestOneInput
+#define LLVMFuzzerTestOneInput fuzz_astra_entry
+#include "fuzz/fuzz_astra.c"
+#undef LLVMFuzzerTestOneInput
+#define LLVMFuzzerTestOneInput fuzz_calib_entry
+#include "fuzz/fuzz_calib.c"
+#undef LLVMFuzzerTestOneInput
+#define LLVMFuzzerTestOneInput fuzz_live_kernels_entry
+#include "fuzz/fuzz_live_kernels.c"
+#undef LLVMFuzzerTestOneInput
+#define LLVMFuzzerTestOneInput fuzz_synth_model_entry
+#include "fuzz/fuzz_synth_model.c"
+#undef LLVMFuzzerTestOneInput
 
 typedef int (*fuzz_fn)(const uint8_t *, size_t);
 static const struct {
@@ -50,7 +62,9 @@ static const struct {
     {"fuzz_groups", fuzz_groups_entry, 3},         {"fuzz_node_codec", fuzz_node_codec_entry, 2},
     {"fuzz_convert", fuzz_convert_entry, 1},       {"fuzz_validate", fuzz_validate_entry, 0},
     {"fuzz_cluster", fuzz_cluster_entry, 1},       {"fuzz_model", fuzz_model_entry, 0},
-    {"fuzz_sim", fuzz_sim_entry, 1},
+    {"fuzz_sim", fuzz_sim_entry, 1},               {"fuzz_astra", fuzz_astra_entry, 0},
+    {"fuzz_calib", fuzz_calib_entry, 0},           {"fuzz_live_kernels", fuzz_live_kernels_entry, 0},
+    {"fuzz_synth_model", fuzz_synth_model_entry, 0},
 };
 #define N_TARGETS (sizeof targets / sizeof targets[0])
 
@@ -146,11 +160,38 @@ static void test_no_unknown_corpus(void **state)
     closedir(d);
 }
 
+/* Every target source tests/fuzz/fuzz_*.c is replayed here: a new target cannot be left out of
+ * the ASan replay of its corpus. */
+static void test_every_target_listed(void **state)
+{
+    (void)state;
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s/tests/fuzz", ETK_SOURCE_DIR);
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    struct dirent *e;
+    size_t seen = 0;
+    while ((e = readdir(d))) {
+        size_t l = strlen(e->d_name);
+        if (strncmp(e->d_name, "fuzz_", 5) || l < 3 || strcmp(e->d_name + l - 2, ".c"))
+            continue;
+        bool known = false;
+        for (size_t i = 0; i < N_TARGETS; i++)
+            known |= strlen(targets[i].name) == l - 2 && !strncmp(e->d_name, targets[i].name, l - 2);
+        if (!known)
+            fail_msg("tests/fuzz/%s has no entry in tests/test_fuzz_regressions.c: include it there", e->d_name);
+        seen++;
+    }
+    closedir(d);
+    assert_int_equal(seen, N_TARGETS);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_all_corpora),
         cmocka_unit_test(test_no_unknown_corpus),
+        cmocka_unit_test(test_every_target_listed),
         cmocka_unit_test(test_repository_corpus),
     };
     return cmocka_run_group_tests(tests, 0, NULL);

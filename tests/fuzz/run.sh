@@ -8,6 +8,9 @@
 # A crashing input is kept as $BUILD/fuzz-artifacts/<target>/crash-* : copy it into
 # tests/fuzz/corpus-<target>/ as a regression seed once fixed.
 # usage: run.sh BUILD SHARED SECONDS_EACH [TARGET...]
+# FUZZ_TIMEOUT (seconds, default 10): libFuzzer's per-input limit, which it measures in wall-clock
+# time: on a loaded machine (a campaign beside other work) raise it, or an input that takes 0.3 s
+# of CPU is reported as a timeout when the process gets a tenth of a core.
 set -u
 BUILD=$1; SHARED=$2; SECONDS_EACH=$3; shift 3
 here=$(cd "$(dirname "$0")" && pwd)
@@ -25,10 +28,10 @@ export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:quarantine_size_mb=32:allocat
 # few hundred lines cover the readers' paths. Inputs past it are cut when loaded.
 max_len_of() {
   case $1 in
-    fuzz_node_codec|fuzz_groups) echo 1024 ;;
-    fuzz_model|fuzz_cluster) echo 4096 ;;
+    fuzz_node_codec|fuzz_groups|fuzz_live_kernels) echo 1024 ;;
+    fuzz_model|fuzz_cluster|fuzz_astra|fuzz_calib) echo 4096 ;;
     fuzz_sim|fuzz_json_import|fuzz_convert) echo 8192 ;;
-    *) echo 16384 ;;   # fuzz_trace_read, fuzz_validate
+    *) echo 16384 ;;   # fuzz_trace_read, fuzz_validate, fuzz_synth_model
   esac
 }
 failed=()
@@ -46,7 +49,7 @@ for f in "$BUILD"/fuzz_*; do
   mkdir -p "$work/new"
   max_len=$(max_len_of "$name")
   echo "== $name for ${SECONDS_EACH}s (-max_len=$max_len)"
-  "$f" -max_total_time="$SECONDS_EACH" -max_len="$max_len" -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 \
+  "$f" -max_total_time="$SECONDS_EACH" -max_len="$max_len" -rss_limit_mb=2048 -timeout="${FUZZ_TIMEOUT:-10}" -print_final_stats=1 \
     -artifact_prefix="$art/" "$work/new" "${seeds[@]}" 2>&1 | tee "$work/log" | grep -E "^(#[0-9]+ +DONE|==[0-9]+==ERROR|SUMMARY|.*runtime error|stat::number_of_executed_units)" 
   rc=${PIPESTATUS[0]}
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$work/log" | tail -1)
