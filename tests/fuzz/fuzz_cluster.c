@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "etkit/net.h"
+#include "fuzz_common.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -14,13 +15,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     if (etk_cluster_check(&c, 0, &err) != 0)
         abort(); /* the loader must only return checked clusters */
-    uint32_t ranks[16];
-    uint32_t n = c.n_npus < 16 ? c.n_npus : 16;
-    for (uint32_t i = 0; i < n; i++)
-        ranks[i] = i;
-    for (int t = 0; t < ETK_COLL_TYPE_COUNT; t++)
-        (void)etk_net_coll_ns(&c, (etk_coll_type)t, 1 << 20, ranks, n);
-    (void)etk_net_p2p_ns(&c, 0, c.n_npus - 1, 4096);
-    (void)etk_hw_compute_ns(&c, 1000000, 1000);
+    fc_cost_cluster(&c);
     return 0;
 }

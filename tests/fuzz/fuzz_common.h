@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "etkit/et.h"
+#include "etkit/net.h"
 
 #define FUZZ_CHECK(cond, ...)                                                                       \
     do {                                                                                            \
@@ -40,6 +41,21 @@ static inline const char *fc_scratch_dir(void)
         }
     }
     return dir;
+}
+
+/* An accepted cluster costed once: every collective type over its first (up to) 16 NPUs, a send
+ * across it and a compute node (fuzz_cluster, fuzz_astra). */
+static inline void fc_cost_cluster(const etk_cluster *cp)
+{
+    etk_cluster c = *cp;
+    uint32_t ranks[16];
+    uint32_t n = c.n_npus < 16 ? c.n_npus : 16;
+    for (uint32_t i = 0; i < n; i++)
+        ranks[i] = i;
+    for (int t = 0; t < ETK_COLL_TYPE_COUNT; t++)
+        (void)etk_net_coll_ns(&c, (etk_coll_type)t, 1 << 20, ranks, n);
+    (void)etk_net_p2p_ns(&c, 0, c.n_npus - 1, 4096);
+    (void)etk_hw_compute_ns(&c, 1000000, 1000);
 }
 
 static inline int fc_streq(const char *a, const char *b)
