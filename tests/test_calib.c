@@ -96,6 +96,54 @@ static void test_load_rows(void **state)
     etk_calib_free(rs);
 }
 
+/* validate_only: the shared modern rows load with the same built flags, reasons, plans and
+ * clusters as a full load, without the FLOPs summary (0, where the full load has the summary's
+ * model FLOPs: > 0 on every built row); the summary is made at prediction, so a validated row
+ * predicts the same step as a fully loaded one */
+static void test_load_validate_only(void **state)
+{
+    (void)state;
+    char path[1024];
+    snprintf(path, sizeof path, "%s/spec/calibration-modern.json", ETK_SHARED_DIR);
+    etk_calib_rows *full = NULL, *val = NULL;
+    etk_error err = {0};
+    if (etk_calib_load_with(path, NULL, NULL, false, &full, &err) ||
+        etk_calib_load_with(path, NULL, NULL, true, &val, &err))
+        fail_msg("%s", err.msg);
+    assert_false(full->validate_only);
+    assert_true(val->validate_only);
+    assert_int_equal(full->n, val->n);
+    assert_true(full->n >= 48);
+    uint32_t built = 0, tiny = UINT32_MAX;
+    for (uint32_t i = 0; i < full->n; i++) {
+        const etk_calib_row *a = &full->rows[i], *b = &val->rows[i];
+        assert_string_equal(a->name, b->name);
+        assert_int_equal(a->built, b->built);
+        assert_string_equal(a->reason, b->reason);
+        if (!a->built)
+            continue;
+        built++;
+        assert_true(a->cfg.model_flops_per_step > 0);
+        assert_true(b->cfg.model_flops_per_step == 0);
+        assert_int_equal(a->cfg.tokens_per_step, b->cfg.tokens_per_step);
+        assert_int_equal(a->cfg.n_ranks, b->cfg.n_ranks);
+        assert_int_equal(a->cfg.micro_batches, b->cfg.micro_batches);
+        assert_int_equal(a->cluster.n_npus, b->cluster.n_npus);
+        if (a->cfg.n_ranks <= 8 && tiny == UINT32_MAX)
+            tiny = i;
+    }
+    assert_true(built >= 40);
+    /* one small row predicted both ways: the same step and value */
+    assert_true(tiny != UINT32_MAX);
+    etk_calib_pred pa, pb;
+    if (etk_calib_predict(&full->rows[tiny], NULL, &pa, &err) || etk_calib_predict(&val->rows[tiny], NULL, &pb, &err))
+        fail_msg("%s: %s", full->rows[tiny].name, err.msg);
+    assert_true(pa.value == pb.value);
+    assert_int_equal(pa.step_ns, pb.step_ns);
+    etk_calib_free(full);
+    etk_calib_free(val);
+}
+
 /* the prediction is etkit run's: step time from the same plan and cluster simulated directly */
 static void test_predict_is_run(void **state)
 {
@@ -396,7 +444,8 @@ static void test_net_params(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_load_rows),      cmocka_unit_test(test_predict_is_run),
+        cmocka_unit_test(test_load_rows),      cmocka_unit_test(test_load_validate_only),
+        cmocka_unit_test(test_predict_is_run),
         cmocka_unit_test(test_fit_recovers),   cmocka_unit_test(test_fit_no_effect),
         cmocka_unit_test(test_fit_deterministic),
         cmocka_unit_test(test_loso),           cmocka_unit_test(test_bad_rows),

@@ -57,6 +57,8 @@ typedef struct etk_calib_rows {
     bool drop_workloads;     /* free each row's workload once it is predicted (one pass, the
                                 report: the 48 modern rows' workloads together are ~9 GB);
                                 false: kept for the fit's repeated evaluations */
+    bool validate_only;      /* loaded by etk_calib_load_with(validate_only): plans checked by
+                                etk_gen_validate, without the FLOPs summary */
 } etk_calib_rows;
 
 /* Read a rows file. Fails (message naming the file) only when the file cannot be read or is not
@@ -72,6 +74,13 @@ int etk_calib_load(const char *path, const char *models_dir, etk_calib_rows **ou
  * object or names a row the rows file does not have. */
 int etk_calib_load_extra(const char *path, const char *models_dir, const char *extra_path,
                          etk_calib_rows **out, etk_error *err);
+/* The same; with validate_only each row's plan gets every check of etk_gen_check but not the
+ * FLOPs-per-step summary it then makes (one emission of the step per stage class, ~97% of a
+ * load): rows are read and checked as by etk_calib_load_extra (the same built flags and reasons,
+ * except a failure that only the summary finds: those rows fail when predicted), and the summary
+ * is made when a row is predicted. For readers of rows files (the fuzz target). */
+int etk_calib_load_with(const char *path, const char *models_dir, const char *extra_path, bool validate_only,
+                        etk_calib_rows **out, etk_error *err);
 void etk_calib_free(etk_calib_rows *r);
 
 /* Parameters to fit or apply: names and values. */

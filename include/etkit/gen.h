@@ -165,6 +165,11 @@ bool etk_gen_is_option(const char *name, bool *takes_value);
 int etk_gen_parse_args(int argc, char **argv, etk_gen_config *cfg, int *n_rest, char **rest, etk_error *err);
 /* Validate the plan (the message names the flag and the reason) and fill the derived fields. */
 int etk_gen_check(etk_gen_config *cfg, etk_error *err);
+/* etk_gen_check's checks and derived fields without the summary it then makes for the FLOPs per
+ * step (model_flops_per_step and hw_flops_per_step stay 0; etk_run_simulate makes the summary
+ * when it needs them): one emission per stage class saved, for callers that only read plans
+ * (`etkit calibrate`'s row loader when asked, the fuzz targets). */
+int etk_gen_validate(etk_gen_config *cfg, etk_error *err);
 const char *etk_gen_options_help(void);
 
 /* HBM bytes of a GPU by name (a100, h100, h200, b200, mi300x; spec/hardware.md), 0 if unknown. */

@@ -327,7 +327,7 @@ static int build_row(const etk_calib_rows *rs, etk_calib_row *r, const json_t *o
                 return -1;
         }
     }
-    if (etk_gen_check(&r->cfg, &e))
+    if (rs->validate_only ? etk_gen_validate(&r->cfg, &e) : etk_gen_check(&r->cfg, &e))
         return row_fail(rs, r, "plan: %s", e.msg);
     const json_t *g = json_object_get(o, "gpus");
     if (!json_is_integer(g) || json_integer_value(g) < 1 || json_integer_value(g) > (1 << 24))
@@ -441,6 +441,12 @@ int etk_calib_load(const char *path, const char *models_dir, etk_calib_rows **ou
 int etk_calib_load_extra(const char *path, const char *models_dir, const char *extra_path,
                          etk_calib_rows **out, etk_error *err)
 {
+    return etk_calib_load_with(path, models_dir, extra_path, false, out, err);
+}
+
+int etk_calib_load_with(const char *path, const char *models_dir, const char *extra_path, bool validate_only,
+                        etk_calib_rows **out, etk_error *err)
+{
     *out = NULL;
     json_t *root, *extra;
     int rc = load_extra(extra_path, &extra, err);
@@ -483,6 +489,7 @@ int etk_calib_load_extra(const char *path, const char *models_dir, const char *e
     }
     snprintf(rs->path, sizeof rs->path, "%s", path);
     rs->n = (uint32_t)n;
+    rs->validate_only = validate_only;
     for (size_t i = 0; i < n; i++) {
         etk_calib_row *r = &rs->rows[i];
         r->index = (uint32_t)i;

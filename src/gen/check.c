@@ -10,11 +10,11 @@
 #include "etkit/gen.h"
 #include "gen/infer.h"
 
-static int infer_check(etk_gen_config *c, etk_gen_summary *keep, etk_error *err);
+static int infer_check(etk_gen_config *c, bool summarize, etk_gen_summary *keep, etk_error *err);
 
-/* The checks; the summary made for the FLOPs per step goes to *keep when keep is not NULL
- * (etk_gen_check_summary), is freed otherwise. */
-static int check(etk_gen_config *c, etk_gen_summary *keep, etk_error *err)
+/* The checks; then, when summarize, the summary made for the FLOPs per step, which goes to *keep
+ * when keep is not NULL (etk_gen_check_summary), is freed otherwise. */
+static int check(etk_gen_config *c, bool summarize, etk_gen_summary *keep, etk_error *err)
 {
     if (c->mode == ETK_GEN_MODE_INFERENCE && c->train_flag[0])
         return etk_err(err, ETK_EINVAL,
@@ -178,9 +178,11 @@ static int check(etk_gen_config *c, etk_gen_summary *keep, etk_error *err)
                                i ? "last" : "first", end[i], v, i ? "last" : "first", v, v);
     }
     if (c->mode == ETK_GEN_MODE_INFERENCE)
-        return infer_check(c, keep, err);
+        return infer_check(c, summarize, keep, err);
     c->gpu_bytes = etk_gen_gpu_bytes(c->gpu);
     c->tokens_per_step = (uint64_t)c->global_batch * (uint64_t)m->seq;
+    if (!summarize)
+        return 0;
     /* FLOPs per step for MFU/HFU: one emission per stage class (milliseconds even at 32K ranks) */
     etk_gen_summary s;
     if ((rc = etk_gen_summarize(c, &s, err)))
@@ -196,21 +198,26 @@ static int check(etk_gen_config *c, etk_gen_summary *keep, etk_error *err)
 
 int etk_gen_check(etk_gen_config *c, etk_error *err)
 {
-    return check(c, NULL, err);
+    return check(c, true, NULL, err);
+}
+
+int etk_gen_validate(etk_gen_config *c, etk_error *err)
+{
+    return check(c, false, NULL, err);
 }
 
 int etk_gen_check_summary(etk_gen_config *c, etk_gen_summary *sum, etk_error *err)
 {
     memset(sum, 0, sizeof *sum);
-    return check(c, sum, err);
+    return check(c, true, sum, err);
 }
 
 int etk_gen_infer_check(etk_gen_config *c, etk_error *err)
 {
-    return infer_check(c, NULL, err);
+    return infer_check(c, true, NULL, err);
 }
 
-static int infer_check(etk_gen_config *c, etk_gen_summary *keep, etk_error *err)
+static int infer_check(etk_gen_config *c, bool summarize, etk_gen_summary *keep, etk_error *err)
 {
     const etk_model *m = &c->model;
     /* library callers may set the fields without etk_gen_set (which refuses the flags) */
@@ -244,6 +251,8 @@ static int infer_check(etk_gen_config *c, etk_gen_summary *keep, etk_error *err)
     c->micro_batches = c->infer_micro_batches;
     c->gpu_bytes = etk_gen_gpu_bytes(c->gpu);
     c->tokens_per_step = (uint64_t)c->dp * c->batch * ((uint64_t)c->decode_steps + 1);
+    if (!summarize)
+        return 0;
     etk_gen_summary s;
     int rc = etk_gen_summarize(c, &s, err);
     if (rc)
