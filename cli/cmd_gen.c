@@ -225,12 +225,9 @@ static void print_text(const etk_gen_config *c, const etk_gen_summary *s)
             snprintf(inflight, sizeof inflight, "%u micro-batch chunks of 1/%u in flight", st->in_flight, c->vpp);
         else
             snprintf(inflight, sizeof inflight, "%u in flight", st->in_flight);
-        char fp8c[64] = "";
-        if (st->fp8_cache_bytes)
-            snprintf(fp8c, sizeof fp8c, " (FP8 copies %.2f GiB of it)", st->fp8_cache_bytes / GIB);
-        printf("  memory per rank: weights %.2f GiB%s, gradients %.2f GiB, optimizer %.2f GiB (+ %.2f GiB during the step), "
+        printf("  memory per rank: weights %.2f GiB, gradients %.2f GiB, optimizer %.2f GiB (+ %.2f GiB during the step), "
                "activations %.2f GiB (%.3f GiB per micro-batch x %s), comm buffers %.3f GiB, total %.2f GiB\n",
-               st->weight_bytes / GIB, fp8c, st->grad_bytes / GIB, st->optimizer_bytes / GIB, st->optimizer_step_bytes / GIB,
+               st->weight_bytes / GIB, st->grad_bytes / GIB, st->optimizer_bytes / GIB, st->optimizer_step_bytes / GIB,
                st->act_bytes / GIB, st->act_per_mb_bytes / GIB, inflight, st->comm_buffer_bytes / GIB,
                st->total_bytes / GIB);
     }

@@ -190,8 +190,6 @@ typedef struct etk_gen_stage {
     /* memory per rank, bytes */
     uint64_t params;             /* parameters held (TP shard of the stage's weights) */
     uint64_t weight_bytes, grad_bytes, optimizer_bytes; /* optimizer: held all step (fp32 master, Adam m, v) */
-    uint64_t fp8_cache_bytes;    /* FP8 plans: Transformer Engine's FP8 weight copies and transposes
-                                  * (2 bytes per FP8-GEMM weight element), included in weight_bytes */
     uint64_t optimizer_step_bytes; /* the fp32 copy of 16-bit gradients, only during the optimizer step */
     uint64_t act_per_mb_bytes;   /* activations kept by one micro-batch of the stage */
     uint32_t in_flight;          /* micro-batches (chunks with --vpp) whose activations are held at the peak */
