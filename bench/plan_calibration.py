@@ -43,11 +43,15 @@ def opt(key):
     return "--" + ALIAS.get(key, key.replace("_", "-"))
 
 
-def flags(plan, keys):
+def flags(plan, keys, search=False):
+    """The row's options by name. `etkit run` refuses --cp-comm without CP, so a plan with CP 1
+    runs without it; the search keeps it (search=True): the row's CP exchange is how its
+    software runs CP, so the candidates with CP > 1 use it too (Megatron-LM's default is the
+    ring, cp_comm_type p2p)."""
     out = []
     cp1 = int(plan.get("cp", 1)) <= 1
     for k in keys:
-        if k not in plan or (k == "cp_comm" and cp1):
+        if k not in plan or (k == "cp_comm" and cp1 and not search):
             continue
         v = plan[k]
         if isinstance(v, bool):
@@ -91,6 +95,7 @@ def main():
         gpus = r["gpus"]
         cluster = ["--cluster", r["cluster"], "--nodes", str(gpus // 8)]
         wl = model_flags(r) + flags(p, WORKLOAD) + ["--global-batch", str(p["gbs"])]
+        wl_search = model_flags(r) + flags(p, WORKLOAD, search=True) + ["--global-batch", str(p["gbs"])]
         fixed = constraints(r)
         pub = [k for k in p if k not in WORKLOAD and k != "gbs"]
         pubflags = flags(p, pub)
@@ -102,7 +107,7 @@ def main():
         pub_ns = json.loads(run.stdout)["step_ns"]
         with tempfile.TemporaryDirectory() as d:
             out = os.path.join(d, "plans.csv")
-            s = subprocess.run([etkit, "plan"] + wl + fixed + cluster + ["--top", "1", "-j", "2", "--quiet", "--csv", out],
+            s = subprocess.run([etkit, "plan"] + wl_search + fixed + cluster + ["--top", "1", "-j", "2", "--quiet", "--csv", out],
                                capture_output=True, text=True)
             if s.returncode:
                 print(f"| {r['name']} | {gpus} | etkit plan failed: {s.stderr.strip()} |||||")

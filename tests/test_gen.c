@@ -168,6 +168,42 @@ static void test_flops_llama(void **state)
     }
 }
 
+/* The per-stage compute of Megatron-LM's Llama 3 70B plan (calibration-modern.json row
+ * mlm-h100-llama3-70b: TP 4, PP 8, VPP 5, DP 2, SP, FP8, micro-batch 1, global batch 128, so
+ * m = 64 micro-batches of s = 8,192 tokens per DP rank), closed form per rank and step: each
+ * stage holds 10 layers (5 chunks of 2), 3 x forward per layer and sequence /t as in
+ * test_flops_llama plus its elementwise terms; stage 0 adds the embedding gradient (s h per
+ * micro-batch); the last stage adds the head, 3 x 2 s h V / t (output GEMM forward, input and
+ * weight gradients) + RMSNorm 12 s h / t (SP) + cross entropy 12 s V / t. That is 10.6% more
+ * FLOPs than stages 0-6, whichever chunk holds the head: the whole-stage imbalance
+ * docs/plan.md explains for this row. */
+static void test_flops_stages_70b_vpp(void **state)
+{
+    (void)state;
+    etk_gen_config c;
+    etk_gen_summary s;
+    summarize("--model llama3-70b --precision fp8 --seq 8192 --global-batch 128 --micro-batch 1 --zero 1 --sp --tp 4 "
+              "--pp 8 --vpp 5 --dp 2",
+              &c, &s);
+    assert_int_equal(s.n_stages, 8);
+    double m = 64, sq = 8192, h = 8192, V = 128256, t = 4, f = 28672, k = 8, a = 64, dh = 128;
+    double layer = 3 * (2 * sq * h * (h + 2 * k * dh) + 4 * sq * sq * h + 2 * sq * h * h + 6 * sq * h * f) / t +
+                   sq * (28 * h + 6 * h + 6 * k * dh + 15 * a * sq + 15 * f) / t;
+    double head = sq * (6 * h * V + 12 * h + 12 * V) / t;
+    for (uint32_t i = 0; i < 8; i++) {
+        const etk_gen_stage *st = &s.stages[i];
+        assert_int_equal(st->layers, 10);
+        assert_true(st->has_embed == (i == 0));
+        assert_true(st->has_head == (i == 7));
+        double want = m * (10 * layer + (i == 0 ? sq * h : 0) + (i == 7 ? head : 0));
+        assert_near(st->model_flops, want, 1e-12, "70B stage model FLOPs");
+    }
+    /* 826.5 TFLOP of head per rank per step, 10.6% of a 10-layer stage's 7,796 TFLOP */
+    assert_near(s.stages[7].model_flops - s.stages[1].model_flops, 8.264976e14, 1e-6, "head FLOPs");
+    assert_near(s.stages[7].model_flops / s.stages[1].model_flops, 1.10602, 1e-5, "last / middle stage");
+    etk_gen_summary_free(&s);
+}
+
 /* ---------- communication bytes (formulas.md "Communication per step") ---------- */
 static void test_comm_tp(void **state)
 {
@@ -701,7 +737,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_params_exact),   cmocka_unit_test(test_flops_gpt),
-        cmocka_unit_test(test_flops_llama),    cmocka_unit_test(test_comm_tp),
+        cmocka_unit_test(test_flops_llama), cmocka_unit_test(test_flops_stages_70b_vpp),    cmocka_unit_test(test_comm_tp),
         cmocka_unit_test(test_comm_dp_pp),     cmocka_unit_test(test_activation_memory),
         cmocka_unit_test(test_calibration_memory), cmocka_unit_test(test_kernel_bytes),
         cmocka_unit_test(test_bad_plans),      cmocka_unit_test(test_fp8_and_head_memory),
