@@ -23,6 +23,7 @@
 #  (d) train_tp.py: Megatron-style tensor parallel (below).
 #  (e) train_fsdp.py: torch 1.13's FullyShardedDataParallel; mem_fsdp.py: its memory (below).
 #  (f) mem_ddp.py: DDP's gradient buckets charged (below).
+#  (g) bytes.py: the bytes of foreach operators and of a gather/scatter_add_ (below).
 # usage: bash tests/live/torch.sh <etkit>
 . "$(dirname "$0")/livelib.sh"
 PY=${PYTHON:-/usr/bin/python3}
@@ -190,4 +191,21 @@ got=$(sed -n 's/^backward [0-9] bytes //p' "$T/md1.out" | tr '\n' ' ' | sed 's/ 
 want="$((16 * Mi + 131072)) $((16 * Mi + 131072)) $((16 * Mi + 131072))"
 [ "$got" = "$want" ] && ok "DDP gradient_as_bucket_view: gradients in the bucket, 2 x 2P + input = $((16 * Mi + 131072)) bytes" ||
   fail "DDP bucket view after backward '$got', want '$want'"
+# (g) bytes.py with --compute roofline (a memory-bound kernel takes floor(bytes / 3.35e12 B/s)):
+# lists of N = 3 tensors, n = 1e6 BF16, 2e6 FP32, 3e6 BF16: S = sum n_i e_i = 16e6 bytes.
+#   _foreach_add_(x, y) reads x and y, writes x: 3S = 48e6 B -> 14,328 ns
+#   _foreach_mul_(x, 0.5): 2S -> 9,552 ns; _foreach_sqrt(x) (a new list, x's shapes and dtypes): 2S
+#   _foreach_addcmul_(x, y, y, 0.1): y is read once: 3S -> 14,328 ns (4S, 19,104 ns, if y counted twice)
+#   gather of one FP32 logit per row of 4096 x 50,000 (index int64 4096 x 1): the index 32,768 B
+#     + the 4096 selected logits read and written 2 x 16,384 B = 65,536 B -> 19 ns (not the 819.2 MB
+#     of the whole tensor: 244,571 ns); scatter_add_ of them back: index 32,768 + src 16,384 + the
+#     4096 touched elements read and written 32,768 = 81,920 B -> 24 ns
+timeout 240 "$ETKIT" live --ranks 1 --cpu-scale 0 --compute roofline -- "$PY" "$D/bytes.py" >"$T/b.out" 2>"$T/b.err" ||
+  fail "bytes.py exited $?: $(tail -3 "$T/b.err")"
+for kv in foreach_add_ns:14328 foreach_mul_ns:9552 foreach_addcmul_ns:14328 foreach_sqrt_ns:9552 gather_ns:19 scatter_add_ns:24; do
+  k=${kv%:*} v=${kv#*:}
+  [ "$(num "$k" "$T/b.out")" = "$v" ] && ok "${k%_ns}: $v ns (closed-form bytes / HBM)" || fail "$k $(num "$k" "$T/b.out"), want $v"
+done
+grep -q "^foreach_sqrt_ns .* out \[(1000000,), (2000000,), (3000000,)\] \['torch.bfloat16', 'torch.float32', 'torch.bfloat16'\]" "$T/b.out" &&
+  ok "_foreach_sqrt: a new list with the input's shapes and dtypes" || fail "foreach_sqrt: $(grep sqrt "$T/b.out")"
 [ $fails = 0 ] && echo "all ok" || { echo "$fails failure(s)"; exit 1; }

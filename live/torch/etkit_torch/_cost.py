@@ -1,9 +1,12 @@
 """_cost.py — what one ATen operator on fake CUDA tensors costs on the modelled GPU: GEMMs and
 batched GEMMs (mm, addmm, bmm, baddbmm) and convolutions (as the implicit GEMM) become compute-
 model GEMM nodes (m, n, k, FLOPs 2mnk·batch); views and uninitialised allocations cost nothing;
-every other operator (elementwise, reductions, norms, softmax, copies, foreach kernels) moves
-the bytes of its tensor inputs and outputs and is timed by the compute model's roofline
-(bytes / HBM bandwidth)."""
+the gather/scatter family (gather, index, index_select, take_along_dim, embedding; scatter,
+scatter_add, scatter_reduce, index_add_; nll_loss and its backward) moves the index and the
+elements it selects, not the whole tensor it selects them from (index_moved); every other operator
+(elementwise, reductions, norms, softmax, copies, foreach kernels) moves the bytes of its tensor
+inputs and outputs — a tensor passed twice (addcmul(v, g, g)) read once — and is timed by the
+compute model's roofline (bytes / HBM bandwidth)."""
 import math
 
 import torch
@@ -28,6 +31,43 @@ def tensors(x, out):
 
 def nbytes(t):
     return t.numel() * t.element_size()
+
+
+# gather-like: self (or the embedding's weight) first, the index tensor(s) after it; the kernel
+# reads the index and, per output element, one element of self, and writes the output
+GATHER = {"aten::gather", "aten::index", "aten::index_select", "aten::take_along_dim", "aten::embedding"}
+# scatter-like: (self, dim, index, src or value); in place, or out of place = a copy of self first
+SCATTER = {"aten::scatter", "aten::scatter_", "aten::scatter_add", "aten::scatter_add_",
+           "aten::scatter_reduce", "aten::scatter_reduce_", "aten::index_add", "aten::index_add_"}
+INDEXED = GATHER | SCATTER | {"aten::nll_loss_forward", "aten::nll_loss_backward"}
+
+
+def index_moved(name, a, ous):
+    """The bytes a gather/scatter-family CUDA kernel moves: the index tensor(s) and the elements it
+    selects, read or written (read and written for the accumulating scatters) — not every element
+    of the tensor it selects from, which the kernel never touches (ATen's gather/scatter kernels
+    run one thread per index element; nll_loss reads one logit per target; its backward fills the
+    gradient with zeros, one pass, then writes one element per target)."""
+    if name in GATHER:
+        return sum(nbytes(t) for t in tensors(a[1:], [])) + 2 * sum(nbytes(t) for t in ous)
+    if name in SCATTER:
+        self, index = a[0], a[2]
+        src = a[3] if isinstance(a[3], torch.Tensor) else None
+        k = src.numel() if name.startswith("aten::index_add") else index.numel()
+        rmw = 1 if name.startswith("aten::scatter") and not name.startswith(("aten::scatter_add", "aten::scatter_reduce")) else 2
+        moved = nbytes(index) + k * rmw * self.element_size() + (k * src.element_size() if src is not None else 0)
+        if not name.endswith("_"):
+            moved += 2 * nbytes(self)  # the output starts as a copy of self
+        return moved
+    if name == "aten::nll_loss_forward":
+        self, target, weight = a[0], a[1], a[2]
+        w = target.numel() * weight.element_size() if isinstance(weight, torch.Tensor) else 0
+        return nbytes(target) + target.numel() * self.element_size() + w + sum(nbytes(t) for t in ous)
+    # nll_loss_backward(grad_output, self, target, weight, reduction, ignore_index, total_weight)
+    g, target, tw = a[0], a[2], a[6]
+    gi = ous[0]
+    w = target.numel() * a[3].element_size() if isinstance(a[3], torch.Tensor) else 0
+    return nbytes(g) + nbytes(target) + w + nbytes(tw) + nbytes(gi) + target.numel() * gi.element_size()
 
 
 def is_view(func):
@@ -107,11 +147,17 @@ def cost(func, args, outs):
     ous = tensors(outs, [])
     conv = name.startswith("aten::convolution")
     if not conv:  # the cost follows from the operator and its tensors' shapes and dtypes
-        sig = (func, len(ins)) + tuple((t.shape, t.dtype) for t in ins) + tuple((t.shape, t.dtype) for t in ous)
+        first = {}  # which inputs are the same tensor (their bytes count once)
+        pat = tuple(first.setdefault(id(t), k) for k, t in enumerate(ins))
+        sig = (func, pat) + tuple((t.shape, t.dtype) for t in ins) + tuple((t.shape, t.dtype) for t in ous)
         c = _COST.get(sig, False)
         if c is not False:
             return c
-    moved = sum(nbytes(t) for t in ins) + sum(nbytes(t) for t in ous)
+    if name in INDEXED:
+        moved = index_moved(name, args, ous)
+    else:
+        seen = set()  # a tensor passed twice is read once (the second load hits the cache)
+        moved = sum(nbytes(t) for t in ins if not (id(t) in seen or seen.add(id(t)))) + sum(nbytes(t) for t in ous)
     g = gemm_of(name, args, ous)
     c = None if g is None and moved == 0 else (describe(func, ins), moved, g)
     if not conv:
