@@ -56,6 +56,25 @@ static void test_tokens(void **state)
     assert_int_equal(etk_synth_op_class("optimizer.adam_step", NULL), ETK_SYNTH_OP_OPTIMIZER);
     assert_int_equal(etk_synth_op_class("nll_loss_forward", NULL), ETK_SYNTH_OP_LOSS);
     assert_int_equal(etk_synth_op_class("", NULL), ETK_SYNTH_OP_OTHER);
+    /* the GPT family's names (the test split of the corpus): LayerNorm as ln1 / ln2 / ln_f (not
+     * "head" GEMMs, not "other"), bias-dropout-add and dropouts elementwise (not attention or
+     * embedding), inference steps' "decode1/q" GEMMs, unfused attention's scores and av */
+    assert_int_equal(etk_synth_op_class("mb0.L0.ln1", NULL), ETK_SYNTH_OP_NORM);
+    assert_int_equal(etk_synth_op_class("mb0.L3.ln2.bwd", NULL), ETK_SYNTH_OP_NORM);
+    assert_int_equal(etk_synth_op_class("mb1.head.ln_f", NULL), ETK_SYNTH_OP_NORM);
+    assert_int_equal(etk_synth_op_class("decode1/ln1", NULL), ETK_SYNTH_OP_NORM);
+    assert_int_equal(etk_synth_op_class("mb0.L0.attn_bda", NULL), ETK_SYNTH_OP_ELEMENTWISE);
+    assert_int_equal(etk_synth_op_class("mb0.L0.ffn_bda.bwd", NULL), ETK_SYNTH_OP_ELEMENTWISE);
+    assert_int_equal(etk_synth_op_class("mb0.embed.emb_drop", NULL), ETK_SYNTH_OP_ELEMENTWISE);
+    assert_int_equal(etk_synth_op_class("decode2/attn_drop", NULL), ETK_SYNTH_OP_ELEMENTWISE);
+    assert_int_equal(etk_synth_op_class("decode1/q", NULL), ETK_SYNTH_OP_GEMM);
+    assert_int_equal(etk_synth_op_class("decode1/fc2", NULL), ETK_SYNTH_OP_GEMM);
+    assert_int_equal(etk_synth_op_class("decode1/scores", NULL), ETK_SYNTH_OP_ATTENTION);
+    assert_int_equal(etk_synth_op_class("decode1/av", NULL), ETK_SYNTH_OP_ATTENTION);
+    assert_int_equal(etk_synth_op_class("SplitBackward0", NULL), ETK_SYNTH_OP_MEMORY);
+    /* components, not substrings: "ln" inside a word is not a norm */
+    assert_int_equal(etk_synth_op_class("mb0.xln", NULL), ETK_SYNTH_OP_OTHER);
+    assert_int_equal(etk_synth_op_class("mb0.lnx", NULL), ETK_SYNTH_OP_OTHER);
     assert_true(etk_synth_tok_has_attr(ETK_SYNTH_OP_GEMM, ETK_SYNTH_A_FLOPS));
     assert_false(etk_synth_tok_has_attr(ETK_SYNTH_OP_GEMM, ETK_SYNTH_A_COMM));
     assert_true(etk_synth_tok_has_attr(etk_synth_tok_coll(0, 0), ETK_SYNTH_A_COMM));
