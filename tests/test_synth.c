@@ -595,6 +595,33 @@ static void test_layerdag(void **state)
         etk_synth_graph_free(b);
         etk_synth_graph_free(c);
     }
+    /* runaways: a size stage that never chooses stop (logits: stop -30, one node +30, the rest 0)
+     * makes a chain of one-node layers up to the safety stop (twice the most layers seen): every
+     * try is rejected and the error says why; --max-nodes ends it instead (5 one-node layers); a
+     * size stage that stops after the first layer (stop +30, one node +20: the first layer
+     * cannot be empty) gives one node */
+    syn_mlp *sz = &m->ld->size;
+    double *w2 = sz->w + (size_t)sz->n_hid * sz->n_in + sz->n_hid, *b2 = w2 + (size_t)sz->n_out * sz->n_hid;
+    memset(w2, 0, ((size_t)sz->n_out * sz->n_hid + sz->n_out) * sizeof *w2);
+    b2[0] = -30, b2[1] = 30;
+    etk_synth_sample_opts ro = {.seed = 1, .max_tries = 3};
+    etk_synth_graph *g = NULL;
+    uint32_t rej = 0;
+    assert_int_equal(etk_synth_sample_graph(m, &ro, &g, &rej, &err), ETK_EINVAL);
+    assert_null(g);
+    assert_int_equal(rej, 3);
+    assert_non_null(strstr(err.msg, "3 never chose to stop"));
+    ro.max_nodes = 5;
+    assert_int_equal(etk_synth_sample_graph(m, &ro, &g, &rej, &err), 0);
+    assert_int_equal(rej, 0);
+    assert_int_equal(g->n, 5);
+    assert_int_equal(g->n_layers, 5);
+    etk_synth_graph_free(g);
+    b2[0] = 30, b2[1] = 20;
+    ro.max_nodes = 0;
+    assert_int_equal(etk_synth_sample_graph(m, &ro, &g, &rej, &err), 0);
+    assert_int_equal(g->n, 1);
+    etk_synth_graph_free(g);
     etk_synth_model_free(m);
     etk_synth_model_free(m2);
     etk_synth_model_free(m3);
