@@ -33,13 +33,17 @@ static void help(void)
            "  sample   write PREFIX.<rank>.et + PREFIX.json: every rank runs one sampled rank graph,\n"
            "           collectives in the same order on every group member, send/recv matched by tag,\n"
            "           valid and deadlock-free by construction; a graph isomorphic to a training graph\n"
-           "           (Weisfeiler-Lehman hash) is rejected and re-sampled. Node names are token names.\n"
+           "           (Weisfeiler-Lehman hash) is rejected and re-sampled, and so is a LayerDAG graph\n"
+           "           that never chose to stop (cut at twice the most layers seen). Node names are\n"
+           "           token names.\n"
            "  eval     MMD^2 of degree, layer-size, token, edge-token-pair, layer-skip and attribute-bin\n"
            "           histograms against the workloads listed in --real: its two halves against each\n"
            "           other, K count-model samples, K random DAGs of the same sizes (node and edge counts\n"
            "           of half a, edges uniform over forward pairs), K layer-copy DAGs (half a's layer sizes\n"
            "           and in-degrees kept: an oracle on structure), K LayerDAG samples; with --cluster,\n"
-           "           the KS distance of the simulated step times too\n\n"
+           "           the KS distance of the simulated step times too; with --cluster and --train,\n"
+           "           the step-time regressor protocol and the training graphs' own scores against\n"
+           "           half b (what a model reproducing the training split exactly would get)\n\n"
            "options:\n"
            "  -o, --out PATH       the model file (fit) or the output prefix (sample)\n"
            "  --list FILE          fit: more workloads, one per line ('#' comments)\n"
@@ -328,7 +332,7 @@ static int do_sample(const opts *o, const char *model)
         rc = etk_synth_write(w, o->out, &err);
     if (!rc && !o->quiet)
         printf("wrote %u rank files %s.<rank>.et + %s.json: %u nodes (%u layers, %u edges) per rank graph (%s model), "
-               "seed %" PRIu64 ", %u sample(s) rejected as isomorphic to a training graph\n",
+               "seed %" PRIu64 ", %u sample(s) rejected (isomorphic to a training graph, or never stopped)\n",
                ranks, o->out, o->out, g->n, g->n_layers, g->n_edges,
                etk_synth_model_has_layerdag(m) && !o->count ? "LayerDAG" : "count", o->seed, rej);
     if (!rc && !o->quiet && o->label_ns > 0)
@@ -606,6 +610,11 @@ static int synth_eval(const opts *o, const char *model)
      * samples, tested on all the real graphs of --real */
     double corr[5][2];
     bool has_reg = o->train && o->cluster;
+    /* the training graphs themselves against half b: what a model that reproduced the training
+     * split exactly would score (the family shift between the splits, when they differ) */
+    double tr_mmd[ETK_SYNTH_N_DESC], tr_ks = NAN;
+    for (int d = 0; d < ETK_SYNTH_N_DESC; d++)
+        tr_mmd[d] = NAN;
     for (int j = 0; j < 5; j++)
         corr[j][0] = corr[j][1] = NAN;
     if (has_reg) {
@@ -628,6 +637,11 @@ static int synth_eval(const opts *o, const char *model)
             rc = etk_err(&err, ETK_ENOMEM, "out of memory");
         for (size_t i = 0; !rc && i < n_tg; i++)
             ty[i] = step_ns(m, tg[i], n_ranks, &c);
+        if (!rc) {
+            for (int d = 0; d < ETK_SYNTH_N_DESC; d++)
+                tr_mmd[d] = etk_synth_mmd2(m, tg, n_tg, b, nb, d);
+            tr_ks = etk_synth_ks(ty, n_tg, t_b, nb);
+        }
         for (size_t i = 0; !rc && i < n_real; i++)
             yr[i] = i % 2 ? t_b[i / 2] : t_a[i / 2];
         etk_synth_graph **sets[5] = {tg, syn, rnd, cpy, lds};
@@ -680,12 +694,15 @@ static int synth_eval(const opts *o, const char *model)
             for (int j = 0; j < nco; j++)
                 printf("%s\"%s\": {\"pearson\": %.6g, \"spearman\": %.6g}", j ? ", " : "", j ? cols[j] : "real_train",
                        corr[j][0], corr[j][1]);
-            printf("}");
+            printf("}, \"train_reference\": {\"mmd2\": {");
+            for (int d = 0; d < ETK_SYNTH_N_DESC; d++)
+                printf("%s\"%s\": %.6g", d ? ", " : "", etk_synth_desc_name(d), tr_mmd[d]);
+            printf("}, \"step_time_ks\": %.6g}", tr_ks);
         }
         printf("}\n");
     } else {
-        printf("real rank graphs %zu (halves of %zu and %zu), %zu samples per model (%u rejected as isomorphic to "
-               "a training graph), %zu random DAGs, %zu layer-copy DAGs\n",
+        printf("real rank graphs %zu (halves of %zu and %zu), %zu samples per model (%u rejected: isomorphic "
+               "to a training graph, or never stopped), %zu random DAGs, %zu layer-copy DAGs\n",
                n_real, na, nb, k, rej_all, k, k);
         printf("%-18s %14s %14s %14s %14s%s\n", "MMD^2 vs half b", "real half a", "count model", "random DAG",
                "layer copy", has_ld ? "       LayerDAG" : "");
@@ -711,6 +728,10 @@ static int synth_eval(const opts *o, const char *model)
                     printf(" %14.4f", corr[j][q]);
                 printf("\n");
             }
+            printf("training graphs (--train) vs half b, the score of a model that reproduced them exactly:\n");
+            for (int d = 0; d < ETK_SYNTH_N_DESC; d++)
+                printf("%-18s %14.6f\n", etk_synth_desc_name(d), tr_mmd[d]);
+            printf("%-18s %14.4f\n", "step time (KS)", tr_ks);
         }
     }
     free(a), free(b);

@@ -83,6 +83,15 @@ expect 0 '"step_time_ks": {"cluster": "dgx-h100", "ranks": 4' synth eval "$T/m.j
 # the regressor protocol: trained on --train's real graphs and on each model's samples
 expect 0 '"regressor": {"real_train": {"pearson": ' synth eval "$T/m.json" --real "$T/real.txt" --samples 4 \
   --cluster dgx-h100 --train "$T/real.txt" --json
+# the training graphs' own scores against half b: --real lists workload a (one rank class) three
+# times (halves {a, a} and {a}) and --train twice, so the training graphs equal half b's: every
+# MMD and the KS are 0
+printf '%s\n%s\n%s\n' "$T/a" "$T/a" "$T/a" >"$T/aaa.txt"
+printf '%s\n%s\n' "$T/a" "$T/a" >"$T/a.txt"
+expect 0 '"train_reference": {"mmd2": {"in_degree": 0, "out_degree": 0, "layer_size": 0, "token": 0, "edge_token_pair": 0, "layer_skip": 0, "attr_bin": 0}, "step_time_ks": 0}' \
+  synth eval "$T/m.json" --real "$T/aaa.txt" --samples 4 --cluster dgx-h100 --train "$T/a.txt" --json
+expect 0 "training graphs (--train) vs half b" synth eval "$T/m.json" --real "$T/real.txt" --samples 4 \
+  --cluster dgx-h100 --train "$T/real.txt"
 
 # conditional generation: --label needs a cluster; the best of K samples is reported
 expect 2 "--label wants --cluster NAME" synth sample "$T/m.json" -o "$T/l" --label step_time_ns=1000000

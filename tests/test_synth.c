@@ -56,6 +56,25 @@ static void test_tokens(void **state)
     assert_int_equal(etk_synth_op_class("optimizer.adam_step", NULL), ETK_SYNTH_OP_OPTIMIZER);
     assert_int_equal(etk_synth_op_class("nll_loss_forward", NULL), ETK_SYNTH_OP_LOSS);
     assert_int_equal(etk_synth_op_class("", NULL), ETK_SYNTH_OP_OTHER);
+    /* the GPT family's names (the test split of the corpus): LayerNorm as ln1 / ln2 / ln_f (not
+     * "head" GEMMs, not "other"), bias-dropout-add and dropouts elementwise (not attention or
+     * embedding), inference steps' "decode1/q" GEMMs, unfused attention's scores and av */
+    assert_int_equal(etk_synth_op_class("mb0.L0.ln1", NULL), ETK_SYNTH_OP_NORM);
+    assert_int_equal(etk_synth_op_class("mb0.L3.ln2.bwd", NULL), ETK_SYNTH_OP_NORM);
+    assert_int_equal(etk_synth_op_class("mb1.head.ln_f", NULL), ETK_SYNTH_OP_NORM);
+    assert_int_equal(etk_synth_op_class("decode1/ln1", NULL), ETK_SYNTH_OP_NORM);
+    assert_int_equal(etk_synth_op_class("mb0.L0.attn_bda", NULL), ETK_SYNTH_OP_ELEMENTWISE);
+    assert_int_equal(etk_synth_op_class("mb0.L0.ffn_bda.bwd", NULL), ETK_SYNTH_OP_ELEMENTWISE);
+    assert_int_equal(etk_synth_op_class("mb0.embed.emb_drop", NULL), ETK_SYNTH_OP_ELEMENTWISE);
+    assert_int_equal(etk_synth_op_class("decode2/attn_drop", NULL), ETK_SYNTH_OP_ELEMENTWISE);
+    assert_int_equal(etk_synth_op_class("decode1/q", NULL), ETK_SYNTH_OP_GEMM);
+    assert_int_equal(etk_synth_op_class("decode1/fc2", NULL), ETK_SYNTH_OP_GEMM);
+    assert_int_equal(etk_synth_op_class("decode1/scores", NULL), ETK_SYNTH_OP_ATTENTION);
+    assert_int_equal(etk_synth_op_class("decode1/av", NULL), ETK_SYNTH_OP_ATTENTION);
+    assert_int_equal(etk_synth_op_class("SplitBackward0", NULL), ETK_SYNTH_OP_MEMORY);
+    /* components, not substrings: "ln" inside a word is not a norm */
+    assert_int_equal(etk_synth_op_class("mb0.xln", NULL), ETK_SYNTH_OP_OTHER);
+    assert_int_equal(etk_synth_op_class("mb0.lnx", NULL), ETK_SYNTH_OP_OTHER);
     assert_true(etk_synth_tok_has_attr(ETK_SYNTH_OP_GEMM, ETK_SYNTH_A_FLOPS));
     assert_false(etk_synth_tok_has_attr(ETK_SYNTH_OP_GEMM, ETK_SYNTH_A_COMM));
     assert_true(etk_synth_tok_has_attr(etk_synth_tok_coll(0, 0), ETK_SYNTH_A_COMM));
@@ -576,6 +595,33 @@ static void test_layerdag(void **state)
         etk_synth_graph_free(b);
         etk_synth_graph_free(c);
     }
+    /* runaways: a size stage that never chooses stop (logits: stop -30, one node +30, the rest 0)
+     * makes a chain of one-node layers up to the safety stop (twice the most layers seen): every
+     * try is rejected and the error says why; --max-nodes ends it instead (5 one-node layers); a
+     * size stage that stops after the first layer (stop +30, one node +20: the first layer
+     * cannot be empty) gives one node */
+    syn_mlp *sz = &m->ld->size;
+    double *w2 = sz->w + (size_t)sz->n_hid * sz->n_in + sz->n_hid, *b2 = w2 + (size_t)sz->n_out * sz->n_hid;
+    memset(w2, 0, ((size_t)sz->n_out * sz->n_hid + sz->n_out) * sizeof *w2);
+    b2[0] = -30, b2[1] = 30;
+    etk_synth_sample_opts ro = {.seed = 1, .max_tries = 3};
+    etk_synth_graph *g = NULL;
+    uint32_t rej = 0;
+    assert_int_equal(etk_synth_sample_graph(m, &ro, &g, &rej, &err), ETK_EINVAL);
+    assert_null(g);
+    assert_int_equal(rej, 3);
+    assert_non_null(strstr(err.msg, "3 never chose to stop"));
+    ro.max_nodes = 5;
+    assert_int_equal(etk_synth_sample_graph(m, &ro, &g, &rej, &err), 0);
+    assert_int_equal(rej, 0);
+    assert_int_equal(g->n, 5);
+    assert_int_equal(g->n_layers, 5);
+    etk_synth_graph_free(g);
+    b2[0] = 30, b2[1] = 20;
+    ro.max_nodes = 0;
+    assert_int_equal(etk_synth_sample_graph(m, &ro, &g, &rej, &err), 0);
+    assert_int_equal(g->n, 1);
+    etk_synth_graph_free(g);
     etk_synth_model_free(m);
     etk_synth_model_free(m2);
     etk_synth_model_free(m3);

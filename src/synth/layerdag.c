@@ -415,8 +415,10 @@ void syn_ld_attr_values(const etk_synth_model *m, int tok, double label_ns, srng
     syn_bin_values(m, tok, shist_draw(h, r, 0), r, val);
 }
 
-int syn_ld_sample(const etk_synth_model *m, uint32_t max_nodes, double label_ns, srng *r, etk_synth_graph **out)
+int syn_ld_sample(const etk_synth_model *m, uint32_t max_nodes, double label_ns, srng *r, etk_synth_graph **out,
+                  bool *runaway)
 {
+    *runaway = true; /* until the size stage stops it (or --max-nodes does) */
     const syn_layerdag *ld = m->ld;
     vec tok = {0}, lay = {0}, off = {0}, par = {0}, lstart = {0}, outdeg = {0};
     double *val = NULL, *x = malloc(LD_EDGE_IN * sizeof *x), f[LD_F], h[LD_HIDDEN], y[LD_FAR_OUT], p[LD_FAR_OUT];
@@ -440,9 +442,12 @@ int syn_ld_sample(const etk_synth_model *m, uint32_t max_nodes, double label_ns,
         for (int k = 0; k < LD_SIZES; k++)
             p[k] /= s;
         uint32_t size = (uint32_t)draw_p(p, LD_SIZES, r);
-        if (!size)
+        if (!size) {
+            *runaway = false;
             break;
+        }
         if (max_nodes && n + size > max_nodes) {
+            *runaway = false;
             if (n)
                 break;
             size = max_nodes;

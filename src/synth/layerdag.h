@@ -47,8 +47,11 @@ typedef struct syn_ld_opts {
 } syn_ld_opts;
 
 int syn_ld_train(etk_synth_model *m, etk_synth_graph *const *gs, size_t n, const syn_ld_opts *o, etk_error *err);
-/* label_ns > 0: the target label (models trained with labels) */
-int syn_ld_sample(const etk_synth_model *m, uint32_t max_nodes, double label_ns, srng *r, etk_synth_graph **out);
+/* label_ns > 0: the target label (models trained with labels). *runaway: the size stage never
+ * chose stop and the safety stop (max_layers, twice the most layers seen) ended the graph: the
+ * sampler rejects it (an autoregressive runaway, e.g. hundreds of all-reduce-only layers) */
+int syn_ld_sample(const etk_synth_model *m, uint32_t max_nodes, double label_ns, srng *r, etk_synth_graph **out,
+                  bool *runaway);
 void syn_ld_free(syn_layerdag *ld);
 /* the label bucket (0 .. LD_LABEL_BUCKETS - 1) of a label in a labeled model's range */
 int syn_ld_label_bucket(const syn_layerdag *ld, double label_ns);

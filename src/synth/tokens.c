@@ -82,6 +82,27 @@ int etk_synth_tok_parse(const char *name)
 /* whole-word-ish suffix test on the last dotted component */
 static int has(const char *s, const char *w) { return strstr(s, w) != NULL; }
 
+/* a name component (the pieces between '.', '/', '_', ':', '-', ' ') equal to w, or w followed by
+ * digits only when digits is set ("ln1", "ln2" for w "ln") */
+static int has_part(const char *s, const char *w, bool digits)
+{
+    size_t lw = strlen(w);
+    for (const char *p = s; *p;) {
+        size_t n = strcspn(p, "./_:- ");
+        if (n >= lw && !strncmp(p, w, lw)) {
+            size_t k = lw;
+            while (digits && k < n && isdigit((unsigned char)p[k]))
+                k++;
+            if (k == n)
+                return 1;
+        }
+        p += n;
+        if (*p)
+            p++;
+    }
+    return 0;
+}
+
 int etk_synth_op_class(const char *name, const char *op_kind)
 {
     char b[256];
@@ -91,8 +112,14 @@ int etk_synth_op_class(const char *name, const char *op_kind)
     b[k] = 0;
     if (op_kind && !strcmp(op_kind, "attention"))
         return ETK_SYNTH_OP_ATTENTION;
-    if (has(b, "norm"))
+    /* norms: "norm" anywhere, and GPT-style LayerNorm names (ln1, ln2, ln_f: a component "ln" or
+     * "ln" and digits) */
+    if (has(b, "norm") || has_part(b, "ln", true))
         return ETK_SYNTH_OP_NORM;
+    /* dropout and Megatron's fused bias-dropout-add (attn_bda, ffn_bda, emb_drop, attn_drop) are
+     * elementwise, whatever block they sit in */
+    if (has(b, "drop") || has_part(b, "bda", false))
+        return ETK_SYNTH_OP_ELEMENTWISE;
     if (has(b, "embed"))
         return ETK_SYNTH_OP_EMBEDDING;
     if (has(b, "loss") || has(b, "cross_entropy") || has(b, "nll"))
@@ -100,17 +127,21 @@ int etk_synth_op_class(const char *name, const char *op_kind)
     if (has(b, "optim") || has(b, "adam") || has(b, "sgd") || has(b, "zero_grad"))
         return ETK_SYNTH_OP_OPTIMIZER;
     if ((has(b, "attn") && !has(b, "_res")) || has(b, "softmax") || has(b, "sdpa") || has(b, "scaled_dot") ||
-        has(b, "attention") || has(b, ".qk") || has(b, ".pv"))
+        has(b, "attention") || has(b, ".qk") || has(b, ".pv") || has_part(b, "scores", false) ||
+        has_part(b, "av", false))
         return ETK_SYNTH_OP_ATTENTION;
-    if (has(b, "copy") || has(b, "cast") || has(b, "memcpy") || has(b, "memset") || has(b, "to_copy") ||
+    if (has(b, "copy") || has(b, "cast") || has(b, "clone") || has(b, "contiguous") || has(b, "split") ||
+        has(b, "chunk") || has(b, "narrow") || has(b, "slice") || has(b, "expand") || has(b, "memcpy") || has(b, "memset") || has(b, "to_copy") ||
         has(b, "empty") || has(b, "cat") || has(b, "view") || has(b, "reshape") || has(b, "transpose"))
         return ETK_SYNTH_OP_MEMORY;
     if (has(b, "mm") || has(b, "gemm") || has(b, "matmul") || has(b, "linear") || has(b, "conv") ||
         has(b, "grad") || has(b, "head"))
         return ETK_SYNTH_OP_GEMM;
     /* the generator's GEMM names: the last dotted component */
-    const char *last = strrchr(b, '.');
-    last = last ? last + 1 : b;
+    const char *last = b;
+    for (const char *p = b; *p; p++)
+        if (*p == '.' || *p == '/') /* "mb0.L1.q", "decode1/q" */
+            last = p + 1;
     static const char *gemms[] = {"q", "k", "v", "qkv", "proj", "gate", "up", "down", "fc1", "fc2", "fc", "out",
                                   "dense", "router", "wq", "wkv", "kv_a", "kv_b", "q_a", "q_b", "expert"};
     for (size_t i = 0; i < sizeof gemms / sizeof gemms[0]; i++)
