@@ -86,6 +86,7 @@ struct etk_live {
                                  while every other rank waits is reported after this long */
     double limbo_since;  /* real time (s) since when only such ranks keep the run from advancing; 0 */
     pid_t launcher;      /* --launcher: the one process started */
+    unsigned prec_warned; /* precisions (bits) whose missing peak was reported */
     bool debug;          /* ETK_LIVE_DEBUG set: log why the engine is held (stderr) */
     bool launcher_reaped;
     int launcher_status;
