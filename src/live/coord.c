@@ -377,19 +377,16 @@ static int accept_one(coord *c, etk_error *err)
         bool worked = false;
         for (uint32_t d = r0; d < r0 + c->gpp; d++)
             worked = worked || c->r[d].worked || c->r[d].n_tr || c->r[d].state == R_DONE;
-        if (worked) {
-            close(fd);
-            snprintf(c->fail, sizeof c->fail, "rank %u: a second process connected for the rank after the first "
-                     "one sent work (last call: %s): one process per rank; a program that execs another one after "
-                     "using CUDA is not supported", m.rank, R->call[0] ? R->call : "none");
-            return etk_err(err, ETK_EINVAL, "%s", c->fail);
-        }
+        /* the rank's process has sent work: the new one is a bystander (a command the rank or its
+         * wrapper runs: `"$@"; cp log ...`, a subprocess), answered and drained: it may read the
+         * clock and exit, and fails the run only if it sends work */
+        int kept = worked ? fd : R->eof ? -1 : R->fd;
         if (c->debug)
-            fprintf(stderr, "etkit live debug: rank %u: a new process connected; the previous connection (%s, "
-                    "no work) is superseded\n", m.rank, R->eof ? "closed" : "still open");
-        if (R->eof)
-            close(R->fd);
-        else { /* still open: drain it, it may only exit */
+            fprintf(stderr, "etkit live debug: rank %u: %s\n", m.rank,
+                    worked ? "another process connected after the rank's sent work: a bystander"
+                    : R->eof ? "a new process connected; the previous connection (closed, no work) is superseded"
+                             : "a new process connected; the previous connection (still open, no work) is superseded");
+        if (kept >= 0) {
             if (c->n_orphan == c->cap_orphan) {
                 uint32_t cap = c->cap_orphan ? 2 * c->cap_orphan : 8;
                 void *no = realloc(c->orphan, cap * sizeof *c->orphan);
@@ -400,8 +397,16 @@ static int accept_one(coord *c, etk_error *err)
                 c->orphan = no;
                 c->cap_orphan = cap;
             }
-            c->orphan[c->n_orphan].fd = R->fd;
-            c->orphan[c->n_orphan++].rank = m.rank;
+            c->orphan[c->n_orphan].fd = kept;
+            c->orphan[c->n_orphan].rank = m.rank;
+            c->orphan[c->n_orphan++].bystander = worked;
+        } else
+            close(R->fd);
+        if (worked) {
+            etk_live_reply rp = c->cfg;
+            rp.status = (int32_t)r0;
+            (void)!send(fd, &rp, sizeof rp, MSG_NOSIGNAL);
+            return 0;
         }
         for (uint32_t d = r0; d < r0 + c->gpp; d++) { /* its host-time nodes: ids of another process */
             etk_trace_free(c->r[d].batch);
@@ -438,9 +443,14 @@ static int drain_orphan(coord *c, uint32_t k, etk_error *err)
             const etk_live_msg *m = &c->inbuf[j];
             if (m->op == ETK_LM_EXIT || (m->op == ETK_LM_NODE && (m->flags & ETK_LF_CPU)))
                 continue;
-            snprintf(c->fail, sizeof c->fail, "rank %u: two processes use the rank: one that connected first (a "
-                     "wrapper?) sent work (%s) after a second one connected; one process per rank", c->orphan[k].rank,
-                     m->name[0] ? m->name : "a call");
+            if (c->orphan[k].bystander)
+                snprintf(c->fail, sizeof c->fail, "rank %u: two processes use the rank: another process (started by "
+                         "the rank's process or its wrapper, or exec'd after it used CUDA) sent work (%s); one "
+                         "process per rank", c->orphan[k].rank, m->name[0] ? m->name : "a call");
+            else
+                snprintf(c->fail, sizeof c->fail, "rank %u: two processes use the rank: one that connected first (a "
+                         "wrapper?) sent work (%s) after a second one connected; one process per rank",
+                         c->orphan[k].rank, m->name[0] ? m->name : "a call");
             return etk_err(err, ETK_EINVAL, "%s", c->fail);
         }
     }

@@ -80,7 +80,8 @@ struct etk_live {
     etk_live_reply cfg;
     char fail[900];
     etk_live_msg inbuf[ETK_LIVE_BATCH]; /* one packet */
-    struct { int fd; uint32_t rank; } *orphan; /* superseded connections that did no work: drained */
+    struct { int fd; uint32_t rank; bool bystander; } *orphan; /* connections drained, not the rank's:
+                          superseded ones that did no work, and bystanders (accept_one) */
     uint32_t n_orphan, cap_orphan;
     double connect_timeout_s; /* ETK_LIVE_CONNECT_TIMEOUT (default 60): a rank without a connection
                                  while every other rank waits is reported after this long */

@@ -7,7 +7,9 @@
 # = 6,000 + 1.5 x 1,048,576 / 100 = 21,729 ns on the program's own clock (as faults.sh).
 #  - a `#!/bin/sh` wrapper ending in `exec "$@"`; one that first runs helper commands (each of them
 #    preloaded and connecting too, as pyenv's shims do); one that runs the program without exec
-#    (the wrapper's connection stays open, idle): all give 21,729 ns and exit 0;
+#    (the wrapper's connection stays open, idle); one that runs commands after the program
+#    (bystanders): all give 21,729 ns and exit 0; a second process sending work for a rank
+#    (the wrapper runs the program twice): exit 1, naming the rank;
 #  - a rank that exits (status 0, or 4) without ever connecting (a static program: no preload);
 #    a rank that runs without connecting while the others wait in the all-reduce; a rank whose
 #    wrapper connected and then exec'd a program that never connects: exit 1, the rank named,
@@ -56,8 +58,11 @@ else
 fi
 # a connection that sent work, then a second process for the rank: an error, not a hang
 printf '#!/bin/sh\n"$@"\n[ "$RANK" = 3 ] && exec "$@"\nexit 0\n' >"$T/wrap_twice.sh"; chmod +x "$T/wrap_twice.sh"
-expect "one process per rank" 60 1 "rank 3: a second process connected for the rank after the first one sent work" \
+expect "one process per rank" 60 1 "rank 3: two processes use the rank: another process (started by the rank's" \
   "$T/wrap_twice.sh" "$T/faults" ok
+# commands the wrapper runs after the program (each preloaded, connecting for the rank): bystanders
+printf '#!/bin/sh\n"$@"\ns=$?\n/bin/true\ncat /dev/null\nexit $s\n' >"$T/wrap_after.sh"; chmod +x "$T/wrap_after.sh"
+expect "sh wrapper running commands after the program" 60 0 "all-reduce took 21729 ns" "$T/wrap_after.sh" "$T/faults" ok
 
 PY=${PYTHON:-/usr/bin/python3}
 if "$PY" -c "import torch" 2>/dev/null; then
