@@ -79,27 +79,31 @@ API cublasStatus_t cublasGetVersion_v2(cublasHandle_t h, int *v)
         const void *B, int ldb, const void *beta, void *C, int ldc
 #define UNUSED_GEMM (void)ta, (void)tb, (void)alpha, (void)A, (void)lda, (void)B, (void)ldb, (void)beta, (void)C, (void)ldc
 
-static cublasStatus_t gemm(const char *call, cublasHandle_t h, int m, int n, int k, long long batch, size_t el)
+static cublasStatus_t gemm(const char *call, cublasHandle_t h, int m, int n, int k, long long batch, size_t el,
+                           int prec)
 {
     if (!h)
         return CUBLAS_STATUS_NOT_INITIALIZED;
     if (m < 0 || n < 0 || k < 0 || batch < 0)
         return CUBLAS_STATUS_INVALID_VALUE;
-    etl_gemm(call, h->stream, m, n, k, batch, el);
+    etl_gemm(call, h->stream, m, n, k, batch, el, prec);
     return CUBLAS_STATUS_SUCCESS;
 }
 
-API cublasStatus_t cublasSgemm_v2(GEMM_ARGS) { UNUSED_GEMM; return gemm("cublasSgemm", h, m, n, k, 1, 4); }
-API cublasStatus_t cublasDgemm_v2(GEMM_ARGS) { UNUSED_GEMM; return gemm("cublasDgemm", h, m, n, k, 1, 8); }
-API cublasStatus_t cublasHgemm(GEMM_ARGS) { UNUSED_GEMM; return gemm("cublasHgemm", h, m, n, k, 1, 2); }
+/* FP32 GEMMs: TF32 where the handle's math mode allows it (CUBLAS_TF32_TENSOR_OP_MATH = 3) */
+#define SGEMM_PREC(h) ((h) && ((h)->math_mode & 0xf) == 3 ? 5 : 4)
+API cublasStatus_t cublasSgemm_v2(GEMM_ARGS) { UNUSED_GEMM; return gemm("cublasSgemm", h, m, n, k, 1, 4, SGEMM_PREC(h)); }
+API cublasStatus_t cublasDgemm_v2(GEMM_ARGS) { UNUSED_GEMM; return gemm("cublasDgemm", h, m, n, k, 1, 8, 4); }
+API cublasStatus_t cublasHgemm(GEMM_ARGS) { UNUSED_GEMM; return gemm("cublasHgemm", h, m, n, k, 1, 2, 2); }
 
 API cublasStatus_t cublasGemmEx(cublasHandle_t h, int ta, int tb, int m, int n, int k, const void *alpha,
                                 const void *A, int Atype, int lda, const void *B, int Btype, int ldb,
                                 const void *beta, void *C, int Ctype, int ldc, int compute, int algo)
 {
     UNUSED_GEMM;
-    (void)Btype, (void)Ctype, (void)compute, (void)algo;
-    return gemm("cublasGemmEx", h, m, n, k, 1, etl_dtype_bytes(Atype));
+    (void)Btype, (void)Ctype, (void)algo;
+    return gemm("cublasGemmEx", h, m, n, k, 1, etl_dtype_bytes(Atype),
+                etl_gemm_prec(Atype, compute == 68 && Atype == 0 && h && (h->math_mode & 0xf) == 3 ? 77 : compute));
 }
 
 #define SB_ARGS GEMM_ARGS, long long sa, long long sb, long long sc, int batch
@@ -111,21 +115,21 @@ API cublasStatus_t cublasSgemmStridedBatched(SB_ARGS_PTR)
 {
     UNUSED_GEMM;
     (void)sa, (void)sb, (void)sc;
-    return gemm("cublasSgemmStridedBatched", h, m, n, k, batch, 4);
+    return gemm("cublasSgemmStridedBatched", h, m, n, k, batch, 4, SGEMM_PREC(h));
 }
 
 API cublasStatus_t cublasDgemmStridedBatched(SB_ARGS_PTR)
 {
     UNUSED_GEMM;
     (void)sa, (void)sb, (void)sc;
-    return gemm("cublasDgemmStridedBatched", h, m, n, k, batch, 8);
+    return gemm("cublasDgemmStridedBatched", h, m, n, k, batch, 8, 4);
 }
 
 API cublasStatus_t cublasHgemmStridedBatched(SB_ARGS_PTR)
 {
     UNUSED_GEMM;
     (void)sa, (void)sb, (void)sc;
-    return gemm("cublasHgemmStridedBatched", h, m, n, k, batch, 2);
+    return gemm("cublasHgemmStridedBatched", h, m, n, k, batch, 2, 2);
 }
 
 API cublasStatus_t cublasGemmStridedBatchedEx(cublasHandle_t h, int ta, int tb, int m, int n, int k,
@@ -135,8 +139,9 @@ API cublasStatus_t cublasGemmStridedBatchedEx(cublasHandle_t h, int ta, int tb, 
                                               int algo)
 {
     UNUSED_GEMM;
-    (void)sa, (void)sb, (void)sc, (void)Btype, (void)Ctype, (void)compute, (void)algo;
-    return gemm("cublasGemmStridedBatchedEx", h, m, n, k, batch, etl_dtype_bytes(Atype));
+    (void)sa, (void)sb, (void)sc, (void)Btype, (void)Ctype, (void)algo;
+    return gemm("cublasGemmStridedBatchedEx", h, m, n, k, batch, etl_dtype_bytes(Atype),
+                etl_gemm_prec(Atype, compute == 68 && Atype == 0 && h && (h->math_mode & 0xf) == 3 ? 77 : compute));
 }
 
 #define NOT_MODELLED(fn)                                                                          \

@@ -66,12 +66,15 @@ API cublasStatus_t cublasLtMatrixLayoutSetAttribute(struct etk_lt_layout *l, int
     return OK;
 }
 
+/* the descriptor keeps its compute type (cublasComputeType_t): with A's type, the GEMM's precision */
 API cublasStatus_t cublasLtMatmulDescCreate(void **d, int compute, int scale)
 {
-    (void)compute, (void)scale;
+    (void)scale;
     if (!d)
         return INVALID;
     *d = calloc(1, 16);
+    if (*d)
+        memcpy(*d, &compute, sizeof compute);
     return *d ? OK : NOT_INIT;
 }
 
@@ -135,7 +138,7 @@ API cublasStatus_t cublasLtMatmul(void *h, void *desc, const void *alpha, const 
     /* D is m x n; A is m x k or (transposed) k x m: k is A's other dimension */
     uint64_t m = Dl->rows, n = Dl->cols, k = Al->rows == m ? Al->cols : Al->rows;
     etl_gemm("cublasLtMatmul", stream, (long long)m, (long long)n, (long long)k, Dl->batch,
-             etl_dtype_bytes(Al->type));
+             etl_dtype_bytes(Al->type), etl_gemm_prec(Al->type, desc ? *(const int *)desc : 68));
     return OK;
 }
 

@@ -58,6 +58,9 @@ typedef struct etk_op_desc {
                                measure is one group's, timed with grouped_gemm_half_dim */
     bool fp8;               /* a GEMM run in FP8 (attribute precision: "fp8"): the FP8 peak at
                                fp8_gemm_eff, fp8_gemm_half_dim */
+    int prec_plus1;         /* ETK_PREC_* + 1 of another precision the node names (attribute
+                               precision: "bf16", "fp16", "fp32", "tf32"; live mode's cuBLAS calls):
+                               that peak instead of the cluster's; 0: the cluster's precision */
 } etk_op_desc;
 
 typedef struct etk_compute_params {

@@ -34,7 +34,9 @@ typedef enum cudaDataType_t {
     CUDA_R_16F = 2,
     CUDA_R_8I = 3,
     CUDA_R_32I = 10,
-    CUDA_R_16BF = 14
+    CUDA_R_16BF = 14,
+    CUDA_R_8F_E4M3 = 28,
+    CUDA_R_8F_E5M2 = 29
 } cudaDataType;
 
 typedef enum {
@@ -49,15 +51,19 @@ typedef enum {
 
 typedef enum { CUBLAS_GEMM_DEFAULT = -1, CUBLAS_GEMM_DEFAULT_TENSOR_OP = 99 } cublasGemmAlgo_t;
 
+typedef enum { CUBLAS_DEFAULT_MATH = 0, CUBLAS_TF32_TENSOR_OP_MATH = 3 } cublasMath_t;
 typedef struct cublasContext *cublasHandle_t;
 
 #define cublasCreate cublasCreate_v2
 #define cublasDestroy cublasDestroy_v2
 #define cublasSetStream cublasSetStream_v2
+#define cublasSgemm cublasSgemm_v2
 
 ETK_CUBLAS_FN cublasStatus_t cublasCreate_v2(cublasHandle_t *handle);
 ETK_CUBLAS_FN cublasStatus_t cublasDestroy_v2(cublasHandle_t handle);
 ETK_CUBLAS_FN cublasStatus_t cublasSetStream_v2(cublasHandle_t handle, cudaStream_t streamId);
+ETK_CUBLAS_FN cublasStatus_t cublasSetMathMode(cublasHandle_t handle, cublasMath_t mode);
+ETK_CUBLAS_FN cublasStatus_t cublasSgemm_v2(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int m, int n, int k, const float *alpha, const float *A, int lda, const float *B, int ldb, const float *beta, float *C, int ldc);
 ETK_CUBLAS_FN cublasStatus_t cublasGemmEx(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int m, int n, int k, const void *alpha, const void *A, cudaDataType Atype, int lda, const void *B, cudaDataType Btype, int ldb, const void *beta, void *C, cudaDataType Ctype, int ldc, cublasComputeType_t computeType, cublasGemmAlgo_t algo);
 
 #ifdef __cplusplus

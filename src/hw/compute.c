@@ -205,6 +205,8 @@ void etk_compute_op_from_node(const etk_node *e, uint64_t flops, uint64_t bytes,
     etk_node_bool(e, "attn_scores", &op->attn_scores);
     const char *pr = etk_node_str(e, "precision");
     op->fp8 = pr && !strcmp(pr, "fp8");
+    int pp = pr && !op->fp8 ? etk_precision_parse(pr) : -1;
+    op->prec_plus1 = pp >= 0 ? pp + 1 : 0;
     etk_node_bool(e, "gemm_grouped", &op->grouped);
 }
 
@@ -234,6 +236,10 @@ uint64_t etk_compute_op_ns(const etk_cluster *c, const etk_compute_params *p, co
     int pr = (int)c->precision;
     if (pr < 0 || pr >= ETK_PREC_COUNT)
         pr = ETK_PREC_BF16;
+    /* a node naming its precision (not FP8, below) runs at that peak where the GPU has one */
+    if (op->prec_plus1 > 0 && op->prec_plus1 <= ETK_PREC_COUNT && op->prec_plus1 - 1 != ETK_PREC_FP8 &&
+        c->gpu.peak_flops[op->prec_plus1 - 1] > 0)
+        pr = op->prec_plus1 - 1;
     double peak = c->gpu.peak_flops[pr];
     /* an FP8 GEMM: the FP8 peak (where the GPU has one) at the FP8 efficiency; a cluster whose
      * precision is fp8 runs every GEMM so */

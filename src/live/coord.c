@@ -349,6 +349,12 @@ static int spawn(coord *c, etk_error *err)
     return 0;
 }
 
+/* A new connection says hello for process m.rank. A process that connected before and sent no work
+ * yet (only its host time and EXIT) is superseded: it was a wrapper that exec'd the program (its
+ * socket closed at exec: pyenv's shims are shell scripts ending in `exec`), or one that runs
+ * commands of its own first, each preloaded too. Its nodes (host time only) are dropped; a
+ * superseded connection still open is kept and drained (an orphan), and fails the run if it
+ * later sends work. A second hello after the first process sent work is an error. */
 static int accept_one(coord *c, etk_error *err)
 {
     int fd = accept4(c->lfd, NULL, NULL, SOCK_CLOEXEC);
@@ -356,7 +362,7 @@ static int accept_one(coord *c, etk_error *err)
         return 0;
     etk_live_msg m;
     ssize_t n = recv(fd, &m, sizeof m, 0);
-    if (n != (ssize_t)sizeof m || m.op != ETK_LM_HELLO || m.rank >= c->n_proc || c->r[m.rank * c->gpp].fd >= 0) {
+    if (n != (ssize_t)sizeof m || m.op != ETK_LM_HELLO || m.rank >= c->n_proc) {
         close(fd);
         return etk_err(err, ETK_EINVAL, "a process connected without a valid hello (rank %u)", n > 0 ? m.rank : 0);
     }
@@ -365,12 +371,104 @@ static int accept_one(coord *c, etk_error *err)
         return etk_err(err, ETK_EINVAL, "rank %u uses protocol version %d, etkit speaks %d (stand-in libraries of "
                        "another etkit)", m.rank, m.tag, ETK_LIVE_VERSION);
     }
-    for (uint32_t d = 0; d < c->gpp; d++) {
-        c->r[m.rank * c->gpp + d].fd = fd;
-        c->r[m.rank * c->gpp + d].state = R_RUN;
+    uint32_t r0 = m.rank * c->gpp;
+    lrank *R = &c->r[r0];
+    if (R->fd >= 0) {
+        bool worked = false;
+        for (uint32_t d = r0; d < r0 + c->gpp; d++)
+            worked = worked || c->r[d].worked || c->r[d].n_tr || c->r[d].state == R_DONE;
+        /* the rank's process has sent work: the new one is a bystander (a command the rank or its
+         * wrapper runs: `"$@"; cp log ...`, a subprocess), answered and drained: it may read the
+         * clock and exit, and fails the run only if it sends work */
+        int kept = worked ? fd : R->eof ? -1 : R->fd;
+        if (c->debug)
+            fprintf(stderr, "etkit live debug: rank %u: %s\n", m.rank,
+                    worked ? "another process connected after the rank's sent work: a bystander"
+                    : R->eof ? "a new process connected; the previous connection (closed, no work) is superseded"
+                             : "a new process connected; the previous connection (still open, no work) is superseded");
+        if (kept >= 0) {
+            if (c->n_orphan == c->cap_orphan) {
+                uint32_t cap = c->cap_orphan ? 2 * c->cap_orphan : 8;
+                void *no = realloc(c->orphan, cap * sizeof *c->orphan);
+                if (!no) {
+                    close(fd);
+                    return etk_err(err, ETK_ENOMEM, "out of memory");
+                }
+                c->orphan = no;
+                c->cap_orphan = cap;
+            }
+            c->orphan[c->n_orphan].fd = kept;
+            c->orphan[c->n_orphan].rank = m.rank;
+            c->orphan[c->n_orphan++].bystander = worked;
+        } else
+            close(R->fd);
+        if (worked) {
+            etk_live_reply rp = c->cfg;
+            rp.status = (int32_t)r0;
+            (void)!send(fd, &rp, sizeof rp, MSG_NOSIGNAL);
+            return 0;
+        }
+        for (uint32_t d = r0; d < r0 + c->gpp; d++) { /* its host-time nodes: ids of another process */
+            etk_trace_free(c->r[d].batch);
+            c->r[d].batch = NULL;
+        }
+    } else if (c->debug)
+        fprintf(stderr, "etkit live debug: rank %u connected\n", m.rank);
+    for (uint32_t d = r0; d < r0 + c->gpp; d++) {
+        lrank *D = &c->r[d];
+        D->fd = fd;
+        D->state = R_RUN;
+        D->hello = true;
+        D->eof = D->said_exit = D->worked = false;
+        D->call[0] = 0;
     }
-    live_reply(c, m.rank * c->gpp, &c->cfg);
+    live_reply(c, r0, &c->cfg);
     return 0;
+}
+
+/* A superseded connection (accept_one) sent something: EXIT and host time are dropped, work ends
+ * the run; closed: forgotten. */
+static int drain_orphan(coord *c, uint32_t k, etk_error *err)
+{
+    for (;;) {
+        ssize_t n = recv(c->orphan[k].fd, c->inbuf, sizeof(etk_live_msg) * ETK_LIVE_BATCH, MSG_DONTWAIT);
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+            return 0;
+        if (n <= 0) {
+            close(c->orphan[k].fd);
+            c->orphan[k] = c->orphan[--c->n_orphan];
+            return 0;
+        }
+        for (ssize_t j = 0; j < n / (ssize_t)sizeof(etk_live_msg); j++) {
+            const etk_live_msg *m = &c->inbuf[j];
+            if (m->op == ETK_LM_EXIT || (m->op == ETK_LM_NODE && (m->flags & ETK_LF_CPU)))
+                continue;
+            if (c->orphan[k].bystander)
+                snprintf(c->fail, sizeof c->fail, "rank %u: two processes use the rank: another process (started by "
+                         "the rank's process or its wrapper, or exec'd after it used CUDA) sent work (%s); one "
+                         "process per rank", c->orphan[k].rank, m->name[0] ? m->name : "a call");
+            else
+                snprintf(c->fail, sizeof c->fail, "rank %u: two processes use the rank: one that connected first (a "
+                         "wrapper?) sent work (%s) after a second one connected; one process per rank",
+                         c->orphan[k].rank, m->name[0] ? m->name : "a call");
+            return etk_err(err, ETK_EINVAL, "%s", c->fail);
+        }
+    }
+}
+
+static double real_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* A process that has no connection to etkit live (it never connected, or it closed its connection
+ * without exiting: an exec) while it has not exited. */
+static bool in_limbo(const coord *c, uint32_t i)
+{
+    const lrank *R = &c->r[i];
+    return R->state != R_DONE && !R->reaped && (R->fd < 0 || R->eof);
 }
 
 /* --launcher: the launcher exited; an error (c->fail) when it failed or left ranks that never
@@ -400,10 +498,12 @@ static bool launcher_gone(coord *c)
     return true;
 }
 
+#define ORPHAN_POLL 64 /* superseded connections polled at once (more wait for a later round) */
+
 static int run_loop(coord *c, etk_error *err)
 {
-    struct pollfd *pf = calloc(c->n + 1, sizeof *pf);
-    uint32_t *who = calloc(c->n + 1, sizeof *who);
+    struct pollfd *pf = calloc(c->n + 1 + ORPHAN_POLL, sizeof *pf);
+    uint32_t *who = calloc(c->n + 1 + ORPHAN_POLL, sizeof *who);
     if (!pf || !who) {
         free(pf);
         free(who);
@@ -419,7 +519,7 @@ static int run_loop(coord *c, etk_error *err)
             goto out;
         for (uint32_t i = 0; i < c->n; i++) {
             lrank *R = &c->r[i];
-            if (c->o->launcher && R->state != R_DONE && R->eof) {
+            if (c->o->launcher && R->state != R_DONE && R->eof && (R->said_exit || R->worked)) {
                 if (!R->said_exit) {
                     snprintf(c->fail, sizeof c->fail, "rank %u ended without exiting normally (crashed or killed) at "
                              "t = %" PRIu64 " ns (last call: %s)", i, etk_sim_now(c->s), R->call[0] ? R->call : "none");
@@ -430,6 +530,13 @@ static int run_loop(coord *c, etk_error *err)
                 R->exit_ns = etk_sim_now(c->s);
             }
             if (R->state != R_DONE && R->reaped && (R->eof || R->fd < 0)) {
+                if (!R->hello && WIFEXITED(R->status) && WEXITSTATUS(R->status) == 0) {
+                    snprintf(c->fail, sizeof c->fail, "rank %u exited with status 0 at t = %" PRIu64 " ns without "
+                             "connecting to etkit live: it never loaded libetklive.so (does a wrapper drop "
+                             "LD_PRELOAD? is the program statically linked?)", i, etk_sim_now(c->s));
+                    R->state = R_DONE;
+                    goto out;
+                }
                 if (!WIFEXITED(R->status) || WEXITSTATUS(R->status) != 0) {
                     char how[128];
                     describe_status(how, sizeof how, R->status);
@@ -457,6 +564,38 @@ static int run_loop(coord *c, etk_error *err)
             }
             parked += w ? run : 0;
         }
+        /* ranks whose process runs without a connection (never connected, or closed it at an exec
+         * and not yet back): while every other rank waits, they get connect_timeout_s */
+        uint32_t limbo = 0;
+        for (uint32_t i = 0; i < c->n; i++)
+            limbo += in_limbo(c, i);
+        if (limbo && blocked && blocked + parked + ext + done + limbo == c->n) {
+            double now = real_s();
+            if (!c->limbo_since)
+                c->limbo_since = now;
+            else if (now - c->limbo_since > c->connect_timeout_s) {
+                size_t off = 0;
+                for (uint32_t i = 0; i < c->n && off < sizeof c->fail; i += c->gpp) {
+                    if (!in_limbo(c, i))
+                        continue;
+                    const lrank *R = &c->r[i];
+                    if (!R->hello)
+                        off += (size_t)snprintf(c->fail + off, sizeof c->fail - off, "%srank %u never connected to "
+                                                "etkit live: no hello within %g s while every other rank waits (its "
+                                                "process runs without libetklive.so: does a wrapper drop LD_PRELOAD "
+                                                "or ETK_LIVE_SOCKET?)", off ? "; " : "", i / c->gpp,
+                                                c->connect_timeout_s);
+                    else
+                        off += (size_t)snprintf(c->fail + off, sizeof c->fail - off, "%srank %u closed its connection "
+                                                "to etkit live without exiting (last call: %s) and did not connect "
+                                                "again within %g s while every other rank waits (an exec of a "
+                                                "program without libetklive.so?)", off ? "; " : "", i / c->gpp,
+                                                R->call[0] ? R->call : "none", c->connect_timeout_s);
+                }
+                goto out;
+            }
+        } else
+            c->limbo_since = 0;
         if (blocked && blocked + parked + ext + done == c->n && !stalled) {
             rc = advance(c, err);
             if (rc < 0)
@@ -478,12 +617,26 @@ static int run_loop(coord *c, etk_error *err)
                 pf[np].events = POLLIN;
                 who[np++] = i;
             }
+        uint32_t np_ranks = np;
+        for (uint32_t k = 0; k < c->n_orphan && np < c->n + 1 + ORPHAN_POLL; k++) {
+            pf[np].fd = c->orphan[k].fd;
+            pf[np].events = POLLIN;
+            who[np++] = UINT32_MAX - 1;
+        }
         int pr = poll(pf, np, 20);
         if (pr < 0 && errno != EINTR) {
             rc = etk_err(err, ETK_EIO, "poll: %s", strerror(errno));
             goto out;
         }
-        for (uint32_t k = 0; pr > 0 && k < np; k++) {
+        /* superseded connections: by fd, as draining one may reorder the list */
+        for (uint32_t k = np_ranks; pr > 0 && k < np; k++)
+            for (uint32_t j = 0; pf[k].revents && j < c->n_orphan; j++)
+                if (c->orphan[j].fd == pf[k].fd) {
+                    if ((rc = drain_orphan(c, j, err)) != 0)
+                        goto out;
+                    break;
+                }
+        for (uint32_t k = 0; pr > 0 && k < np_ranks; k++) {
             if (!pf[k].revents)
                 continue;
             if (who[k] == UINT32_MAX) {
@@ -498,9 +651,15 @@ static int run_loop(coord *c, etk_error *err)
                 if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
                     break;
                 if (n <= 0) {
+                    /* closed: the process is ending, or it exec'd another program (a wrapper
+                     * script's `exec`), which connects again: never wait for it here */
                     int st = 0;
-                    bool got = !c->r[i].reaped && c->r[i].pid > 0 && /* closed: the process is ending */
-                               waitpid(c->r[i].pid, &st, 0) == c->r[i].pid;
+                    bool got = !c->r[i].reaped && c->r[i].pid > 0 &&
+                               waitpid(c->r[i].pid, &st, WNOHANG) == c->r[i].pid;
+                    if (c->debug)
+                        fprintf(stderr, "etkit live debug: rank %u closed its connection (%s, %s)\n", i / c->gpp,
+                                c->r[i].said_exit ? "after EXIT" : "no EXIT: exec or crash",
+                                got || c->r[i].reaped ? "process gone" : "process still runs");
                     for (uint32_t d = i; d < i + c->gpp; d++) {
                         c->r[d].eof = true;
                         if (got) {
@@ -516,6 +675,9 @@ static int run_loop(coord *c, etk_error *err)
                 }
                 for (ssize_t k = 0; k < n / (ssize_t)sizeof(etk_live_msg); k++) {
                     uint32_t rk = c->gpp > 1 ? c->inbuf[k].rank : i; /* which of the process's GPUs */
+                    if (c->inbuf[k].op != ETK_LM_EXIT && !(c->inbuf[k].op == ETK_LM_NODE && (c->inbuf[k].flags & ETK_LF_CPU)))
+                        for (uint32_t d = i; d < i + c->gpp; d++)
+                            c->r[d].worked = true;
                     if (rk < i || rk >= i + c->gpp) {
                         rc = etk_err(err, ETK_EINVAL, "process %u sent a message for rank %u, not one of its GPUs "
                                      "(ranks %u-%u)", i / c->gpp, rk, i, i + c->gpp - 1);
@@ -580,6 +742,14 @@ int etk_live_run(const etk_cluster *cl, const etk_sim_opts *so, const etk_live_o
     cp->cl = cl;
     cp->o = o;
     cp->debug = getenv("ETK_LIVE_DEBUG") != NULL;
+    const char *cto = getenv("ETK_LIVE_CONNECT_TIMEOUT");
+    char *cend = NULL;
+    cp->connect_timeout_s = cto && *cto ? strtod(cto, &cend) : 60;
+    if (cto && *cto && (*cend || !(cp->connect_timeout_s > 0) || cp->connect_timeout_s > 86400)) {
+        free(cp);
+        return etk_err(err, ETK_EINVAL, "ETK_LIVE_CONNECT_TIMEOUT=%s: wanted seconds, more than 0 and at most 86400",
+                       cto);
+    }
     cp->n_proc = o->n_ranks;
     cp->gpp = gpp;
     cp->n = o->n_ranks * gpp;
@@ -641,6 +811,11 @@ int etk_live_run(const etk_cluster *cl, const etk_sim_opts *so, const etk_live_o
 done:
     if (cp->lfd >= 0)
         close(cp->lfd);
+    for (uint32_t i = 0; i < cp->n_orphan; i++)
+        close(cp->orphan[i].fd);
+    free(cp->orphan);
+    cp->orphan = NULL;
+    cp->n_orphan = 0;
     for (uint32_t i = 0; i < cp->n; i += cp->gpp)
         if (cp->r[i].fd >= 0)
             close(cp->r[i].fd);

@@ -19,6 +19,10 @@ typedef struct lrank {
     pid_t pid;
     int state;
     bool eof, reaped, said_exit;
+    bool hello;          /* its process (or one it exec'd) has connected at least once */
+    bool worked;         /* the current connection sent work (anything but host CPU nodes and EXIT):
+                            until then a new hello for the rank supersedes it (a wrapper that execs
+                            the program, or runs helper commands first: pyenv's shims) */
     int status;          /* wait status */
     uint64_t wait_id, wait_dep[2];
     uint64_t poll_ns;    /* R_WAIT in a poll (ETK_LF_POLL): the time it waits for, else 0 */
@@ -76,7 +80,14 @@ struct etk_live {
     etk_live_reply cfg;
     char fail[900];
     etk_live_msg inbuf[ETK_LIVE_BATCH]; /* one packet */
+    struct { int fd; uint32_t rank; bool bystander; } *orphan; /* connections drained, not the rank's:
+                          superseded ones that did no work, and bystanders (accept_one) */
+    uint32_t n_orphan, cap_orphan;
+    double connect_timeout_s; /* ETK_LIVE_CONNECT_TIMEOUT (default 60): a rank without a connection
+                                 while every other rank waits is reported after this long */
+    double limbo_since;  /* real time (s) since when only such ranks keep the run from advancing; 0 */
     pid_t launcher;      /* --launcher: the one process started */
+    unsigned prec_warned; /* precisions (bits) whose missing peak was reported */
     bool debug;          /* ETK_LIVE_DEBUG set: log why the engine is held (stderr) */
     bool launcher_reaped;
     int launcher_status;

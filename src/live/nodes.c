@@ -121,6 +121,17 @@ int live_take_node(coord *c, uint32_t rank, const etk_live_msg *m, etk_error *er
         add_attr(a, &na, etk_attr_i64("gemm_n", m->n));
         add_attr(a, &na, etk_attr_i64("gemm_k", m->k));
         add_attr(a, &na, etk_attr_i64("num_ops", (int64_t)m->flops));
+        if (m->coll > 0 && m->coll <= ETK_PREC_COUNT) { /* the dtype the call names */
+            add_attr(a, &na, etk_attr_str("precision", etk_precision_name(m->coll - 1)));
+            /* a GPU without that peak: the cluster's precision (said once per precision) */
+            if (c->cl->gpu.peak_flops[m->coll - 1] <= 0 && !(c->prec_warned & (1u << (m->coll - 1)))) {
+                c->prec_warned |= 1u << (m->coll - 1);
+                fprintf(stderr, "etkit live: %.64s runs in %s, but the GPU %s has no %s peak: timed at the %s peak "
+                        "(give gpu.peak_tflops.%s in a cluster file)\n", m->name, etk_precision_name(m->coll - 1),
+                        c->cl->gpu.name, etk_precision_name(m->coll - 1), etk_precision_name((int)c->cl->precision),
+                        etk_precision_name(m->coll - 1));
+            }
+        }
     }
     if (m->type == ETK_NODE_COLL) {
         add_attr(a, &na, etk_attr_i64("comm_type", m->coll));

@@ -66,7 +66,8 @@ typedef struct etk_live_msg {
     uint64_t deps[ETK_LIVE_MAX_DEPS]; /* data dependencies */
     uint32_t n_deps;
     int32_t type;                     /* etk_node_type */
-    int32_t coll;                     /* etk_coll_type of a COLL node */
+    int32_t coll;                     /* etk_coll_type of a COLL node; GEMM: ETK_PREC_* + 1 of
+                                         the call's dtype (0: the cluster's precision) */
     int32_t peer;                     /* SEND: dst, RECV: src (global ranks); COMM_INIT: member */
     int32_t tag;                      /* SEND/RECV: comm_tag; COMM_INIT: members */
     uint32_t flags;                   /* ETK_LF_* */

@@ -87,10 +87,13 @@ static int setup_node(etk_sim *s, uint32_t rank, snode *n, const etk_node *e, et
             int cp = (int)s->cl.precision;
             if (prec && !strcmp(prec, "fp8") && s->cl.gpu.peak_flops[ETK_PREC_FP8] > 0)
                 s->any_fp8 = true;
-            if (prec && !strcmp(prec, "fp8") && cp >= 0 && cp < ETK_PREC_COUNT && cp != ETK_PREC_FP8 &&
-                s->cl.gpu.peak_flops[ETK_PREC_FP8] > 0 && s->cl.gpu.peak_flops[cp] > 0)
+            /* any other precision the node names (live mode's cuBLAS calls: "fp32", "tf32", ...)
+             * likewise at its own peak */
+            int np = prec ? etk_precision_parse(prec) : -1;
+            if (np >= 0 && cp >= 0 && cp < ETK_PREC_COUNT && cp != np && s->cl.gpu.peak_flops[np] > 0 &&
+                s->cl.gpu.peak_flops[cp] > 0)
                 fl = (uint64_t)((long double)fl * (long double)s->cl.gpu.peak_flops[cp] /
-                                (long double)s->cl.gpu.peak_flops[ETK_PREC_FP8] + 0.5L);
+                                (long double)s->cl.gpu.peak_flops[np] + 0.5L);
             if (s->o.compute && s->costs.compute_ns == sim_def_comp) { /* compute model */
                 etk_op_desc op; /* it reads "precision" itself: the FP8 peak and efficiency */
                 etk_compute_op_from_node(e, n->flops, n->bytes, &op);
