@@ -85,7 +85,7 @@ typedef struct etk_compute_params {
                                 factor is s/(s + half) over ref/(ref + half) (0: absolute) */
     double grouped_fp8_wgrad_factor; /* an FP8 grouped GEMM's weight gradient (gemm_wgrad: the
                                 experts' wgrad, scaled along the token dimension) takes this
-                                times the time of its forward at the same FLOPs, >= 1 */
+                                times the time of its forward at the same FLOPs (0: 1) */
 } etk_compute_params;
 
 /* The documented defaults for a GPU (by its preset name; unknown GPUs get the A100 figures). */
