@@ -289,6 +289,50 @@ static void gemm_grouped_experts(void **st)
     assert_true(fabs(dense - 989 * 0.8 * 323.37 / 387.37) < 0.3);
 }
 
+static void gemm_grouped_fp8_wgrad(void **st)
+{
+    (void)st;
+    /* B200 MXFP8 grouped GEMM, 131072 tokens in 8 groups, K 7168, N 2048 (kernels-measured.md
+     * section 2): forward 1671 us, wgrad 2103 us at the same FLOPs: 2103 / 1671 = 1.2585, the
+     * B200 default 1.26; every other GPU 1 (no figure). The factor applies to a grouped FP8
+     * weight gradient only: not to BF16, not to a dense GEMM, not without gemm_wgrad. */
+    etk_compute_params d;
+    etk_gpu g = {0};
+    snprintf(g.name, sizeof g.name, "B200");
+    etk_compute_defaults(&g, &d);
+    assert_true(d.grouped_fp8_wgrad_factor == 1.26);
+    assert_true(fabs(2103.0 / 1671.0 - d.grouped_fp8_wgrad_factor) < 0.005);
+    snprintf(g.name, sizeof g.name, "H100");
+    etk_compute_defaults(&g, &d);
+    assert_true(d.grouped_fp8_wgrad_factor == 1);
+    etk_cluster c = preset("dgx-b200", ETK_PREC_BF16);
+    etk_compute_params p = P();
+    p.launch_ns = 0;
+    p.fp8_gemm_eff = 0.76;
+    p.grouped_fp8_wgrad_factor = 1.26;
+    p.grouped_gemm_half_dim = 1100;
+    /* one group: h = 1/(1/16384 + 1/2048 + 1/7168) = 1453.0; 0.76 * 1453.0 / 2553.0 of 4500 TFLOP/s */
+    etk_op_desc op = {.kind = ETK_OP_GEMM, .grouped = true, .fp8 = true};
+    op.m = 16384, op.n = 2048, op.k = 7168;
+    op.flops = 2ull * 8 * 16384 * 2048 * 7168;
+    double fwd = (double)etk_compute_op_ns(&c, &p, &op);
+    double h = 1.0 / (1.0 / 16384 + 1.0 / 2048 + 1.0 / 7168);
+    assert_true(fabs(fwd / ((double)op.flops / (4500e3 * 0.76 * h / (h + 1100))) - 1) < 1e-6);
+    op.wgrad = true;
+    assert_true(fabs((double)etk_compute_op_ns(&c, &p, &op) / fwd - 1.26) < 1e-6);
+    op.fp8 = false; /* BF16: the B200 figure is MXFP8's */
+    double bf = (double)etk_compute_op_ns(&c, &p, &op);
+    op.wgrad = false;
+    assert_true((double)etk_compute_op_ns(&c, &p, &op) == bf);
+    op.fp8 = true, op.grouped = false, op.wgrad = true; /* a dense GEMM: no factor */
+    double dn = (double)etk_compute_op_ns(&c, &p, &op);
+    op.wgrad = false;
+    assert_true((double)etk_compute_op_ns(&c, &p, &op) == dn);
+    etk_error err = {0};
+    assert_int_not_equal(etk_compute_set(&p, "grouped_fp8_wgrad_factor=-1", &err), 0);
+    assert_non_null(strstr(err.msg, "grouped_fp8_wgrad_factor"));
+}
+
 /* a cluster file whose gpu: mapping ends with the given lines (indented two spaces) */
 static int gpu_yaml(const char *tail, const char *file, etk_cluster *c, etk_error *err)
 {
@@ -379,6 +423,7 @@ int main(void)
         cmocka_unit_test(gpu_yaml_compute_mapping),
         cmocka_unit_test(gemm_fp8),
         cmocka_unit_test(gemm_grouped_experts),
+        cmocka_unit_test(gemm_grouped_fp8_wgrad),
         cmocka_unit_test(attention_causal_bwd_dim),
         cmocka_unit_test(gpu_capacities_as_reported),
     };

@@ -303,7 +303,23 @@ static void test_ep_megatron_share(void **state)
     assert_int_equal(attr(gw, "gemm_m"), f);
     assert_int_equal(attr(gw, "gemm_n"), h);
     assert_int_equal(attr(gw, "gemm_k"), ep * n * k / E);
+    assert_null(etk_node_attr(gw, "gemm_wgrad")); /* BF16: only FP8 grouped wgrads are marked */
     etk_workload_free(w);
+    /* --precision fp8: the experts' wgrad nodes carry gemm_wgrad (grouped_fp8_wgrad_factor),
+     * their forward and dgrad do not */
+    etk_gen_config cf;
+    etk_gen_summary sf;
+    snprintf(line, sizeof line, "%s --sp --precision fp8", base);
+    summarize(line, &cf, &sf);
+    assert_int_equal(etk_gen_workload(&cf, true, &w, &err), 0);
+    const etk_node *fw = node_named(w, "mb0.L0.down.wgrad");
+    assert_non_null(etk_node_attr(fw, "gemm_wgrad"));
+    assert_non_null(etk_node_attr(fw, "gemm_grouped"));
+    assert_null(etk_node_attr(node_named(w, "mb0.L0.down.dgrad"), "gemm_wgrad"));
+    assert_null(etk_node_attr(node_named(w, "mb0.L0.down"), "gemm_wgrad"));
+    assert_null(etk_node_attr(node_named(w, "mb0.L0.proj.wgrad"), "gemm_wgrad")); /* dense */
+    etk_workload_free(w);
+    etk_gen_summary_free(&sf);
 }
 
 /* --moe-imbalance F: the busiest rank's expert nodes and all-to-alls x F; model FLOPs (MFU) as

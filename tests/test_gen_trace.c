@@ -205,7 +205,8 @@ static void check_structure(etk_workload *w)
                     /* the fused kernel's key length and head dimension (compute model) */
                     assert_string_equal(etk_node_str(n, "op_kind"), "attention");
                     want = ETK_ATTR_INT64;
-                } else if (want == ETK_ATTR_NONE && !strcmp(n->attr[k].name, "gemm_grouped")) {
+                } else if (want == ETK_ATTR_NONE && (!strcmp(n->attr[k].name, "gemm_grouped") ||
+                                                     !strcmp(n->attr[k].name, "gemm_wgrad"))) {
                     want = ETK_ATTR_BOOL; /* a grouped expert GEMM (compute model) */
                 } else if (want == ETK_ATTR_NONE) { /* etkit's memory-over-time attributes */
                     assert_true(!strcmp(n->attr[k].name, "mem_alloc_bytes") ||

@@ -61,6 +61,8 @@ typedef struct etk_op_desc {
     int prec_plus1;         /* ETK_PREC_* + 1 of another precision the node names (attribute
                                precision: "bf16", "fp16", "fp32", "tf32"; live mode's cuBLAS calls):
                                that peak instead of the cluster's; 0: the cluster's precision */
+    bool wgrad;             /* a grouped GEMM's weight gradient (attribute gemm_wgrad): FP8, it
+                               takes grouped_fp8_wgrad_factor times as long */
 } etk_op_desc;
 
 typedef struct etk_compute_params {
@@ -84,6 +86,9 @@ typedef struct etk_compute_params {
                                 relative to d = 128 (0: no dependence) */
     double attn_ref_seq;     /* the sequence length attn_eff holds at: with attn_half_seq the
                                 factor is s/(s + half) over ref/(ref + half) (0: absolute) */
+    double grouped_fp8_wgrad_factor; /* an FP8 grouped GEMM's weight gradient (gemm_wgrad: the
+                                experts' wgrad, scaled along the token dimension) takes this
+                                times the time of its forward at the same FLOPs (0: 1) */
 } etk_compute_params;
 
 /* The documented defaults for a GPU (by its preset name; unknown GPUs get the A100 figures). */

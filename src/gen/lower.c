@@ -147,6 +147,7 @@ static void moe_mark(ctx *c, const gsection *S, gprog *p)
                 const char *sfx = nm + len;
                 I->gemm_groups = el;
                 if (!strcmp(sfx, ".wgrad")) {
+                    I->wgrad = 1;
                     I->gemm_m = kd;
                     I->gemm_n = nd;
                     I->gemm_k = tok;

@@ -24,6 +24,7 @@ typedef struct ginst {
     uint8_t scores;     /* COMP: memory-bound op over the attention scores (attn_scores) */
     uint8_t attn;       /* COMP: a fused attention kernel (--attention flash): op_kind "attention" */
     uint8_t grouped;    /* COMP: a grouped GEMM over this rank's experts (gemm_grouped) */
+    uint8_t wgrad;      /* COMP: that grouped GEMM is the experts' weight gradient (gemm_wgrad) */
     uint8_t causal;     /* COMP: that kernel under a causal mask (attn_causal: the kernel skips the
                            masked half of the s^2 work; every section but decode) */
     uint8_t grp;        /* COLL: GRP_TP, GRP_CP or GRP_EP */

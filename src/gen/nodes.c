@@ -132,6 +132,8 @@ int gen_put_comp(emitter *E, const char *name, const ginst *I, uint64_t *deps, u
         a[n++] = etk_attr_str("op_kind", "attention");
     if (I->grouped) /* a grouped GEMM over the rank's experts: small groups reach less */
         a[n++] = etk_attr_bool("gemm_grouped", true);
+    if (I->grouped && I->wgrad && I->fp8) /* its FP8 weight gradient (grouped_fp8_wgrad_factor) */
+        a[n++] = etk_attr_bool("gemm_wgrad", true);
     if (I->attn && I->causal) /* the kernel skips the masked blocks: half the s^2 FLOPs */
         a[n++] = etk_attr_bool("attn_causal", true);
     if (I->attn && I->phase == P_BWD)
