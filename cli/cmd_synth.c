@@ -80,6 +80,16 @@ static void help(void)
            "  etkit synth eval synth.json --real /tmp/corpus/test.txt --cluster dgx-h100\n");
 }
 
+/* a number for the --json document: %.6g, or null where it is undefined (a correlation of
+ * constant step times, an MMD of no graphs): JSON has no nan or inf */
+static const char *jnum(char buf[32], double v)
+{
+    if (!isfinite(v))
+        return "null";
+    snprintf(buf, 32, "%.6g", v);
+    return buf;
+}
+
 enum { O_LIST = 1000, O_RANKS, O_INNER, O_SEED, O_MAXN, O_REAL, O_SAMPLES, O_CLUSTER, O_JSON, O_LD, O_EPOCHS, O_COUNT, O_LABEL, O_TRIES, O_TRAIN, O_ATRIES, O_REFINE };
 static const struct option longopts[] = {
     {"out", required_argument, 0, 'o'},         {"list", required_argument, 0, O_LIST},
@@ -675,29 +685,31 @@ static int synth_eval(const opts *o, const char *model)
         }
     }
     if (o->json) {
+        char nbuf[32];
         printf("{\"real_graphs\": %zu, \"samples\": %zu, \"rejected\": %u, \"mmd2\": {", n_real, k, rej_all);
         for (int d = 0; d < ETK_SYNTH_N_DESC; d++) {
             printf("%s\"%s\": {", d ? ", " : "", etk_synth_desc_name(d));
             for (int j = 0; j < nco; j++)
-                printf("%s\"%s\": %.6g", j ? ", " : "", cols[j], mmd[d][j]);
+                printf("%s\"%s\": %s", j ? ", " : "", cols[j], jnum(nbuf, mmd[d][j]));
             printf("}");
         }
         printf("}");
         if (o->cluster) {
             printf(", \"step_time_ks\": {\"cluster\": \"%s\", \"ranks\": %u", o->cluster, n_ranks);
             for (int j = 0; j < nco; j++)
-                printf(", \"%s\": %.6g", cols[j], ks[j]);
+                printf(", \"%s\": %s", cols[j], jnum(nbuf, ks[j]));
             printf("}");
         }
         if (has_reg) {
             printf(", \"regressor\": {");
-            for (int j = 0; j < nco; j++)
-                printf("%s\"%s\": {\"pearson\": %.6g, \"spearman\": %.6g}", j ? ", " : "", j ? cols[j] : "real_train",
-                       corr[j][0], corr[j][1]);
+            for (int j = 0; j < nco; j++) {
+                printf("%s\"%s\": {\"pearson\": %s, ", j ? ", " : "", j ? cols[j] : "real_train", jnum(nbuf, corr[j][0]));
+                printf("\"spearman\": %s}", jnum(nbuf, corr[j][1]));
+            }
             printf("}, \"train_reference\": {\"mmd2\": {");
             for (int d = 0; d < ETK_SYNTH_N_DESC; d++)
-                printf("%s\"%s\": %.6g", d ? ", " : "", etk_synth_desc_name(d), tr_mmd[d]);
-            printf("}, \"step_time_ks\": %.6g}", tr_ks);
+                printf("%s\"%s\": %s", d ? ", " : "", etk_synth_desc_name(d), jnum(nbuf, tr_mmd[d]));
+            printf("}, \"step_time_ks\": %s}", jnum(nbuf, tr_ks));
         }
         printf("}\n");
     } else {

@@ -90,6 +90,11 @@ printf '%s\n%s\n%s\n' "$T/a" "$T/a" "$T/a" >"$T/aaa.txt"
 printf '%s\n%s\n' "$T/a" "$T/a" >"$T/a.txt"
 expect 0 '"train_reference": {"mmd2": {"in_degree": 0, "out_degree": 0, "layer_size": 0, "token": 0, "edge_token_pair": 0, "layer_skip": 0, "attr_bin": 0}, "step_time_ks": 0}' \
   synth eval "$T/m.json" --real "$T/aaa.txt" --samples 4 --cluster dgx-h100 --train "$T/a.txt" --json
+# ... and the regressor's correlations with constant step times are undefined: JSON null (was
+# nan, which is not JSON); the whole document parses
+"$ETKIT" synth eval "$T/m.json" --real "$T/aaa.txt" --samples 4 --cluster dgx-h100 --train "$T/a.txt" --json >"$T/aaa.json" 2>/dev/null
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); r=d["regressor"]["real_train"]; assert r["pearson"] is None and r["spearman"] is None, r' "$T/aaa.json" ||
+  fail "synth eval --json with constant step times: not JSON, or a correlation not null: $(head -c 300 "$T/aaa.json")"
 expect 0 "training graphs (--train) vs half b" synth eval "$T/m.json" --real "$T/real.txt" --samples 4 \
   --cluster dgx-h100 --train "$T/real.txt"
 
