@@ -593,7 +593,8 @@ int syn_ld_sample(const etk_synth_model *m, uint32_t max_nodes, double label_ns,
         syn_ld_attr_values(m, g->tok[i], ld->labeled ? label_ns : 0, r, g->val + (size_t)i * ETK_SYNTH_N_ATTR);
     }
     memcpy(g->par_off, off.v, ((size_t)n + 1) * sizeof *g->par_off);
-    memcpy(g->par, par.v, par.n * sizeof *g->par);
+    if (par.n) /* a one-layer graph has no edges (par.v is NULL) */
+        memcpy(g->par, par.v, par.n * sizeof *g->par);
     *out = g;
     rc = 0;
 done:
