@@ -91,7 +91,16 @@ static cublasStatus_t gemm(const char *call, cublasHandle_t h, int m, int n, int
 }
 
 /* FP32 GEMMs: TF32 where the handle's math mode allows it (CUBLAS_TF32_TENSOR_OP_MATH = 3) */
-#define SGEMM_PREC(h) ((h) && ((h)->math_mode & 0xf) == 3 ? 5 : 4)
+static int tf32_mode(cublasHandle_t h)
+{
+    return h && (h->math_mode & 0xf) == 3;
+}
+#define SGEMM_PREC(h) (tf32_mode(h) ? 5 : 4)
+/* the *Ex calls: CUBLAS_COMPUTE_32F (68) on FP32 inputs is TF32 under the TF32 math mode */
+static int ex_prec(cublasHandle_t h, int atype, int compute)
+{
+    return etl_gemm_prec(atype, compute == 68 && atype == 0 && tf32_mode(h) ? 77 : compute);
+}
 API cublasStatus_t cublasSgemm_v2(GEMM_ARGS) { UNUSED_GEMM; return gemm("cublasSgemm", h, m, n, k, 1, 4, SGEMM_PREC(h)); }
 API cublasStatus_t cublasDgemm_v2(GEMM_ARGS) { UNUSED_GEMM; return gemm("cublasDgemm", h, m, n, k, 1, 8, 4); }
 API cublasStatus_t cublasHgemm(GEMM_ARGS) { UNUSED_GEMM; return gemm("cublasHgemm", h, m, n, k, 1, 2, 2); }
@@ -103,7 +112,7 @@ API cublasStatus_t cublasGemmEx(cublasHandle_t h, int ta, int tb, int m, int n, 
     UNUSED_GEMM;
     (void)Btype, (void)Ctype, (void)algo;
     return gemm("cublasGemmEx", h, m, n, k, 1, etl_dtype_bytes(Atype),
-                etl_gemm_prec(Atype, compute == 68 && Atype == 0 && h && (h->math_mode & 0xf) == 3 ? 77 : compute));
+                ex_prec(h, Atype, compute));
 }
 
 #define SB_ARGS GEMM_ARGS, long long sa, long long sb, long long sc, int batch
@@ -141,7 +150,7 @@ API cublasStatus_t cublasGemmStridedBatchedEx(cublasHandle_t h, int ta, int tb, 
     UNUSED_GEMM;
     (void)sa, (void)sb, (void)sc, (void)Btype, (void)Ctype, (void)algo;
     return gemm("cublasGemmStridedBatchedEx", h, m, n, k, batch, etl_dtype_bytes(Atype),
-                etl_gemm_prec(Atype, compute == 68 && Atype == 0 && h && (h->math_mode & 0xf) == 3 ? 77 : compute));
+                ex_prec(h, Atype, compute));
 }
 
 #define NOT_MODELLED(fn)                                                                          \
