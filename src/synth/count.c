@@ -404,7 +404,8 @@ static etk_synth_graph *gb_finish(gbuild *b)
         memcpy(g->tok, b->tok, b->n * sizeof *g->tok);
         memcpy(g->layer, b->layer, b->n * sizeof *g->layer);
         memcpy(g->par_off, b->off, ((size_t)b->n + 1) * sizeof *g->par_off);
-        memcpy(g->par, b->par, b->e * sizeof *g->par);
+        if (b->e) /* a one-layer graph has no edges and no parent array (b->par is NULL) */
+            memcpy(g->par, b->par, b->e * sizeof *g->par);
         memcpy(g->val, b->val, (size_t)b->n * ETK_SYNTH_N_ATTR * sizeof *g->val);
     }
     return g;
