@@ -201,9 +201,14 @@ want="$((16 * Mi + 131072)) $((16 * Mi + 131072)) $((16 * Mi + 131072))"
 #     + the 4096 selected logits read and written 2 x 16,384 B = 65,536 B -> 19 ns (not the 819.2 MB
 #     of the whole tensor: 244,571 ns); scatter_add_ of them back: index 32,768 + src 16,384 + the
 #     4096 touched elements read and written 32,768 = 81,920 B -> 24 ns
+#   x[rows] = 0.0 on that tensor, rows 64 int64 (index_put_): the index 512 B + the value 4 B + the
+#     64 x 50,000 selected FP32 elements written 12,800,000 B = 12,800,516 B -> 3,821 ns (not the
+#     whole tensor read and written, 1.6384 GB: 489,074 ns); index_put_ of a 64 x 50,000 FP32 v
+#     with accumulate=True: 512 + 12,800,000 + 2 x 12,800,000 = 38,400,512 B -> 11,462 ns
 timeout 240 "$ETKIT" live --ranks 1 --cpu-scale 0 --compute roofline -- "$PY" "$D/bytes.py" >"$T/b.out" 2>"$T/b.err" ||
   fail "bytes.py exited $?: $(tail -3 "$T/b.err")"
-for kv in foreach_add_ns:14328 foreach_mul_ns:9552 foreach_addcmul_ns:14328 foreach_sqrt_ns:9552 gather_ns:19 scatter_add_ns:24; do
+for kv in foreach_add_ns:14328 foreach_mul_ns:9552 foreach_addcmul_ns:14328 foreach_sqrt_ns:9552 gather_ns:19 scatter_add_ns:24 \
+    index_put_ns:3821 index_put_acc_ns:11462; do
   k=${kv%:*} v=${kv#*:}
   [ "$(num "$k" "$T/b.out")" = "$v" ] && ok "${k%_ns}: $v ns (closed-form bytes / HBM)" || fail "$k $(num "$k" "$T/b.out"), want $v"
 done
