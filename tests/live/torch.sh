@@ -24,6 +24,7 @@
 #  (e) train_fsdp.py: torch 1.13's FullyShardedDataParallel; mem_fsdp.py: its memory (below).
 #  (f) mem_ddp.py: DDP's gradient buckets charged (below).
 #  (g) bytes.py: the bytes of foreach operators and of a gather/scatter_add_ (below).
+#  (h) lazy.py, train_ddp.py at GPT-2 small: the CPU parameters' initialisation deferred (below).
 # usage: bash tests/live/torch.sh <etkit>
 . "$(dirname "$0")/livelib.sh"
 PY=${PYTHON:-/usr/bin/python3}
@@ -200,12 +201,50 @@ want="$((16 * Mi + 131072)) $((16 * Mi + 131072)) $((16 * Mi + 131072))"
 #     + the 4096 selected logits read and written 2 x 16,384 B = 65,536 B -> 19 ns (not the 819.2 MB
 #     of the whole tensor: 244,571 ns); scatter_add_ of them back: index 32,768 + src 16,384 + the
 #     4096 touched elements read and written 32,768 = 81,920 B -> 24 ns
+#   x[rows] = 0.0 on that tensor, rows 64 int64 (index_put_): the index 512 B + the value 4 B + the
+#     64 x 50,000 selected FP32 elements written 12,800,000 B = 12,800,516 B -> 3,821 ns (not the
+#     whole tensor read and written, 1.6384 GB: 489,074 ns); index_put_ of a 64 x 50,000 FP32 v
+#     with accumulate=True: 512 + 12,800,000 + 2 x 12,800,000 = 38,400,512 B -> 11,462 ns
 timeout 240 "$ETKIT" live --ranks 1 --cpu-scale 0 --compute roofline -- "$PY" "$D/bytes.py" >"$T/b.out" 2>"$T/b.err" ||
   fail "bytes.py exited $?: $(tail -3 "$T/b.err")"
-for kv in foreach_add_ns:14328 foreach_mul_ns:9552 foreach_addcmul_ns:14328 foreach_sqrt_ns:9552 gather_ns:19 scatter_add_ns:24; do
+for kv in foreach_add_ns:14328 foreach_mul_ns:9552 foreach_addcmul_ns:14328 foreach_sqrt_ns:9552 gather_ns:19 scatter_add_ns:24 \
+    index_put_ns:3821 index_put_acc_ns:11462; do
   k=${kv%:*} v=${kv#*:}
   [ "$(num "$k" "$T/b.out")" = "$v" ] && ok "${k%_ns}: $v ns (closed-form bytes / HBM)" || fail "$k $(num "$k" "$T/b.out"), want $v"
 done
 grep -q "^foreach_sqrt_ns .* out \[(1000000,), (2000000,), (3000000,)\] \['torch.bfloat16', 'torch.float32', 'torch.bfloat16'\]" "$T/b.out" &&
   ok "_foreach_sqrt: a new list with the input's shapes and dtypes" || fail "foreach_sqrt: $(grep sqrt "$T/b.out")"
+# (h) lazy.py builds ~240 MB of CPU parameters (an embedding 50304 x 768 by normal_, Linear(768,
+# 3072) by uniform_, a LayerNorm of 2^20 by fill_/zero_, a Linear moved to float64 on the CPU, one
+# with its own generator, a state_dict through torch.save, a 64 MiB Linear moved to the GPU) and
+# prints values of them and a draw of the default generator after them: under etkit live (the
+# fills deferred, _lazy.py) every value equals a plain python3 run's, to the printed digit. Its
+# resident memory grows by the parameters' bytes in the plain run (~242 MB); live by the 8 MiB
+# scratch buffer the random fills advance the generator on + the float64 Linear (2.66 MB read to
+# convert, 5.33 MB kept) + the small tensors: bound 24 MiB (242 MB if nothing is deferred).
+"$PY" "$D/lazy.py" >"$T/lz0.out" 2>"$T/lz0.err" || fail "lazy.py (plain python) exited $?: $(tail -3 "$T/lz0.err")"
+timeout 240 "$ETKIT" live --ranks 1 --cpu-scale 0 -- "$PY" "$D/lazy.py" >"$T/lz.out" 2>"$T/lz.err" ||
+  fail "lazy.py exited $?: $(tail -3 "$T/lz.err")"
+[ "$(grep -c '^val' "$T/lz0.out")" = 7 ] && [ "$(grep '^val' "$T/lz0.out")" = "$(grep '^val' "$T/lz.out")" ] &&
+  ok "deferred CPU initialisation: the 7 value lines equal a plain run's" ||
+  fail "lazy.py values differ: $(diff <(grep '^val' "$T/lz0.out") <(grep '^val' "$T/lz.out") | head -4)"
+g=$(num rss_growth_kib "$T/lz.out"); g2=$(num rss_after_cuda_kib "$T/lz.out")
+[ -n "$g" ] && [ "$g" -lt $((24 * 1024)) ] && [ $((g2 - g)) -lt 4096 ] &&
+  ok "building ~240 MB of CPU parameters: +$g KiB resident (plain run: +$(num rss_growth_kib "$T/lz0.out") KiB); .cuda() of a 64 MiB Linear: +$((g2 - g)) KiB" ||
+  fail "lazy.py resident growth $g KiB (bound 24 MiB), after .cuda() $g2 KiB"
+# train_ddp.py at its own sizes (GPT-2 small, 163 M parameters: 652 MB FP32 on the CPU before
+# .cuda()), 2 ranks, 1 step: the largest process's peak RSS (ru_maxrss of the waited-for children:
+# the ranks and the coordinator). Measured 240 MB a rank (import torch, the module, DDP: 226 MB;
+# the scratch buffer 8 MiB); 853 MB before the initialisation was deferred. Bound 400 MiB: room for
+# another torch build, and still caught if even the embeddings (2 x 154.5 MB) were filled.
+unset GPT_LAYERS GPT_HIDDEN GPT_HEADS GPT_SEQ GPT_VOCAB GPT_BATCH
+kib=$(STEPS=1 "$PY" -c 'import resource, subprocess, sys
+r = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode
+print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss if r == 0 else "exit%d" % r)' \
+  timeout 300 "$ETKIT" live --cluster dgx-h100 --ranks 2 --cpu-scale 0 -- "$PY" "$D/train_ddp.py")
+case $kib in
+  exit*) fail "train_ddp.py at GPT-2 small, 2 ranks: $kib" ;;
+  *) [ "$kib" -lt $((400 * 1024)) ] && ok "GPT-2 small DDP, 2 ranks: peak RSS of the largest process $((kib / 1024)) MiB (bound 400; 853 MB with the weights filled on the CPU)" ||
+       fail "GPT-2 small DDP: peak RSS of the largest process $((kib / 1024)) MiB, bound 400 MiB" ;;
+esac
 [ $fails = 0 ] && echo "all ok" || { echo "$fails failure(s)"; exit 1; }

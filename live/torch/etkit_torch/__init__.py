@@ -15,7 +15,7 @@ def install():
         return
     _installed = True
     import torch
-    from . import _cuda, _dist, _fsdp, _state, _tensor
+    from . import _cuda, _dist, _fsdp, _lazy, _state, _tensor
 
     _cuda.install()
 
@@ -39,6 +39,7 @@ def install():
                                          getattr(inst, "_is_param", False))
     meta.__instancecheck__ = instancecheck
     _tensor.install_dropout()
+    _lazy.install()
     if torch.distributed.is_available():
         _dist.install()
         _fsdp.install()

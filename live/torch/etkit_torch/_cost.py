@@ -2,7 +2,7 @@
 batched GEMMs (mm, addmm, bmm, baddbmm) and convolutions (as the implicit GEMM) become compute-
 model GEMM nodes (m, n, k, FLOPs 2mnk·batch); views and uninitialised allocations cost nothing;
 the gather/scatter family (gather, index, index_select, take_along_dim, embedding; scatter,
-scatter_add, scatter_reduce, index_add_; nll_loss and its backward) moves the index and the
+scatter_add, scatter_reduce, index_add_, index_put_; nll_loss and its backward) moves the index and the
 elements it selects, not the whole tensor it selects them from (index_moved); every other operator
 (elementwise, reductions, norms, softmax, copies, foreach kernels) moves the bytes of its tensor
 inputs and outputs — a tensor passed twice (addcmul(v, g, g)) read once — and is timed by the
@@ -39,7 +39,9 @@ GATHER = {"aten::gather", "aten::index", "aten::index_select", "aten::take_along
 # scatter-like: (self, dim, index, src or value); in place, or out of place = a copy of self first
 SCATTER = {"aten::scatter", "aten::scatter_", "aten::scatter_add", "aten::scatter_add_",
            "aten::scatter_reduce", "aten::scatter_reduce_", "aten::index_add", "aten::index_add_"}
-INDEXED = GATHER | SCATTER | {"aten::nll_loss_forward", "aten::nll_loss_backward"}
+# x[i, j] = v: (self, indices (a list, None for a dimension not indexed), values, accumulate)
+INDEX_PUT = {"aten::index_put_", "aten::index_put", "aten::_index_put_impl_"}
+INDEXED = GATHER | SCATTER | INDEX_PUT | {"aten::nll_loss_forward", "aten::nll_loss_backward"}
 
 
 def index_moved(name, a, ous):
@@ -59,6 +61,8 @@ def index_moved(name, a, ous):
         if not name.endswith("_"):
             moved += 2 * nbytes(self)  # the output starts as a copy of self
         return moved
+    if name in INDEX_PUT:
+        return index_put_moved(name, a)
     if name == "aten::nll_loss_forward":
         self, target, weight = a[0], a[1], a[2]
         w = target.numel() * weight.element_size() if isinstance(weight, torch.Tensor) else 0
@@ -68,6 +72,27 @@ def index_moved(name, a, ous):
     gi = ous[0]
     w = target.numel() * a[3].element_size() if isinstance(a[3], torch.Tensor) else 0
     return nbytes(g) + nbytes(target) + w + nbytes(tw) + nbytes(gi) + target.numel() * gi.element_size()
+
+
+def index_put_moved(name, a):
+    """x[i, j] = v (index_put_): ATen's CUDA kernel (index_put_stub, a TensorIterator over the
+    indexed elements) reads the index tensors and the values and writes the k selected elements,
+    k = the broadcast shape of the indices x the dimensions not indexed; accumulate=True (its
+    sorting kernel, the sort of the k linear indices not charged) reads them too. Out of place
+    (index_put) the output starts as a copy of self. A boolean mask (its selection depends on
+    the values) is charged the whole tensor, read and written."""
+    self, idx, vals = a[0], a[1], a[2]
+    acc = len(a) > 3 and bool(a[3])
+    ix = [t for t in idx if t is not None] if isinstance(idx, (list, tuple)) else []
+    if not ix or any(t.dtype in (torch.bool, torch.uint8) for t in ix):
+        moved = 2 * nbytes(self) + sum(nbytes(t) for t in ix) + (nbytes(vals) if isinstance(vals, torch.Tensor) else 0)
+    else:
+        k = math.prod(torch.broadcast_shapes(*(t.shape for t in ix)))
+        k *= math.prod(d for j, d in enumerate(self.shape) if j >= len(idx) or idx[j] is None)
+        moved = sum(nbytes(t) for t in ix) + nbytes(vals) + k * (2 if acc else 1) * self.element_size()
+    if name == "aten::index_put":
+        moved += 2 * nbytes(self)
+    return moved
 
 
 def is_view(func):

@@ -19,7 +19,7 @@ def tree_map(f, x):
         return {k: tree_map(f, v) for k, v in x.items()}
     return f(x)
 
-from . import _alloc, _cost, _lib, _state
+from . import _alloc, _cost, _lazy, _lib, _state
 
 aten = torch.ops.aten
 
@@ -213,7 +213,11 @@ class Mode(TorchDispatchMode):
                 dev = _dev_of(kdev)
             k["device"] = torch.device("meta")
         name = _cost.name_of(func)
-        if dev is None:  # a CPU operator: real
+        if dev is None:  # a CPU operator: real (a large parameter's initialisation deferred: _lazy.py)
+            if name in _lazy.FULL and _lazy.defer(func, name, args, kwargs):
+                return args[0]
+            if _lazy.pending:
+                _lazy.materialize(_cost.tensors(args, _cost.tensors(list(kwargs.values()), [])))
             return func(*args, **kwargs)
         # CPU -> GPU copy (.cuda(), .to("cuda")): the bytes over the host link
         if name in ("aten::_to_copy", "aten::copy_") and any(

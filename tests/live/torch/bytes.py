@@ -2,7 +2,8 @@
 timed alone between two synchronizations (run with --compute roofline, where a memory-bound
 kernel takes its bytes / HBM bandwidth). Lists of N = 3 tensors of 1,000,000 BF16, 2,000,000
 FP32 and 3,000,000 BF16 elements (x, y; torch.sh has the closed forms); a gather of one FP32 logit
-per row of a 4096 x 50,000 tensor (index int64 4096 x 1), and its scatter_add_ back."""
+per row of a 4096 x 50,000 tensor (index int64 4096 x 1), and its scatter_add_ back; 64 of its rows
+set to 0 (x[rows] = 0.0: index_put_) and index_put_ with accumulate=True."""
 import time
 
 import torch
@@ -29,3 +30,8 @@ idx = torch.zeros(4096, 1, dtype=torch.int64, device="cuda")
 ns, g = timed(lambda: logits.gather(-1, idx))
 print(f"gather_ns {ns} out {tuple(g.shape)}")
 print(f"scatter_add_ns {timed(lambda: logits.scatter_add_(-1, idx, g))[0]}")
+rows = torch.zeros(64, dtype=torch.int64, device="cuda")
+ns, _ = timed(lambda: logits.__setitem__(rows, 0.0))
+print(f"index_put_ns {ns}")
+v = torch.empty(64, 50000, device="cuda")
+print(f"index_put_acc_ns {timed(lambda: logits.index_put_((rows,), v, accumulate=True))[0]}")
