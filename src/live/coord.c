@@ -376,7 +376,7 @@ static int accept_one(coord *c, etk_error *err)
     if (R->fd >= 0) {
         bool worked = false;
         for (uint32_t d = r0; d < r0 + c->gpp; d++)
-            worked = worked || c->r[d].worked || c->r[d].n_tr || c->r[d].state == R_DONE;
+            worked = worked || c->r[d].worked || c->r[d].n_given || c->r[d].state == R_DONE;
         /* the rank's process has sent work: the new one is a bystander (a command the rank or its
          * wrapper runs: `"$@"; cp log ...`, a subprocess), answered and drained: it may read the
          * clock and exit, and fails the run only if it sends work */
@@ -408,10 +408,8 @@ static int accept_one(coord *c, etk_error *err)
             (void)!send(fd, &rp, sizeof rp, MSG_NOSIGNAL);
             return 0;
         }
-        for (uint32_t d = r0; d < r0 + c->gpp; d++) { /* its host-time nodes: ids of another process */
-            etk_trace_free(c->r[d].batch);
-            c->r[d].batch = NULL;
-        }
+        for (uint32_t d = r0; d < r0 + c->gpp; d++) /* its host-time nodes: ids of another process */
+            live_drop_pending(c, d);
     } else if (c->debug)
         fprintf(stderr, "etkit live debug: rank %u connected\n", m.rank);
     for (uint32_t d = r0; d < r0 + c->gpp; d++) {
@@ -712,12 +710,7 @@ void etk_live_free(etk_live *c)
     if (!c)
         return;
     etk_sim_free(c->s);
-    for (uint32_t i = 0; c->r && i < c->n; i++) {
-        for (uint32_t b = 0; b < c->r[i].n_tr; b++)
-            etk_trace_free(c->r[i].tr[b]);
-        free(c->r[i].tr);
-        etk_trace_free(c->r[i].batch);
-    }
+    live_nodes_free(c);
     free(c->r);
     free(c->chans);
     etk_groups_free(c->groups);
@@ -800,6 +793,8 @@ int etk_live_run(const etk_cluster *cl, const etk_sim_opts *so, const etk_live_o
         rc = etk_err(err, ETK_EIO, "cannot listen on %s: %s", cp->path, strerror(errno));
         goto done;
     }
+    if (o->record_prefix && (rc = live_record_open(cp, err)) != 0)
+        goto done;
     if ((rc = spawn(cp, err)) != 0) {
         end_ranks(cp);
         goto done;
