@@ -31,6 +31,9 @@ typedef struct lrank {
                             engine points into them); the last one takes new nodes */
     uint32_t n_chunk, cap_chunk;
     size_t pend;         /* in the last chunk: the first node not yet given to the engine */
+    uint32_t n_slim;     /* chunks [0, n_slim) are slim: all their nodes done, their attributes and
+                            dependencies freed (the engine reads only done nodes' names) */
+    size_t slim_pos;     /* in chunk n_slim: the nodes before it are done */
     uint64_t n_given;    /* nodes given to the engine */
     etk_writer *rec;     /* --record: the rank's trace file, written as nodes go to the engine */
     uint64_t exit_ns;

@@ -246,11 +246,36 @@ int live_take_node(coord *c, uint32_t rank, const etk_live_msg *m, etk_error *er
     return 0;
 }
 
+/* Full chunks whose nodes are all done lose their arena (attributes, dependencies): the engine
+ * reads a done node's name only (timeline, report; the names are interned, outside the chunk),
+ * and the record has been written. */
+static void slim_chunks(coord *c, lrank *R, uint32_t rank)
+{
+    while (R->n_slim + 1 < R->n_chunk) {
+        etk_trace *C = R->chunk[R->n_slim];
+        uint64_t end;
+        for (; R->slim_pos < C->n_nodes; R->slim_pos++)
+            if (etk_sim_node_end(c->s, rank, C->nodes[R->slim_pos].id, &end) != 1)
+                return;
+        etk_arena_free(C->arena);
+        C->arena = NULL;
+        for (size_t k = 0; k < C->n_nodes; k++) {
+            etk_node *n = &C->nodes[k];
+            n->n_attr = n->n_data_deps = n->n_ctrl_deps = 0;
+            n->attr = NULL;
+            n->data_deps = n->ctrl_deps = NULL;
+        }
+        R->n_slim++;
+        R->slim_pos = 0;
+    }
+}
+
 /* The nodes received since the last flush go to the engine and, with --record, to the rank's file. */
 int live_flush(coord *c, etk_error *err)
 {
     for (uint32_t i = 0; i < c->n; i++) {
         lrank *R = &c->r[i];
+        slim_chunks(c, R, i);
         etk_trace *C = R->n_chunk ? R->chunk[R->n_chunk - 1] : NULL;
         if (!C || C->n_nodes == R->pend)
             continue;
