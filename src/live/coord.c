@@ -46,6 +46,35 @@ static void reply_error_all(coord *c, const char *msg)
             }
 }
 
+/* After reply_error_all: up to 2 s for the processes that got the error to print their
+ * "released: ..." line and exit (their connections close) before end_ranks signals them; a
+ * SIGTERM right after the reply could end a rank before it read it (the line was sometimes
+ * lost). Whatever they still send is read and dropped. */
+static void error_grace(coord *c)
+{
+    struct pollfd pf[256];
+    uint32_t np = 0;
+    for (uint32_t i = 0; i < c->n && np < 256; i += c->gpp)
+        if (c->r[i].fd >= 0 && !c->r[i].eof)
+            pf[np++] = (struct pollfd){.fd = c->r[i].fd, .events = POLLIN};
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    while (np) {
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        int left = 2000 - (int)((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000);
+        if (left <= 0 || poll(pf, np, left) <= 0)
+            return;
+        for (uint32_t k = 0; k < np;) {
+            char buf[sizeof(etk_live_msg) * ETK_LIVE_BATCH];
+            ssize_t n = pf[k].revents ? recv(pf[k].fd, buf, sizeof buf, MSG_DONTWAIT) : -1;
+            if (pf[k].revents && (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)))
+                pf[k] = pf[--np]; /* closed: the process has exited */
+            else
+                k++;
+        }
+    }
+}
+
 static int handle_msg(coord *c, uint32_t rank, const etk_live_msg *m, etk_error *err)
 {
     lrank *R = &c->r[rank];
@@ -696,6 +725,7 @@ out:
     free(who);
     if (c->fail[0]) {
         reply_error_all(c, c->fail);
+        error_grace(c);
         if (!rc)
             rc = etk_err(err, ETK_EINVAL, "%s", c->fail);
     }
