@@ -553,8 +553,13 @@ static int run_loop(coord *c, etk_error *err)
                     R->state = R_DONE;
                     goto out;
                 }
-                R->state = R_DONE;
-                R->exit_ns = etk_sim_now(c->s);
+                /* a connection that sent no work (a helper command of the rank's wrapper: `hostname;
+                 * exec prog`) ends the rank only at the launcher's end: the real program may still
+                 * connect (a new hello supersedes it) */
+                if (R->worked || c->launcher_reaped) {
+                    R->state = R_DONE;
+                    R->exit_ns = etk_sim_now(c->s);
+                }
             }
             if (R->state != R_DONE && R->reaped && (R->eof || R->fd < 0)) {
                 if (!R->hello && WIFEXITED(R->status) && WEXITSTATUS(R->status) == 0) {
