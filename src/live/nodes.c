@@ -215,6 +215,9 @@ int live_take_node(coord *c, uint32_t rank, const etk_live_msg *m, etk_error *er
     } else if (m->bytes) {
         add_attr(a, &na, etk_attr_u64("tensor_size", m->bytes));
     }
+    if (m->type == ETK_NODE_MEM_LOAD || m->type == ETK_NODE_MEM_STORE) /* host<->device: the copy engine
+                                                                           of its direction (engine: K_COPY) */
+        add_attr(a, &na, etk_attr_i64("copy_engine", m->type == ETK_NODE_MEM_LOAD ? 1 : 2));
     if (m->mem_alloc > 0)
         add_attr(a, &na, etk_attr_u64("mem_alloc_bytes", (uint64_t)m->mem_alloc));
     if (m->mem_free > 0)
