@@ -76,15 +76,13 @@ static void lib_dir(char *out, size_t len)
         snprintf(out, len, "%s/%s", d, ETK_LIVE_FROM_BIN);
 }
 
-/* A Python program (CMD named python*): the ranks find etkit's PyTorch support (sitecustomize.py,
- * etkit_torch) in <lib dir>/python ahead of the rest of PYTHONPATH (docs/live.md, "PyTorch").
- * The ranks inherit the environment. */
-static int python_env(const char *prog, const char *dir, bool allow_unmodelled)
+/* The ranks find etkit's PyTorch support (sitecustomize.py, etkit_torch) in <lib dir>/python ahead
+ * of the rest of PYTHONPATH (docs/live.md, "PyTorch"), whatever the command is: python3 itself, a
+ * script with a #! line, torchrun, a shell wrapper, mpirun (the ranks inherit the environment).
+ * Until s25 only a command named python* had it. sitecustomize.py does nothing in a Python
+ * process that does not import torch under etkit live. */
+static int python_env(const char *dir, bool allow_unmodelled)
 {
-    const char *base = strrchr(prog, '/');
-    base = base ? base + 1 : prog;
-    if (strncmp(base, "python", 6) != 0)
-        return 0;
     const char *old = getenv("PYTHONPATH");
     char path[2 * PATH_MAX + 16];
     snprintf(path, sizeof path, "%s/python%s%s", dir, old && *old ? ":" : "", old ? old : "");
@@ -197,7 +195,7 @@ int cmd_live(int argc, char **argv)
     if (!dir[0])
         lib_dir(dir, sizeof dir);
     o.lib_dir = dir;
-    if (python_env(o.argv[0], dir, allow_unmodelled) != 0)
+    if (python_env(dir, allow_unmodelled) != 0)
         return cli_usage_error(cmd, "cannot set PYTHONPATH for the PyTorch support (%s)", strerror(errno));
     if (!c.cluster && !c.astra_net)
         c.cluster = "dgx-h100";

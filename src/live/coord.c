@@ -46,6 +46,35 @@ static void reply_error_all(coord *c, const char *msg)
             }
 }
 
+/* After reply_error_all: up to 2 s for the processes that got the error to print their
+ * "released: ..." line and exit (their connections close) before end_ranks signals them; a
+ * SIGTERM right after the reply could end a rank before it read it (the line was sometimes
+ * lost). Whatever they still send is read and dropped. */
+static void error_grace(coord *c)
+{
+    struct pollfd pf[256];
+    uint32_t np = 0;
+    for (uint32_t i = 0; i < c->n && np < 256; i += c->gpp)
+        if (c->r[i].fd >= 0 && !c->r[i].eof)
+            pf[np++] = (struct pollfd){.fd = c->r[i].fd, .events = POLLIN};
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    while (np) {
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        int left = 2000 - (int)((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000);
+        if (left <= 0 || poll(pf, np, left) <= 0)
+            return;
+        for (uint32_t k = 0; k < np;) {
+            char buf[sizeof(etk_live_msg) * ETK_LIVE_BATCH];
+            ssize_t n = pf[k].revents ? recv(pf[k].fd, buf, sizeof buf, MSG_DONTWAIT) : -1;
+            if (pf[k].revents && (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)))
+                pf[k] = pf[--np]; /* closed: the process has exited */
+            else
+                k++;
+        }
+    }
+}
+
 static int handle_msg(coord *c, uint32_t rank, const etk_live_msg *m, etk_error *err)
 {
     lrank *R = &c->r[rank];
@@ -376,7 +405,7 @@ static int accept_one(coord *c, etk_error *err)
     if (R->fd >= 0) {
         bool worked = false;
         for (uint32_t d = r0; d < r0 + c->gpp; d++)
-            worked = worked || c->r[d].worked || c->r[d].n_tr || c->r[d].state == R_DONE;
+            worked = worked || c->r[d].worked || c->r[d].n_given || c->r[d].state == R_DONE;
         /* the rank's process has sent work: the new one is a bystander (a command the rank or its
          * wrapper runs: `"$@"; cp log ...`, a subprocess), answered and drained: it may read the
          * clock and exit, and fails the run only if it sends work */
@@ -408,10 +437,8 @@ static int accept_one(coord *c, etk_error *err)
             (void)!send(fd, &rp, sizeof rp, MSG_NOSIGNAL);
             return 0;
         }
-        for (uint32_t d = r0; d < r0 + c->gpp; d++) { /* its host-time nodes: ids of another process */
-            etk_trace_free(c->r[d].batch);
-            c->r[d].batch = NULL;
-        }
+        for (uint32_t d = r0; d < r0 + c->gpp; d++) /* its host-time nodes: ids of another process */
+            live_drop_pending(c, d);
     } else if (c->debug)
         fprintf(stderr, "etkit live debug: rank %u connected\n", m.rank);
     for (uint32_t d = r0; d < r0 + c->gpp; d++) {
@@ -526,8 +553,13 @@ static int run_loop(coord *c, etk_error *err)
                     R->state = R_DONE;
                     goto out;
                 }
-                R->state = R_DONE;
-                R->exit_ns = etk_sim_now(c->s);
+                /* a connection that sent no work (a helper command of the rank's wrapper: `hostname;
+                 * exec prog`) ends the rank only at the launcher's end: the real program may still
+                 * connect (a new hello supersedes it) */
+                if (R->worked || c->launcher_reaped) {
+                    R->state = R_DONE;
+                    R->exit_ns = etk_sim_now(c->s);
+                }
             }
             if (R->state != R_DONE && R->reaped && (R->eof || R->fd < 0)) {
                 if (!R->hello && WIFEXITED(R->status) && WEXITSTATUS(R->status) == 0) {
@@ -698,6 +730,7 @@ out:
     free(who);
     if (c->fail[0]) {
         reply_error_all(c, c->fail);
+        error_grace(c);
         if (!rc)
             rc = etk_err(err, ETK_EINVAL, "%s", c->fail);
     }
@@ -712,12 +745,7 @@ void etk_live_free(etk_live *c)
     if (!c)
         return;
     etk_sim_free(c->s);
-    for (uint32_t i = 0; c->r && i < c->n; i++) {
-        for (uint32_t b = 0; b < c->r[i].n_tr; b++)
-            etk_trace_free(c->r[i].tr[b]);
-        free(c->r[i].tr);
-        etk_trace_free(c->r[i].batch);
-    }
+    live_nodes_free(c);
     free(c->r);
     free(c->chans);
     etk_groups_free(c->groups);
@@ -800,6 +828,8 @@ int etk_live_run(const etk_cluster *cl, const etk_sim_opts *so, const etk_live_o
         rc = etk_err(err, ETK_EIO, "cannot listen on %s: %s", cp->path, strerror(errno));
         goto done;
     }
+    if (o->record_prefix && (rc = live_record_open(cp, err)) != 0)
+        goto done;
     if ((rc = spawn(cp, err)) != 0) {
         end_ranks(cp);
         goto done;

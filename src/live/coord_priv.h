@@ -27,9 +27,15 @@ typedef struct lrank {
     uint64_t wait_id, wait_dep[2];
     uint64_t poll_ns;    /* R_WAIT in a poll (ETK_LF_POLL): the time it waits for, else 0 */
     char call[128];
-    etk_trace *batch;    /* nodes received, not yet given to the engine */
-    etk_trace **tr;      /* batches given to the engine (kept: it points into them) */
-    uint32_t n_tr, cap_tr;
+    etk_trace **chunk;   /* the rank's nodes in chunks of a fixed capacity (never reallocated: the
+                            engine points into them); the last one takes new nodes */
+    uint32_t n_chunk, cap_chunk;
+    size_t pend;         /* in the last chunk: the first node not yet given to the engine */
+    uint32_t n_slim;     /* chunks [0, n_slim) are slim: all their nodes done, their attributes and
+                            dependencies freed (the engine reads only done nodes' names) */
+    size_t slim_pos;     /* in chunk n_slim: the nodes before it are done */
+    uint64_t n_given;    /* nodes given to the engine */
+    etk_writer *rec;     /* --record: the rank's trace file, written as nodes go to the engine */
     uint64_t exit_ns;
     uint64_t extern_ns;  /* R_EXTERN: the rank's host time (it submits nothing earlier) */
     bool extern_nolate;  /* R_EXTERN: ... but receives (ETK_LF_NOLATE) */
@@ -77,6 +83,9 @@ struct etk_live {
     uint32_t n_chans, cap_chans;
     kstat *ks;
     uint32_t n_ks;
+    char **names;        /* interned node names and pg_names (open addressing, cap_names a power of 2):
+                            nodes point here, not at a copy each */
+    uint32_t n_names, cap_names;
     etk_live_reply cfg;
     char fail[900];
     etk_live_msg inbuf[ETK_LIVE_BATCH]; /* one packet */
@@ -99,7 +108,10 @@ void live_reply(coord *c, uint32_t rank, etk_live_reply *rp);
 /* nodes.c */
 int live_take_node(coord *c, uint32_t rank, const etk_live_msg *m, etk_error *err);
 int live_flush(coord *c, etk_error *err);
+int live_record_open(coord *c, etk_error *err);
 int live_write_record(coord *c, etk_error *err);
+void live_drop_pending(coord *c, uint32_t rank);
+void live_nodes_free(coord *c);
 void live_kernel_report(coord *c);
 /* comm.c */
 const lcomm *live_find_comm(const coord *c, const char *group);

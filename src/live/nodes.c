@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "live/coord_priv.h"
+#include "util/kmap.h"
 
 static int add_attr(etk_attr *a, int *na, etk_attr v)
 {
@@ -14,28 +15,88 @@ static int add_attr(etk_attr *a, int *na, etk_attr v)
     return 0;
 }
 
-/* Batches are many and most are small (a polling rank's is two nodes: its host time and its
- * WAIT), and each is kept as long as the run: 2 KiB arena blocks and room for 4 nodes at first
- * (the defaults, 16 KiB and 64 nodes, made ~23 KiB per batch: HPCC's polling loops on 4 ranks
- * took 11 GB in 10 minutes). */
-static etk_trace *new_batch(void)
+/* A rank's nodes go into chunks of LIVE_CHUNK nodes (the engine points into them, so a chunk's node
+ * array is allocated once, never moved); the nodes not yet given to the engine are the last chunk's
+ * from R->pend on. Until s24 each engine batch was a trace of its own (2 KiB arena block, intern
+ * table, node array) and most are two nodes (a polling rank's host time and WAIT): about 1.5 KiB
+ * per node, HPCC on 32 ranks took 3.3 GB in 7.5 minutes (bench/RESULTS.md "s25-live"). */
+#define LIVE_CHUNK 4096
+
+/* The last chunk with room for one more node: a new one when it is full, into which the nodes
+ * not yet given to the engine move (nothing points at them yet). */
+static etk_trace *chunk_for_add(lrank *R)
 {
+    etk_trace *C = R->n_chunk ? R->chunk[R->n_chunk - 1] : NULL;
+    if (C && C->n_nodes < C->cap_nodes)
+        return C;
+    size_t npend = C ? C->n_nodes - R->pend : 0, cap = LIVE_CHUNK;
+    while (cap < 2 * (npend + 1))
+        cap *= 2;
+    if (R->n_chunk == R->cap_chunk) {
+        uint32_t nc = R->cap_chunk ? 2 * R->cap_chunk : 8;
+        etk_trace **a = realloc(R->chunk, nc * sizeof *a);
+        if (!a)
+            return NULL;
+        R->chunk = a;
+        R->cap_chunk = nc;
+    }
     etk_trace *t = etk_trace_new(NULL);
-    if (!t)
-        return NULL;
-    etk_arena *a = etk_arena_new(2 << 10);
-    etk_node *nodes = malloc(4 * sizeof *nodes);
-    if (!a || !nodes) {
-        etk_arena_free(a);
-        free(nodes);
+    etk_node *nodes = t ? malloc(cap * sizeof *nodes) : NULL;
+    if (!nodes) {
         etk_trace_free(t);
         return NULL;
     }
-    etk_arena_free(t->arena);
-    t->arena = a;
     t->nodes = nodes;
-    t->cap_nodes = 4;
+    t->cap_nodes = cap;
+    for (size_t k = 0; k < npend; k++) {
+        etk_node *p = etk_trace_add(t, &C->nodes[R->pend + k]);
+        if (!p) {
+            etk_trace_free(t);
+            return NULL;
+        }
+        p->name = C->nodes[R->pend + k].name; /* interned (take_node) */
+    }
+    if (C) {
+        C->n_nodes = R->pend;
+        if (!C->n_nodes) { /* nothing of it went to the engine */
+            etk_trace_free(C);
+            R->n_chunk--;
+        }
+    }
+    R->chunk[R->n_chunk++] = t;
+    R->pend = 0;
     return t;
+}
+
+/* One copy of each node name and group name for the whole run (nodes.c's only strings per node:
+ * "MPI_Send", a kernel's name, "WAIT cudaStreamSynchronize" ...). NULL on out-of-memory. */
+static const char *intern(coord *c, const char *s)
+{
+    if (2 * (c->n_names + 1) > c->cap_names) {
+        uint32_t cap = c->cap_names ? 2 * c->cap_names : 256;
+        char **t = calloc(cap, sizeof *t);
+        if (!t)
+            return NULL;
+        for (uint32_t i = 0; i < c->cap_names; i++)
+            if (c->names[i]) {
+                uint32_t h = (uint32_t)etk_hash_str(c->names[i]) & (cap - 1);
+                while (t[h])
+                    h = (h + 1) & (cap - 1);
+                t[h] = c->names[i];
+            }
+        free(c->names);
+        c->names = t;
+        c->cap_names = cap;
+    }
+    uint32_t h = (uint32_t)etk_hash_str(s) & (c->cap_names - 1);
+    while (c->names[h] && strcmp(c->names[h], s))
+        h = (h + 1) & (c->cap_names - 1);
+    if (!c->names[h]) {
+        if (!(c->names[h] = strdup(s)))
+            return NULL;
+        c->n_names++;
+    }
+    return c->names[h];
 }
 
 static kstat *kernel_stat(coord *c, const char *name)
@@ -99,10 +160,8 @@ static int chan_count(coord *c, uint32_t src, uint32_t dst, uint32_t tag, int de
 int live_take_node(coord *c, uint32_t rank, const etk_live_msg *m, etk_error *err)
 {
     lrank *R = &c->r[rank];
-    if (!R->batch && !(R->batch = new_batch()))
-        return etk_err(err, ETK_ENOMEM, "out of memory");
     etk_attr a[16];
-    int na = 0;
+    int na = 0, pg = -1;
     uint64_t dur = m->dur_ns;
     if (m->flags & ETK_LF_CPU)
         add_attr(a, &na, etk_attr_bool("is_cpu_op", true));
@@ -136,7 +195,8 @@ int live_take_node(coord *c, uint32_t rank, const etk_live_msg *m, etk_error *er
     if (m->type == ETK_NODE_COLL) {
         add_attr(a, &na, etk_attr_i64("comm_type", m->coll));
         add_attr(a, &na, etk_attr_i64("comm_size", (int64_t)m->bytes));
-        add_attr(a, &na, etk_attr_str("pg_name", m->group));
+        add_attr(a, &na, etk_attr_str("pg_name", "")); /* interned below */
+        pg = na - 1;
     } else if (m->type == ETK_NODE_SEND || m->type == ETK_NODE_RECV) {
         /* peer: a rank of the communicator; tag: the communicator's index and the program's tag
          * (one channel per pair, communicator and tag, matched in order) */
@@ -155,79 +215,156 @@ int live_take_node(coord *c, uint32_t rank, const etk_live_msg *m, etk_error *er
     } else if (m->bytes) {
         add_attr(a, &na, etk_attr_u64("tensor_size", m->bytes));
     }
+    if (m->type == ETK_NODE_MEM_LOAD || m->type == ETK_NODE_MEM_STORE) /* host<->device: the copy engine
+                                                                           of its direction (engine: K_COPY) */
+        add_attr(a, &na, etk_attr_i64("copy_engine", m->type == ETK_NODE_MEM_LOAD ? 1 : 2));
     if (m->mem_alloc > 0)
         add_attr(a, &na, etk_attr_u64("mem_alloc_bytes", (uint64_t)m->mem_alloc));
     if (m->mem_free > 0)
         add_attr(a, &na, etk_attr_u64("mem_free_bytes", (uint64_t)m->mem_free));
-    char name[sizeof m->name + 1];
+    char name[sizeof m->name + 1], group[sizeof m->group + 1];
     memcpy(name, m->name, sizeof m->name);
     name[sizeof m->name] = 0;
+    memcpy(group, m->group, sizeof m->group);
+    group[sizeof m->group] = 0;
+    const char *iname = intern(c, name), *igroup = pg >= 0 ? intern(c, group) : NULL;
+    etk_trace *C = chunk_for_add(R);
+    if (!iname || (pg >= 0 && !igroup) || !C)
+        return etk_err(err, ETK_ENOMEM, "out of memory");
     etk_node n = {
         .id = m->id,
-        .name = name,
+        .name = "", /* interned below */
         .type = m->type,
         .n_data_deps = m->n_deps <= ETK_LIVE_MAX_DEPS ? m->n_deps : ETK_LIVE_MAX_DEPS,
         .data_deps = m->deps,
         .n_attr = (uint32_t)na,
         .attr = a,
     };
-    if (!etk_trace_add(R->batch, &n))
+    etk_node *p = etk_trace_add(C, &n);
+    if (!p)
         return etk_err(err, ETK_ENOMEM, "out of memory");
+    p->name = iname;
+    if (pg >= 0)
+        ((etk_attr *)p->attr)[pg].v.s = igroup;
     return 0;
 }
 
+/* Full chunks whose nodes are all done lose their arena (attributes, dependencies): the engine
+ * reads a done node's name only (timeline, report; the names are interned, outside the chunk),
+ * and the record has been written. */
+static void slim_chunks(coord *c, lrank *R, uint32_t rank)
+{
+    while (R->n_slim + 1 < R->n_chunk) {
+        etk_trace *C = R->chunk[R->n_slim];
+        uint64_t end;
+        for (; R->slim_pos < C->n_nodes; R->slim_pos++)
+            if (etk_sim_node_end(c->s, rank, C->nodes[R->slim_pos].id, &end) != 1)
+                return;
+        etk_arena_free(C->arena);
+        C->arena = NULL;
+        for (size_t k = 0; k < C->n_nodes; k++) {
+            etk_node *n = &C->nodes[k];
+            n->n_attr = n->n_data_deps = n->n_ctrl_deps = 0;
+            n->attr = NULL;
+            n->data_deps = n->ctrl_deps = NULL;
+        }
+        R->n_slim++;
+        R->slim_pos = 0;
+    }
+}
+
+/* The nodes received since the last flush go to the engine and, with --record, to the rank's file. */
 int live_flush(coord *c, etk_error *err)
 {
     for (uint32_t i = 0; i < c->n; i++) {
         lrank *R = &c->r[i];
-        if (!R->batch || !R->batch->n_nodes)
+        slim_chunks(c, R, i);
+        etk_trace *C = R->n_chunk ? R->chunk[R->n_chunk - 1] : NULL;
+        if (!C || C->n_nodes == R->pend)
             continue;
-        if (R->n_tr == R->cap_tr) {
-            uint32_t cap = R->cap_tr ? 2 * R->cap_tr : 16;
-            etk_trace **t = realloc(R->tr, cap * sizeof *t);
-            if (!t)
-                return etk_err(err, ETK_ENOMEM, "out of memory");
-            R->tr = t;
-            R->cap_tr = cap;
-        }
-        R->tr[R->n_tr++] = R->batch;
-        etk_trace *b = R->batch;
-        R->batch = NULL;
-        if (etk_sim_add_rank_trace(c->s, i, b, err) != 0)
+        etk_trace view = *C; /* the new nodes, in place */
+        view.nodes = C->nodes + R->pend;
+        view.n_nodes = C->n_nodes - R->pend;
+        view.cap_nodes = view.n_nodes;
+        R->pend = C->n_nodes;
+        R->n_given += view.n_nodes;
+        if (etk_sim_add_rank_trace(c->s, i, &view, err) != 0)
             return etk_err_prefix(err, "rank %u", i);
+        for (size_t k = 0; R->rec && k < view.n_nodes; k++)
+            if (etk_writer_put(R->rec, &view.nodes[k], err) != 0)
+                return etk_err_prefix(err, "--record");
     }
     return 0;
 }
 
-int live_write_record(coord *c, etk_error *err)
+/* A superseded connection's nodes not yet given to the engine (host time: ids of another process). */
+void live_drop_pending(coord *c, uint32_t rank)
 {
-    etk_workload w;
-    memset(&w, 0, sizeof w);
-    w.prefix = c->o->record_prefix;
-    w.n_ranks = c->n;
-    w.ranks = calloc(c->n, sizeof *w.ranks);
-    if (!w.ranks)
+    lrank *R = &c->r[rank];
+    if (R->n_chunk)
+        R->chunk[R->n_chunk - 1]->n_nodes = R->pend;
+}
+
+/* --record: each rank's file is written as its nodes go to the engine (live_flush), so the
+ * coordinator keeps no copy of the run for the end. */
+int live_record_open(coord *c, etk_error *err)
+{
+    const char *prefix = c->o->record_prefix;
+    size_t plen = strlen(prefix) + 32;
+    char *path = malloc(plen);
+    if (!path)
         return etk_err(err, ETK_ENOMEM, "out of memory");
     int rc = 0;
     for (uint32_t i = 0; i < c->n && !rc; i++) {
-        etk_trace *t = etk_trace_new("etkit-live");
-        if (!t) {
-            rc = etk_err(err, ETK_ENOMEM, "out of memory");
-            break;
-        }
-        w.ranks[i] = t;
-        for (uint32_t b = 0; b < c->r[i].n_tr && !rc; b++)
-            for (size_t k = 0; k < c->r[i].tr[b]->n_nodes && !rc; k++)
-                if (!etk_trace_add(t, &c->r[i].tr[b]->nodes[k]))
-                    rc = etk_err(err, ETK_ENOMEM, "out of memory");
+        snprintf(path, plen, "%s.%u.et", prefix, i);
+        rc = etk_writer_open(path, "etkit-live", NULL, 0, &c->r[i].rec, err);
     }
-    w.groups = c->groups->n_groups ? c->groups : NULL;
-    if (!rc)
-        rc = etk_workload_write(&w, c->o->record_prefix, err);
-    for (uint32_t i = 0; i < c->n; i++)
-        etk_trace_free(w.ranks[i]);
-    free(w.ranks);
+    free(path);
     return rc;
+}
+
+/* Closes the rank files and writes the communicators (PREFIX.json). */
+int live_write_record(coord *c, etk_error *err)
+{
+    int rc = 0;
+    for (uint32_t i = 0; i < c->n; i++) {
+        etk_writer *w = c->r[i].rec;
+        c->r[i].rec = NULL;
+        if (w && !rc)
+            rc = etk_writer_close(w, err);
+        else if (w)
+            etk_writer_abort(w);
+    }
+    if (!rc && c->groups->n_groups) {
+        const char *prefix = c->o->record_prefix;
+        size_t plen = strlen(prefix) + 8;
+        char *path = malloc(plen);
+        if (!path)
+            return etk_err(err, ETK_ENOMEM, "out of memory");
+        snprintf(path, plen, "%s.json", prefix);
+        rc = etk_groups_write(c->groups, path, err);
+        free(path);
+    }
+    return rc;
+}
+
+void live_nodes_free(coord *c)
+{
+    for (uint32_t i = 0; c->r && i < c->n; i++) {
+        lrank *R = &c->r[i];
+        for (uint32_t b = 0; b < R->n_chunk; b++)
+            etk_trace_free(R->chunk[b]);
+        free(R->chunk);
+        R->chunk = NULL;
+        R->n_chunk = 0;
+        if (R->rec)
+            etk_writer_abort(R->rec);
+        R->rec = NULL;
+    }
+    for (uint32_t i = 0; i < c->cap_names; i++)
+        free(c->names[i]);
+    free(c->names);
+    c->names = NULL;
 }
 
 void live_kernel_report(coord *c)

@@ -61,9 +61,9 @@ static int handle(etk_sim *s, const sevent *e, etk_error *err)
     case EV_NODE: {
         srank *R = &s->r[e->a];
         snode *n = &R->nodes[e->b];
-        if (n->kind == K_COMP || n->kind == K_CPU) {
+        if (n->kind == K_COMP || n->kind == K_CPU || n->kind == K_COPY) {
             acc(R, t);
-            if (n->kind == K_COMP)
+            if (n->kind == K_COMP || n->kind == K_COPY)
                 R->n_comp--;
             else
                 R->n_cpu--;

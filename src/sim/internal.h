@@ -24,8 +24,11 @@
 #define SIM_NONE UINT32_MAX /* == ETK_KMAP_NONE */
 
 /* Stream kinds. The first three have a limited number of streams per rank; receives and
- * zero-resource nodes (metadata, unknown types) run without a stream. */
-enum { K_CPU = 0, K_COMP = 1, K_COMM = 2, K_RECV = 3, K_FREE = 4, K_COUNT = 5 };
+ * zero-resource nodes (metadata, unknown types) run without a stream. K_COPY: host<->device
+ * copies marked for the copy engines (attribute copy_engine 1 = host to device, 2 = device to
+ * host, live mode's records): one engine per direction (lane), each one copy at a time, beside
+ * the compute stream. */
+enum { K_CPU = 0, K_COMP = 1, K_COMM = 2, K_RECV = 3, K_FREE = 4, K_COPY = 5, K_COUNT = 6 };
 enum { ST_WAIT = 0, ST_READY = 1, ST_ISSUED = 2, ST_DONE = 3 };
 
 /* The longest simulated time accepted (ns): 10^18 ns = 31.7 years; past it an input is out of
@@ -82,6 +85,7 @@ typedef struct srank {
     uint32_t dense_n;
     uheap ready[K_COUNT];
     uint32_t busy[3]; /* bitmask of busy streams per limited kind */
+    uint32_t busy_copy; /* K_COPY: bitmask of busy copy engines (lane 0 H2D, 1 D2H) */
     uint32_t lane_key[32]; /* comm_stream_per_group: group (or send peer) of each stream */
     uint32_t n_lanes;
     uint32_t n_done;

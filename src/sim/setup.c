@@ -115,6 +115,11 @@ static int setup_node(etk_sim *s, uint32_t rank, snode *n, const etk_node *e, et
         etk_node_u64(e, "tensor_size", &tb);
         n->bytes = tb * scale;
         n->kind = K_COMP;
+        int64_t ce = 0; /* live mode: a copy engine of its direction, beside the compute stream */
+        if (etk_node_i64(e, "copy_engine", &ce) && (ce == 1 || ce == 2)) {
+            n->kind = K_COPY;
+            n->lane = (uint8_t)(ce - 1);
+        }
         if (!dur && n->bytes)
             n->dur_ns = s->costs.compute_ns(s->costs.ctx, &s->cl, 0, n->bytes);
         break;

@@ -16,6 +16,8 @@ void sim_release_stream(srank *R, snode *n)
 {
     if (n->kind < 3)
         R->busy[n->kind] &= ~(1u << n->stream);
+    else if (n->kind == K_COPY)
+        R->busy_copy &= ~(1u << n->lane);
 }
 
 static int start_node(etk_sim *s, uint32_t r, uint32_t i, uint64_t t, etk_error *err)
@@ -58,14 +60,14 @@ static int start_node(etk_sim *s, uint32_t r, uint32_t i, uint64_t t, etk_error 
         return sim_p2p_try(s, n->aux, t, err);
     }
     default:
-        if (n->kind == K_COMP || n->kind == K_CPU) {
+        if (n->kind == K_COMP || n->kind == K_CPU || n->kind == K_COPY) {
             acc(R, t);
             if (n->kind == K_COMP && R->n_xfer && s->o.compute &&
                 s->o.compute->overlap_slowdown > 0 && n->dur_ns < UINT64_MAX / 128)
                 /* overlap interference: communication kernels take SMs and HBM bandwidth */
                 n->dur_ns = (uint64_t)llround((double)n->dur_ns *
                                               (1.0 + s->o.compute->overlap_slowdown));
-            if (n->kind == K_COMP)
+            if (n->kind == K_COMP || n->kind == K_COPY) /* a copy keeps the GPU busy as before */
                 R->n_comp++;
             else
                 R->n_cpu++;
@@ -77,23 +79,25 @@ static int start_node(etk_sim *s, uint32_t r, uint32_t i, uint64_t t, etk_error 
 }
 
 /* comm_stream_per_group: start every ready communication node whose group's stream is free,
- * smallest id first; those whose stream is busy stay ready */
-static int dispatch_lanes(etk_sim *s, uint32_t r, uint64_t t, etk_error *err)
+ * smallest id first; those whose stream is busy stay ready. The same for copies (kind K_COPY):
+ * one lane per copy engine. */
+static int dispatch_lanes(etk_sim *s, uint32_t r, int kind, uint64_t t, etk_error *err)
 {
     srank *R = &s->r[r];
-    uheap *h = &R->ready[K_COMM];
+    uheap *h = &R->ready[kind];
+    uint32_t *busy = kind == K_COPY ? &R->busy_copy : &R->busy[K_COMM];
     uint32_t n_held = 0;
     while (h->n) {
         uint32_t i = uheap_pop(h);
         snode *n = &R->nodes[i];
         uint32_t bit = 1u << n->lane;
-        if (R->busy[K_COMM] & bit) {
+        if (*busy & bit) {
             if (sim_grow((void **)&s->held, &s->cap_held, n_held + 1, sizeof(uint32_t)) != 0)
                 return sim_oom(err);
             s->held[n_held++] = i;
             continue;
         }
-        R->busy[K_COMM] |= bit;
+        *busy |= bit;
         n->stream = n->lane;
         int rc = start_node(s, r, i, t, err);
         if (rc)
@@ -111,8 +115,8 @@ int sim_dispatch(etk_sim *s, uint32_t r, uint64_t t, etk_error *err)
     R->dirty = false;
     for (int k = 0; k < K_COUNT; k++) {
         uheap *h = &R->ready[k];
-        if (k == K_COMM && s->o.comm_stream_per_group) {
-            int rc = dispatch_lanes(s, r, t, err);
+        if ((k == K_COMM && s->o.comm_stream_per_group) || k == K_COPY) {
+            int rc = dispatch_lanes(s, r, k, t, err);
             if (rc)
                 return rc;
             continue;

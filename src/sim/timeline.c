@@ -73,7 +73,7 @@ int etk_sim_write_timeline(const etk_sim *s, const char *path, etk_error *err)
     }
     fprintf(f, "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n");
     bool first = true;
-    const char *kname[K_COUNT] = {"CPU", "GPU compute", "GPU comm", "recv", "other"};
+    const char *kname[K_COUNT] = {"CPU", "GPU compute", "GPU comm", "recv", "other", "other"}; /* copies: "other" */
     for (uint32_t r = 0; r < s->n_ranks; r++) {
         const srank *R = &s->r[r];
         if (!R->simulated || !R->n)

@@ -31,6 +31,16 @@ rc=$?
 for want in "ring 11486" "allreduce 21729" "sendrecv 1655" "sum 6"; do
   grep -qx "$want" "$T/out" && ok "$want" || fail "output lacks '$want': $(tr '\n' ' ' <"$T/out")"
 done
+# each rank through a wrapper that first runs helper commands (preloaded: they connect as the rank
+# and exit without work) and then execs the program: the same answers (until s25 the first
+# helper's exit ended the rank, and the run ended at 0 ns with no output, exit 0)
+printf '#!/bin/sh\n/bin/true\nhostname >/dev/null\nexec "$@"\n' >"$T/wrap_helpers.sh"
+chmod +x "$T/wrap_helpers.sh"
+timeout 120 "$ETKIT" live --cluster "$T/ring4.yaml" --ranks 4 --cpu-scale 0 --launcher \
+  -- "${MPIRUN[@]}" "$T/wrap_helpers.sh" "$T/ring" >"$T/wout" 2>"$T/werr"
+rc=$?
+[ $rc = 0 ] && cmp -s "$T/out" "$T/wout" && ok "--launcher, helper commands before the rank: the same output" ||
+  fail "--launcher, helper commands before the rank: exit $rc, output $(tr '\n' ' ' <"$T/wout") $(tail -2 "$T/werr")"
 mpicc -o "$T/comms" "$HERE/mpi_comms.c" || { fail "cannot build mpi_comms.c"; exit 1; }
 timeout 120 "$ETKIT" live --cluster "$T/ring4.yaml" --ranks 4 --cpu-scale 0 --launcher \
   -- "${MPIRUN[@]}" "$T/comms" >"$T/cout" 2>"$T/cerr"
