@@ -1,5 +1,5 @@
 /* loso.c — leave-one-set-out cross-validation (etkit/calib.h): for each set of the chosen rows,
- * fit the parameters on the other sets (same start, same search) and predict the set's rows
+ * fit the parameters on the other sets (the start given, the same search) and predict the set's rows
  * with the parameters they took no part in. Each fold reports its training objective at the
  * start and fitted, and whether its search converged (etkit calibrate starts the folds from the
  * full fit's values: a fold's fit is then never worse on its rows than the full fit). */
