@@ -305,7 +305,7 @@ static int fit_rows(const char *cmd, const cal_opts *o, etk_calib_rows *rows, co
     uint32_t n_sets = 0;
     /* the folds start from the full fit's values (a warm start): each fold's search then only
      * has to move as far as its missing set pulled the full fit, and never ends worse on its
-     * rows than the full fit (the cold start's capped folds did: docs/calibrate.md) */
+     * rows than the full fit (docs/calibrate.md) */
     if (o->loso && etk_calib_loso(rows, fituse, &p, &fo, held, sets, 64, &n_sets, &err)) {
         free(ev);
         return cli_fail(cmd, &err);
