@@ -75,6 +75,16 @@ grep -q "^  launch_ns: " "$T/f1.yaml" || fail "fitted YAML lacks launch_ns"
 cmp -s "$T/f1.yaml" "$T/f2.yaml" || fail "the same fit gave different YAML"
 ls "$T" | grep -q tmp && fail "a temporary file was left behind"
 
+# --loso: each fold (here one row per set) starts from the full fit's values, reports its
+# objective there and fitted (never worse) and whether it converged
+sed 's/"set": "t"/"set": "u"/2' "$T/two.json" >"$T/twosets.json"
+"$ETKIT" calibrate "$T/twosets.json" --fit gemm_eff --loso --max-evals 300 >"$T/loso.out" ||
+  fail "--loso fit failed: $(head -3 "$T/loso.out")"
+[ "$(grep -c "^  without [tu] .*gemm_eff" "$T/loso.out")" = 2 ] || fail "--loso: not two folds: $(cat "$T/loso.out")"
+awk '/objective on the other sets. rows/ {n++; if ($13 + 0 > $7 + 0 || $NF != "converged") bad = 1}
+     END {exit !(n == 2 && !bad)}' "$T/loso.out" ||
+  fail "--loso: a fold ended worse than the full fit or did not converge: $(grep objective "$T/loso.out")"
+
 # -o without --fit writes the --param values (the presets' transfers, bench/refit-presets.sh)
 expect 2 "--output writes fitted values (--fit) or given ones (--param)" calibrate "$T/good.json" -o "$T/g.yaml"
 expect 2 "--note applies to --output" calibrate "$T/good.json" --note x

@@ -348,6 +348,82 @@ static void test_loso(void **state)
     etk_calib_free(rs);
 }
 
+/* the mean |log(predicted / measured)| of the rows of sets other than `set`, at p: the objective
+ * a leave-one-set-out fold minimises, computed from the rows' predictions directly */
+static double fold_objective(etk_calib_rows *rs, const bool *use, const char *set,
+                             const etk_calib_params *p)
+{
+    double sum = 0;
+    int n = 0;
+    for (uint32_t i = 0; i < rs->n; i++) {
+        if (!use[i] || !strcmp(rs->rows[i].set, set))
+            continue;
+        etk_calib_pred pr;
+        etk_error err = {0};
+        if (etk_calib_predict(&rs->rows[i], p, &pr, &err))
+            fail_msg("%s", err.msg);
+        sum += fabs(log(pr.value / rs->rows[i].measured));
+        n++;
+    }
+    return sum / n;
+}
+
+/* each fold reports its training objective at its start and fitted, and whether its search
+ * converged: a fold capped at 6 evaluations from a cold start says so; folds started from the full
+ * fit's values converge and never end worse on their rows than the full fit (the warm start
+ * etkit calibrate --loso uses) */
+static void test_loso_folds(void **state)
+{
+    (void)state;
+    etk_calib_rows *rs = load(rows_json);
+    etk_calib_params truth = two(0.61, 3000);
+    make_synthetic(rs, &truth);
+    rs->rows[0].measured *= 1.05; /* the optimum is a compromise: folds differ */
+    bool use[6] = {true, true, true, true, true, false};
+    etk_calib_eval held[6];
+    etk_calib_loso_set sets[8];
+    uint32_t n_sets = 0;
+    etk_error err = {0};
+    etk_calib_params cold = two(0.78, 2000);
+    etk_calib_fit_opts capped = {.max_evals = 6, .jobs = 2};
+    if (etk_calib_loso(rs, use, &cold, &capped, held, sets, 8, &n_sets, &err))
+        fail_msg("%s", err.msg);
+    assert_int_equal(n_sets, 3);
+    for (uint32_t k = 0; k < n_sets; k++) {
+        assert_true(sets[k].fitted);
+        assert_false(sets[k].converged);
+        assert_true(sets[k].evals >= 6);
+        assert_true(fabs(sets[k].start_obj - fold_objective(rs, use, sets[k].set, &cold)) < 1e-12);
+        assert_true(sets[k].obj <= sets[k].start_obj);
+        assert_true(fabs(sets[k].obj - fold_objective(rs, use, sets[k].set, &sets[k].p)) < 1e-12);
+    }
+    /* warm: the full fit first, the folds from its values */
+    etk_calib_params full = cold;
+    etk_calib_fit_opts fo = {.max_evals = 300, .jobs = 2};
+    double obj;
+    uint32_t evals;
+    bool conv = false;
+    fo.converged = &conv;
+    if (etk_calib_fit(rs, use, &full, &fo, &obj, &evals, &err))
+        fail_msg("%s", err.msg);
+    assert_true(conv);
+    assert_true(evals < 300);
+    fo.converged = NULL;
+    if (etk_calib_loso(rs, use, &full, &fo, held, sets, 8, &n_sets, &err))
+        fail_msg("%s", err.msg);
+    assert_int_equal(n_sets, 3);
+    int moved = 0;
+    for (uint32_t k = 0; k < n_sets; k++) {
+        assert_true(sets[k].converged);
+        assert_true(sets[k].evals < 300);
+        assert_true(fabs(sets[k].start_obj - fold_objective(rs, use, sets[k].set, &full)) < 1e-12);
+        assert_true(sets[k].obj <= sets[k].start_obj);
+        moved += sets[k].obj < sets[k].start_obj - 1e-6;
+    }
+    assert_true(moved >= 1); /* a fold without row 0's set is better off without its compromise */
+    etk_calib_free(rs);
+}
+
 /* reasons name the file, the row and the field */
 static void expect_reason(const char *row, const char *want)
 {
@@ -448,7 +524,7 @@ int main(void)
         cmocka_unit_test(test_predict_is_run),
         cmocka_unit_test(test_fit_recovers),   cmocka_unit_test(test_fit_no_effect),
         cmocka_unit_test(test_fit_deterministic),
-        cmocka_unit_test(test_loso),           cmocka_unit_test(test_bad_rows),
+        cmocka_unit_test(test_loso), cmocka_unit_test(test_loso_folds),           cmocka_unit_test(test_bad_rows),
         cmocka_unit_test(test_net_params),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

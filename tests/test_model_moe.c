@@ -184,7 +184,7 @@ static void test_fp8_lowering(void **state)
     etk_graph *g;
     etk_error err = {0};
     assert_int_equal(etk_graph_load(&m, 1, &g, &err), 0);
-    uint64_t s = 8192, h = 4096, f = 14336;
+    uint64_t s = 8192, h = 4096, f = 14336, kvd = 8 * 128; /* 8 KV heads of 128 */
     for (int gb = 0; gb <= 1; gb++) {
         etk_arena *a = etk_arena_new(0);
         gprog p;
@@ -224,7 +224,9 @@ static void test_fp8_lowering(void **state)
      * GEMM its activation input is cast (read 2 B, write the 1-byte copy and its 1-byte
      * transpose: 4 B per element) and its weight once per step (4 B per element, a quarter per
      * micro-batch); backward, its output gradient (4 B per element); none for the attention
-     * core's GEMMs, none in the head (Megatron's output layer is BF16) */
+     * core's GEMMs, none in the head (Megatron's output layer is BF16). An input cast once is
+     * not cast again: k and v read q's copy of the normed x (Megatron's fused linear_qkv), up
+     * reads gate's (linear_fc1), so their casts hold their weights only */
     {
         etk_arena *a = etk_arena_new(0);
         gprog p;
@@ -240,6 +242,15 @@ static void test_fp8_lowering(void **state)
             if (!strcmp(I->name, "gate.fp8_cast")) { /* x [s, h], weight [h, f] */
                 assert_int_equal(I->bytes, 4 * s * h + 4 * h * f / 4);
                 seen++;
+            } else if (!strcmp(I->name, "up.fp8_cast")) { /* gate's copy of x; weight [h, f] */
+                assert_int_equal(I->bytes, 4 * h * f / 4);
+                seen++;
+            } else if (!strcmp(I->name, "q.fp8_cast")) { /* xn [s, h], weight [h, h] */
+                assert_int_equal(I->bytes, 4 * s * h + 4 * h * h / 4);
+                seen++;
+            } else if (!strcmp(I->name, "k.fp8_cast") || !strcmp(I->name, "v.fp8_cast")) {
+                assert_int_equal(I->bytes, 4 * h * kvd / 4); /* q's copy of xn; weight [h, kvd] */
+                seen++;
             } else if (!strcmp(I->name, "down.fp8_cast")) { /* [s, f], weight [f, h] */
                 assert_int_equal(I->bytes, 4 * s * f + 4 * f * h / 4);
                 seen++;
@@ -254,7 +265,7 @@ static void test_fp8_lowering(void **state)
             assert_null(strstr(I->name, "scores"));
             assert_null(strstr(I->name, "av."));
         }
-        assert_int_equal(seen, 4);
+        assert_int_equal(seen, 8);
         assert_int_equal(casts, 14); /* 7 FP8 GEMMs: one forward and one backward cast each */
         assert_int_equal(etk_lower_section(g, G_SEC_HEAD, &o, a, &p, &err), 0);
         for (int i = 0; i < p.n; i++)

@@ -130,6 +130,9 @@ typedef struct etk_calib_fit_opts {
     const etk_calib_params *fixed; /* values held fixed during the fit (may be NULL) */
     bool *no_effect;         /* out (may be NULL), [params]: moving the parameter x1.25 from its
                                 start changed no prediction (a parameter the model ignores) */
+    double *start_obj;       /* out (may be NULL): the objective at the start values */
+    bool *converged;         /* out (may be NULL): the search stopped on the tolerance (a
+                                restart gained nothing), not on max_evals */
 } etk_calib_fit_opts;
 int etk_calib_fit(etk_calib_rows *rows, const bool *use, etk_calib_params *p,
                   const etk_calib_fit_opts *o, double *obj, uint32_t *evals, etk_error *err);
@@ -165,7 +168,9 @@ typedef struct etk_calib_loso_set {
     char set[96];
     bool fitted;
     etk_calib_params p;      /* fitted without the set */
-    double obj;
+    double obj;              /* the objective on the other sets' rows at p */
+    double start_obj;        /* the same at start: obj <= start_obj (the search keeps its best) */
+    bool converged;          /* the fit stopped on the tolerance, not on the evaluation cap */
     uint32_t evals;
 } etk_calib_loso_set;
 int etk_calib_loso(etk_calib_rows *rows, const bool *use, const etk_calib_params *start,

@@ -23,6 +23,7 @@ typedef struct fit_ctx {
     const etk_calib_params *fixed;
     bool *no_effect;  /* out: the first simplex found the parameter flat */
     bool first_simplex_done;
+    bool capped;      /* a Nelder-Mead run stopped on the evaluation cap */
     double *logerr;   /* per row scratch */
     etk_error *errs;
     int *codes;
@@ -111,7 +112,7 @@ static double nelder_mead(fit_ctx *c, double *u, uint32_t n, double step, uint32
         for (uint32_t i = 1; i <= n; i++)
             c->no_effect[i - 1] = f[i] == f[0];
     c->first_simplex_done = true;
-    while (c->evals < max_evals) {
+    for (;;) {
         /* order vertices by value (insertion sort: stable, ties keep their order) */
         for (uint32_t i = 1; i <= n; i++)
             for (uint32_t j = i; j > 0 && f[j] < f[j - 1]; j--) {
@@ -130,6 +131,10 @@ static double nelder_mead(fit_ctx *c, double *u, uint32_t n, double step, uint32
                 size = fmax(size, fabs(v[i][k] - v[0][k]));
         if (f[n] - f[0] <= tol && size <= tol)
             break;
+        if (c->evals >= max_evals) {
+            c->capped = true;
+            break;
+        }
         for (uint32_t k = 0; k < n; k++) {
             xo[k] = 0;
             for (uint32_t i = 0; i < n; i++)
@@ -199,6 +204,9 @@ static int fit_run(fit_ctx *c, etk_calib_params *p, const etk_calib_fit_opts *o,
         return c->fatal;
     if (best >= BAD_OBJ)
         return etk_err(err, ETK_EINVAL, "fit: the start values are outside the parameters' ranges");
+    if (o && o->start_obj)
+        *o->start_obj = best;
+    bool converged = false;
     /* restarts from the best vertex (a collapsed simplex can stall on this non-smooth objective)
      * until one gains less than tol */
     for (int restart = 0; restart < 8 && c->evals < max_evals; restart++) {
@@ -212,8 +220,11 @@ static int fit_run(fit_ctx *c, etk_calib_params *p, const etk_calib_fit_opts *o,
             best = f;
             memcpy(u, w, sizeof w);
         }
-        if (!gained)
+        if (!gained) {
+            converged = !c->capped;
             break;
+        }
+        c->capped = false;
     }
     for (uint32_t i = 0; i < p->n; i++)
         p->value[i] = exp(u[i]);
@@ -221,6 +232,8 @@ static int fit_run(fit_ctx *c, etk_calib_params *p, const etk_calib_fit_opts *o,
         *obj = best;
     if (evals)
         *evals = c->evals;
+    if (o && o->converged)
+        *o->converged = converged;
     return 0;
 }
 

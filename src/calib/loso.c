@@ -1,6 +1,8 @@
 /* loso.c — leave-one-set-out cross-validation (etkit/calib.h): for each set of the chosen rows,
- * fit the parameters on the other sets (same start, same search) and predict the set's rows
- * with the parameters they took no part in. */
+ * fit the parameters on the other sets (the start given, the same search) and predict the set's rows
+ * with the parameters they took no part in. Each fold reports its training objective at the
+ * start and fitted, and whether its search converged (etkit calibrate starts the folds from the
+ * full fit's values: a fold's fit is then never worse on its rows than the full fit). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -39,7 +41,12 @@ int etk_calib_loso(etk_calib_rows *rows, const bool *use, const etk_calib_params
         snprintf(ls.set, sizeof ls.set, "%s", set);
         ls.p = *start;
         etk_error fe = {0};
-        ls.fitted = any && etk_calib_fit(rows, train, &ls.p, o, &ls.obj, &ls.evals, &fe) == 0;
+        etk_calib_fit_opts fo = {0};
+        if (o)
+            fo = *o;
+        fo.start_obj = &ls.start_obj;
+        fo.converged = &ls.converged;
+        ls.fitted = any && etk_calib_fit(rows, train, &ls.p, &fo, &ls.obj, &ls.evals, &fe) == 0;
         if (any && !ls.fitted && fe.code != ETK_EINVAL) {
             rc = etk_err(err, fe.code, "leave-one-set-out without %s: %s", set, fe.msg);
             break;

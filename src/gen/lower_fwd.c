@@ -236,8 +236,17 @@ int low_lower_op_fwd(ctx *c, int pass, int j, int phase)
         /* the FP8 casts before the GEMM: its activation input (forward and recompute) and, once
          * per step, its weight (cached over the step's micro-batches: the share of one) */
         uint64_t cb = 0;
-        for (int k = 0; k < nact; k++)
-            cb += (uint64_t)low_elems_rank(c, op->in[act[k]], want[act[k]]) * FP8_CAST_BYTES;
+        for (int k = 0; k < nact; k++) {
+            /* an input an earlier GEMM of this pass cast in the same layout is read as that copy:
+             * Megatron runs Q, K, V as one GEMM (linear_qkv) and gate, up as one (linear_fc1),
+             * Transformer Engine casting their input once; etkit's separate GEMMs share it */
+            int t = op->in[act[k]];
+            if (c->fp8done[pass][t] && lay_eq(c->fp8L[pass][t], want[act[k]]))
+                continue;
+            c->fp8done[pass][t] = true;
+            c->fp8L[pass][t] = want[act[k]];
+            cb += (uint64_t)low_elems_rank(c, t, want[act[k]]) * FP8_CAST_BYTES;
+        }
         if (phase == P_FWD && wi >= 0)
             cb += (uint64_t)low_elems_rank(c, op->in[wi], want[wi]) * FP8_CAST_BYTES / (uint64_t)c->o->fp8_cast_mb;
         char cn[104];
