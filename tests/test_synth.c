@@ -386,10 +386,11 @@ static void test_model_file(void **state)
     struct {
         const char *from, *to, *msg;
     } cases[] = {
-        {"\"version\":2", "\"version\":1", "field 'version': wanted 2"},
+        {"\"version\":3", "\"version\":2", "field 'version': wanted 3"},
         {"\"format\":\"etkit-synth-model\"", "\"format\":\"x\"", "field 'format'"},
         {"\"layer_count\":[[", "\"layer_count\":[[-", "field 'layer_count'"},
         {"\"COMP:gemm\":[[", "\"COMP:gemmx\":[[", "unknown token name"},
+        {"\"attr_bins_by_scale\":{\"bounds\":[", "\"attr_bins_by_scale\":{\"bounds\":[9,", "field 'attr_bins_by_scale'"},
     };
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
         char *p = strstr(text, cases[k].from);
@@ -818,6 +819,106 @@ static void test_label_attrs(void **state)
     free_gs(gs, n);
 }
 
+/* The attribute scale (docs/synth.md "Attribute scale"): a hand-built two-scale training set of
+ * 16 GEMM-only graphs, 8 small (every node 1,000 FLOPs) and 8 large (every node 1e9 FLOPs), all
+ * with 100 tensor bytes and duration 0. The FLOPs edges are the 0/8 ... 8/8 quantiles of the 160
+ * values: e0..e4 = 1,000 and e5..e8 = 1e9 (point masses), so a small node's code has FLOPs bin 0
+ * and a large node's bin 5; bytes and duration are bin 0 everywhere. Scale statistic (mean bin
+ * of the three carried attributes): small 0, large 5/3. Class bounds = sorted stats at 2c
+ * (c = 1..7): 0, 0, 0, 5/3, 5/3, 5/3, 5/3, so small graphs are class 3 and large ones class 7.
+ * With pooled bins a 10-GEMM sample would mix the two scales (all equal with probability
+ * 2 x 2^-10); with the scale class every sampled graph is all-small or all-large. */
+static void test_scale_classes(void **state)
+{
+    (void)state;
+    enum { NG = 16, NN = 10 };
+    etk_synth_graph *gs[NG];
+    etk_error err = {0};
+    int gemm = etk_synth_tok_parse("COMP:gemm");
+    assert_true(gemm >= 0);
+    for (int g = 0; g < NG; g++) {
+        uint16_t tok[NN];
+        double val[NN * ETK_SYNTH_N_ATTR] = {0};
+        uint32_t off[NN + 1], par[NN], np = 0, k = 1 + (uint32_t)(g % 8); /* a chain of k, the rest fan out */
+        off[0] = 0;
+        for (uint32_t i = 0; i < NN; i++) {
+            tok[i] = (uint16_t)gemm;
+            val[i * ETK_SYNTH_N_ATTR + 0] = g < NG / 2 ? 1e3 : 1e9;
+            val[i * ETK_SYNTH_N_ATTR + 1] = 100;
+            if (i)
+                par[np++] = i <= k ? i - 1 : 0;
+            off[i + 1] = np;
+        }
+        gs[g] = NULL;
+        if (etk_synth_graph_build(NN, tok, val, off, par, &gs[g], NULL, &err))
+            fail_msg("build: %s", err.msg);
+    }
+    uint32_t world = 1;
+    etk_synth_model *m = NULL, *m2 = NULL;
+    assert_int_equal(etk_synth_fit(gs, NG, &world, 1, NULL, 0, &m, &err), 0);
+    assert_near(syn_scale_stat(m, gs[0]), 0, 1e-12);
+    assert_near(syn_scale_stat(m, gs[NG - 1]), 5.0 / 3, 1e-12);
+    double cut[7] = {0, 0, 0, 5.0 / 3, 5.0 / 3, 5.0 / 3, 5.0 / 3};
+    for (int c = 0; c < 7; c++)
+        assert_near(m->scut[c], cut[c], 1e-12);
+    for (int c = 0; c < SYN_SCALE_CLASSES; c++)
+        assert_int_equal(m->scale_graphs[c], c == 3 || c == 7 ? 8 : 0);
+    assert_int_equal(m->sbins[3][gemm].total, 80);
+    assert_int_equal(m->sbins[7][gemm].total, 80);
+    /* through the model file */
+    char path[512];
+    snprintf(path, sizeof path, "%s/scale.json", tu_tmpdir());
+    assert_int_equal(etk_synth_model_save(m, path, &err), 0);
+    assert_int_equal(etk_synth_model_load(path, &m2, &err), 0);
+    for (int c = 0; c < SYN_SCALE_CLASSES; c++)
+        assert_int_equal(m2->scale_graphs[c], m->scale_graphs[c]);
+    for (int c = 0; c < 7; c++)
+        assert_near(m2->scut[c], cut[c], 1e-12);
+    assert_int_equal(m2->sbins[7][gemm].total, 80);
+    /* count baseline and LayerDAG samples: one scale per graph, both scales over the samples */
+    assert_int_equal(etk_synth_train_layerdag(m2, gs, NG, 2, 1, &err), 0);
+    for (int count_only = 0; count_only < 2; count_only++) {
+        int seen[2] = {0, 0}, mixed = 0, nodes = 0;
+        for (uint64_t sd = 1; sd <= 40; sd++) {
+            etk_synth_sample_opts o = {.seed = sd, .count_only = count_only, .max_tries = 1000};
+            etk_synth_graph *g = NULL;
+            assert_int_equal(etk_synth_sample_graph(m2, &o, &g, NULL, &err), 0);
+            assert_true(g->scale == 4 || g->scale == 8);
+            /* GEMM nodes carry the scale (a LayerDAG trained 2 epochs also emits tokens never seen
+             * in training: their bins are empty, FLOPs 0) */
+            int small = 0, large = 0;
+            for (uint32_t i = 0; i < g->n; i++) {
+                double f = g->val[(size_t)i * ETK_SYNTH_N_ATTR];
+                if (g->tok[i] != gemm)
+                    assert_true(f == 0);
+                else if (!(f == 1e3 || f == 1e9))
+                    fail_msg("count_only %d seed %d node %u flops %g", count_only, (int)sd, i, f);
+                small += g->tok[i] == gemm && f == 1e3;
+                large += g->tok[i] == gemm && f == 1e9;
+            }
+            mixed += small && large;
+            seen[g->scale == 4] += 1;
+            if (small || large)
+                assert_int_equal(small > 0, g->scale == 4);
+            nodes += small + large;
+            /* a whole-graph redraw draws a class again; a node redraw keeps the graph's */
+            etk_synth_redraw_attrs(m2, g, 0, sd);
+            uint32_t sc = g->scale;
+            for (uint64_t k = 1; k < 10; k++)
+                etk_synth_redraw_node_attrs(m2, g, (uint32_t)(k % g->n), 0, k);
+            for (uint32_t i = 0; i < g->n; i++)
+                assert_true(g->val[(size_t)i * ETK_SYNTH_N_ATTR] == (g->tok[i] != gemm ? 0 : sc == 4 ? 1e3 : 1e9));
+            etk_synth_graph_free(g);
+        }
+        assert_int_equal(mixed, 0);
+        assert_true(seen[0] >= 5 && seen[1] >= 5); /* each class half the graphs: 40 draws */
+        assert_true(nodes >= 80); /* GEMM nodes over the 40 samples */
+    }
+    etk_synth_model_free(m), etk_synth_model_free(m2);
+    for (int g = 0; g < NG; g++)
+        etk_synth_graph_free(gs[g]);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -828,6 +929,7 @@ int main(void)
         cmocka_unit_test(test_model_file),      cmocka_unit_test(test_metrics), cmocka_unit_test(test_bins),
         cmocka_unit_test(test_gradcheck), cmocka_unit_test(test_layerdag), cmocka_unit_test(test_random_er),
         cmocka_unit_test(test_regressor), cmocka_unit_test(test_label_attrs),
+        cmocka_unit_test(test_scale_classes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
