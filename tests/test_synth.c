@@ -75,6 +75,25 @@ static void test_tokens(void **state)
     /* components, not substrings: "ln" inside a word is not a norm */
     assert_int_equal(etk_synth_op_class("mb0.xln", NULL), ETK_SYNTH_OP_OTHER);
     assert_int_equal(etk_synth_op_class("mb0.lnx", NULL), ETK_SYNTH_OP_OTHER);
+    /* the generator's GEMM names are whole last components (s25: they were prefixes, so "kiln"
+     * was the GEMM k and "value_x" the GEMM v) */
+    assert_int_equal(etk_synth_op_class("kiln", NULL), ETK_SYNTH_OP_OTHER);
+    assert_int_equal(etk_synth_op_class("mb0.value_x", NULL), ETK_SYNTH_OP_OTHER);
+    assert_int_equal(etk_synth_op_class("decode1/kiln", NULL), ETK_SYNTH_OP_OTHER);
+    assert_int_equal(etk_synth_op_class("mb0.L0.quux", NULL), ETK_SYNTH_OP_OTHER);
+    assert_int_equal(etk_synth_op_class("mb0.L0.output", NULL), ETK_SYNTH_OP_OTHER);
+    assert_int_equal(etk_synth_op_class("mb0.L0.update", NULL), ETK_SYNTH_OP_OTHER);
+    assert_int_equal(etk_synth_op_class("mb0.L0.topk", NULL), ETK_SYNTH_OP_OTHER);
+    assert_int_equal(etk_synth_op_class("mb0.L0.rope_k", NULL), ETK_SYNTH_OP_ELEMENTWISE);
+    assert_int_equal(etk_synth_op_class("mb0.L0.k", NULL), ETK_SYNTH_OP_GEMM);
+    assert_int_equal(etk_synth_op_class("mb0.L0.v", NULL), ETK_SYNTH_OP_GEMM);
+    assert_int_equal(etk_synth_op_class("recompute.up", NULL), ETK_SYNTH_OP_GEMM);
+    assert_int_equal(etk_synth_op_class("mb0.L0.fc1", NULL), ETK_SYNTH_OP_GEMM);
+    assert_int_equal(etk_synth_op_class("mb0.L0.expert3", NULL), ETK_SYNTH_OP_GEMM);
+    assert_int_equal(etk_synth_op_class("mb0.L0.kv_a", NULL), ETK_SYNTH_OP_GEMM);
+    assert_int_equal(etk_synth_op_class("mb0.L0.router", NULL), ETK_SYNTH_OP_GEMM);
+    assert_int_equal(etk_synth_op_class("model.layers.0.mlp.up_proj", NULL), ETK_SYNTH_OP_GEMM);
+    assert_int_equal(etk_synth_op_class("h.0.mlp.dense_h_to_4h", NULL), ETK_SYNTH_OP_GEMM);
     assert_true(etk_synth_tok_has_attr(ETK_SYNTH_OP_GEMM, ETK_SYNTH_A_FLOPS));
     assert_false(etk_synth_tok_has_attr(ETK_SYNTH_OP_GEMM, ETK_SYNTH_A_COMM));
     assert_true(etk_synth_tok_has_attr(etk_synth_tok_coll(0, 0), ETK_SYNTH_A_COMM));
