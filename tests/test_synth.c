@@ -843,8 +843,9 @@ static void test_label_attrs(void **state)
  * with 100 tensor bytes and duration 0. The FLOPs edges are the 0/8 ... 8/8 quantiles of the 160
  * values: e0..e4 = 1,000 and e5..e8 = 1e9 (point masses), so a small node's code has FLOPs bin 0
  * and a large node's bin 5; bytes and duration are bin 0 everywhere. Scale statistic (mean bin
- * of the three carried attributes): small 0, large 5/3. Class bounds = sorted stats at 2c
- * (c = 1..7): 0, 0, 0, 5/3, 5/3, 5/3, 5/3, so small graphs are class 3 and large ones class 7.
+ * of the three carried attributes): small 0, large 5/3. 64 classes: bound c (1..63) = the
+ * sorted stats at [c * 16 / 64]: 0 for c < 32, 5/3 from 32, so small graphs are class 31 (a
+ * statistic equal to a bound goes above it) and large ones class 63.
  * With pooled bins a 10-GEMM sample would mix the two scales (all equal with probability
  * 2 x 2^-10); with the scale class every sampled graph is all-small or all-large. */
 static void test_scale_classes(void **state)
@@ -877,13 +878,13 @@ static void test_scale_classes(void **state)
     assert_int_equal(etk_synth_fit(gs, NG, &world, 1, NULL, 0, &m, &err), 0);
     assert_near(syn_scale_stat(m, gs[0]), 0, 1e-12);
     assert_near(syn_scale_stat(m, gs[NG - 1]), 5.0 / 3, 1e-12);
-    double cut[7] = {0, 0, 0, 5.0 / 3, 5.0 / 3, 5.0 / 3, 5.0 / 3};
-    for (int c = 0; c < 7; c++)
-        assert_near(m->scut[c], cut[c], 1e-12);
+    assert_int_equal(SYN_SCALE_CLASSES, 64);
+    for (int c = 0; c < SYN_SCALE_CLASSES - 1; c++) /* bound c + 1 = sorted stat [(c + 1) * 16 / 64] */
+        assert_near(m->scut[c], c < 31 ? 0 : 5.0 / 3, 1e-12);
     for (int c = 0; c < SYN_SCALE_CLASSES; c++)
-        assert_int_equal(m->scale_graphs[c], c == 3 || c == 7 ? 8 : 0);
-    assert_int_equal(m->sbins[3][gemm].total, 80);
-    assert_int_equal(m->sbins[7][gemm].total, 80);
+        assert_int_equal(m->scale_graphs[c], c == 31 || c == 63 ? 8 : 0);
+    assert_int_equal(m->sbins[31][gemm].total, 80);
+    assert_int_equal(m->sbins[63][gemm].total, 80);
     /* through the model file */
     char path[512];
     snprintf(path, sizeof path, "%s/scale.json", tu_tmpdir());
@@ -891,9 +892,9 @@ static void test_scale_classes(void **state)
     assert_int_equal(etk_synth_model_load(path, &m2, &err), 0);
     for (int c = 0; c < SYN_SCALE_CLASSES; c++)
         assert_int_equal(m2->scale_graphs[c], m->scale_graphs[c]);
-    for (int c = 0; c < 7; c++)
-        assert_near(m2->scut[c], cut[c], 1e-12);
-    assert_int_equal(m2->sbins[7][gemm].total, 80);
+    for (int c = 0; c < SYN_SCALE_CLASSES - 1; c++)
+        assert_near(m2->scut[c], m->scut[c], 0);
+    assert_int_equal(m2->sbins[63][gemm].total, 80);
     /* count baseline and LayerDAG samples: one scale per graph, both scales over the samples */
     assert_int_equal(etk_synth_train_layerdag(m2, gs, NG, 2, 1, &err), 0);
     for (int count_only = 0; count_only < 2; count_only++) {
@@ -902,7 +903,7 @@ static void test_scale_classes(void **state)
             etk_synth_sample_opts o = {.seed = sd, .count_only = count_only, .max_tries = 1000};
             etk_synth_graph *g = NULL;
             assert_int_equal(etk_synth_sample_graph(m2, &o, &g, NULL, &err), 0);
-            assert_true(g->scale == 4 || g->scale == 8);
+            assert_true(g->scale == 32 || g->scale == 64);
             /* GEMM nodes carry the scale (a LayerDAG trained 2 epochs also emits tokens never seen
              * in training: their bins are empty, FLOPs 0) */
             int small = 0, large = 0;
@@ -916,9 +917,9 @@ static void test_scale_classes(void **state)
                 large += g->tok[i] == gemm && f == 1e9;
             }
             mixed += small && large;
-            seen[g->scale == 4] += 1;
+            seen[g->scale == 32] += 1;
             if (small || large)
-                assert_int_equal(small > 0, g->scale == 4);
+                assert_int_equal(small > 0, g->scale == 32);
             nodes += small + large;
             /* a whole-graph redraw draws a class again; a node redraw keeps the graph's */
             etk_synth_redraw_attrs(m2, g, 0, sd);
@@ -926,7 +927,7 @@ static void test_scale_classes(void **state)
             for (uint64_t k = 1; k < 10; k++)
                 etk_synth_redraw_node_attrs(m2, g, (uint32_t)(k % g->n), 0, k);
             for (uint32_t i = 0; i < g->n; i++)
-                assert_true(g->val[(size_t)i * ETK_SYNTH_N_ATTR] == (g->tok[i] != gemm ? 0 : sc == 4 ? 1e3 : 1e9));
+                assert_true(g->val[(size_t)i * ETK_SYNTH_N_ATTR] == (g->tok[i] != gemm ? 0 : sc == 32 ? 1e3 : 1e9));
             etk_synth_graph_free(g);
         }
         assert_int_equal(mixed, 0);

@@ -337,8 +337,8 @@ int etk_synth_model_load(const char *path, etk_synth_model **out, etk_error *err
            *scut = json_object_get(so, "bounds"), *sg = json_object_get(so, "graphs");
     if (!json_is_array(sb) || json_array_size(sb) != SYN_SCALE_CLASSES || !json_is_array(scut) ||
         json_array_size(scut) != SYN_SCALE_CLASSES - 1 || !json_is_array(sg) || json_array_size(sg) != SYN_SCALE_CLASSES) {
-        rc = bad(&r, "attr_bins_by_scale", "wanted {\"bounds\": [7 ascending numbers], \"graphs\": [8 counts], \"bins\": "
-                 "[8 objects keyed by token names]}");
+        rc = bad(&r, "attr_bins_by_scale", "wanted {\"bounds\": [63 ascending numbers], \"graphs\": [64 counts], \"bins\": "
+                 "[64 objects keyed by token names]}");
         goto done;
     }
     uint64_t sgt = 0;
@@ -346,7 +346,7 @@ int etk_synth_model_load(const char *path, etk_synth_model **out, etk_error *err
         json_t *x = json_array_get(sg, (size_t)c);
         json_int_t k = json_integer_value(x);
         if (!json_is_integer(x) || k < 0 || k > UINT32_MAX) {
-            rc = bad(&r, "attr_bins_by_scale.graphs", "wanted 8 non-negative counts");
+            rc = bad(&r, "attr_bins_by_scale.graphs", "wanted 64 non-negative counts");
             goto done;
         }
         m->scale_graphs[c] = (uint32_t)k;
@@ -356,7 +356,7 @@ int etk_synth_model_load(const char *path, etk_synth_model **out, etk_error *err
         x = json_array_get(scut, (size_t)c);
         double d = json_number_value(x);
         if (!json_is_number(x) || !(d >= 0 && d <= ETK_SYNTH_N_BINS) || (c && d < m->scut[c - 1])) {
-            rc = bad(&r, "attr_bins_by_scale.bounds", "wanted 7 ascending numbers in [0, 8] (mean bin indices)");
+            rc = bad(&r, "attr_bins_by_scale.bounds", "wanted 63 ascending numbers in [0, 8] (mean bin indices)");
             goto done;
         }
         m->scut[c] = d;

@@ -40,7 +40,7 @@ void shist_free(shist *h);
 #define SYN_SIZE_CAP 4096
 /* bin codes per attribute: the B + 1 quantile edges (tokens.c bin_of) */
 #define SYN_BIN_CODES (ETK_SYNTH_N_BINS + 1) /* previous layer sizes above this share one context */
-#define SYN_SCALE_CLASSES 8 /* per-graph attribute scale classes */
+#define SYN_SCALE_CLASSES 64 /* per-graph attribute scale classes (about 5 graphs each for the 320 of the corpus) */
 
 struct etk_synth_model {
     uint32_t n_graphs;
@@ -59,7 +59,7 @@ struct etk_synth_model {
     shist bins[ETK_SYNTH_N_TOKENS];     /* joint attribute bin code given token */
     double edges[ETK_SYNTH_N_TOKENS][ETK_SYNTH_N_ATTR][ETK_SYNTH_N_BINS + 1]; /* quantile edges */
     /* the attribute scale (docs/synth.md "Attribute scale"): every training graph's scale
-     * statistic (the mean quantile bin of its nodes' attribute values) cut at its 1/8 ... 7/8
+     * statistic (the mean quantile bin of its nodes' attribute values) cut at its 1/64 ... 63/64
      * quantiles over the graphs into SYN_SCALE_CLASSES classes; bin codes given (class, token) */
     double scut[SYN_SCALE_CLASSES - 1];
     uint32_t scale_graphs[SYN_SCALE_CLASSES]; /* training graphs per class (the sampling marginal) */
