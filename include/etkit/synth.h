@@ -6,7 +6,7 @@
  * workloads that are valid and deadlock-free by construction.
  *
  * Models: the count baseline (conditional frequency tables with back-off) and the LayerDAG model
- * (small dense networks trained with Adam; src/synth/layerdag.c). The model file is one versioned JSON document ("etkit-synth-model", version 2; docs/synth.md). */
+ * (small dense networks trained with Adam; src/synth/layerdag.c). The model file is one versioned JSON document ("etkit-synth-model", version 3; docs/synth.md). */
 #ifndef ETKIT_SYNTH_H
 #define ETKIT_SYNTH_H
 

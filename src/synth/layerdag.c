@@ -665,7 +665,7 @@ int syn_ld_from_json(json_t *o, const char *path, syn_layerdag **out, etk_error 
         json_integer_value(json_object_get(o, "steps")) != LD_STEPS ||
         json_integer_value(json_object_get(o, "far_buckets")) != LD_FAR_BUCKETS)
         rc = etk_err(err, ETK_EFORMAT,
-                     "%s: field 'layerdag': wanted window 8, size_classes 64, steps 4, far_buckets 7 (version 2)", path);
+                     "%s: field 'layerdag': wanted window 8, size_classes 64, steps 4, far_buckets 7 (version 3)", path);
     else if (ml < 1 || ml > 100000000)
         rc = etk_err(err, ETK_EFORMAT, "%s: field 'layerdag.max_layers': wanted a positive integer", path);
     else if (!(ep >= 0 && ep <= 1))

@@ -214,18 +214,18 @@ int etk_synth_model_load(const char *path, etk_synth_model **out, etk_error *err
     m->n_graphs = (uint32_t)json_integer_value(ng);
     if (!json_is_integer(nb) || json_integer_value(nb) != ETK_SYNTH_N_BINS || !json_is_integer(npb) ||
         json_integer_value(npb) != SYN_POS_BUCKETS || !json_is_integer(cap) || json_integer_value(cap) != SYN_SIZE_CAP) {
-        rc = bad(&r, "bins", "wanted bins 8, position_buckets 8, size_cap 4096 (the constants of version 2)");
+        rc = bad(&r, "bins", "wanted bins 8, position_buckets 8, size_cap 4096 (the constants of version 3)");
         goto done;
     }
     json_t *toks = json_object_get(root, "tokens");
     if (!json_is_array(toks) || json_array_size(toks) != ETK_SYNTH_N_TOKENS) {
-        rc = bad(&r, "tokens", "wanted the 43 token names of version 2");
+        rc = bad(&r, "tokens", "wanted the 43 token names of version 3");
         goto done;
     }
     for (int t = 0; t < ETK_SYNTH_N_TOKENS; t++) {
         json_t *s = json_array_get(toks, (size_t)t);
         if (!json_is_string(s) || strcmp(json_string_value(s), etk_synth_tok_name(t))) {
-            rc = bad(&r, "tokens", "wanted the token names of version 2 in their order");
+            rc = bad(&r, "tokens", "wanted the token names of version 3 in their order");
             goto done;
         }
     }
