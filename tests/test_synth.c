@@ -75,6 +75,25 @@ static void test_tokens(void **state)
     /* components, not substrings: "ln" inside a word is not a norm */
     assert_int_equal(etk_synth_op_class("mb0.xln", NULL), ETK_SYNTH_OP_OTHER);
     assert_int_equal(etk_synth_op_class("mb0.lnx", NULL), ETK_SYNTH_OP_OTHER);
+    /* the generator's GEMM names are whole last components (s25: they were prefixes, so "kiln"
+     * was the GEMM k and "value_x" the GEMM v) */
+    assert_int_equal(etk_synth_op_class("kiln", NULL), ETK_SYNTH_OP_OTHER);
+    assert_int_equal(etk_synth_op_class("mb0.value_x", NULL), ETK_SYNTH_OP_OTHER);
+    assert_int_equal(etk_synth_op_class("decode1/kiln", NULL), ETK_SYNTH_OP_OTHER);
+    assert_int_equal(etk_synth_op_class("mb0.L0.quux", NULL), ETK_SYNTH_OP_OTHER);
+    assert_int_equal(etk_synth_op_class("mb0.L0.output", NULL), ETK_SYNTH_OP_OTHER);
+    assert_int_equal(etk_synth_op_class("mb0.L0.update", NULL), ETK_SYNTH_OP_OTHER);
+    assert_int_equal(etk_synth_op_class("mb0.L0.topk", NULL), ETK_SYNTH_OP_OTHER);
+    assert_int_equal(etk_synth_op_class("mb0.L0.rope_k", NULL), ETK_SYNTH_OP_ELEMENTWISE);
+    assert_int_equal(etk_synth_op_class("mb0.L0.k", NULL), ETK_SYNTH_OP_GEMM);
+    assert_int_equal(etk_synth_op_class("mb0.L0.v", NULL), ETK_SYNTH_OP_GEMM);
+    assert_int_equal(etk_synth_op_class("recompute.up", NULL), ETK_SYNTH_OP_GEMM);
+    assert_int_equal(etk_synth_op_class("mb0.L0.fc1", NULL), ETK_SYNTH_OP_GEMM);
+    assert_int_equal(etk_synth_op_class("mb0.L0.expert3", NULL), ETK_SYNTH_OP_GEMM);
+    assert_int_equal(etk_synth_op_class("mb0.L0.kv_a", NULL), ETK_SYNTH_OP_GEMM);
+    assert_int_equal(etk_synth_op_class("mb0.L0.router", NULL), ETK_SYNTH_OP_GEMM);
+    assert_int_equal(etk_synth_op_class("model.layers.0.mlp.up_proj", NULL), ETK_SYNTH_OP_GEMM);
+    assert_int_equal(etk_synth_op_class("h.0.mlp.dense_h_to_4h", NULL), ETK_SYNTH_OP_GEMM);
     assert_true(etk_synth_tok_has_attr(ETK_SYNTH_OP_GEMM, ETK_SYNTH_A_FLOPS));
     assert_false(etk_synth_tok_has_attr(ETK_SYNTH_OP_GEMM, ETK_SYNTH_A_COMM));
     assert_true(etk_synth_tok_has_attr(etk_synth_tok_coll(0, 0), ETK_SYNTH_A_COMM));
@@ -386,10 +405,11 @@ static void test_model_file(void **state)
     struct {
         const char *from, *to, *msg;
     } cases[] = {
-        {"\"version\":2", "\"version\":1", "field 'version': wanted 2"},
+        {"\"version\":3", "\"version\":2", "field 'version': wanted 3"},
         {"\"format\":\"etkit-synth-model\"", "\"format\":\"x\"", "field 'format'"},
         {"\"layer_count\":[[", "\"layer_count\":[[-", "field 'layer_count'"},
         {"\"COMP:gemm\":[[", "\"COMP:gemmx\":[[", "unknown token name"},
+        {"\"attr_bins_by_scale\":{\"bounds\":[", "\"attr_bins_by_scale\":{\"bounds\":[9,", "field 'attr_bins_by_scale'"},
     };
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
         char *p = strstr(text, cases[k].from);
@@ -818,6 +838,107 @@ static void test_label_attrs(void **state)
     free_gs(gs, n);
 }
 
+/* The attribute scale (docs/synth.md "Attribute scale"): a hand-built two-scale training set of
+ * 16 GEMM-only graphs, 8 small (every node 1,000 FLOPs) and 8 large (every node 1e9 FLOPs), all
+ * with 100 tensor bytes and duration 0. The FLOPs edges are the 0/8 ... 8/8 quantiles of the 160
+ * values: e0..e4 = 1,000 and e5..e8 = 1e9 (point masses), so a small node's code has FLOPs bin 0
+ * and a large node's bin 5; bytes and duration are bin 0 everywhere. Scale statistic (mean bin
+ * of the three carried attributes): small 0, large 5/3. 64 classes: bound c (1..63) = the
+ * sorted stats at [c * 16 / 64]: 0 for c < 32, 5/3 from 32, so small graphs are class 31 (a
+ * statistic equal to a bound goes above it) and large ones class 63.
+ * With pooled bins a 10-GEMM sample would mix the two scales (all equal with probability
+ * 2 x 2^-10); with the scale class every sampled graph is all-small or all-large. */
+static void test_scale_classes(void **state)
+{
+    (void)state;
+    enum { NG = 16, NN = 10 };
+    etk_synth_graph *gs[NG];
+    etk_error err = {0};
+    int gemm = etk_synth_tok_parse("COMP:gemm");
+    assert_true(gemm >= 0);
+    for (int g = 0; g < NG; g++) {
+        uint16_t tok[NN];
+        double val[NN * ETK_SYNTH_N_ATTR] = {0};
+        uint32_t off[NN + 1], par[NN], np = 0, k = 1 + (uint32_t)(g % 8); /* a chain of k, the rest fan out */
+        off[0] = 0;
+        for (uint32_t i = 0; i < NN; i++) {
+            tok[i] = (uint16_t)gemm;
+            val[i * ETK_SYNTH_N_ATTR + 0] = g < NG / 2 ? 1e3 : 1e9;
+            val[i * ETK_SYNTH_N_ATTR + 1] = 100;
+            if (i)
+                par[np++] = i <= k ? i - 1 : 0;
+            off[i + 1] = np;
+        }
+        gs[g] = NULL;
+        if (etk_synth_graph_build(NN, tok, val, off, par, &gs[g], NULL, &err))
+            fail_msg("build: %s", err.msg);
+    }
+    uint32_t world = 1;
+    etk_synth_model *m = NULL, *m2 = NULL;
+    assert_int_equal(etk_synth_fit(gs, NG, &world, 1, NULL, 0, &m, &err), 0);
+    assert_near(syn_scale_stat(m, gs[0]), 0, 1e-12);
+    assert_near(syn_scale_stat(m, gs[NG - 1]), 5.0 / 3, 1e-12);
+    assert_int_equal(SYN_SCALE_CLASSES, 64);
+    for (int c = 0; c < SYN_SCALE_CLASSES - 1; c++) /* bound c + 1 = sorted stat [(c + 1) * 16 / 64] */
+        assert_near(m->scut[c], c < 31 ? 0 : 5.0 / 3, 1e-12);
+    for (int c = 0; c < SYN_SCALE_CLASSES; c++)
+        assert_int_equal(m->scale_graphs[c], c == 31 || c == 63 ? 8 : 0);
+    assert_int_equal(m->sbins[31][gemm].total, 80);
+    assert_int_equal(m->sbins[63][gemm].total, 80);
+    /* through the model file */
+    char path[512];
+    snprintf(path, sizeof path, "%s/scale.json", tu_tmpdir());
+    assert_int_equal(etk_synth_model_save(m, path, &err), 0);
+    assert_int_equal(etk_synth_model_load(path, &m2, &err), 0);
+    for (int c = 0; c < SYN_SCALE_CLASSES; c++)
+        assert_int_equal(m2->scale_graphs[c], m->scale_graphs[c]);
+    for (int c = 0; c < SYN_SCALE_CLASSES - 1; c++)
+        assert_near(m2->scut[c], m->scut[c], 0);
+    assert_int_equal(m2->sbins[63][gemm].total, 80);
+    /* count baseline and LayerDAG samples: one scale per graph, both scales over the samples */
+    assert_int_equal(etk_synth_train_layerdag(m2, gs, NG, 2, 1, &err), 0);
+    for (int count_only = 0; count_only < 2; count_only++) {
+        int seen[2] = {0, 0}, mixed = 0, nodes = 0;
+        for (uint64_t sd = 1; sd <= 40; sd++) {
+            etk_synth_sample_opts o = {.seed = sd, .count_only = count_only, .max_tries = 1000};
+            etk_synth_graph *g = NULL;
+            assert_int_equal(etk_synth_sample_graph(m2, &o, &g, NULL, &err), 0);
+            assert_true(g->scale == 32 || g->scale == 64);
+            /* GEMM nodes carry the scale (a LayerDAG trained 2 epochs also emits tokens never seen
+             * in training: their bins are empty, FLOPs 0) */
+            int small = 0, large = 0;
+            for (uint32_t i = 0; i < g->n; i++) {
+                double f = g->val[(size_t)i * ETK_SYNTH_N_ATTR];
+                if (g->tok[i] != gemm)
+                    assert_true(f == 0);
+                else if (!(f == 1e3 || f == 1e9))
+                    fail_msg("count_only %d seed %d node %u flops %g", count_only, (int)sd, i, f);
+                small += g->tok[i] == gemm && f == 1e3;
+                large += g->tok[i] == gemm && f == 1e9;
+            }
+            mixed += small && large;
+            seen[g->scale == 32] += 1;
+            if (small || large)
+                assert_int_equal(small > 0, g->scale == 32);
+            nodes += small + large;
+            /* a whole-graph redraw draws a class again; a node redraw keeps the graph's */
+            etk_synth_redraw_attrs(m2, g, 0, sd);
+            uint32_t sc = g->scale;
+            for (uint64_t k = 1; k < 10; k++)
+                etk_synth_redraw_node_attrs(m2, g, (uint32_t)(k % g->n), 0, k);
+            for (uint32_t i = 0; i < g->n; i++)
+                assert_true(g->val[(size_t)i * ETK_SYNTH_N_ATTR] == (g->tok[i] != gemm ? 0 : sc == 32 ? 1e3 : 1e9));
+            etk_synth_graph_free(g);
+        }
+        assert_int_equal(mixed, 0);
+        assert_true(seen[0] >= 5 && seen[1] >= 5); /* each class half the graphs: 40 draws */
+        assert_true(nodes >= 80); /* GEMM nodes over the 40 samples */
+    }
+    etk_synth_model_free(m), etk_synth_model_free(m2);
+    for (int g = 0; g < NG; g++)
+        etk_synth_graph_free(gs[g]);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -828,6 +949,7 @@ int main(void)
         cmocka_unit_test(test_model_file),      cmocka_unit_test(test_metrics), cmocka_unit_test(test_bins),
         cmocka_unit_test(test_gradcheck), cmocka_unit_test(test_layerdag), cmocka_unit_test(test_random_er),
         cmocka_unit_test(test_regressor), cmocka_unit_test(test_label_attrs),
+        cmocka_unit_test(test_scale_classes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -6,7 +6,7 @@
  * workloads that are valid and deadlock-free by construction.
  *
  * Models: the count baseline (conditional frequency tables with back-off) and the LayerDAG model
- * (small dense networks trained with Adam; src/synth/layerdag.c). The model file is one versioned JSON document ("etkit-synth-model", version 2; docs/synth.md). */
+ * (small dense networks trained with Adam; src/synth/layerdag.c). The model file is one versioned JSON document ("etkit-synth-model", version 3; docs/synth.md). */
 #ifndef ETKIT_SYNTH_H
 #define ETKIT_SYNTH_H
 
@@ -79,6 +79,7 @@ typedef struct etk_synth_graph {
     uint32_t *par_off; /* [n + 1] */
     uint32_t *par;     /* [n_edges] */
     double *val;       /* [n * ETK_SYNTH_N_ATTR] attribute values */
+    uint32_t scale;    /* a sampled graph: its scale class + 1 (docs/synth.md "Attribute scale"); 0: none */
 } etk_synth_graph;
 
 /* A graph from parent lists in any topological or non-topological order (nodes 0..n-1,

@@ -160,6 +160,8 @@ void etk_synth_model_free(etk_synth_model *m)
         shist_free(&m->indeg[t]);
         shist_free(&m->dist[t]);
         shist_free(&m->bins[t]);
+        for (int c = 0; c < SYN_SCALE_CLASSES; c++)
+            shist_free(&m->sbins[c][t]);
     }
     shist_free(&m->world);
     shist_free(&m->inner);
@@ -228,6 +230,54 @@ static int cmp_u64(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* ---------- the attribute scale ---------- */
+double syn_scale_stat(const etk_synth_model *m, const etk_synth_graph *g)
+{
+    double sum = 0;
+    uint64_t k = 0;
+    for (uint32_t i = 0; i < g->n; i++) {
+        int t = g->tok[i];
+        uint32_t code = syn_bin_code(m, t, g->val + (size_t)i * ETK_SYNTH_N_ATTR);
+        for (int a = ETK_SYNTH_N_ATTR - 1; a >= 0; a--, code /= SYN_BIN_CODES)
+            if (etk_synth_tok_has_attr(t, a)) {
+                sum += code % SYN_BIN_CODES;
+                k++;
+            }
+    }
+    return k ? sum / (double)k : 0;
+}
+
+int syn_scale_class(const etk_synth_model *m, double stat)
+{
+    int c = 0;
+    while (c < SYN_SCALE_CLASSES - 1 && stat >= m->scut[c])
+        c++;
+    return c;
+}
+
+int syn_scale_draw(const etk_synth_model *m, srng *r)
+{
+    uint64_t tot = 0;
+    for (int c = 0; c < SYN_SCALE_CLASSES; c++)
+        tot += m->scale_graphs[c];
+    if (!tot)
+        return -1;
+    uint64_t u = (uint64_t)(srng_unit(r) * (double)tot);
+    for (int c = 0; c < SYN_SCALE_CLASSES; c++) {
+        if (u < m->scale_graphs[c])
+            return c;
+        u -= m->scale_graphs[c];
+    }
+    return SYN_SCALE_CLASSES - 1;
+}
+
+const shist *syn_attr_table(const etk_synth_model *m, int tok, int scale)
+{
+    if (scale >= 0 && scale < SYN_SCALE_CLASSES && m->sbins[scale][tok].total)
+        return &m->sbins[scale][tok];
+    return &m->bins[tok];
+}
+
 int etk_synth_fit(etk_synth_graph *const *gs, size_t n, const uint32_t *world_sizes, size_t n_world,
                   const uint32_t *inner_sizes, size_t n_inner, etk_synth_model **out, etk_error *err)
 {
@@ -235,7 +285,7 @@ int etk_synth_fit(etk_synth_graph *const *gs, size_t n, const uint32_t *world_si
     if (!n)
         return etk_err(err, ETK_EINVAL, "no rank graphs to fit");
     etk_synth_model *m = calloc(1, sizeof *m);
-    double *vals[ETK_SYNTH_N_TOKENS] = {0};
+    double *vals[ETK_SYNTH_N_TOKENS] = {0}, *stat = NULL;
     size_t cnt[ETK_SYNTH_N_TOKENS] = {0}, fillc[ETK_SYNTH_N_TOKENS] = {0};
     uint32_t *lsize = NULL;
     int rc = ETK_ENOMEM;
@@ -314,6 +364,30 @@ int etk_synth_fit(etk_synth_graph *const *gs, size_t n, const uint32_t *world_si
             if (shist_add(&m->bins[g->tok[i]], syn_bin_code(m, g->tok[i], g->val + (size_t)i * ETK_SYNTH_N_ATTR), 1))
                 goto fail;
     }
+    /* the attribute scale: class bounds at the 1/8 ... 7/8 quantiles of the graphs' statistic,
+     * then every node's bin code given its graph's class and its token */
+    if (n && !(stat = malloc(n * sizeof *stat)))
+        goto fail;
+    for (size_t gi = 0; gi < n; gi++)
+        stat[gi] = syn_scale_stat(m, gs[gi]);
+    if (n) {
+        double *srt = malloc(n * sizeof *srt);
+        if (!srt)
+            goto fail;
+        memcpy(srt, stat, n * sizeof *srt);
+        qsort(srt, n, sizeof *srt, cmp_dbl);
+        for (int c = 1; c < SYN_SCALE_CLASSES; c++)
+            m->scut[c - 1] = srt[(size_t)c * n / SYN_SCALE_CLASSES];
+        free(srt);
+    }
+    for (size_t gi = 0; gi < n; gi++) {
+        const etk_synth_graph *g = gs[gi];
+        int c = syn_scale_class(m, stat[gi]);
+        m->scale_graphs[c]++;
+        for (uint32_t i = 0; i < g->n; i++)
+            if (shist_add(&m->sbins[c][g->tok[i]], syn_bin_code(m, g->tok[i], g->val + (size_t)i * ETK_SYNTH_N_ATTR), 1))
+                goto fail;
+    }
     rc = 0;
     *out = m;
     m = NULL;
@@ -323,6 +397,7 @@ fail:
     for (int t = 0; t < ETK_SYNTH_N_TOKENS; t++)
         free(vals[t]);
     free(lsize);
+    free(stat);
     etk_synth_model_free(m);
     return rc;
 }
@@ -449,10 +524,11 @@ static uint32_t layer_size(const etk_synth_model *m, uint32_t pos, uint32_t prev
     return s ? s : 1;
 }
 
-static int node_attrs(const etk_synth_model *m, gbuild *b, uint32_t i, int tok, srng *r)
+/* scale: the graph's scale class, or -1 for the token's pooled bins (the random baselines) */
+static int node_attrs(const etk_synth_model *m, gbuild *b, uint32_t i, int tok, int scale, srng *r)
 {
     b->tok[i] = (uint16_t)tok;
-    syn_bin_values(m, tok, shist_draw(&m->bins[tok], r, 0), r, b->val + (size_t)i * ETK_SYNTH_N_ATTR);
+    syn_bin_values(m, tok, shist_draw(syn_attr_table(m, tok, scale), r, 0), r, b->val + (size_t)i * ETK_SYNTH_N_ATTR);
     return 0;
 }
 
@@ -460,6 +536,7 @@ static int sample_once(const etk_synth_model *m, const etk_synth_sample_opts *o,
 {
     gbuild b = {0};
     uint32_t L = shist_draw(&m->layer_count, r, 1), prev = 0;
+    int scale = syn_scale_draw(m, r); /* one attribute scale for the whole graph */
     if (!L)
         L = 1;
     for (uint32_t l = 0; l < L; l++) {
@@ -496,13 +573,15 @@ static int sample_once(const etk_synth_model *m, const etk_synth_sample_opts *o,
                         goto oom;
                 }
             }
-            node_attrs(m, &b, (uint32_t)i, tok, r);
+            node_attrs(m, &b, (uint32_t)i, tok, scale, r);
         }
         prev = s;
     }
     b.lstart[b.n_layers] = b.n;
     *out = gb_finish(&b);
     gb_free(&b);
+    if (*out)
+        (*out)->scale = (uint32_t)(scale + 1);
     return *out ? 0 : ETK_ENOMEM;
 oom:
     gb_free(&b);
@@ -552,8 +631,11 @@ int etk_synth_sample_graph(const etk_synth_model *m, const etk_synth_sample_opts
 void etk_synth_redraw_attrs(const etk_synth_model *m, etk_synth_graph *g, double label_ns, uint64_t seed)
 {
     srng r = {seed * 0xd1b54a32d192ed03ULL + 11};
+    /* a new scale class too (unless the label's bucket table decides) */
+    int scale = m->ld && m->ld->labeled && label_ns > 0 ? -1 : syn_scale_draw(m, &r);
+    g->scale = (uint32_t)(scale + 1);
     for (uint32_t i = 0; i < g->n; i++)
-        syn_ld_attr_values(m, g->tok[i], label_ns, &r, g->val + (size_t)i * ETK_SYNTH_N_ATTR);
+        syn_ld_attr_values(m, g->tok[i], label_ns, scale, &r, g->val + (size_t)i * ETK_SYNTH_N_ATTR);
 }
 
 void etk_synth_redraw_node_attrs(const etk_synth_model *m, etk_synth_graph *g, uint32_t node, double label_ns,
@@ -561,7 +643,7 @@ void etk_synth_redraw_node_attrs(const etk_synth_model *m, etk_synth_graph *g, u
 {
     srng r = {seed * 0xd1b54a32d192ed03ULL + 13};
     if (node < g->n)
-        syn_ld_attr_values(m, g->tok[node], label_ns, &r, g->val + (size_t)node * ETK_SYNTH_N_ATTR);
+        syn_ld_attr_values(m, g->tok[node], label_ns, (int)g->scale - 1, &r, g->val + (size_t)node * ETK_SYNTH_N_ATTR);
 }
 
 int etk_synth_random_like(const etk_synth_model *m, const etk_synth_graph *g, uint64_t seed, etk_synth_graph **out,
@@ -584,7 +666,7 @@ int etk_synth_random_like(const etk_synth_model *m, const etk_synth_graph *g, ui
                 if (gb_edge(&b, srng_below(&r, b.lstart[l])))
                     goto oom;
         }
-        node_attrs(m, &b, i, draw_row(m->tok_marginal, m->tok_marginal, &r), &r);
+        node_attrs(m, &b, i, draw_row(m->tok_marginal, m->tok_marginal, &r), -1, &r);
     }
     if (gb_layer(&b))
         goto oom;

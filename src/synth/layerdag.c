@@ -14,8 +14,9 @@
  *                candidate's tokens, their layer distance, the candidate's out-degree so far
  *                (the child direction of the prefix graph), the noisy indicator, the node's
  *                noisy in-degree and t.
- * Attribute values come from the count model's per-token bins, or for a labeled model sampled
- * with a label from the bins counted on the training graphs of the label's bucket. */
+ * Attribute values come from the count model's bins given the token and the graph's scale class
+ * (one drawn per sampled graph), or for a labeled model sampled with a label from the bins
+ * counted on the training graphs of the label's bucket. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -404,9 +405,9 @@ int syn_ld_label_bucket(const syn_layerdag *ld, double label_ns)
 }
 
 
-void syn_ld_attr_values(const etk_synth_model *m, int tok, double label_ns, srng *r, double *val)
+void syn_ld_attr_values(const etk_synth_model *m, int tok, double label_ns, int scale, srng *r, double *val)
 {
-    const shist *h = &m->bins[tok];
+    const shist *h = syn_attr_table(m, tok, scale);
     if (m->ld && m->ld->labeled && label_ns > 0) {
         const shist *lq = &m->ld->lbins[syn_ld_label_bucket(m->ld, label_ns)][tok];
         if (lq->total)
@@ -586,11 +587,16 @@ int syn_ld_sample(const etk_synth_model *m, uint32_t max_nodes, double label_ns,
     if (!g)
         goto done;
     g->n_layers = lstart.n;
+    /* one attribute scale class for the whole graph, drawn from the training graphs' classes
+     * (a labeled model given a label: the label bucket's table instead) */
+    int scale = ld->labeled && label_ns > 0 ? -1 : syn_scale_draw(m, r);
+    g->scale = (uint32_t)(scale + 1);
     for (uint32_t i = 0; i < n; i++) {
         g->tok[i] = (uint16_t)tok.v[i];
         g->layer[i] = lay.v[i];
-        /* attribute values from the bins given the token (and the label bucket, labeled) */
-        syn_ld_attr_values(m, g->tok[i], ld->labeled ? label_ns : 0, r, g->val + (size_t)i * ETK_SYNTH_N_ATTR);
+        /* attribute values from the bins given the scale class and the token (or the label
+         * bucket and the token) */
+        syn_ld_attr_values(m, g->tok[i], ld->labeled ? label_ns : 0, scale, r, g->val + (size_t)i * ETK_SYNTH_N_ATTR);
     }
     memcpy(g->par_off, off.v, ((size_t)n + 1) * sizeof *g->par_off);
     if (par.n) /* a one-layer graph has no edges (par.v is NULL) */
@@ -659,7 +665,7 @@ int syn_ld_from_json(json_t *o, const char *path, syn_layerdag **out, etk_error 
         json_integer_value(json_object_get(o, "steps")) != LD_STEPS ||
         json_integer_value(json_object_get(o, "far_buckets")) != LD_FAR_BUCKETS)
         rc = etk_err(err, ETK_EFORMAT,
-                     "%s: field 'layerdag': wanted window 8, size_classes 64, steps 4, far_buckets 7 (version 2)", path);
+                     "%s: field 'layerdag': wanted window 8, size_classes 64, steps 4, far_buckets 7 (version 3)", path);
     else if (ml < 1 || ml > 100000000)
         rc = etk_err(err, ETK_EFORMAT, "%s: field 'layerdag.max_layers': wanted a positive integer", path);
     else if (!(ep >= 0 && ep <= 1))

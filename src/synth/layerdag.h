@@ -56,8 +56,9 @@ void syn_ld_free(syn_layerdag *ld);
 /* the label bucket (0 .. LD_LABEL_BUCKETS - 1) of a label in a labeled model's range */
 int syn_ld_label_bucket(const syn_layerdag *ld, double label_ns);
 /* a node's attribute values: bins from the label bucket's table of a labeled model given a label
- * (when it has the token), else from the count model's bins given the token */
-void syn_ld_attr_values(const etk_synth_model *m, int tok, double label_ns, srng *r, double *val);
+ * (when it has the token), else from the count model's bins given the graph's scale class
+ * (`scale`, -1: none) and the token, backing off to the token's pooled bins */
+void syn_ld_attr_values(const etk_synth_model *m, int tok, double label_ns, int scale, srng *r, double *val);
 json_t *syn_ld_json(const syn_layerdag *ld);
 /* from the model file's "layerdag" object; errors name path and field */
 int syn_ld_from_json(json_t *o, const char *path, syn_layerdag **out, etk_error *err);

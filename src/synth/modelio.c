@@ -1,4 +1,4 @@
-/* modelio.c — the synth model file: one JSON document, format "etkit-synth-model", version 2
+/* modelio.c — the synth model file: one JSON document, format "etkit-synth-model", version 3
  * (docs/synth.md "Model file"), written atomically; the reader checks every field and names the
  * file and the field in its errors. */
 #include <inttypes.h>
@@ -13,7 +13,7 @@
 #include "synth_internal.h"
 
 #define FORMAT "etkit-synth-model"
-#define VERSION 2 /* 2: the LayerDAG part gained the far-parent classifier */
+#define VERSION 3 /* 2: the LayerDAG part gained the far-parent classifier; 3: the attribute scale classes */
 static const char *attr_names[ETK_SYNTH_N_ATTR] = {"flops", "tensor_bytes", "comm_bytes", "duration_us"};
 
 static json_t *hist_json(const shist *h)
@@ -83,6 +83,14 @@ int etk_synth_model_save(const etk_synth_model *m, const char *path, etk_error *
         json_object_set_new(edges, etk_synth_tok_name(t), e);
     }
     json_object_set_new(root, "attr_edges", edges);
+    json_t *sb = json_array(), *scut = json_array(), *sg = json_array();
+    for (int c = 0; c < SYN_SCALE_CLASSES; c++) {
+        json_array_append_new(sb, tok_hists(m->sbins[c]));
+        json_array_append_new(sg, json_integer(m->scale_graphs[c]));
+    }
+    for (int c = 0; c < SYN_SCALE_CLASSES - 1; c++)
+        json_array_append_new(scut, json_real(m->scut[c]));
+    json_object_set_new(root, "attr_bins_by_scale", json_pack("{s:o,s:o,s:o}", "bounds", scut, "graphs", sg, "bins", sb));
     json_object_set_new(root, "world_sizes", hist_json(&m->world));
     json_object_set_new(root, "inner_sizes", hist_json(&m->inner));
     json_t *wl = json_array();
@@ -187,7 +195,8 @@ int etk_synth_model_load(const char *path, etk_synth_model **out, etk_error *err
         goto done;
     }
     if (!json_is_integer(v) || json_integer_value(v) != VERSION) {
-        rc = bad(&r, "version", "wanted 2 (this etkit reads synth model files of version 2)");
+        rc = bad(&r, "version", "wanted 3 (this etkit reads synth model files of version 3; refit older files with "
+                 "'etkit synth fit')");
         goto done;
     }
     json_t *kind = json_object_get(root, "kind");
@@ -205,18 +214,18 @@ int etk_synth_model_load(const char *path, etk_synth_model **out, etk_error *err
     m->n_graphs = (uint32_t)json_integer_value(ng);
     if (!json_is_integer(nb) || json_integer_value(nb) != ETK_SYNTH_N_BINS || !json_is_integer(npb) ||
         json_integer_value(npb) != SYN_POS_BUCKETS || !json_is_integer(cap) || json_integer_value(cap) != SYN_SIZE_CAP) {
-        rc = bad(&r, "bins", "wanted bins 8, position_buckets 8, size_cap 4096 (the constants of version 2)");
+        rc = bad(&r, "bins", "wanted bins 8, position_buckets 8, size_cap 4096 (the constants of version 3)");
         goto done;
     }
     json_t *toks = json_object_get(root, "tokens");
     if (!json_is_array(toks) || json_array_size(toks) != ETK_SYNTH_N_TOKENS) {
-        rc = bad(&r, "tokens", "wanted the 43 token names of version 2");
+        rc = bad(&r, "tokens", "wanted the 43 token names of version 3");
         goto done;
     }
     for (int t = 0; t < ETK_SYNTH_N_TOKENS; t++) {
         json_t *s = json_array_get(toks, (size_t)t);
         if (!json_is_string(s) || strcmp(json_string_value(s), etk_synth_tok_name(t))) {
-            rc = bad(&r, "tokens", "wanted the token names of version 2 in their order");
+            rc = bad(&r, "tokens", "wanted the token names of version 3 in their order");
             goto done;
         }
     }
@@ -322,6 +331,45 @@ int etk_synth_model_load(const char *path, etk_synth_model **out, etk_error *err
                 m->edges[t][a][k] = d;
             }
         }
+    }
+    /* the attribute scale classes (version 3) */
+    json_t *so = json_object_get(root, "attr_bins_by_scale"), *sb = json_object_get(so, "bins"),
+           *scut = json_object_get(so, "bounds"), *sg = json_object_get(so, "graphs");
+    if (!json_is_array(sb) || json_array_size(sb) != SYN_SCALE_CLASSES || !json_is_array(scut) ||
+        json_array_size(scut) != SYN_SCALE_CLASSES - 1 || !json_is_array(sg) || json_array_size(sg) != SYN_SCALE_CLASSES) {
+        rc = bad(&r, "attr_bins_by_scale", "wanted {\"bounds\": [63 ascending numbers], \"graphs\": [64 counts], \"bins\": "
+                 "[64 objects keyed by token names]}");
+        goto done;
+    }
+    uint64_t sgt = 0;
+    for (int c = 0; c < SYN_SCALE_CLASSES; c++) {
+        json_t *x = json_array_get(sg, (size_t)c);
+        json_int_t k = json_integer_value(x);
+        if (!json_is_integer(x) || k < 0 || k > UINT32_MAX) {
+            rc = bad(&r, "attr_bins_by_scale.graphs", "wanted 64 non-negative counts");
+            goto done;
+        }
+        m->scale_graphs[c] = (uint32_t)k;
+        sgt += (uint64_t)k;
+        if (c == SYN_SCALE_CLASSES - 1)
+            break;
+        x = json_array_get(scut, (size_t)c);
+        double d = json_number_value(x);
+        if (!json_is_number(x) || !(d >= 0 && d <= ETK_SYNTH_N_BINS) || (c && d < m->scut[c - 1])) {
+            rc = bad(&r, "attr_bins_by_scale.bounds", "wanted 63 ascending numbers in [0, 8] (mean bin indices)");
+            goto done;
+        }
+        m->scut[c] = d;
+    }
+    if (!sgt) {
+        rc = bad(&r, "attr_bins_by_scale.graphs", "wanted some class with a graph");
+        goto done;
+    }
+    for (int c = 0; c < SYN_SCALE_CLASSES; c++) {
+        char f[64];
+        snprintf(f, sizeof f, "attr_bins_by_scale.bins[%d]", c);
+        if ((rc = read_tok_hists_obj(&r, json_array_get(sb, (size_t)c), f, m->sbins[c])))
+            goto done;
     }
     if ((rc = read_hist(&r, json_object_get(root, "world_sizes"), "world_sizes", &m->world)) ||
         (rc = read_hist(&r, json_object_get(root, "inner_sizes"), "inner_sizes", &m->inner)))

@@ -40,6 +40,7 @@ void shist_free(shist *h);
 #define SYN_SIZE_CAP 4096
 /* bin codes per attribute: the B + 1 quantile edges (tokens.c bin_of) */
 #define SYN_BIN_CODES (ETK_SYNTH_N_BINS + 1) /* previous layer sizes above this share one context */
+#define SYN_SCALE_CLASSES 64 /* per-graph attribute scale classes (about 5 graphs each for the 320 of the corpus) */
 
 struct etk_synth_model {
     uint32_t n_graphs;
@@ -57,6 +58,12 @@ struct etk_synth_model {
     shist dist[ETK_SYNTH_N_TOKENS];     /* parent-layer distance of the extra parents */
     shist bins[ETK_SYNTH_N_TOKENS];     /* joint attribute bin code given token */
     double edges[ETK_SYNTH_N_TOKENS][ETK_SYNTH_N_ATTR][ETK_SYNTH_N_BINS + 1]; /* quantile edges */
+    /* the attribute scale (docs/synth.md "Attribute scale"): every training graph's scale
+     * statistic (the mean quantile bin of its nodes' attribute values) cut at its 1/64 ... 63/64
+     * quantiles over the graphs into SYN_SCALE_CLASSES classes; bin codes given (class, token) */
+    double scut[SYN_SCALE_CLASSES - 1];
+    uint32_t scale_graphs[SYN_SCALE_CLASSES]; /* training graphs per class (the sampling marginal) */
+    shist sbins[SYN_SCALE_CLASSES][ETK_SYNTH_N_TOKENS];
     shist world, inner;                 /* world sizes and inner-group sizes seen */
     uint32_t n_wl;
     uint64_t *wl;                       /* sorted WL hashes of the training graphs */
@@ -71,6 +78,14 @@ uint32_t syn_pos_bucket(uint32_t l, uint32_t n_layers);
 /* joint bin code of a node's attribute values, and values drawn inside a code's bins */
 uint32_t syn_bin_code(const etk_synth_model *m, int tok, const double *val);
 void syn_bin_values(const etk_synth_model *m, int tok, uint32_t code, srng *r, double *val);
+/* the attribute scale: a graph's statistic (mean bin index of its nodes' carried attributes,
+ * 0 .. ETK_SYNTH_N_BINS), its class, a class drawn from the training marginal, and the bin-code
+ * table of a token given a class (-1: none; back-off to the token's pooled table when the class
+ * never saw the token) */
+double syn_scale_stat(const etk_synth_model *m, const etk_synth_graph *g);
+int syn_scale_class(const etk_synth_model *m, double stat);
+int syn_scale_draw(const etk_synth_model *m, srng *r);
+const shist *syn_attr_table(const etk_synth_model *m, int tok, int scale);
 /* allocate an empty graph of n nodes and e edges */
 etk_synth_graph *syn_graph_alloc(uint32_t n, uint32_t e);
 int syn_wl_rejected(const etk_synth_model *m, uint64_t h);

@@ -134,19 +134,29 @@ int etk_synth_op_class(const char *name, const char *op_kind)
         has(b, "chunk") || has(b, "narrow") || has(b, "slice") || has(b, "expand") || has(b, "memcpy") || has(b, "memset") || has(b, "to_copy") ||
         has(b, "empty") || has(b, "cat") || has(b, "view") || has(b, "reshape") || has(b, "transpose"))
         return ETK_SYNTH_OP_MEMORY;
+    /* "proj" and "dense" as name components: q_proj, out_proj, c_proj, dense_h_to_4h */
     if (has(b, "mm") || has(b, "gemm") || has(b, "matmul") || has(b, "linear") || has(b, "conv") ||
-        has(b, "grad") || has(b, "head"))
+        has(b, "grad") || has(b, "head") || has_part(b, "proj", false) || has_part(b, "dense", false))
         return ETK_SYNTH_OP_GEMM;
-    /* the generator's GEMM names: the last dotted component */
+    /* the generator's GEMM names: the whole last component after '.' or '/' ("mb0.L1.q",
+     * "decode1/q", "fc1"), the name alone or followed by digits only: anchored, so that "kiln" or
+     * "value_x" are not read as the GEMMs k and v (before s25 the names were matched as
+     * prefixes) */
     const char *last = b;
     for (const char *p = b; *p; p++)
-        if (*p == '.' || *p == '/') /* "mb0.L1.q", "decode1/q" */
+        if (*p == '.' || *p == '/')
             last = p + 1;
-    static const char *gemms[] = {"q", "k", "v", "qkv", "proj", "gate", "up", "down", "fc1", "fc2", "fc", "out",
+    static const char *gemms[] = {"q", "k", "v", "qkv", "proj", "gate", "up", "down", "fc", "out",
                                   "dense", "router", "wq", "wkv", "kv_a", "kv_b", "q_a", "q_b", "expert"};
-    for (size_t i = 0; i < sizeof gemms / sizeof gemms[0]; i++)
-        if (!strncmp(last, gemms[i], strlen(gemms[i])))
-            return ETK_SYNTH_OP_GEMM;
+    for (size_t i = 0; i < sizeof gemms / sizeof gemms[0]; i++) {
+        size_t n = strlen(gemms[i]);
+        if (!strncmp(last, gemms[i], n)) {
+            while (isdigit((unsigned char)last[n]))
+                n++;
+            if (!last[n])
+                return ETK_SYNTH_OP_GEMM;
+        }
+    }
     if (has(b, "res") || has(b, "add") || has(b, "mul") || has(b, "rope") || has(b, "swiglu") || has(b, "gelu") ||
         has(b, "relu") || has(b, "silu") || has(b, "act") || has(b, "dropout") || has(b, "bias") || has(b, "scale") ||
         has(b, "div") || has(b, "sub") || has(b, "exp") || has(b, "tanh") || has(b, "sigmoid"))
