@@ -22,7 +22,11 @@ for n in 4000 40000; do
 done
 [ "$loop40000" = $((10 * loop4000)) ] && ok "40,000 iterations take 10 x 4,000's virtual time ($loop40000 ns)" ||
   fail "loop time $loop40000 ns for 40,000 iterations, 10 x $loop4000 ns wanted"
-if [ "${hwm4000:--1}" -le 0 ] || [ "${hwm40000:--1}" -le 0 ] || [ -z "$nodes4000" ] || [ -z "$nodes40000" ]; then
+if grep -q __asan_init "$ETKIT"; then
+  # memory figures mean nothing under AddressSanitizer (shadow memory, redzones, quarantine: 619
+  # B/node measured in the ASan+UBSan CI pass); the plain build checks the bound
+  ok "coordinator memory bound not checked under AddressSanitizer"
+elif [ "${hwm4000:--1}" -le 0 ] || [ "${hwm40000:--1}" -le 0 ] || [ -z "$nodes4000" ] || [ -z "$nodes40000" ]; then
   fail "no VmHWM or node count read (hwm $hwm4000 / $hwm40000, nodes $nodes4000 / $nodes40000)"
 else
   per=$(( (hwm40000 - hwm4000) * 1024 / (nodes40000 - nodes4000) ))
