@@ -364,7 +364,8 @@ int etk_synth_fit(etk_synth_graph *const *gs, size_t n, const uint32_t *world_si
             if (shist_add(&m->bins[g->tok[i]], syn_bin_code(m, g->tok[i], g->val + (size_t)i * ETK_SYNTH_N_ATTR), 1))
                 goto fail;
     }
-    /* the attribute scale: class bounds at the c/SYN_SCALE_CLASSES quantiles (c = 1 ... 63) of the graphs' statistic,
+    /* the attribute scale: class bounds at the c/SYN_SCALE_CLASSES quantiles (c = 1 ... 63) of
+     * the graphs' statistic,
      * then every node's bin code given its graph's class and its token */
     if (n && !(stat = malloc(n * sizeof *stat)))
         goto fail;
