@@ -5,6 +5,7 @@
  * reader.c, and tests/test_wire.c plus the fuzz target fuzz_node_codec check that both paths
  * agree byte for byte and field for field. Why: per-message struct building and copying in
  * protobuf-c cost 2-3x the decode itself on traces of many small nodes (see bench/RESULTS.md). */
+#include <limits.h>
 #include <string.h>
 
 #include "trace_priv.h"
@@ -406,11 +407,12 @@ static inline bool rlen(rd *r, rd *sub)
 {
     uint64_t l;
     const uint8_t *start = r->p;
-    /* as protobuf-c (the reference decoder): a length prefix has at most 5 bytes, read as
-     * 32 bits (an overlong "80 80 80 80 80 80 80 80 00" is malformed there, so here too) */
-    if (!rv(r, &l) || r->p - start > 5)
+    /* as protobuf-c 1.4 (the reference decoder): a length prefix has at most 5 bytes (an
+     * overlong "80 80 80 80 80 80 80 80 00" is malformed there, so here too), its 35 bits are
+     * read whole, and a length past INT_MAX is malformed ("80 80 80 80 50" is 80 x 2^28, not the
+     * 0 its low 32 bits would give) */
+    if (!rv(r, &l) || r->p - start > 5 || l > INT_MAX)
         return false;
-    l = (uint32_t)l;
     if (l > (uint64_t)(r->end - r->p))
         return false;
     sub->p = r->p;
