@@ -2,6 +2,7 @@
  * (transparently gunzipped, regular files only, bounded by a size limit fit for the kind of
  * file) shared by every module that reads or writes files. */
 #include <errno.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
@@ -153,23 +154,62 @@ int etk_file_read_all(const char *path, char **data, size_t *len, etk_error *err
     return etk_file_read_max(path, ETK_MAX_INPUT_BYTES, "input file", data, len, err);
 }
 
-int etk_file_read_max(const char *path, size_t max_bytes, const char *what, char **data, size_t *len,
-                      etk_error *err)
+/* A file that is not gzip: read as it is, into one buffer of its size (a file of /proc says 0
+ * bytes and has more: the buffer grows), bounded by max_bytes. */
+static int read_plain(int fd, const char *path, size_t size_hint, size_t max_bytes, const char *what,
+                      char **data, size_t *len, etk_error *err)
 {
-    *data = NULL;
-    *len = 0;
-    /* a FIFO, /dev/zero or a directory would be read until memory runs out (or fail oddly) */
-    struct stat st;
-    if (stat(path, &st) != 0)
-        return etk_err(err, ETK_EIO, "%s: cannot open: %s", path, strerror(errno));
-    if (!S_ISREG(st.st_mode))
-        return etk_err(err, ETK_EIO, "%s: %s, expected a %s", path, etk_file_kind(st.st_mode), what);
-    if ((uint64_t)st.st_size > max_bytes)
-        return etk_err(err, ETK_EINVAL, "%s: %llu bytes, more than the limit of %zu bytes (%.0f MiB) for a %s",
-                       path, (unsigned long long)st.st_size, max_bytes, (double)max_bytes / 1048576.0, what);
-    gzFile gz = gzopen(path, "rb");
-    if (!gz)
-        return etk_err(err, ETK_EIO, "%s: cannot open: %s", path, strerror(errno));
+    size_t cap = (size_hint < max_bytes ? size_hint : max_bytes) + 2, n = 0; /* +2: room for the
+                                                                            * NUL and the EOF read */
+    if (cap < 4096)
+        cap = 4096;
+    char *buf = malloc(cap);
+    if (!buf)
+        return etk_err(err, ETK_ENOMEM, "%s: out of memory", path);
+    for (;;) {
+        if (n + 1 >= cap) {
+            if (n > max_bytes)
+                break;
+            char *nb = realloc(buf, cap * 2);
+            if (!nb) {
+                free(buf);
+                return etk_err(err, ETK_ENOMEM, "%s: out of memory (%zu bytes)", path, cap * 2);
+            }
+            buf = nb;
+            cap *= 2;
+        }
+        ssize_t r = read(fd, buf + n, cap - 1 - n);
+        if (r < 0) {
+            if (errno == EINTR)
+                continue;
+            int rc = etk_err(err, ETK_EIO, "%s: read failed: %s", path, strerror(errno));
+            free(buf);
+            return rc;
+        }
+        if (r == 0)
+            break;
+        n += (size_t)r;
+    }
+    if (n > max_bytes) { /* it grew while read */
+        free(buf);
+        return etk_err(err, ETK_EINVAL, "%s: more than the limit of %zu bytes (%.0f MiB) for a %s", path,
+                       max_bytes, (double)max_bytes / 1048576.0, what);
+    }
+    buf[n] = 0;
+    *data = buf;
+    *len = n;
+    return 0;
+}
+
+/* A gzip file: decompressed, bounded by max_bytes of output. Takes fd. */
+static int read_gz(int fd, const char *path, size_t max_bytes, const char *what, char **data, size_t *len,
+                   etk_error *err)
+{
+    gzFile gz = gzdopen(fd, "rb");
+    if (!gz) {
+        close(fd);
+        return etk_err(err, ETK_ENOMEM, "%s: cannot start reading the gzip stream", path);
+    }
     size_t cap = 1u << 16, n = 0;
     char *buf = malloc(cap);
     if (!buf) {
@@ -222,4 +262,33 @@ int etk_file_read_max(const char *path, size_t max_bytes, const char *what, char
     *data = buf;
     *len = n;
     return 0;
+}
+
+int etk_file_read_max(const char *path, size_t max_bytes, const char *what, char **data, size_t *len,
+                      etk_error *err)
+{
+    *data = NULL;
+    *len = 0;
+    /* a FIFO, /dev/zero or a directory would be read until memory runs out (or fail oddly) */
+    struct stat st;
+    if (stat(path, &st) != 0)
+        return etk_err(err, ETK_EIO, "%s: cannot open: %s", path, strerror(errno));
+    if (!S_ISREG(st.st_mode))
+        return etk_err(err, ETK_EIO, "%s: %s, expected a %s", path, etk_file_kind(st.st_mode), what);
+    if ((uint64_t)st.st_size > max_bytes)
+        return etk_err(err, ETK_EINVAL, "%s: %llu bytes, more than the limit of %zu bytes (%.0f MiB) for a %s",
+                       path, (unsigned long long)st.st_size, max_bytes, (double)max_bytes / 1048576.0, what);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return etk_err(err, ETK_EIO, "%s: cannot open: %s", path, strerror(errno));
+    /* gzip (magic 1f 8b) is decompressed; anything else is read as it is, without zlib's
+     * buffers (a few hundred KiB set up and cleared per file: most of the cost of a small
+     * model or cluster file) */
+    unsigned char magic[2];
+    ssize_t m = pread(fd, magic, 2, 0);
+    if (m == 2 && magic[0] == 0x1f && magic[1] == 0x8b)
+        return read_gz(fd, path, max_bytes, what, data, len, err);
+    int rc = read_plain(fd, path, (size_t)st.st_size, max_bytes, what, data, len, err);
+    close(fd);
+    return rc;
 }
