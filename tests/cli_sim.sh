@@ -145,6 +145,12 @@ expect "run defaults: MFU with flash attention" 0 "MFU 53.2% of 989 TFLOP/s BF16
 expect "run defaults, one comm stream" 0 "MFU 51.5%" "$ETKIT" run --comm-streams 1
 expect "run help: the default is flash" 0 "global-batch 256 --attention flash" "$ETKIT" run --help
 expect "run defaults unfused" 0 "MFU 29.3%" "$ETKIT" run --attention unfused
+# Llama 3 405B on 16,384 H100 with Meta's plan (docs/sim.md, the table's MFU column; Meta: 38-43%)
+for vm in "1 31.1" "2 41.8" "4 49.4"; do
+  set -- $vm
+  expect "405B on the llama3 cluster, --vpp $1" 0 "MFU $2% of 989 " "$ETKIT" run --model llama3-405b --tp 8 \
+    --pp 16 --dp 128 --sp --global-batch 2048 --first-stage-layers 7 --last-stage-layers 7 --vpp "$1" --cluster llama3
+done
 expect "run bad --attention" 2 "--attention wants unfused or flash, got 'bogus'" "$ETKIT" run --attention bogus
 expect "run bad plan" 2 "tp" "$ETKIT" run --model llama3-8b --tp 3 --dp 1
 exit $fail
