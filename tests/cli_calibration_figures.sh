@@ -19,28 +19,28 @@ python3 "$HERE/bench/calibration_figures.py" "$ETKIT" "$SHARED/spec/calibration-
   fail "calibration_figures.py failed: $(tail -3 "$T/fig.err")"
 # column group rows mean% worst%
 cat >"$T/pins" <<'PINS'
-fitted all:all 46 7.65 38.73
+fitted all:all 46 7.44 38.05
 fitted gpu:A100 3 8.51 19.21
-fitted gpu:B200 5 16.50 38.73
-fitted gpu:H100 36 6.52 16.13
-fitted gpu:H200 2 4.52 6.44
-fitted set:mbridge-b200 5 16.50 38.73
-fitted set:mbridge-h100-fp8 6 9.93 16.13
-fitted set:megatron-lm-llama-h100-fp8 3 8.17 10.17
-fitted set:nemo-24.07-h100-fp8 12 5.34 14.54
-fitted set:nemo-longseq-h100-fp8 5 5.08 11.87
-fitted set:trtllm-0.9 15 6.39 19.21
-held_out all:all 46 9.81 38.73
+fitted gpu:B200 5 17.47 38.05
+fitted gpu:H100 36 6.16 16.95
+fitted gpu:H200 2 3.88 6.69
+fitted set:mbridge-b200 5 17.47 38.05
+fitted set:mbridge-h100-fp8 6 10.27 16.95
+fitted set:megatron-lm-llama-h100-fp8 3 8.45 10.25
+fitted set:nemo-24.07-h100-fp8 12 4.85 14.00
+fitted set:nemo-longseq-h100-fp8 5 4.20 10.69
+fitted set:trtllm-0.9 15 5.91 19.21
+held_out all:all 46 7.79 38.05
 held_out gpu:A100 3 8.51 19.21
-held_out gpu:B200 5 16.50 38.73
-held_out gpu:H100 36 9.28 27.01
-held_out gpu:H200 2 4.52 6.44
-held_out set:mbridge-b200 5 16.50 38.73
-held_out set:mbridge-h100-fp8 6 10.18 16.35
-held_out set:megatron-lm-llama-h100-fp8 3 8.66 10.60
-held_out set:nemo-24.07-h100-fp8 12 8.55 18.69
-held_out set:nemo-longseq-h100-fp8 5 14.50 27.01
-held_out set:trtllm-0.9 15 7.10 19.21
+held_out gpu:B200 5 17.47 38.05
+held_out gpu:H100 36 6.60 17.41
+held_out gpu:H200 2 3.88 6.69
+held_out set:mbridge-b200 5 17.47 38.05
+held_out set:mbridge-h100-fp8 6 10.80 17.41
+held_out set:megatron-lm-llama-h100-fp8 3 9.32 11.07
+held_out set:nemo-24.07-h100-fp8 12 4.88 14.03
+held_out set:nemo-longseq-h100-fp8 5 5.17 13.40
+held_out set:trtllm-0.9 15 6.25 19.21
 PINS
 python3 - "$T/fig.json" "$T/pins" <<'PY' || fail "the calibration figures moved"
 import json, sys

@@ -289,6 +289,55 @@ static void gemm_grouped_experts(void **st)
     assert_true(fabs(dense - 989 * 0.8 * 323.37 / 387.37) < 0.3);
 }
 
+static void fp8_layer_te_benchmark(void **st)
+{
+    (void)st;
+    /* Transformer Engine's GEMM benchmark on an H200 NVL (kernels-measured.md section 1; 1671
+     * TFLOP/s FP8, 835 BF16, 4.8 TB/s), M = 15872 tokens, hidden 4096, FFN 16384: the four layer
+     * GEMMs (M x K x N) QKV 15872x4096x12288, attn-out x4096x4096, MLP-up x4096x16384, MLP-down
+     * 15872x16384x4096, 6.39 TFLOP fprop; autocast with delayed scaling 1033 TFLOP/s fprop,
+     * BF16 600; the whole layer (fprop, dgrad, wgrad) 1.69x BF16's. The generator's casts
+     * (docs/compute-model.md): forward, each GEMM's input X and weight W (4 B per element;
+     * one micro-batch); backward, the dgrad's output gradient dY and W, the wgrad's dY and X
+     * (4 B each). Elements: X 455,081,984, W 201,326,592, dY 585,105,408. At fp8_gemm_eff 0.71
+     * (large shapes: no half-dim loss) and mem_eff 0.8:
+     *   fprop 6.3909e12 / (1671e12 * 0.71) = 5.387 ms + casts 4 (X + W) / 3.84e12 = 0.684 ms:
+     *     6.071 ms = 1053 TFLOP/s (measured 1033);
+     *   backward 2 x 5.387 + casts 4 (2 dY + X + W) / 3.84e12 = 1.902 ms: 12.676 ms;
+     *   BF16 layer at the measured 600 TFLOP/s, backward as its fprop: 3 x 10.652 = 31.955 ms;
+     *   speedup 31.955 / 18.747 = 1.705 (measured 1.69); with the dY cast alone in the
+     *   backward (before branch s26-fid) 1.831. */
+    etk_cluster c = preset("hgx-h200", ETK_PREC_BF16);
+    c.gpu.peak_flops[ETK_PREC_FP8] = 1671e12;
+    c.gpu.hbm_bw_Bps = 4.8e12;
+    etk_compute_params p = P();
+    p.launch_ns = 0, p.fp8_gemm_eff = 0.71, p.fp8_gemm_half_dim = 0, p.mem_eff = 0.8;
+    const int64_t M = 15872, sh[4][2] = {{4096, 12288}, {4096, 4096}, {4096, 16384}, {16384, 4096}};
+    double gemm = 0, fl = 0, X = 0, W = 0, Y = 0;
+    for (int i = 0; i < 4; i++) {
+        int64_t K = sh[i][0], N = sh[i][1];
+        etk_op_desc op = {.kind = ETK_OP_GEMM, .m = M, .n = N, .k = K, .fp8 = true};
+        op.flops = 2ull * (uint64_t)(M * N * K);
+        op.bytes = (uint64_t)(M * K + K * N + 2 * M * N);
+        gemm += (double)etk_compute_op_ns(&c, &p, &op);
+        fl += (double)op.flops;
+        X += (double)(M * K), W += (double)(K * N), Y += (double)(M * N);
+    }
+    assert_true(X == 455081984.0 && W == 201326592.0 && Y == 585105408.0);
+    etk_op_desc cast = {.kind = ETK_OP_ELEMENTWISE};
+    cast.bytes = (uint64_t)(4 * (X + W));
+    double fwd = gemm + (double)etk_compute_op_ns(&c, &p, &cast);
+    cast.bytes = (uint64_t)(4 * (2 * Y + X + W));
+    double bwd = 2 * gemm + (double)etk_compute_op_ns(&c, &p, &cast);
+    assert_true(fabs(fwd / 6.071e6 - 1) < 1e-3 && fabs(bwd / 12.676e6 - 1) < 1e-3);
+    double bf16 = 3 * fl / 600e3; /* ns */
+    assert_true(fabs(fl / fwd / 1e3 / 1033 - 1) < 0.025);          /* fprop within 2.5% */
+    assert_true(fabs(bf16 / (fwd + bwd) / 1.69 - 1) < 0.01);       /* whole layer within 1% */
+    cast.bytes = (uint64_t)(4 * Y);                                /* the dY cast alone: 8% off */
+    double old = 2 * gemm + (double)etk_compute_op_ns(&c, &p, &cast);
+    assert_true(bf16 / (fwd + old) / 1.69 - 1 > 0.08);
+}
+
 static void gemm_grouped_fp8_wgrad(void **st)
 {
     (void)st;
@@ -423,6 +472,7 @@ int main(void)
         cmocka_unit_test(gpu_yaml_compute_mapping),
         cmocka_unit_test(gemm_fp8),
         cmocka_unit_test(gemm_grouped_experts),
+        cmocka_unit_test(fp8_layer_te_benchmark),
         cmocka_unit_test(gemm_grouped_fp8_wgrad),
         cmocka_unit_test(attention_causal_bwd_dim),
         cmocka_unit_test(gpu_capacities_as_reported),

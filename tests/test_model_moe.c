@@ -223,10 +223,13 @@ static void test_fp8_lowering(void **state)
     /* FP8 training with Transformer Engine's casts, 4 micro-batches per step: before each FP8
      * GEMM its activation input is cast (read 2 B, write the 1-byte copy and its 1-byte
      * transpose: 4 B per element) and its weight once per step (4 B per element, a quarter per
-     * micro-batch); backward, its output gradient (4 B per element); none for the attention
+     * micro-batch); backward, the operands of its dgrad and wgrad GEMMs as TE's GEMM benchmark
+     * quantizes them: the output gradient twice (dgrad, wgrad), the weight (once per step: a
+     * quarter) and the activation input (4 B per element each); none for the attention
      * core's GEMMs, none in the head (Megatron's output layer is BF16). An input cast once is
-     * not cast again: k and v read q's copy of the normed x (Megatron's fused linear_qkv), up
-     * reads gate's (linear_fc1), so their casts hold their weights only */
+     * not cast again in the same pass: k and v read q's copy of the normed x (Megatron's fused
+     * linear_qkv), up reads gate's (linear_fc1), so their forward casts hold their weights
+     * only; backward (reverse order) v's and up's casts carry the input, q's, k's and gate's not */
     {
         etk_arena *a = etk_arena_new(0);
         gprog p;
@@ -254,18 +257,33 @@ static void test_fp8_lowering(void **state)
             } else if (!strcmp(I->name, "down.fp8_cast")) { /* [s, f], weight [f, h] */
                 assert_int_equal(I->bytes, 4 * s * f + 4 * f * h / 4);
                 seen++;
-            } else if (!strcmp(I->name, "down.fp8_cast_grad")) { /* d out [s, h] */
-                assert_int_equal(I->bytes, 4 * s * h);
+            } else if (!strcmp(I->name, "down.fp8_cast_grad")) { /* d out [s, h], in [s, f], w [f, h] */
+                assert_int_equal(I->bytes, 2 * 4 * s * h + 4 * s * f + 4 * f * h / 4);
                 assert_int_equal(I->phase, P_BWD);
                 seen++;
-            } else if (!strcmp(I->name, "gate.fp8_cast_grad")) { /* d out [s, f] */
-                assert_int_equal(I->bytes, 4 * s * f);
+            } else if (!strcmp(I->name, "up.fp8_cast_grad")) { /* d out [s, f], xn [s, h], w [h, f] */
+                assert_int_equal(I->bytes, 2 * 4 * s * f + 4 * s * h + 4 * h * f / 4);
+                seen++;
+            } else if (!strcmp(I->name, "gate.fp8_cast_grad")) { /* d out [s, f]; up's copy of xn */
+                assert_int_equal(I->bytes, 2 * 4 * s * f + 4 * h * f / 4);
+                seen++;
+            } else if (!strcmp(I->name, "proj.fp8_cast_grad")) { /* d out [s, h], in [s, h], w [h, h] */
+                assert_int_equal(I->bytes, 2 * 4 * s * h + 4 * s * h + 4 * h * h / 4);
+                seen++;
+            } else if (!strcmp(I->name, "v.fp8_cast_grad")) { /* d out [s, kvd], xn [s, h], w [h, kvd] */
+                assert_int_equal(I->bytes, 2 * 4 * s * kvd + 4 * s * h + 4 * h * kvd / 4);
+                seen++;
+            } else if (!strcmp(I->name, "k.fp8_cast_grad")) { /* v's copy of xn */
+                assert_int_equal(I->bytes, 2 * 4 * s * kvd + 4 * h * kvd / 4);
+                seen++;
+            } else if (!strcmp(I->name, "q.fp8_cast_grad")) { /* v's copy of xn */
+                assert_int_equal(I->bytes, 2 * 4 * s * h + 4 * h * h / 4);
                 seen++;
             }
             assert_null(strstr(I->name, "scores"));
             assert_null(strstr(I->name, "av."));
         }
-        assert_int_equal(seen, 8);
+        assert_int_equal(seen, 13);
         assert_int_equal(casts, 14); /* 7 FP8 GEMMs: one forward and one backward cast each */
         assert_int_equal(etk_lower_section(g, G_SEC_HEAD, &o, a, &p, &err), 0);
         for (int i = 0; i < p.n; i++)

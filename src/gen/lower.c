@@ -214,7 +214,7 @@ int etk_lower_section(const etk_graph *g, int sec, const glower_opts *o, etk_are
     c.cpg[0] = etk_arena_alloc(a, sizeof(int32_t) * (size_t)nt);
     c.cpg[1] = etk_arena_alloc(a, sizeof(int32_t) * (size_t)nt);
     c.cpmark = etk_arena_alloc(a, sizeof(*c.cpmark) * (size_t)nops);
-    for (int k = 0; k < 2; k++) {
+    for (int k = 0; k < 3; k++) {
         c.fp8done[k] = etk_arena_alloc(a, sizeof(bool) * (size_t)nt);
         c.fp8L[k] = etk_arena_alloc(a, sizeof(lay) * (size_t)nt);
     }
@@ -224,7 +224,7 @@ int etk_lower_section(const etk_graph *g, int sec, const glower_opts *o, etk_are
     c.fflops = etk_arena_alloc(a, sizeof(double) * (size_t)(nops ? nops : 1));
     if (!c.fflops || !c.ts[0] || !c.ts[1] || !c.prod_op || !c.used || !c.uinst[0] || !c.uinst[1] || !c.via_ag || !c.outL ||
         !c.grad || !c.regather || !c.cpg[0] || !c.cpg[1] || !c.cpmark || !c.ring[0] || !c.ring[1] || !c.ring[2] ||
-        !c.ringk || !c.fp8done[0] || !c.fp8done[1] || !c.fp8L[0] || !c.fp8L[1])
+        !c.ringk || !c.fp8done[0] || !c.fp8done[1] || !c.fp8done[2] || !c.fp8L[0] || !c.fp8L[1] || !c.fp8L[2])
         return etk_err(err, ETK_ENOMEM, "out of memory lowering %s", S->name);
     for (int t = 0; t < nt; t++) {
         c.ts[0][t].inst = NONE;
@@ -234,7 +234,7 @@ int etk_lower_section(const etk_graph *g, int sec, const glower_opts *o, etk_are
         c.cpg[0][t] = c.cpg[1][t] = NONE;
         c.ring[0][t] = c.ring[1][t] = c.ring[2][t] = NULL;
         c.ringk[t] = -1;
-        c.fp8done[0][t] = c.fp8done[1][t] = false;
+        c.fp8done[0][t] = c.fp8done[1][t] = c.fp8done[2][t] = false;
     }
     memset(c.cpmark, 0, sizeof(*c.cpmark) * (size_t)nops);
     low_routing(&c);

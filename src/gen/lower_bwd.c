@@ -337,12 +337,30 @@ int low_lower_op_bwd(ctx *c, int j)
     int32_t deps[MAX_CONTRIB * 2 + G_MAX_IN + 2];
     char name[96];
     if (op->kind == G_MATMUL && F && F->fp8 && c->o->fp8_cast_mb > 0) {
-        /* the output gradient cast to FP8 (and transposed) for the dgrad and wgrad GEMMs */
+        /* the backward GEMMs' FP8 operands, as Transformer Engine's GEMM benchmark measures them
+         * (kernels-measured.md section 1: its backward quantization costs 2.7x the forward's, the
+         * elements of these operands 2.8x): every GEMM call quantizes its two operands (cast and
+         * transposed copy, FP8_CAST_BYTES per element). The dgrad: the output gradient and the
+         * weight (once per step, cached over the micro-batches as in the forward); the wgrad: the
+         * output gradient again and the activation input (once per backward pass: Megatron's
+         * fused linear_qkv and linear_fc1 read one copy, as in the forward) */
         snprintf(name, sizeof name, "%s.fp8_cast_grad", op->name);
         int32_t k = low_emit(c, name, ETK_NODE_COMP, P_BWD, ngo, go);
         if (k < 0)
             return k;
-        c->p->v[k].bytes = (uint64_t)low_elems_rank(c, op->out, goL) * FP8_CAST_BYTES;
+        uint64_t cb = 2 * (uint64_t)low_elems_rank(c, op->out, goL) * FP8_CAST_BYTES;
+        for (int i = 0; i < 2; i++) {
+            int t = op->in[i];
+            lay L = c->used[j][i];
+            if (g->t[t].weight)
+                cb += (uint64_t)low_elems_rank(c, t, L) * FP8_CAST_BYTES / (uint64_t)c->o->fp8_cast_mb;
+            else if (!(c->fp8done[2][t] && lay_eq(c->fp8L[2][t], L))) {
+                c->fp8done[2][t] = true;
+                c->fp8L[2][t] = L;
+                cb += (uint64_t)low_elems_rank(c, t, L) * FP8_CAST_BYTES;
+            }
+        }
+        c->p->v[k].bytes = cb;
         go[0] = k;
         ngo = 1;
     }

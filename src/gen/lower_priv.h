@@ -72,10 +72,10 @@ typedef struct {
     int32_t *regather;   /* per tensor: bwd all-gather of a saved sharded tensor */
     int32_t *cpg[2];     /* per tensor, per pass: its CP all-gather (K, V), NONE */
     bool (*cpmark)[G_MAX_IN]; /* per op, per input: consumed CP-gathered */
-    bool *fp8done[2];    /* per tensor, per pass (forward, recompute): cast to FP8 already (by an
-                          * earlier GEMM reading it in the layout fp8L: Megatron's fused QKV and fc1
-                          * read one cast copy) */
-    lay *fp8L[2];
+    bool *fp8done[3];    /* per tensor, per pass (forward, recompute, backward): cast to FP8 already
+                          * (by an earlier GEMM reading it in the layout fp8L: Megatron's fused QKV
+                          * and fc1 read one cast copy) */
+    lay *fp8L[3];
     int32_t **ring[3];   /* --cp-comm ring, per pass (forward, recompute, backward), per tensor: the
                           * instructions holding K/V block r = 0..cp-1 ([0] the rank's own), NULL */
     int8_t *ringk;       /* per tensor: its index among the circulated tensors (tags), -1 */
