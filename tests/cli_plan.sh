@@ -211,6 +211,33 @@ if command -v script >/dev/null; then
   grep -q "decided" "$T/tty.txt" && fail "progress despite --quiet"
 fi
 
+# --fp8-weight-cache (a workload flag) reaches the search's memory estimate: each simulated row's
+# memory is etkit gen --summary's peak with the flag, 2 bytes per FP8-GEMM weight element above
+# the same plan's without it (TP 2, 4 layers: 4 x 2 x 4096 x (4096 + 2 x 1024 + 4096 + 3 x 14336) / 2
+# = 872,415,232 bytes; tests/test_gen.c derives the term for Llama 3 70B)
+FC="$W --precision fp8 --tp 2 --max-pp 1 --top 2"
+"$ETKIT" plan $FC --quiet --csv "$T/fc0.csv" >/dev/null 2>&1 || fail "plan --precision fp8 failed"
+"$ETKIT" plan $FC --fp8-weight-cache --quiet --csv "$T/fc1.csv" >/dev/null 2>&1 || fail "plan --fp8-weight-cache failed"
+python3 - "$T" "$ETKIT" <<'EOF2' || fail "plan --fp8-weight-cache: memory checks (above)"
+import csv, re, subprocess, sys
+T, etkit = sys.argv[1], sys.argv[2]
+r0 = {r["flags"]: r for r in csv.DictReader(open(T + "/fc0.csv"))}
+sim = [r for r in csv.DictReader(open(T + "/fc1.csv")) if r["status"] == "simulated"]
+if not sim: print("no simulated row"); sys.exit(1)
+if not [r for r in sim if r["zero"] != "3"]: print("no simulated row without ZeRO-3"); sys.exit(1)
+for r in sim:  # ZeRO-3 gathers the weights per layer: no cache counted
+    want = 0 if r["zero"] == "3" else 872415232
+    if int(r["mem_bytes"]) - int(r0[r["flags"]]["mem_bytes"]) != want:
+        print("%s: cache %d bytes, want %d" % (r["flags"], int(r["mem_bytes"]) - int(r0[r["flags"]]["mem_bytes"]), want))
+        sys.exit(1)
+for r in [x for x in sim if x["zero"] != "3"][:2]:
+    p = subprocess.run([etkit, "gen", "--model", "llama3-8b", "--layers", "4", "--seq", "2048", "--precision", "fp8",
+                        "--fp8-weight-cache"] + r["flags"].split() + ["--summary"], capture_output=True, text=True)
+    m = re.search(r"memory: peak [0-9.]+ GiB \(([0-9]+) bytes\)", p.stdout)
+    if not m or m.group(1) != r["mem_bytes"]:
+        print("memory %s vs gen --summary %s" % (r["mem_bytes"], m and m.group(1))); sys.exit(1)
+EOF2
+
 # MPI: the same CSV with 1, 2 and 4 processes and with 2 processes of 2 threads each (dynamic load
 # balancing must not change the result)
 if command -v mpirun >/dev/null && ldd "$ETKIT" 2>/dev/null | grep -q libmpi; then
