@@ -350,6 +350,7 @@ typedef struct {
     uint32_t threads;
     pthread_mutex_t mu;
     pthread_cond_t cv; /* work came, or no more will */
+    pthread_cond_t cv_main; /* a row finished (the main thread waits on it when no reply is due) */
     uint32_t *pend;    /* flat rows to do: [head, tail) (at most n_rows a phase) */
     size_t head, tail;
     bool no_more;
@@ -375,6 +376,7 @@ static void *remote_worker(void *arg)
             break;
         wire_row w = {R->pend[R->head++], 0, {0}};
         R->busy++;
+        pthread_cond_signal(&R->cv_main); /* the queue shrank: more work may be due */
         pthread_mutex_unlock(&R->mu);
         w.row = etk_plan_rows(R->s)[w.flat]; /* this process never writes its rows */
         t0 = now_s();
@@ -398,6 +400,7 @@ static void *remote_worker(void *arg)
         else
             R->oom = true;
         R->busy--;
+        pthread_cond_signal(&R->cv_main);
     }
     R->ms->busy += busy;
     R->ms->wait += wait;
@@ -485,10 +488,26 @@ static int work_phase(remote *R, int phase)
             if (done)
                 break;
         }
-        if (event)
+        if (event) {
             wait = 0;
-        else
-            nap(&wait);
+        } else if (in_flight) {
+            nap(&wait); /* a reply is due: poll (Open MPI's blocking wait spins a core) */
+        } else {
+            /* nothing due from rank 0: sleep until a thread takes or finishes a row (the events
+             * that can make a message due), so the main thread costs no CPU while rows run; the
+             * 100 ms limit is a safety net only */
+            struct timespec until;
+            clock_gettime(CLOCK_REALTIME, &until);
+            until.tv_nsec += 100000000L;
+            if (until.tv_nsec >= 1000000000L) {
+                until.tv_sec++;
+                until.tv_nsec -= 1000000000L;
+            }
+            pthread_mutex_lock(&R->mu);
+            if (!R->n_out && !R->oom && R->tail - R->head == queued)
+                pthread_cond_timedwait(&R->cv_main, &R->mu, &until);
+            pthread_mutex_unlock(&R->mu);
+        }
     }
     for (uint32_t i = 0; i < started; i++)
         pthread_join(th[i], NULL);
@@ -507,10 +526,12 @@ static int work_loop(etk_plan_search_state *s, uint32_t threads, mpi_stats *ms)
     R.pend = malloc((etk_plan_n_rows(s) ? etk_plan_n_rows(s) : 1) * sizeof *R.pend);
     pthread_mutex_init(&R.mu, NULL);
     pthread_cond_init(&R.cv, NULL);
+    pthread_cond_init(&R.cv_main, NULL);
     int rc = R.pend ? 0 : -1;
     for (int phase = 1; !rc && phase <= 2; phase++)
         rc = work_phase(&R, phase);
     pthread_cond_destroy(&R.cv);
+    pthread_cond_destroy(&R.cv_main);
     pthread_mutex_destroy(&R.mu);
     free(R.pend);
     free(R.out);
