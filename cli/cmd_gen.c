@@ -225,9 +225,12 @@ static void print_text(const etk_gen_config *c, const etk_gen_summary *s)
             snprintf(inflight, sizeof inflight, "%u micro-batch chunks of 1/%u in flight", st->in_flight, c->vpp);
         else
             snprintf(inflight, sizeof inflight, "%u in flight", st->in_flight);
-        printf("  memory per rank: weights %.2f GiB, gradients %.2f GiB, optimizer %.2f GiB (+ %.2f GiB during the step), "
+        char fp8c[64] = "";
+        if (st->fp8_cache_bytes)
+            snprintf(fp8c, sizeof fp8c, " (FP8 copies %.2f GiB of it)", st->fp8_cache_bytes / GIB);
+        printf("  memory per rank: weights %.2f GiB%s, gradients %.2f GiB, optimizer %.2f GiB (+ %.2f GiB during the step), "
                "activations %.2f GiB (%.3f GiB per micro-batch x %s), comm buffers %.3f GiB, total %.2f GiB\n",
-               st->weight_bytes / GIB, st->grad_bytes / GIB, st->optimizer_bytes / GIB, st->optimizer_step_bytes / GIB,
+               st->weight_bytes / GIB, fp8c, st->grad_bytes / GIB, st->optimizer_bytes / GIB, st->optimizer_step_bytes / GIB,
                st->act_bytes / GIB, st->act_per_mb_bytes / GIB, inflight, st->comm_buffer_bytes / GIB,
                st->total_bytes / GIB);
     }
@@ -291,7 +294,7 @@ int cmd_gen(int argc, char **argv)
     enum { O_OUT = 1000, O_SUMMARY, O_JSON, O_HELP, O_GEN };
     static const char *gen_opts[] = {"model", "model-file", "layers", "hidden", "heads", "kv-heads", "ffn", "vocab",
                                      "seq", "dp", "tp", "pp", "cp", "cp-comm", "ep", "etp", "moe-imbalance", "moe-max-nodes", "gpus-per-node", "attention", "sp", "micro-batch", "global-batch", "schedule", "vpp", "first-stage-layers", "last-stage-layers", "zero", "fsdp",
-                                     "recompute", "recompute-modules", "recompute-num-layers", "recompute-stage-layers", "precision", "grad-precision", "dp-bucket-mb",
+                                     "recompute", "recompute-modules", "recompute-num-layers", "recompute-stage-layers", "precision", "grad-precision", "fp8-weight-cache", "dp-bucket-mb",
                                      "rank-order", "gpu", "mode", "prompt-len", "decode-steps", "batch", "micro-batches", "kv-precision"};
     enum { NG = sizeof gen_opts / sizeof gen_opts[0] };
     struct option opts[NG + 6];

@@ -2,9 +2,10 @@
  * Every process enumerates the same rows (etk_plan_begin). Rank 0 hands out work and gathers:
  * phase 1 (validity, memory, bound) in chunks of rows, phase 2 (simulation) one row at a time
  * along the bound order while a row can still reach the top k, so plans that cost 100x more
- * than others do not leave processes idle (dynamic load balancing). Rank 0 also works, in a
- * thread of its own; only its main thread calls MPI (MPI_THREAD_FUNNELED), polling with short
- * sleeps so that it does not take a core from the workers. The result is etk_plan_finish's on
+ * than others do not leave processes idle (dynamic load balancing). Every process runs -j N
+ * worker threads (rank 0's beside its serving main thread); only main threads call MPI
+ * (MPI_THREAD_FUNNELED), polling with short sleeps so that they do not take a core from the
+ * workers. The result is etk_plan_finish's on
  * rank 0's rows: the same as a single process (search.c explains why the order does not matter). */
 #define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #include <stdlib.h>
@@ -49,26 +50,36 @@ int plan_mpi_search(const etk_plan_space *sp, const etk_plan_job *jobs, uint32_t
 
 /* tags per phase: a worker's first request of phase 2 waits until rank 0 serves phase 2 */
 enum { TAG_RESULT = 10, TAG_WORK = 20 };
-/* phase 1 (assess: validity, memory, bound; cheap) goes out in chunks of up to 64 rows (a quarter
- * of what is left per process near the end, for balance), so a remote worker makes ~100 round
- * trips for 6,000 rows instead of 750; phase 2 (simulate: milliseconds to seconds a
- * row) one row at a time, for balance and so the top-k bound prunes as early as with threads.
- * A remote worker keeps one request in flight: with each batch's results it asks for the next
- * batch before it starts on the one in hand, so the round trip through rank 0's serving thread
- * (a nap of up to 1 ms, then a time slice on a loaded machine) overlaps the work instead of
- * adding to it (bench/RESULTS.md "s25-plan"). */
+/* phase 1 (assess: validity, memory, bound; cheap) goes out in chunks of up to 64 rows per thread
+ * (a quarter of what is left per worker thread near the end, for balance), so a remote worker
+ * makes ~100 round trips for 6,000 rows instead of 750; phase 2 (simulate: milliseconds to
+ * seconds a row) one row per thread at a time, for balance and so the top-k bound prunes as
+ * early as with threads. A remote process keeps one request in flight and its queue one batch
+ * per thread ahead: it asks for more (with the results finished so far) as soon as its queue
+ * holds less than a batch per thread, i.e. before its threads run dry, so the round trip through
+ * rank 0's serving thread (a nap of up to 1 ms, then a time slice on a loaded machine) overlaps
+ * the work instead of adding to it (bench/RESULTS.md "s25-plan"). */
 enum { CHUNK1 = 64 };
 
-/* a worker's message: the results of its last batch; final: it asks for nothing more */
+/* a worker process's message: the results of the rows it finished since its last message; want:
+ * for how many of its threads it asks for work (0: none, the message only carries results, and
+ * rank 0 does not answer); final: its last message of the phase. 16 bytes, so the rows after it
+ * stay aligned. */
 typedef struct {
-    uint32_t final, n;
+    uint32_t final, n, want, reserved;
 } msg_head;
+
+/* -j as the number of workers per process (search.c's bounds) */
+static uint32_t n_threads(const etk_plan_opts *o)
+{
+    return o->threads < 1 ? 1 : o->threads > 64 ? 64 : o->threads;
+}
 
 /* per-process counters, printed to stderr at the end when ETK_PLAN_MPI_STATS is set
  * (docs/plan.md "Parallel search") */
 typedef struct {
     double busy, wait, cpu;
-    long msgs, rows;
+    long msgs, rows, threads; /* threads: worker threads started (the last phase) */
 } mpi_stats;
 
 /* CPU seconds of the calling thread */
@@ -133,20 +144,21 @@ void plan_mpi_finalize(void)
 }
 
 typedef struct {
-    uint32_t flat;
+    uint32_t flat, reserved;
     etk_plan_row row;
 } wire_row;
 
-/* rank 0's queue, shared by its main thread (for remote workers) and its local worker */
+/* rank 0's queue, shared by its main thread (for remote workers) and its local workers */
 typedef struct {
     etk_plan_search_state *s;
     pthread_mutex_t mu;
     int phase;
+    uint32_t threads, workers; /* local workers (-j); workers of all processes */
     size_t next, done, total;
     bool stop;
     etk_plan_topk tk;
     const etk_plan_row *best;
-    mpi_stats local;
+    mpi_stats local; /* the local workers together (under mu) */
 } queue;
 
 /* up to max flat row indices of the next work (phase 2: while worth it); returns the count */
@@ -169,6 +181,8 @@ static uint32_t take(queue *q, uint32_t *out, uint32_t max)
 /* a finished row into rank 0's rows (phase 2: only the simulation's fields) */
 static void merge(queue *q, uint32_t flat, const etk_plan_row *r, const etk_plan_opts *o)
 {
+    if (flat >= etk_plan_n_rows(q->s))
+        return;
     etk_plan_row *d = &etk_plan_rows(q->s)[flat];
     if (q->phase == 1) {
         *d = *r;
@@ -193,27 +207,32 @@ static void merge(queue *q, uint32_t flat, const etk_plan_row *r, const etk_plan
 
 static const etk_plan_opts *g_opts;
 
+/* one of rank 0's local workers (-j N: N of them), one phase */
 static void *local_worker(void *arg)
 {
     queue *q = arg;
+    double busy = 0;
+    long rows = 0;
     for (;;) {
         uint32_t flat;
         pthread_mutex_lock(&q->mu);
         uint32_t n = take(q, &flat, 1);
-        pthread_mutex_unlock(&q->mu);
         if (!n) {
-            q->local.cpu += cpu_s(); /* a thread per phase */
+            q->local.busy += busy;
+            q->local.rows += rows;
+            q->local.cpu += cpu_s(); /* threads per phase */
+            pthread_mutex_unlock(&q->mu);
             return NULL;
         }
-        etk_plan_row *r = &etk_plan_rows(q->s)[flat];
-        etk_plan_row tmp = *r;
+        pthread_mutex_unlock(&q->mu);
+        etk_plan_row tmp = etk_plan_rows(q->s)[flat]; /* nobody writes this row until it is merged */
         double t0 = now_s();
         if (q->phase == 1)
             etk_plan_assess(q->s, &tmp);
         else
             etk_plan_simulate(q->s, &tmp);
-        q->local.busy += now_s() - t0; /* only this thread writes it */
-        q->local.rows++;
+        busy += now_s() - t0;
+        rows++;
         pthread_mutex_lock(&q->mu);
         merge(q, flat, &tmp, g_opts);
         pthread_mutex_unlock(&q->mu);
@@ -230,20 +249,39 @@ static void nap(long *ns)
     nanosleep(&ts, NULL);
 }
 
-/* rank 0, one phase: serve the remote workers until each has sent its final message */
+/* grow *buf to at least need bytes; 0, or -1 out of memory */
+static int reserve(void **buf, size_t *cap, size_t need)
+{
+    if (need <= *cap)
+        return 0;
+    size_t c = *cap ? *cap : 4096;
+    while (c < need)
+        c *= 2;
+    void *p = realloc(*buf, c);
+    if (!p)
+        return -1;
+    *buf = p;
+    *cap = c;
+    return 0;
+}
+
+/* rank 0, one phase: serve the remote workers until each process has sent its final message,
+ * while q->threads local workers search beside */
 static int serve(queue *q, int size, const etk_plan_opts *o, mpi_stats *st0)
 {
-    pthread_t th;
-    bool local = pthread_create(&th, NULL, local_worker, q) == 0;
-    int active = size - 1;
-    size_t cap = sizeof(msg_head) + CHUNK1 * sizeof(wire_row);
-    unsigned char *buf = malloc(cap);
-    uint32_t work[1 + CHUNK1];
-    if (!buf)
-        return -1;
+    pthread_t th[64];
+    uint32_t started = 0;
+    while (started < q->threads && pthread_create(&th[started], NULL, local_worker, q) == 0)
+        started++;
+    pthread_mutex_lock(&q->mu);
+    q->local.threads = started ? started : 1; /* none started: the main thread works after serving */
+    pthread_mutex_unlock(&q->mu);
+    int active = size - 1, rc = 0;
+    void *buf = NULL, *work = NULL;
+    size_t cap = 0, wcap = 0;
     long wait = 0;
     while (active > 0) {
-        int flag = 0;
+        int flag = 0, bytes = 0;
         MPI_Status st;
         MPI_Iprobe(MPI_ANY_SOURCE, TAG_RESULT + q->phase, MPI_COMM_WORLD, &flag, &st);
         if (!flag) {
@@ -252,134 +290,263 @@ static int serve(queue *q, int size, const etk_plan_opts *o, mpi_stats *st0)
         }
         wait = 0;
         st0->msgs++;
-        MPI_Recv(buf, (int)cap, MPI_BYTE, st.MPI_SOURCE, TAG_RESULT + q->phase, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        MPI_Get_count(&st, MPI_BYTE, &bytes);
+        if (bytes < (int)sizeof(msg_head) || reserve(&buf, &cap, (size_t)bytes)) {
+            /* a message too short is none of ours; out of memory, nobody can go on */
+            fprintf(stderr, "etkit plan: error: rank 0: %s\n", bytes < (int)sizeof(msg_head) ? "bad message" : "out of memory");
+            MPI_Abort(MPI_COMM_WORLD, 2);
+        }
+        MPI_Recv(buf, bytes, MPI_BYTE, st.MPI_SOURCE, TAG_RESULT + q->phase, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
         msg_head h;
         memcpy(&h, buf, sizeof h);
-        const wire_row *rows = (const wire_row *)(buf + sizeof h);
-        pthread_mutex_lock(&q->mu);
-        for (uint32_t i = 0; i < h.n && i < CHUNK1; i++)
-            merge(q, rows[i].flat, &rows[i].row, o);
-        uint32_t n = 0;
-        if (!h.final) {
-            uint32_t max = 1;
+        const wire_row *rows = (const wire_row *)((unsigned char *)buf + sizeof h);
+        size_t n_in = ((size_t)bytes - sizeof h) / sizeof(wire_row);
+        /* phase 1: a chunk per thread asked for (up to 64 rows, a quarter of what is left per
+         * worker near the end); phase 2: one row per thread */
+        uint32_t per = 1, max = 0, n = 0;
+        if (!h.final && h.want) {
+            uint32_t want = h.want > 64 ? 64 : h.want;
             if (q->phase == 1) {
-                size_t left = (etk_plan_n_rows(q->s) - q->next) / (4 * (size_t)size);
-                max = left >= CHUNK1 ? CHUNK1 : left < 1 ? 1 : (uint32_t)left;
+                size_t left = (etk_plan_n_rows(q->s) - q->next) / (4 * (size_t)q->workers);
+                per = left >= CHUNK1 ? CHUNK1 : left < 1 ? 1 : (uint32_t)left;
             }
-            n = take(q, work + 1, max);
+            max = want * per;
+            if (reserve(&work, &wcap, (1 + (size_t)max) * sizeof(uint32_t))) {
+                fprintf(stderr, "etkit plan: error: rank 0: out of memory\n");
+                MPI_Abort(MPI_COMM_WORLD, 2);
+            }
         }
+        pthread_mutex_lock(&q->mu);
+        for (size_t i = 0; i < h.n && i < n_in; i++)
+            merge(q, rows[i].flat, &rows[i].row, o);
+        if (max)
+            n = take(q, (uint32_t *)work + 1, max);
         pthread_mutex_unlock(&q->mu);
         if (h.final) {
             active--;
             continue;
         }
-        work[0] = (uint32_t)q->phase;
+        if (!h.want)
+            continue;
+        ((uint32_t *)work)[0] = (uint32_t)q->phase;
         MPI_Send(work, (int)(n + 1), MPI_UINT32_T, st.MPI_SOURCE, TAG_WORK + q->phase, MPI_COMM_WORLD);
     }
-    if (local)
-        pthread_join(th, NULL);
-    else
+    for (uint32_t i = 0; i < started; i++)
+        pthread_join(th[i], NULL);
+    if (!started)
         local_worker(q);
     free(buf);
-    return 0;
+    free(work);
+    return rc;
 }
 
-/* wait for a request with short naps (Open MPI's MPI_Wait spins a core) */
-static void wait_req(MPI_Request *rq, MPI_Status *st)
-{
-    int flag = 0;
-    long wait = 0;
-    for (;;) {
-        MPI_Test(rq, &flag, st ? st : MPI_STATUS_IGNORE);
-        if (flag)
-            return;
-        nap(&wait);
-    }
-}
+/* ranks > 0: a process of -j N threads. Its main thread (the only one to call MPI) keeps the
+ * threads fed: it asks rank 0 for work for as many threads as the local queue lacks (one request
+ * in flight; the queue is topped up to one row or chunk per thread ahead while the threads work),
+ * and sends the finished rows with each request, or on their own when no request is due. */
+typedef struct {
+    etk_plan_search_state *s;
+    int phase;
+    uint32_t threads;
+    pthread_mutex_t mu;
+    pthread_cond_t cv; /* work came, or no more will */
+    pthread_cond_t cv_main; /* a row finished (the main thread waits on it when no reply is due) */
+    uint32_t *pend;    /* flat rows to do: [head, tail) (at most n_rows a phase) */
+    size_t head, tail;
+    bool no_more;
+    uint32_t busy;     /* threads on a row */
+    wire_row *out;     /* finished, not sent */
+    size_t n_out, cap_out;
+    bool oom;
+    mpi_stats *ms;
+} remote;
 
-/* ranks > 0, one phase: ask for a batch; on each batch, send the previous batch's results with
- * the request for the next (one request in flight), then work on it; when rank 0 has no more,
- * send the last results as the final message. Two result buffers: one in flight, one filled. */
-static int work_phase(etk_plan_search_state *s, int phase, unsigned char *bufs[2], mpi_stats *ms)
+static void *remote_worker(void *arg)
 {
-    uint32_t work[1 + CHUNK1];
-    MPI_Request sreq[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL}, rreq;
-    msg_head h = {0, 0};
-    int cur = 0; /* the buffer that holds the results of the batch in hand */
-    memcpy(bufs[cur], &h, sizeof h);
-    MPI_Isend(bufs[cur], (int)sizeof h, MPI_BYTE, 0, TAG_RESULT + phase, MPI_COMM_WORLD, &sreq[cur]);
-    ms->msgs++;
-    MPI_Irecv(work, 1 + CHUNK1, MPI_UINT32_T, 0, TAG_WORK + phase, MPI_COMM_WORLD, &rreq);
-    uint32_t n_res = 0;
-    int rdone = 0;
-    MPI_Status rst;
+    remote *R = arg;
+    double busy = 0, wait = 0;
+    long rows = 0;
+    pthread_mutex_lock(&R->mu);
     for (;;) {
-        int got = 0;
         double t0 = now_s();
-        if (!rdone)
-            wait_req(&rreq, &rst);
-        ms->wait += now_s() - t0;
-        MPI_Get_count(&rst, MPI_UINT32_T, &got);
-        int n = got > 1 ? got - 1 : 0;
-        /* send the finished results (with a request for more unless there is none) */
-        int other = cur ^ 1;
-        h.final = n == 0;
-        h.n = n_res;
-        if (sreq[cur] != MPI_REQUEST_NULL)
-            wait_req(&sreq[cur], NULL);
-        memcpy(bufs[cur], &h, sizeof h);
-        MPI_Isend(bufs[cur], (int)(sizeof h + n_res * sizeof(wire_row)), MPI_BYTE, 0, TAG_RESULT + phase,
-                  MPI_COMM_WORLD, &sreq[cur]);
-        ms->msgs++;
-        if (!n)
+        while (R->head == R->tail && !R->no_more)
+            pthread_cond_wait(&R->cv, &R->mu);
+        wait += now_s() - t0;
+        if (R->head == R->tail)
             break;
-        uint32_t batch[CHUNK1];
-        memcpy(batch, work + 1, (size_t)n * sizeof *batch);
-        MPI_Irecv(work, 1 + CHUNK1, MPI_UINT32_T, 0, TAG_WORK + phase, MPI_COMM_WORLD, &rreq);
-        rdone = 0;
-        /* the batch in hand, into the other buffer (its send was posted a batch ago) */
-        if (sreq[other] != MPI_REQUEST_NULL)
-            wait_req(&sreq[other], NULL);
-        wire_row *out = (wire_row *)(bufs[other] + sizeof h);
+        wire_row w = {R->pend[R->head++], 0, {0}};
+        R->busy++;
+        pthread_cond_signal(&R->cv_main); /* the queue shrank: more work may be due */
+        pthread_mutex_unlock(&R->mu);
+        w.row = etk_plan_rows(R->s)[w.flat]; /* this process never writes its rows */
         t0 = now_s();
-        for (int i = 0; i < n; i++) {
-            out[i].flat = batch[i];
-            out[i].row = etk_plan_rows(s)[batch[i]];
-            if (phase == 1)
-                etk_plan_assess(s, &out[i].row);
-            else
-                etk_plan_simulate(s, &out[i].row);
-            if (!rdone) /* progress (and the next batch's arrival) between rows */
-                MPI_Test(&rreq, &rdone, &rst);
+        if (R->phase == 1)
+            etk_plan_assess(R->s, &w.row);
+        else
+            etk_plan_simulate(R->s, &w.row);
+        busy += now_s() - t0;
+        rows++;
+        pthread_mutex_lock(&R->mu);
+        if (R->n_out == R->cap_out) {
+            size_t c = R->cap_out ? 2 * R->cap_out : 64;
+            wire_row *p = realloc(R->out, c * sizeof *p);
+            if (p) {
+                R->out = p;
+                R->cap_out = c;
+            }
         }
-        ms->busy += now_s() - t0;
-        ms->rows += n;
-        n_res = (uint32_t)n;
-        cur = other;
+        if (R->n_out < R->cap_out)
+            R->out[R->n_out++] = w;
+        else
+            R->oom = true;
+        R->busy--;
+        pthread_cond_signal(&R->cv_main);
     }
-    for (int b = 0; b < 2; b++)
-        if (sreq[b] != MPI_REQUEST_NULL)
-            wait_req(&sreq[b], NULL);
-    return 0;
+    R->ms->busy += busy;
+    R->ms->wait += wait;
+    R->ms->rows += rows;
+    R->ms->cpu += cpu_s();
+    pthread_mutex_unlock(&R->mu);
+    return NULL;
 }
 
-static int work_loop(etk_plan_search_state *s, mpi_stats *ms)
+static int work_phase(remote *R, int phase)
 {
-    size_t cap = sizeof(msg_head) + CHUNK1 * sizeof(wire_row);
-    unsigned char *bufs[2] = {malloc(cap), malloc(cap)};
-    int rc = bufs[0] && bufs[1] ? 0 : -1;
+    uint32_t N = R->threads;
+    size_t wcap = 1 + (size_t)N * CHUNK1;
+    uint32_t *work = malloc(wcap * sizeof *work);
+    void *msg = NULL;
+    size_t msg_cap = 0;
+    if (!work)
+        return -1;
+    R->phase = phase;
+    R->head = R->tail = 0;
+    R->no_more = false;
+    R->n_out = 0;
+    R->busy = 0;
+    pthread_t th[64];
+    uint32_t started = 0;
+    while (started < N && pthread_create(&th[started], NULL, remote_worker, R) == 0)
+        started++;
+    if (!started) {
+        free(work);
+        return -1;
+    }
+    R->ms->threads = started;
+    MPI_Request rreq = MPI_REQUEST_NULL;
+    bool in_flight = false;
+    long wait = 0;
+    int rc = 0;
+    for (;;) {
+        bool event = false;
+        if (in_flight) {
+            int flag = 0;
+            MPI_Status st;
+            MPI_Test(&rreq, &flag, &st);
+            if (flag) {
+                int got = 0;
+                MPI_Get_count(&st, MPI_UINT32_T, &got);
+                size_t n = got > 1 ? (size_t)got - 1 : 0;
+                in_flight = false;
+                event = true;
+                pthread_mutex_lock(&R->mu);
+                for (size_t i = 0; i < n && R->tail < etk_plan_n_rows(R->s); i++)
+                    R->pend[R->tail++] = work[1 + i];
+                if (!n)
+                    R->no_more = true;
+                pthread_cond_broadcast(&R->cv);
+                pthread_mutex_unlock(&R->mu);
+            }
+        }
+        pthread_mutex_lock(&R->mu);
+        size_t queued = R->tail - R->head, n_out = R->n_out;
+        bool done = R->no_more && !queued && !R->busy, oom = R->oom;
+        uint32_t want = !in_flight && !R->no_more && queued < started ? started - (uint32_t)queued : 0;
+        bool send = done || want || (n_out && !in_flight);
+        if (send && !oom) {
+            oom = reserve(&msg, &msg_cap, sizeof(msg_head) + n_out * sizeof(wire_row)) != 0;
+            if (!oom) {
+                memcpy((unsigned char *)msg + sizeof(msg_head), R->out, n_out * sizeof(wire_row));
+                R->n_out = 0;
+            }
+        }
+        pthread_mutex_unlock(&R->mu);
+        if (oom) {
+            /* rank 0 would wait for these rows forever */
+            fprintf(stderr, "etkit plan: error: out of memory\n");
+            MPI_Abort(MPI_COMM_WORLD, 2);
+        }
+        if (send) {
+            msg_head h = {done, (uint32_t)n_out, want, 0};
+            memcpy(msg, &h, sizeof h);
+            if (want) /* posted before the request goes out */
+                MPI_Irecv(work, (int)wcap, MPI_UINT32_T, 0, TAG_WORK + phase, MPI_COMM_WORLD, &rreq);
+            MPI_Send(msg, (int)(sizeof h + n_out * sizeof(wire_row)), MPI_BYTE, 0, TAG_RESULT + phase, MPI_COMM_WORLD);
+            R->ms->msgs++;
+            in_flight = want > 0;
+            event = true;
+            if (done)
+                break;
+        }
+        if (event) {
+            wait = 0;
+        } else if (in_flight) {
+            nap(&wait); /* a reply is due: poll (Open MPI's blocking wait spins a core) */
+        } else {
+            /* nothing due from rank 0: sleep until a thread takes or finishes a row (the events
+             * that can make a message due), so the main thread costs no CPU while rows run; the
+             * 100 ms limit is a safety net only */
+            struct timespec until;
+            clock_gettime(CLOCK_REALTIME, &until);
+            until.tv_nsec += 100000000L;
+            if (until.tv_nsec >= 1000000000L) {
+                until.tv_sec++;
+                until.tv_nsec -= 1000000000L;
+            }
+            pthread_mutex_lock(&R->mu);
+            if (!R->n_out && !R->oom && R->tail - R->head == queued)
+                pthread_cond_timedwait(&R->cv_main, &R->mu, &until);
+            pthread_mutex_unlock(&R->mu);
+        }
+    }
+    for (uint32_t i = 0; i < started; i++)
+        pthread_join(th[i], NULL);
+    free(work);
+    free(msg);
+    return rc;
+}
+
+static int work_loop(etk_plan_search_state *s, uint32_t threads, mpi_stats *ms)
+{
+    remote R;
+    memset(&R, 0, sizeof R);
+    R.s = s;
+    R.threads = threads;
+    R.ms = ms;
+    R.pend = malloc((etk_plan_n_rows(s) ? etk_plan_n_rows(s) : 1) * sizeof *R.pend);
+    pthread_mutex_init(&R.mu, NULL);
+    pthread_cond_init(&R.cv, NULL);
+    pthread_cond_init(&R.cv_main, NULL);
+    int rc = R.pend ? 0 : -1;
     for (int phase = 1; !rc && phase <= 2; phase++)
-        rc = work_phase(s, phase, bufs, ms);
-    free(bufs[0]);
-    free(bufs[1]);
+        rc = work_phase(&R, phase);
+    pthread_cond_destroy(&R.cv);
+    pthread_cond_destroy(&R.cv_main);
+    pthread_mutex_destroy(&R.mu);
+    free(R.pend);
+    free(R.out);
     return rc;
 }
 
 static void print_stats(int rank, const char *who, const mpi_stats *ms, double wall)
 {
-    if (getenv("ETK_PLAN_MPI_STATS"))
-        fprintf(stderr, "etkit plan: rank %d %s: %.3f s wall, %.3f s working, %.3f s waiting for work, %.3f s CPU, "
-                "%ld rows, %ld messages\n", rank, who, wall, ms->busy, ms->wait, ms->cpu, ms->rows, ms->msgs);
+    if (!getenv("ETK_PLAN_MPI_STATS"))
+        return;
+    char th[32] = "";
+    if (ms->threads)
+        snprintf(th, sizeof th, " (%ld threads)", ms->threads);
+    fprintf(stderr, "etkit plan: rank %d %s%s: %.3f s wall, %.3f s working, %.3f s waiting for work, %.3f s CPU, "
+            "%ld rows, %ld messages\n", rank, who, th, wall, ms->busy, ms->wait, ms->cpu, ms->rows, ms->msgs);
 }
 
 int plan_mpi_search(const etk_plan_space *sp, const etk_plan_job *jobs, uint32_t n_jobs, const etk_plan_opts *o,
@@ -397,17 +564,23 @@ int plan_mpi_search(const etk_plan_space *sp, const etk_plan_job *jobs, uint32_t
     }
     double t_start = now_s();
     if (rank) {
-        mpi_stats ms = {0, 0, 0, 0, 0};
-        rc = work_loop(s, &ms) ? etk_err(err, ETK_ENOMEM, "plan search: out of memory") : 0;
-        ms.cpu = cpu_s();
-        print_stats(rank, "worker", &ms, now_s() - t_start);
+        mpi_stats ms = {0, 0, 0, 0, 0, 0};
+        if (work_loop(s, n_threads(o), &ms)) {
+            /* rank 0 would wait for this process forever */
+            fprintf(stderr, "etkit plan: error: rank %d: out of memory or no thread\n", rank);
+            MPI_Abort(MPI_COMM_WORLD, 2);
+        }
+        ms.cpu += cpu_s(); /* the threads' and the main thread's */
+        print_stats(rank, "workers", &ms, now_s() - t_start);
         etk_plan_state_free(s);
         return rc;
     }
-    mpi_stats served = {0, 0, 0, 0, 0};
+    mpi_stats served = {0, 0, 0, 0, 0, 0};
     queue q;
     memset(&q, 0, sizeof q);
     q.s = s;
+    q.threads = n_threads(o);
+    q.workers = (uint32_t)size * q.threads; /* every process has the same -j */
     pthread_mutex_init(&q.mu, NULL);
     g_opts = o;
     if (etk_plan_topk_init(&q.tk, o->top ? o->top : 10)) {
@@ -426,7 +599,7 @@ int plan_mpi_search(const etk_plan_space *sp, const etk_plan_job *jobs, uint32_t
         rc = serve(&q, size, o, &served);
     }
     served.cpu = cpu_s();
-    print_stats(0, "local worker", &q.local, now_s() - t_start);
+    print_stats(0, "local workers", &q.local, now_s() - t_start);
     print_stats(0, "server", &served, now_s() - t_start);
     if (rc)
         rc = etk_err(err, ETK_ENOMEM, "plan search: out of memory");

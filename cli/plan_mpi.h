@@ -15,7 +15,7 @@ bool plan_mpi_launched(void);
 int plan_mpi_init(int *rank, int *size);
 void plan_mpi_finalize(void);
 /* The search over the processes; on rank 0 *res holds the result (on the others it is empty).
- * Rank 0 also searches in one thread of its own besides handing out work. */
+ * Every process searches in o->threads (-j) threads; rank 0's main thread hands out the work. */
 int plan_mpi_search(const etk_plan_space *sp, const etk_plan_job *jobs, uint32_t n_jobs, const etk_plan_opts *o,
                     etk_plan_result *res, etk_error *err);
 

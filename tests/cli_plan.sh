@@ -2,8 +2,9 @@
 # cli_plan.sh — `etkit plan` (docs/plan.md): help; pruned rows' reasons and memory estimates
 # against `etkit gen --summary` of the same plan; the lower bound below every
 # simulated step; branch and bound keeping the exact top k (against the search without pruning);
-# byte-identical CSV with -j 1 and -j 2 and with 1, 2 and 4 MPI processes (skipped when etkit
-# was built without MPI); a cluster sweep; impossible requests and bad flags.
+# byte-identical CSV with -j 1 and -j 2 and with 1, 2 and 4 MPI processes and 2 processes of -j 2
+# threads each (skipped when etkit was built without MPI); a cluster sweep; impossible requests and
+# bad flags.
 # usage: bash tests/cli_plan.sh <etkit> <shared-dir>
 set -u
 . "$(dirname "$0")/clilib.sh"   # ETKIT, T, fails, fail, expect
@@ -210,18 +211,56 @@ if command -v script >/dev/null; then
   grep -q "decided" "$T/tty.txt" && fail "progress despite --quiet"
 fi
 
-# MPI: the same CSV with 1, 2 and 4 processes (dynamic load balancing must not change the result)
+# --fp8-weight-cache (a workload flag) reaches the search's memory estimate: each simulated row's
+# memory is etkit gen --summary's peak with the flag, 2 bytes per FP8-GEMM weight element above
+# the same plan's without it (TP 2, 4 layers: 4 x 2 x 4096 x (4096 + 2 x 1024 + 4096 + 3 x 14336) / 2
+# = 872,415,232 bytes; tests/test_gen.c derives the term for Llama 3 70B)
+FC="$W --precision fp8 --tp 2 --max-pp 1 --top 2"
+"$ETKIT" plan $FC --quiet --csv "$T/fc0.csv" >/dev/null 2>&1 || fail "plan --precision fp8 failed"
+"$ETKIT" plan $FC --fp8-weight-cache --quiet --csv "$T/fc1.csv" >/dev/null 2>&1 || fail "plan --fp8-weight-cache failed"
+python3 - "$T" "$ETKIT" <<'EOF2' || fail "plan --fp8-weight-cache: memory checks (above)"
+import csv, re, subprocess, sys
+T, etkit = sys.argv[1], sys.argv[2]
+r0 = {r["flags"]: r for r in csv.DictReader(open(T + "/fc0.csv"))}
+sim = [r for r in csv.DictReader(open(T + "/fc1.csv")) if r["status"] == "simulated"]
+if not sim: print("no simulated row"); sys.exit(1)
+if not [r for r in sim if r["zero"] != "3"]: print("no simulated row without ZeRO-3"); sys.exit(1)
+for r in sim:  # ZeRO-3 gathers the weights per layer: no cache counted
+    want = 0 if r["zero"] == "3" else 872415232
+    if int(r["mem_bytes"]) - int(r0[r["flags"]]["mem_bytes"]) != want:
+        print("%s: cache %d bytes, want %d" % (r["flags"], int(r["mem_bytes"]) - int(r0[r["flags"]]["mem_bytes"]), want))
+        sys.exit(1)
+for r in [x for x in sim if x["zero"] != "3"][:2]:
+    p = subprocess.run([etkit, "gen", "--model", "llama3-8b", "--layers", "4", "--seq", "2048", "--precision", "fp8",
+                        "--fp8-weight-cache"] + r["flags"].split() + ["--summary"], capture_output=True, text=True)
+    m = re.search(r"memory: peak [0-9.]+ GiB \(([0-9]+) bytes\)", p.stdout)
+    if not m or m.group(1) != r["mem_bytes"]:
+        print("memory %s vs gen --summary %s" % (r["mem_bytes"], m and m.group(1))); sys.exit(1)
+EOF2
+
+# MPI: the same CSV with 1, 2 and 4 processes and with 2 processes of 2 threads each (dynamic load
+# balancing must not change the result)
 if command -v mpirun >/dev/null && ldd "$ETKIT" 2>/dev/null | grep -q libmpi; then
   # under ASan (make test-asan) Open MPI's own allocations kept until exit are not etkit's leaks
   export ASAN_OPTIONS="${ASAN_OPTIONS:-}${ASAN_OPTIONS:+:}detect_leaks=0"
   MPI="mpirun --allow-run-as-root --oversubscribe"
   [ "$(id -u)" = 0 ] || MPI="mpirun --oversubscribe"
-  for np in 1 2 4; do
-    $MPI -np $np "$ETKIT" plan $W --quiet --csv "$T/mpi$np.csv" >"$T/mpi$np.txt" 2>&1 ||
-      fail "mpirun -np $np etkit plan failed: $(tail -3 "$T/mpi$np.txt")"
-    cmp -s "$T/j1.csv" "$T/mpi$np.csv" || fail "plan: CSV with mpirun -np $np differs from -j 1"
-    [ "$(grep -c "ranked by step" "$T/mpi$np.txt")" = 1 ] || fail "mpirun -np $np: the table is not printed once"
+  # "2j": mpirun -np 2 ... -j 2, two worker threads in each process (rank 0's beside its server)
+  for np in 1 2 4 2j; do
+    J=""
+    case $np in *j) J="-j ${np%j}"; np=2 ;; esac
+    name="mpi$np${J:+j}"
+    $MPI -np $np "$ETKIT" plan $W $J --quiet --csv "$T/$name.csv" >"$T/$name.txt" 2>&1 ||
+      fail "mpirun -np $np etkit plan $J failed: $(tail -3 "$T/$name.txt")"
+    cmp -s "$T/j1.csv" "$T/$name.csv" || fail "plan: CSV with mpirun -np $np $J differs from -j 1"
+    [ "$(grep -c "ranked by step" "$T/$name.txt")" = 1 ] || fail "mpirun -np $np $J: the table is not printed once"
   done
+  # -j under mpirun: each process runs that many worker threads (ETK_PLAN_MPI_STATS counts them)
+  $MPI -np 2 -x ETK_PLAN_MPI_STATS=1 "$ETKIT" plan $W -j 2 --quiet --csv "$T/mpis.csv" >"$T/mpis.txt" 2>&1 ||
+    fail "mpirun -np 2 etkit plan -j 2 (stats) failed: $(tail -3 "$T/mpis.txt")"
+  grep -q "rank 0 local workers (2 threads)" "$T/mpis.txt" && grep -q "rank 1 workers (2 threads)" "$T/mpis.txt" ||
+    fail "mpirun -np 2 ... -j 2: not 2 worker threads per process: $(grep "etkit plan: rank" "$T/mpis.txt")"
+  cmp -s "$T/j1.csv" "$T/mpis.csv" || fail "plan: CSV with mpirun -np 2 -j 2 and the stats differs from -j 1"
 else
   echo "cli_plan: MPI tests skipped (etkit built without MPI or no mpirun)"
 fi

@@ -204,6 +204,61 @@ static void test_flops_stages_70b_vpp(void **state)
     etk_gen_summary_free(&s);
 }
 
+/* The memory of Megatron-LM's Llama 3 70B FP8 plan (TP 4, PP 8, VPP 5, DP 2, SP, ZeRO 1, BF16
+ * gradients), part by part against what Megatron + Transformer Engine allocate (docs/plan.md,
+ * the 70B row's memory):
+ * - saved activations per layer and micro-batch (s = h = 8192, TP 4, SP, flash attention), as TE
+ *   saves them: the norms' inputs x and x1 (BF16, [s/t, h]), the FP8 copies of the GEMM inputs
+ *   (xn1, ctx and xn2 sharded [s/t, h]: 1 byte; m [s, f/t]: 1 byte), the flash kernel's Q, K, V,
+ *   O (BF16) and log-sum-exp (FP32, [heads/t, s]), the SwiGLU inputs a, u (BF16, [s, f/t]):
+ *   487,063,552 bytes;
+ * - --fp8-weight-cache: TE's FP8 copy and transpose of every weight an FP8 GEMM reads, 2 bytes per
+ *   element: the layer's h(h + 2 k d_h) + h^2 + 3 h f = 855,638,016 such elements (the norms' 2h
+ *   are not GEMM weights), /TP 4, x 10 layers per stage. The head and the embedding stay BF16
+ *   only. Without the flag, none (the default's 2 bytes per weight element are also those of FP8
+ *   primary weights); BF16 plans refuse the flag; ZeRO-3 has none. */
+static void test_fp8_weight_cache(void **state)
+{
+    (void)state;
+    const char *base = "--model llama3-70b --seq 8192 --global-batch 128 --micro-batch 1 --sp --tp 4 --pp 8 --vpp 5 "
+                       "--dp 2 --grad-precision bf16";
+    char line[512];
+    etk_gen_config c;
+    etk_gen_summary s;
+    uint64_t per_layer = 8192ull * (8192 + 2 * 8 * 128) + 8192ull * 8192 + 3ull * 8192 * 28672;
+    assert_int_equal(per_layer, 855638016ull);
+    uint64_t sh = 8192ull * 8192 / 4, sf = 8192ull * 28672 / 4;
+    uint64_t act = 2 * sh * 2 /* x, x1 */ + 3 * sh /* xn1, ctx, xn2 FP8 */ + sf /* m FP8 */ +
+                   2 * (sh + 2 * 8192ull * 1024 / 4 + sh) /* Q, K, V, O */ + 8192ull * 16 * 4 /* lse */ +
+                   2 * 2 * sf /* a, u */;
+    assert_int_equal(act, 487063552ull);
+    snprintf(line, sizeof line, "%s --precision fp8 --zero 1", base);
+    summarize(line, &c, &s);
+    for (uint32_t i = 0; i < s.n_stages; i++) {
+        assert_int_equal(s.stages[i].fp8_cache_bytes, 0);
+        assert_int_equal(s.stages[i].weight_bytes, 2 * s.stages[i].params);
+        assert_int_equal(s.stages[i].grad_bytes, 2 * s.stages[i].params);
+    }
+    assert_int_equal(s.stages[1].act_per_mb_bytes, 10 * act);
+    uint64_t peak0 = s.peak_bytes;
+    etk_gen_summary_free(&s);
+    snprintf(line, sizeof line, "%s --precision fp8 --zero 1 --fp8-weight-cache", base);
+    summarize(line, &c, &s);
+    for (uint32_t i = 0; i < s.n_stages; i++) {
+        assert_int_equal(s.stages[i].fp8_cache_bytes, 2 * 10 * per_layer / 4);
+        assert_int_equal(s.stages[i].weight_bytes, 2 * s.stages[i].params + 2 * 10 * per_layer / 4);
+    }
+    assert_int_equal(s.peak_bytes, peak0 + 2 * 10 * per_layer / 4); /* 3.98 GiB more */
+    etk_gen_summary_free(&s);
+    snprintf(line, sizeof line, "%s --precision fp8 --zero 3 --fp8-weight-cache", base);
+    summarize(line, &c, &s);
+    assert_int_equal(s.stages[0].fp8_cache_bytes, 0);
+    etk_gen_summary_free(&s);
+    /* BF16: refused with a message naming the flag */
+    snprintf(line, sizeof line, "%s --precision bf16 --fp8-weight-cache", base);
+    assert_non_null(strstr(gen_plan_error(line), "--fp8-weight-cache needs --precision fp8"));
+}
+
 /* ---------- communication bytes (formulas.md "Communication per step") ---------- */
 static void test_comm_tp(void **state)
 {
@@ -737,7 +792,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_params_exact),   cmocka_unit_test(test_flops_gpt),
-        cmocka_unit_test(test_flops_llama), cmocka_unit_test(test_flops_stages_70b_vpp),    cmocka_unit_test(test_comm_tp),
+        cmocka_unit_test(test_flops_llama), cmocka_unit_test(test_flops_stages_70b_vpp), cmocka_unit_test(test_fp8_weight_cache),    cmocka_unit_test(test_comm_tp),
         cmocka_unit_test(test_comm_dp_pp),     cmocka_unit_test(test_activation_memory),
         cmocka_unit_test(test_calibration_memory), cmocka_unit_test(test_kernel_bytes),
         cmocka_unit_test(test_bad_plans),      cmocka_unit_test(test_fp8_and_head_memory),

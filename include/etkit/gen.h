@@ -127,6 +127,8 @@ typedef struct etk_gen_config {
                               * when c < N mod v; each chunk's first), the others kept; 0: every layer */
     char precision[8];       /* "bf16" | "fp16": parameters and activations, 2 bytes */
     uint32_t grad_bytes;     /* gradient accumulation/reduction precision: 4 (fp32, default) or 2 */
+    bool fp8_weight_cache;   /* --fp8-weight-cache (fp8 training): count Transformer Engine's FP8
+                              * copy and transpose of each FP8-GEMM weight beside the BF16 weight */
     double dp_bucket_mb;     /* DP gradient bucket, MiB (default 25) */
     int rank_order[ETK_GEN_N_AXES]; /* axes fastest first (ETK_GEN_TP, ...) */
     char gpu[32];            /* GPU for the memory verdict (default "h100") */
@@ -195,6 +197,8 @@ typedef struct etk_gen_stage {
     /* memory per rank, bytes */
     uint64_t params;             /* parameters held (TP shard of the stage's weights) */
     uint64_t weight_bytes, grad_bytes, optimizer_bytes; /* optimizer: held all step (fp32 master, Adam m, v) */
+    uint64_t fp8_cache_bytes;    /* --fp8-weight-cache: Transformer Engine's FP8 weight copies and
+                                  * transposes (2 bytes per FP8-GEMM weight element), in weight_bytes */
     uint64_t optimizer_step_bytes; /* the fp32 copy of 16-bit gradients, only during the optimizer step */
     uint64_t act_per_mb_bytes;   /* activations kept by one micro-batch of the stage */
     uint32_t in_flight;          /* micro-batches (chunks with --vpp) whose activations are held at the peak */

@@ -59,6 +59,9 @@ static int check(etk_gen_config *c, bool summarize, etk_gen_summary *keep, etk_e
     if (c->tp > 1 && m->vocab % c->tp)
         return etk_err(err, ETK_EINVAL, "--tp %u does not divide --vocab %" PRId64
                        " (the embedding is split over TP by vocabulary)", c->tp, m->vocab);
+    if (c->fp8_weight_cache && strcmp(c->precision, "fp8"))
+        return etk_err(err, ETK_EINVAL, "--fp8-weight-cache needs --precision fp8 (it counts the FP8 copies of "
+                       "the weights that FP8 GEMMs read)");
     if (c->sp && c->tp < 2)
         return etk_err(err, ETK_EINVAL, "--sp needs --tp > 1 (sequence parallelism shards along TP)");
     if (c->sp && m->seq % c->tp)

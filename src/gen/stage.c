@@ -282,6 +282,23 @@ uint64_t gen_weight_elems_rank(const gen *G, int t)
 }
 
 
+/* Weight elements of this rank that section sec's FP8 GEMMs read (lower_fwd.c low_fp8_gemm: a
+ * GEMM with a weight outside the attention region; the head is BF16, so the layers only). */
+static uint64_t fp8_weight_elems(const gen *G, int sec)
+{
+    const gsection *S = etk_graph_section(G->g, sec);
+    uint64_t n = 0;
+    for (int j = 0; j < S->nops; j++) {
+        const gop *op = &S->ops[j];
+        if (op->kind != G_MATMUL || op->region)
+            continue;
+        for (int i = 0; i < op->nin; i++)
+            if (G->g->t[op->in[i]].weight)
+                n += gen_weight_elems_rank(G, op->in[i]);
+    }
+    return n;
+}
+
 void gen_stage_memory(gen *G, uint32_t s, etk_gen_stage *st)
 {
     const etk_gen_config *c = G->cfg;
@@ -319,7 +336,18 @@ void gen_stage_memory(gen *G, uint32_t s, etk_gen_stage *st)
     /* expert weights are sharded over their EDP group (dp x cp / ep ranks), the rest over DP x CP */
     uint64_t xd = G->edp, dense = params - xparams;
     uint64_t held = (dense + d - 1) / d + (xparams + xd - 1) / xd;
-    st->weight_bytes = c->zero == 3 ? held * 2 : params * 2;
+    /* --fp8-weight-cache: Transformer Engine's linear layers with BF16 primary weights cast each
+     * weight to FP8 on the step's first micro-batch and keep the FP8 copy and its transpose (the
+     * dgrad GEMM's operand: Hopper's FP8 GEMMs take the TN layout only) for the rest of the step:
+     * 2 bytes per weight element of an FP8 GEMM on top of the BF16 weight. Without it the 2 bytes
+     * per element counted are also those of FP8 primary weights (Megatron's --fp8-param-gather:
+     * 1-byte weight + 1-byte transpose, no BF16 copy). Not with ZeRO-3 (weights gathered per layer
+     * and freed; not modelled). docs/models.md "Precision fp8". */
+    uint64_t fp8w = 0;
+    if (c->fp8_weight_cache && !strcmp(c->precision, "fp8") && c->zero != 3)
+        fp8w = fp8_weight_elems(G, G_SEC_LAYER) * nmoe + (nd ? fp8_weight_elems(G, G_SEC_DENSE) * nd : 0);
+    st->fp8_cache_bytes = 2 * fp8w;
+    st->weight_bytes = (c->zero == 3 ? held * 2 : params * 2) + st->fp8_cache_bytes;
     st->grad_bytes = c->zero >= 2 ? held * c->grad_bytes : params * c->grad_bytes;
     /* fp32 master weights + Adam m and v (12 bytes), held all step; the fp32 copy of 16-bit
      * gradients (4 bytes) exists only during the optimizer step: Megatron's optimizer makes it
