@@ -51,6 +51,14 @@ static void test_tokens(void **state)
     assert_int_equal(etk_synth_op_class("mb0.L0.swiglu.bwd", NULL), ETK_SYNTH_OP_ELEMENTWISE);
     assert_int_equal(etk_synth_op_class("mb0.embed.tok_embed", NULL), ETK_SYNTH_OP_EMBEDDING);
     assert_int_equal(etk_synth_op_class("aten::addmm", NULL), ETK_SYNTH_OP_GEMM);
+    /* projections of attention blocks are GEMMs (s26: they were attention); the attention
+     * products stay attention */
+    assert_int_equal(etk_synth_op_class("model.layers.0.self_attn.q_proj", NULL), ETK_SYNTH_OP_GEMM);
+    assert_int_equal(etk_synth_op_class("encoder.layers.1.self_attn.out_proj", NULL), ETK_SYNTH_OP_GEMM);
+    assert_int_equal(etk_synth_op_class("h.0.attention.dense", NULL), ETK_SYNTH_OP_GEMM);
+    assert_int_equal(etk_synth_op_class("self_attn.linear_q", NULL), ETK_SYNTH_OP_GEMM);
+    assert_int_equal(etk_synth_op_class("model.layers.0.self_attn.softmax", NULL), ETK_SYNTH_OP_ATTENTION);
+    assert_int_equal(etk_synth_op_class("model.layers.0.self_attn", NULL), ETK_SYNTH_OP_ATTENTION);
     assert_int_equal(etk_synth_op_class("aten::_softmax", NULL), ETK_SYNTH_OP_ATTENTION);
     assert_int_equal(etk_synth_op_class("aten::copy_", NULL), ETK_SYNTH_OP_MEMORY);
     assert_int_equal(etk_synth_op_class("optimizer.adam_step", NULL), ETK_SYNTH_OP_OPTIMIZER);
