@@ -33,8 +33,8 @@ static void help(void)
            "  sample   write PREFIX.<rank>.et + PREFIX.json: every rank runs one sampled rank graph,\n"
            "           collectives in the same order on every group member, send/recv matched by tag,\n"
            "           valid and deadlock-free by construction; a graph isomorphic to a training graph\n"
-           "           (Weisfeiler-Lehman hash) is rejected and re-sampled, and so is a LayerDAG graph\n"
-           "           that never chose to stop (cut at twice the most layers seen). Node names are\n"
+           "           (Weisfeiler-Lehman hash) is rejected and re-sampled. A LayerDAG graph has the\n"
+           "           layer count and attribute scale of one drawn training graph. Node names are\n"
            "           token names.\n"
            "  eval     MMD^2 of degree, layer-size, token, edge-token-pair, layer-skip and attribute-bin\n"
            "           histograms against the workloads listed in --real: its two halves against each\n"
@@ -342,7 +342,7 @@ static int do_sample(const opts *o, const char *model)
         rc = etk_synth_write(w, o->out, &err);
     if (!rc && !o->quiet)
         printf("wrote %u rank files %s.<rank>.et + %s.json: %u nodes (%u layers, %u edges) per rank graph (%s model), "
-               "seed %" PRIu64 ", %u sample(s) rejected (isomorphic to a training graph, or never stopped)\n",
+               "seed %" PRIu64 ", %u sample(s) rejected (isomorphic to a training graph)\n",
                ranks, o->out, o->out, g->n, g->n_layers, g->n_edges,
                etk_synth_model_has_layerdag(m) && !o->count ? "LayerDAG" : "count", o->seed, rej);
     if (!rc && !o->quiet && o->label_ns > 0)
@@ -714,7 +714,7 @@ static int synth_eval(const opts *o, const char *model)
         printf("}\n");
     } else {
         printf("real rank graphs %zu (halves of %zu and %zu), %zu samples per model (%u rejected: isomorphic "
-               "to a training graph, or never stopped), %zu random DAGs, %zu layer-copy DAGs\n",
+               "to a training graph), %zu random DAGs, %zu layer-copy DAGs\n",
                n_real, na, nb, k, rej_all, k, k);
         printf("%-18s %14s %14s %14s %14s%s\n", "MMD^2 vs half b", "real half a", "count model", "random DAG",
                "layer copy", has_ld ? "       LayerDAG" : "");

@@ -51,6 +51,14 @@ static void test_tokens(void **state)
     assert_int_equal(etk_synth_op_class("mb0.L0.swiglu.bwd", NULL), ETK_SYNTH_OP_ELEMENTWISE);
     assert_int_equal(etk_synth_op_class("mb0.embed.tok_embed", NULL), ETK_SYNTH_OP_EMBEDDING);
     assert_int_equal(etk_synth_op_class("aten::addmm", NULL), ETK_SYNTH_OP_GEMM);
+    /* projections of attention blocks are GEMMs (s26: they were attention); the attention
+     * products stay attention */
+    assert_int_equal(etk_synth_op_class("model.layers.0.self_attn.q_proj", NULL), ETK_SYNTH_OP_GEMM);
+    assert_int_equal(etk_synth_op_class("encoder.layers.1.self_attn.out_proj", NULL), ETK_SYNTH_OP_GEMM);
+    assert_int_equal(etk_synth_op_class("h.0.attention.dense", NULL), ETK_SYNTH_OP_GEMM);
+    assert_int_equal(etk_synth_op_class("self_attn.linear_q", NULL), ETK_SYNTH_OP_GEMM);
+    assert_int_equal(etk_synth_op_class("model.layers.0.self_attn.softmax", NULL), ETK_SYNTH_OP_ATTENTION);
+    assert_int_equal(etk_synth_op_class("model.layers.0.self_attn", NULL), ETK_SYNTH_OP_ATTENTION);
     assert_int_equal(etk_synth_op_class("aten::_softmax", NULL), ETK_SYNTH_OP_ATTENTION);
     assert_int_equal(etk_synth_op_class("aten::copy_", NULL), ETK_SYNTH_OP_MEMORY);
     assert_int_equal(etk_synth_op_class("optimizer.adam_step", NULL), ETK_SYNTH_OP_OPTIMIZER);
@@ -405,7 +413,7 @@ static void test_model_file(void **state)
     struct {
         const char *from, *to, *msg;
     } cases[] = {
-        {"\"version\":3", "\"version\":2", "field 'version': wanted 3"},
+        {"\"version\":4", "\"version\":3", "field 'version': wanted 4"},
         {"\"format\":\"etkit-synth-model\"", "\"format\":\"x\"", "field 'format'"},
         {"\"layer_count\":[[", "\"layer_count\":[[-", "field 'layer_count'"},
         {"\"COMP:gemm\":[[", "\"COMP:gemmx\":[[", "unknown token name"},
@@ -615,33 +623,32 @@ static void test_layerdag(void **state)
         etk_synth_graph_free(b);
         etk_synth_graph_free(c);
     }
-    /* runaways: a size stage that never chooses stop (logits: stop -30, one node +30, the rest 0)
-     * makes a chain of one-node layers up to the safety stop (twice the most layers seen): every
-     * try is rejected and the error says why; --max-nodes ends it instead (5 one-node layers); a
-     * size stage that stops after the first layer (stop +30, one node +20: the first layer
-     * cannot be empty) gives one node */
+    /* the stop (version 4): a size stage set by hand to prefer stop (logits: stop +30, one node
+     * +20, the rest 0) cannot end a graph before its drawn profile's layer count: a chain of
+     * one-node layers as long as one of the training graphs; one that never stops (stop -30,
+     * one node +30) ends there too; --max-nodes 5 cuts it to 5 one-node layers */
     syn_mlp *sz = &m->ld->size;
     double *w2 = sz->w + (size_t)sz->n_hid * sz->n_in + sz->n_hid, *b2 = w2 + (size_t)sz->n_out * sz->n_hid;
     memset(w2, 0, ((size_t)sz->n_out * sz->n_hid + sz->n_out) * sizeof *w2);
-    b2[0] = -30, b2[1] = 30;
-    etk_synth_sample_opts ro = {.seed = 1, .max_tries = 3};
-    etk_synth_graph *g = NULL;
-    uint32_t rej = 0;
-    assert_int_equal(etk_synth_sample_graph(m, &ro, &g, &rej, &err), ETK_EINVAL);
-    assert_null(g);
-    assert_int_equal(rej, 3);
-    assert_non_null(strstr(err.msg, "3 never chose to stop"));
-    ro.max_nodes = 5;
-    assert_int_equal(etk_synth_sample_graph(m, &ro, &g, &rej, &err), 0);
-    assert_int_equal(rej, 0);
-    assert_int_equal(g->n, 5);
-    assert_int_equal(g->n_layers, 5);
-    etk_synth_graph_free(g);
-    b2[0] = 30, b2[1] = 20;
-    ro.max_nodes = 0;
-    assert_int_equal(etk_synth_sample_graph(m, &ro, &g, &rej, &err), 0);
-    assert_int_equal(g->n, 1);
-    etk_synth_graph_free(g);
+    for (int never = 0; never < 2; never++) {
+        b2[0] = never ? -30 : 30, b2[1] = never ? 30 : 20;
+        for (uint64_t seed = 1; seed <= 4; seed++) {
+            etk_synth_sample_opts ro = {.seed = seed, .max_tries = 3};
+            etk_synth_graph *g = NULL;
+            assert_int_equal(etk_synth_sample_graph(m, &ro, &g, NULL, &err), 0);
+            assert_int_equal(g->n, g->n_layers);
+            bool seen = false;
+            for (size_t i = 0; i < n; i++)
+                seen |= gs[i]->n_layers == g->n_layers;
+            assert_true(seen);
+            etk_synth_graph_free(g);
+            ro.max_nodes = 5;
+            assert_int_equal(etk_synth_sample_graph(m, &ro, &g, NULL, &err), 0);
+            assert_int_equal(g->n, 5);
+            assert_int_equal(g->n_layers, 5);
+            etk_synth_graph_free(g);
+        }
+    }
     etk_synth_model_free(m);
     etk_synth_model_free(m2);
     etk_synth_model_free(m3);
@@ -939,6 +946,108 @@ static void test_scale_classes(void **state)
         etk_synth_graph_free(gs[g]);
 }
 
+/* the LayerDAG graph profile (s26, docs/synth.md "Graph profile"): 16 graphs, 8 of 3 layers of
+ * small GEMMs (FLOPs 1e3) and 8 of 12 layers of large ones (1e9); layers of 1 or 2 nodes, each
+ * node a child of every node of the layer before. The training layer counts are {3: 8, 12: 8}
+ * and the FLOPs go with them, so every sample must have 3 or 12 layers (both seen over 40
+ * samples, each about half) and the FLOPs of the training graphs of its layer count. s25's
+ * sampler stopped on the size stage's own hazard (a prefix of 3 layers looks the same in both
+ * kinds: layer counts between, past 12, or all of one kind) and drew the scale class apart from
+ * the structure (half the samples would carry the other kind's FLOPs). */
+static void test_profiles(void **state)
+{
+    (void)state;
+    enum { NG = 16 };
+    etk_synth_graph *gs[NG];
+    etk_error err = {0};
+    int gemm = etk_synth_tok_parse("COMP:gemm");
+    for (int g = 0; g < NG; g++) {
+        uint32_t L = g < NG / 2 ? 3 : 12, nn = 0, np = 0, prev_a = 0, prev_b = 0;
+        uint16_t tok[64];
+        double val[64 * ETK_SYNTH_N_ATTR] = {0};
+        uint32_t off[65], par[256];
+        off[0] = 0;
+        for (uint32_t l = 0; l < L; l++) {
+            uint32_t size = 1 + (uint32_t)((g + l * (l + 1) / 2) % 2), a = nn;
+            for (uint32_t k = 0; k < size; k++, nn++) {
+                tok[nn] = (uint16_t)gemm;
+                val[nn * ETK_SYNTH_N_ATTR + 0] = L == 3 ? 1e3 : 1e9;
+                val[nn * ETK_SYNTH_N_ATTR + 1] = 100;
+                for (uint32_t q = prev_a; l && q < prev_b; q++)
+                    par[np++] = q;
+                off[nn + 1] = np;
+            }
+            prev_a = a, prev_b = nn;
+        }
+        gs[g] = NULL;
+        if (etk_synth_graph_build(nn, tok, val, off, par, &gs[g], NULL, &err))
+            fail_msg("build: %s", err.msg);
+        assert_int_equal(gs[g]->n_layers, L);
+    }
+    uint32_t world = 1;
+    etk_synth_model *m = NULL, *m2 = NULL;
+    assert_int_equal(etk_synth_fit(gs, NG, &world, 1, NULL, 0, &m, &err), 0);
+    assert_int_equal(etk_synth_train_layerdag(m, gs, NG, 3, 1, &err), 0);
+    /* the profiles: one per training graph, its layer count and scale class */
+    assert_int_equal(m->ld->n_prof, NG);
+    for (int g = 0; g < NG; g++) {
+        assert_int_equal(m->ld->prof[g].layers, g < NG / 2 ? 3 : 12);
+        assert_int_equal(m->ld->prof[g].scale, syn_scale_class(m, syn_scale_stat(m, gs[g])));
+        assert_int_equal(m->ld->prof[g].bucket, 0);
+    }
+    assert_true(m->ld->prof[0].scale != m->ld->prof[NG - 1].scale);
+    char path[512];
+    snprintf(path, sizeof path, "%s/prof.json", tu_tmpdir());
+    assert_int_equal(etk_synth_model_save(m, path, &err), 0);
+    assert_int_equal(etk_synth_model_load(path, &m2, &err), 0);
+    assert_int_equal(m2->ld->n_prof, NG);
+    for (int g = 0; g < NG; g++)
+        assert_memory_equal(&m2->ld->prof[g], &m->ld->prof[g], sizeof m->ld->prof[g]);
+    /* broken profiles: the file and the entry named */
+    size_t len;
+    char *text = (char *)tu_read(path, &len);
+    const char *from[3] = {"\"profiles\":[[3,", "\"profiles\":[[3,", "\"profiles\":["};
+    const char *to[3] = {"\"profiles\":[[0,", "\"profiles\":[[99,", "\"profiles\":[[3,0],"};
+    for (int k = 0; k < 3; k++) {
+        char *p = strstr(text, from[k]), bad[600];
+        assert_non_null(p);
+        snprintf(bad, sizeof bad, "%s/badprof%d.json", tu_tmpdir(), k);
+        FILE *f = fopen(bad, "w");
+        fwrite(text, 1, (size_t)(p - text), f);
+        fputs(to[k], f);
+        fputs(p + strlen(from[k]), f);
+        fclose(f);
+        etk_synth_model *x = NULL;
+        assert_true(etk_synth_model_load(bad, &x, &err) < 0);
+        assert_null(x);
+        if (!strstr(err.msg, "field 'layerdag.profiles[0]'") || !strstr(err.msg, bad))
+            fail_msg("case %d: %s", k, err.msg);
+    }
+    free(text);
+    int seen[2] = {0, 0};
+    for (uint64_t sd = 1; sd <= 40; sd++) {
+        etk_synth_sample_opts o = {.seed = sd, .max_tries = 1000};
+        etk_synth_graph *g = NULL, *g2 = NULL;
+        assert_int_equal(etk_synth_sample_graph(m, &o, &g, NULL, &err), 0);
+        assert_int_equal(etk_synth_sample_graph(m2, &o, &g2, NULL, &err), 0);
+        assert_int_equal(g->n, g2->n);
+        if (g->n_layers != 3 && g->n_layers != 12)
+            fail_msg("seed %d: %u layers (the training graphs have 3 or 12)", (int)sd, g->n_layers);
+        seen[g->n_layers == 12]++;
+        for (uint32_t i = 0; i < g->n; i++)
+            if (g->tok[i] == gemm && g->val[(size_t)i * ETK_SYNTH_N_ATTR] != (g->n_layers == 3 ? 1e3 : 1e9))
+                fail_msg("seed %d: %u layers, node %u FLOPs %g", (int)sd, g->n_layers, i,
+                         g->val[(size_t)i * ETK_SYNTH_N_ATTR]);
+        etk_synth_graph_free(g);
+        etk_synth_graph_free(g2);
+    }
+    /* 40 fair draws: each kind 20 +- 10 (outside with probability < 0.2 %) */
+    assert_true(seen[0] >= 10 && seen[1] >= 10);
+    etk_synth_model_free(m), etk_synth_model_free(m2);
+    for (int g = 0; g < NG; g++)
+        etk_synth_graph_free(gs[g]);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -949,7 +1058,7 @@ int main(void)
         cmocka_unit_test(test_model_file),      cmocka_unit_test(test_metrics), cmocka_unit_test(test_bins),
         cmocka_unit_test(test_gradcheck), cmocka_unit_test(test_layerdag), cmocka_unit_test(test_random_er),
         cmocka_unit_test(test_regressor), cmocka_unit_test(test_label_attrs),
-        cmocka_unit_test(test_scale_classes),
+        cmocka_unit_test(test_scale_classes),   cmocka_unit_test(test_profiles),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

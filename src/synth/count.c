@@ -600,17 +600,13 @@ int etk_synth_sample_graph(const etk_synth_model *m, const etk_synth_sample_opts
         *rejected = 0;
     *out = NULL;
     srng r = {o->seed * 0x2545f4914f6cdd1dULL + 1};
-    uint32_t runaways = 0;
     for (uint32_t k = 0; k < tries; k++) {
         etk_synth_graph *g = NULL;
-        bool runaway = false;
-        if (m->ld && !o->count_only ? syn_ld_sample(m, o->max_nodes, o->label_ns, &r, &g, &runaway)
-                                    : sample_once(m, o, &r, &g))
+        /* (a LayerDAG sample ends at its drawn profile's layer count since version 4: no
+         * autoregressive runaway to reject) */
+        if (m->ld && !o->count_only ? syn_ld_sample(m, o->max_nodes, o->label_ns, &r, &g) : sample_once(m, o, &r, &g))
             return etk_err(err, ETK_ENOMEM, "out of memory sampling a graph");
-        /* a LayerDAG sample that never stopped (cut by the safety stop at twice the most layers
-         * seen) is outside the training support: rejected like a memorised one */
-        runaways += runaway;
-        if (!runaway && !syn_wl_rejected(m, etk_synth_graph_wl_hash(g))) {
+        if (!syn_wl_rejected(m, etk_synth_graph_wl_hash(g))) {
             *out = g;
             return 0;
         }
@@ -618,11 +614,6 @@ int etk_synth_sample_graph(const etk_synth_model *m, const etk_synth_sample_opts
         if (rejected)
             (*rejected)++;
     }
-    if (runaways)
-        return etk_err(err, ETK_EINVAL,
-                       "all %u samples were rejected (%u never chose to stop before twice the most layers seen, "
-                       "the others isomorphic to a training graph): train longer (--epochs) or on more workloads",
-                       tries, runaways);
     return etk_err(err, ETK_EINVAL,
                    "all %u samples were isomorphic to a training graph (the model memorised its corpus: fit "
                    "more, more varied workloads)",

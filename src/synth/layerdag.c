@@ -39,15 +39,18 @@ void syn_ld_free(syn_layerdag *ld)
     syn_mlp_free(&ld->tok);
     syn_mlp_free(&ld->edge);
     syn_mlp_free(&ld->far);
+    free(ld->prof);
     for (int q = 0; q < LD_LABEL_BUCKETS; q++)
         for (int t = 0; t < NT; t++)
             shist_free(&ld->lbins[q][t]);
     free(ld);
 }
 
-/* the pooled prefix encoding */
+/* the pooled prefix encoding, with the graph's profile: the layers left (its layer count minus
+ * l) and its attribute scale class (-1: none) */
 static void features(double *f, uint32_t l, uint32_t prev_size, const uint32_t *hist_prev, const uint32_t *hist_all,
-                     uint32_t n_prev, uint32_t n_all, double label_ns, double lab_lo, double lab_hi)
+                     uint32_t n_prev, uint32_t n_all, double label_ns, double lab_lo, double lab_hi, uint32_t left,
+                     int scale)
 {
     for (int t = 0; t < NT; t++) {
         f[t] = n_prev ? (double)hist_prev[t] / n_prev : 0;
@@ -67,7 +70,14 @@ static void features(double *f, uint32_t l, uint32_t prev_size, const uint32_t *
             e[2 * j + 1] = cos(3.14159265358979323846 * z * (1 << j) / 2);
         }
     }
+    syn_sinus((double)left, LD_SIN, f + 2 * NT + 4 * LD_SIN);
+    syn_sinus(scale + 1.0, LD_SIN, f + 2 * NT + 5 * LD_SIN);
 }
+
+/* the token, edge and far-parent stages see the prefix encoding without the scale class (with it,
+ * the token stage fitted the training graphs' token mix per class and its samples' token
+ * histograms moved away from the held-out ones: token MMD 0.0128-0.0151 vs 0.0103-0.0112) */
+static void scale_off(double *f) { memset(f + 2 * NT + 5 * LD_SIN, 0, LD_SIN * sizeof *f); }
 
 static void tok_input(double *x, const double *f, const uint32_t *noisy_hist, uint32_t n_layer, int own, int t)
 {
@@ -182,6 +192,14 @@ int syn_ld_train(etk_synth_model *m, etk_synth_graph *const *gs, size_t n, const
             ld->label_max_ns = t;
     }
     ld->epochs = epochs;
+    /* every training graph's profile: layer count, scale class, label bucket (below) */
+    if (!(ld->prof = calloc(n ? n : 1, sizeof *ld->prof)))
+        goto done;
+    ld->n_prof = (uint32_t)n;
+    for (size_t gi = 0; gi < n; gi++) {
+        ld->prof[gi].layers = gs[gi]->n_layers;
+        ld->prof[gi].scale = syn_scale_class(m, syn_scale_stat(m, gs[gi]));
+    }
     /* labeled: the bucket bounds (label quantiles over the graphs), then the attribute bin codes
      * of every node given its graph's label bucket and token */
     if (ld->labeled) {
@@ -196,6 +214,7 @@ int syn_ld_train(etk_synth_model *m, etk_synth_graph *const *gs, size_t n, const
     }
     for (size_t gi = 0; ld->labeled && gi < n; gi++) {
         int q = syn_ld_label_bucket(ld, o->labels_ns[gi]);
+        ld->prof[gi].bucket = q;
         const etk_synth_graph *g = gs[gi];
         for (uint32_t i = 0; i < g->n; i++)
             if (shist_add(&ld->lbins[q][g->tok[i]], syn_bin_code(m, g->tok[i], g->val + (size_t)i * ETK_SYNTH_N_ATTR), 1))
@@ -220,7 +239,7 @@ int syn_ld_train(etk_synth_model *m, etk_synth_graph *const *gs, size_t n, const
     ld->edge_prior = cand > 0 ? pos / cand : 0.1;
     for (size_t i = 0; i < n; i++)
         order[i] = (uint32_t)i;
-    int step = 0;
+    int step = 0, size_step = 0;
     for (uint32_t ep = 0; ep < epochs; ep++) {
         double ls[4] = {0}, cnt[4] = {0};
         for (size_t i = n; i > 1; i--) { /* deterministic shuffle */
@@ -242,12 +261,19 @@ int syn_ld_train(etk_synth_model *m, etk_synth_graph *const *gs, size_t n, const
             double nex[4] = {0};
             for (uint32_t l = 0; l <= L; l++) {
                 features(f, l, n_prev, hist_prev, hist_all, n_prev, n_all, o->labels_ns ? o->labels_ns[order[oi]] : 0,
-                         ld->label_min_ns, ld->label_max_ns);
+                         ld->label_min_ns, ld->label_max_ns, L - l, ld->prof[order[oi]].scale);
                 uint32_t size = l < L ? lstart[l + 1] - lstart[l] : 0;
                 syn_mlp_forward(&ld->size, f, h, y);
                 ls[0] += syn_softmax_ce(y, LD_SIZES, size < LD_SIZES ? (int)size : LD_SIZES - 1, dy);
                 cnt[0]++, nex[0]++;
                 syn_mlp_backward(&ld->size, f, h, dy);
+                scale_off(f); /* the scale class conditions the size stage only */
+                /* the size stage steps every LD_SIZE_CHUNK layers (one example per layer: a
+                 * step per graph averaged hundreds of them, and 8 epochs left it underfit) */
+                if (nex[0] >= LD_SIZE_CHUNK) {
+                    syn_mlp_adam(&ld->size, 3e-3, ++size_step, 1.0 / nex[0]);
+                    nex[0] = 0;
+                }
                 if (l == L)
                     break;
                 uint32_t a = lstart[l], b = lstart[l + 1];
@@ -358,7 +384,8 @@ int syn_ld_train(etk_synth_model *m, etk_synth_graph *const *gs, size_t n, const
                 n_all += b - a;
             }
             step++;
-            syn_mlp_adam(&ld->size, 3e-3, step, nex[0] ? 1.0 / nex[0] : 0);
+            if (nex[0])
+                syn_mlp_adam(&ld->size, 3e-3, ++size_step, 1.0 / nex[0]);
             syn_mlp_adam(&ld->tok, 3e-3, step, nex[1] ? 1.0 / nex[1] : 0);
             syn_mlp_adam(&ld->edge, 3e-3, step, nex[2] ? 1.0 / nex[2] : 0);
             syn_mlp_adam(&ld->far, 3e-3, step, nex[3] ? 1.0 / nex[3] : 0);
@@ -396,6 +423,18 @@ static int vpush(vec *a, uint32_t x)
     return 0;
 }
 
+const syn_ld_profile *syn_ld_profile_draw(const syn_layerdag *ld, int bucket, srng *r)
+{
+    uint32_t k = 0;
+    for (uint32_t i = 0; bucket >= 0 && i < ld->n_prof; i++)
+        k += ld->prof[i].bucket == bucket;
+    if (!k) /* no label, or no training graph in the bucket: any graph */
+        return &ld->prof[srng_below(r, ld->n_prof)];
+    for (uint32_t i = 0, pick = srng_below(r, k);; i++)
+        if (ld->prof[i].bucket == bucket && !pick--)
+            return &ld->prof[i];
+}
+
 int syn_ld_label_bucket(const syn_layerdag *ld, double label_ns)
 {
     int q = 0;
@@ -416,10 +455,8 @@ void syn_ld_attr_values(const etk_synth_model *m, int tok, double label_ns, int 
     syn_bin_values(m, tok, shist_draw(h, r, 0), r, val);
 }
 
-int syn_ld_sample(const etk_synth_model *m, uint32_t max_nodes, double label_ns, srng *r, etk_synth_graph **out,
-                  bool *runaway)
+int syn_ld_sample(const etk_synth_model *m, uint32_t max_nodes, double label_ns, srng *r, etk_synth_graph **out)
 {
-    *runaway = true; /* until the size stage stops it (or --max-nodes does) */
     const syn_layerdag *ld = m->ld;
     vec tok = {0}, lay = {0}, off = {0}, par = {0}, lstart = {0}, outdeg = {0};
     double *val = NULL, *x = malloc(LD_EDGE_IN * sizeof *x), f[LD_F], h[LD_HIDDEN], y[LD_FAR_OUT], p[LD_FAR_OUT];
@@ -430,25 +467,25 @@ int syn_ld_sample(const etk_synth_model *m, uint32_t max_nodes, double label_ns,
     int rc = ETK_ENOMEM;
     if (!x)
         goto done;
-    for (uint32_t l = 0; l < ld->max_layers; l++) {
+    /* the graph's profile: one training graph's layer count and scale class (a labeled model
+     * given a label: one of the label bucket's graphs) */
+    const syn_ld_profile *pf = syn_ld_profile_draw(ld, ld->labeled && label_ns > 0 ? syn_ld_label_bucket(ld, label_ns) : -1, r);
+    for (uint32_t l = 0; l < pf->layers; l++) {
         features(f, l, n_prev, hist_prev, hist_all, n_prev, n, ld->labeled ? label_ns : 0, ld->label_min_ns,
-                 ld->label_max_ns);
+                 ld->label_max_ns, pf->layers > l ? pf->layers - l : 0, pf->scale);
         syn_mlp_forward(&ld->size, f, h, y);
+        scale_off(f);
         syn_softmax(y, LD_SIZES, p);
-        if (l == 0) /* a graph has a first layer */
-            p[0] = 0;
+        /* the profile's layer count decides the stop: none before it (a graph has a first
+         * layer), stop at it */
+        p[0] = 0;
         double s = 0;
         for (int k = 0; k < LD_SIZES; k++)
             s += p[k];
         for (int k = 0; k < LD_SIZES; k++)
             p[k] /= s;
         uint32_t size = (uint32_t)draw_p(p, LD_SIZES, r);
-        if (!size) {
-            *runaway = false;
-            break;
-        }
         if (max_nodes && n + size > max_nodes) {
-            *runaway = false;
             if (n)
                 break;
             size = max_nodes;
@@ -589,7 +626,7 @@ int syn_ld_sample(const etk_synth_model *m, uint32_t max_nodes, double label_ns,
     g->n_layers = lstart.n;
     /* one attribute scale class for the whole graph, drawn from the training graphs' classes
      * (a labeled model given a label: the label bucket's table instead) */
-    int scale = ld->labeled && label_ns > 0 ? -1 : syn_scale_draw(m, r);
+    int scale = ld->labeled && label_ns > 0 ? -1 : pf->scale;
     g->scale = (uint32_t)(scale + 1);
     for (uint32_t i = 0; i < n; i++) {
         g->tok[i] = (uint16_t)tok.v[i];
@@ -620,12 +657,18 @@ static json_t *net_json(const syn_mlp *m)
 
 json_t *syn_ld_json(const syn_layerdag *ld)
 {
-    return json_pack("{s:i,s:i,s:i,s:i,s:b,s:[f,f],s:I,s:f,s:I,s:[f,f,f],s:f,s:o,s:o,s:o,s:o}", "window", LD_WINDOW,
+    json_t *pa = json_array();
+    for (uint32_t i = 0; i < ld->n_prof; i++)
+        json_array_append_new(pa, json_pack("[I,i,i]", (json_int_t)ld->prof[i].layers, ld->prof[i].scale,
+                                            ld->prof[i].bucket));
+    json_t *o = json_pack("{s:i,s:i,s:i,s:i,s:b,s:[f,f],s:I,s:f,s:I,s:[f,f,f],s:f,s:o,s:o,s:o,s:o}", "window", LD_WINDOW,
                      "size_classes", LD_SIZES, "steps", LD_STEPS, "far_buckets", LD_FAR_BUCKETS, "labeled", (int)ld->labeled, "label_range_ns",
                      ld->label_min_ns, ld->label_max_ns, "max_layers", (json_int_t)ld->max_layers,
                      "edge_prior", ld->edge_prior, "epochs", (json_int_t)ld->epochs, "final_loss", ld->loss[0],
                      ld->loss[1], ld->loss[2], "far_loss", ld->loss[3], "size_net", net_json(&ld->size), "token_net",
                      net_json(&ld->tok), "edge_net", net_json(&ld->edge), "far_net", net_json(&ld->far));
+    json_object_set_new(o, "profiles", pa);
+    return o;
 }
 
 static int net_from(json_t *o, const char *field, const char *path, int in, int out, syn_mlp *m, etk_error *err)
@@ -665,7 +708,7 @@ int syn_ld_from_json(json_t *o, const char *path, syn_layerdag **out, etk_error 
         json_integer_value(json_object_get(o, "steps")) != LD_STEPS ||
         json_integer_value(json_object_get(o, "far_buckets")) != LD_FAR_BUCKETS)
         rc = etk_err(err, ETK_EFORMAT,
-                     "%s: field 'layerdag': wanted window 8, size_classes 64, steps 4, far_buckets 7 (version 3)", path);
+                     "%s: field 'layerdag': wanted window 8, size_classes 64, steps 4, far_buckets 7 (version 4)", path);
     else if (ml < 1 || ml > 100000000)
         rc = etk_err(err, ETK_EFORMAT, "%s: field 'layerdag.max_layers': wanted a positive integer", path);
     else if (!(ep >= 0 && ep <= 1))
@@ -679,6 +722,27 @@ int syn_ld_from_json(json_t *o, const char *path, syn_layerdag **out, etk_error 
         ld->label_max_ns = json_number_value(json_array_get(lr, 1));
         ld->epochs = (uint32_t)json_integer_value(json_object_get(o, "epochs"));
         rc = net_from(json_object_get(o, "size_net"), "size_net", path, LD_F, LD_SIZES, &ld->size, err);
+    }
+    /* the profiles: [layers, scale class, label bucket] per training graph */
+    json_t *pa = json_object_get(o, "profiles");
+    if (!rc && (!json_is_array(pa) || !json_array_size(pa) || json_array_size(pa) > UINT32_MAX))
+        rc = etk_err(err, ETK_EFORMAT, "%s: field 'layerdag.profiles': wanted a non-empty array of "
+                     "[layers, scale class, label bucket]", path);
+    if (!rc && !(ld->prof = calloc(json_array_size(pa), sizeof *ld->prof)))
+        rc = etk_err(err, ETK_ENOMEM, "out of memory");
+    for (size_t i = 0; !rc && i < json_array_size(pa); i++) {
+        json_t *e = json_array_get(pa, i), *a = json_array_get(e, 0), *b = json_array_get(e, 1), *c = json_array_get(e, 2);
+        json_int_t L = json_integer_value(a), sc = json_integer_value(b), q = json_integer_value(c);
+        if (!json_is_array(e) || json_array_size(e) != 3 || !json_is_integer(a) || !json_is_integer(b) ||
+            !json_is_integer(c) || L < 1 || L > ml || sc < 0 || sc >= SYN_SCALE_CLASSES || q < 0 ||
+            q >= LD_LABEL_BUCKETS)
+            rc = etk_err(err, ETK_EFORMAT, "%s: field 'layerdag.profiles[%zu]': wanted [layers 1 to max_layers, "
+                         "scale class 0 to %d, label bucket 0 to %d]", path, i, SYN_SCALE_CLASSES - 1,
+                         LD_LABEL_BUCKETS - 1);
+        else {
+            ld->prof[i] = (syn_ld_profile){(uint32_t)L, (int32_t)sc, (int32_t)q};
+            ld->n_prof = (uint32_t)i + 1;
+        }
     }
     if (!rc)
         rc = net_from(json_object_get(o, "token_net"), "token_net", path, LD_TOK_IN, NT, &ld->tok, err);

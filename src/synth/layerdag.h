@@ -15,8 +15,11 @@
 #define LD_SIZES 64      /* size classes 0 (stop) .. 63 */
 #define LD_STEPS 4       /* diffusion steps */
 #define LD_HIDDEN 32
+#define LD_SIZE_CHUNK 32 /* training: an Adam step of the size stage every 32 layers */
 #define LD_SIN 8
-#define LD_F (2 * ETK_SYNTH_N_TOKENS + 4 * LD_SIN) /* prefix features (+ prefix node count, graph label) */
+/* prefix features: token histograms, layer index, last layer size, prefix node count, graph
+ * label, and the graph profile (layers left, scale class) */
+#define LD_F (2 * ETK_SYNTH_N_TOKENS + 6 * LD_SIN)
 #define LD_TOK_IN (LD_F + 2 * ETK_SYNTH_N_TOKENS + 4)                          /* token denoiser */
 #define LD_EDGE_IN (LD_F + 2 * ETK_SYNTH_N_TOKENS + LD_WINDOW + 3 + 4)         /* edge denoiser */
 /* far parents (layer distance > LD_WINDOW): distance buckets 9-16, 17-32, ..., 257-512, > 512 */
@@ -28,8 +31,20 @@
  * graphs' labels at their 1/8 ... 7/8 quantiles */
 #define LD_LABEL_BUCKETS 8
 
+/* a training graph's profile (version 4): its layer count, attribute scale class and label
+ * bucket (0 unlabeled). A sample draws one profile (of the label's bucket under --label) and every
+ * stage conditions on it: the layers left and the scale class are prefix features, so the size
+ * stage's stop and layer sizes follow the drawn graph, not a hazard pooled over all graphs. */
+typedef struct syn_ld_profile {
+    uint32_t layers;
+    int32_t scale;
+    int32_t bucket;
+} syn_ld_profile;
+
 typedef struct syn_layerdag {
     syn_mlp size, tok, edge, far;
+    uint32_t n_prof;
+    syn_ld_profile *prof;
     uint32_t max_layers; /* twice the most layers seen: a safety stop */
     double edge_prior;   /* fraction of window candidates that are parents */
     uint32_t epochs;
@@ -47,12 +62,13 @@ typedef struct syn_ld_opts {
 } syn_ld_opts;
 
 int syn_ld_train(etk_synth_model *m, etk_synth_graph *const *gs, size_t n, const syn_ld_opts *o, etk_error *err);
-/* label_ns > 0: the target label (models trained with labels). *runaway: the size stage never
- * chose stop and the safety stop (max_layers, twice the most layers seen) ended the graph: the
- * sampler rejects it (an autoregressive runaway, e.g. hundreds of all-reduce-only layers) */
-int syn_ld_sample(const etk_synth_model *m, uint32_t max_nodes, double label_ns, srng *r, etk_synth_graph **out,
-                  bool *runaway);
+/* label_ns > 0: the target label (models trained with labels). The graph has the layer count of a
+ * drawn training-graph profile (syn_ld_profile), or fewer layers when max_nodes cuts it */
+int syn_ld_sample(const etk_synth_model *m, uint32_t max_nodes, double label_ns, srng *r, etk_synth_graph **out);
 void syn_ld_free(syn_layerdag *ld);
+/* a profile drawn uniformly among the training graphs' (those of label bucket `bucket` when
+ * some are, bucket -1: all) */
+const syn_ld_profile *syn_ld_profile_draw(const syn_layerdag *ld, int bucket, srng *r);
 /* the label bucket (0 .. LD_LABEL_BUCKETS - 1) of a label in a labeled model's range */
 int syn_ld_label_bucket(const syn_layerdag *ld, double label_ns);
 /* a node's attribute values: bins from the label bucket's table of a labeled model given a label

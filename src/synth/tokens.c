@@ -126,6 +126,10 @@ int etk_synth_op_class(const char *name, const char *op_kind)
         return ETK_SYNTH_OP_LOSS;
     if (has(b, "optim") || has(b, "adam") || has(b, "sgd") || has(b, "zero_grad"))
         return ETK_SYNTH_OP_OPTIMIZER;
+    /* a projection in an attention block is a GEMM ("self_attn.q_proj", "attn.out_proj",
+     * "attention.dense", "self_attn.linear_q"): before s26 the "attn" rule below took them */
+    if (has_part(b, "proj", false) || has_part(b, "dense", false) || has(b, "linear"))
+        return ETK_SYNTH_OP_GEMM;
     if ((has(b, "attn") && !has(b, "_res")) || has(b, "softmax") || has(b, "sdpa") || has(b, "scaled_dot") ||
         has(b, "attention") || has(b, ".qk") || has(b, ".pv") || has_part(b, "scores", false) ||
         has_part(b, "av", false))
