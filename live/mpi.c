@@ -305,20 +305,20 @@ API int MPI_Ssend(const void *buf, int count, MPI_Datatype dt, int dest, int tag
  * MPI_Waitall held the engine at its host time for a receive it would submit only on return,
  * while the neighbours it waited for waited in virtual time for the engine (docs/live.md).
  * A receive with MPI_ANY_SOURCE or MPI_ANY_TAG goes in when it completes (its source and tag
- * known then); while one such "late" receive is outstanding, every receive goes in late, so
- * that the engine's channels see the receives in the order MPI matched them. */
+ * known then); while one such "late" receive is outstanding that could match the same messages
+ * (same communicator, its source MPI_ANY_SOURCE or the same, its tag MPI_ANY_TAG or the same),
+ * a receive goes in late too, so that the engine's channels see the receives in the order MPI
+ * matched them. Until s26 every receive went late while any late one was outstanding: a wildcard
+ * receive of another tag then made a ring's receives late, and with host time on the ring stopped
+ * (tests/live/mpi_bidir.c W = 1, docs/live.md). */
 static int n_late; /* late receives posted and not yet completed */
-
-static int early_recv(int src, int tag)
-{
-    return src != MPI_ANY_SOURCE && tag != MPI_ANY_TAG && n_late == 0;
-}
+static int early_recv(const char *g, int src, int tag);
 
 API int MPI_Recv(void *buf, int count, MPI_Datatype dt, int src, int tag, MPI_Comm comm, MPI_Status *st)
 {
     const char *g = check_comm(comm, "MPI_Recv");
     MPI_Status s;
-    if (src != MPI_PROC_NULL && early_recv(src, tag)) {
+    if (src != MPI_PROC_NULL && early_recv(g, src, tag)) {
         uint64_t id = node_on(g, "MPI_Recv", 6, -1, bytes_of(count, dt), src, tag, 0, 0);
         etl_extern_enter_tied("MPI_Recv", 0, &id, 1);
         MPI_Request q;
@@ -355,7 +355,7 @@ API int MPI_Sendrecv(const void *sb, int sc, MPI_Datatype sdt, int dest, int sta
     const char *g = check_comm(comm, "MPI_Sendrecv");
     MPI_Status s;
     uint64_t ids[2];
-    int n = 0, early = src != MPI_PROC_NULL && early_recv(src, rtag);
+    int n = 0, early = src != MPI_PROC_NULL && early_recv(g, src, rtag);
     if (dest != MPI_PROC_NULL)
         ids[n++] = node_on(g, "MPI_Sendrecv", 5, -1, bytes_of(sc, sdt), dest, stag, 0, 0);
     if (early)
@@ -400,9 +400,21 @@ static struct {
     uint64_t node, posted;
     MPI_Datatype dt;
     int recv; /* a late receive (its node goes in when it completes) */
+    int src, tag; /* a late receive's, as posted (wildcards) */
     const char *grp;
 } reqs[MAX_REQ];
 static int n_reqs;
+
+static int early_recv(const char *g, int src, int tag)
+{
+    if (src == MPI_ANY_SOURCE || tag == MPI_ANY_TAG)
+        return 0;
+    for (int i = 0; n_late && i < n_reqs; i++)
+        if (reqs[i].recv && !strcmp(reqs[i].grp, g) && (reqs[i].src == MPI_ANY_SOURCE || reqs[i].src == src) &&
+            (reqs[i].tag == MPI_ANY_TAG || reqs[i].tag == tag))
+            return 0;
+    return 1;
+}
 
 static void track(MPI_Request r, uint64_t node_id, uint64_t posted, MPI_Datatype dt, int recv, const char *grp)
 {
@@ -442,7 +454,7 @@ API int MPI_Irecv(void *buf, int count, MPI_Datatype dt, int src, int tag, MPI_C
     const char *g = check_comm(comm, "MPI_Irecv");
     int rc = PMPI_Irecv(buf, count, dt, src, tag, comm, r);
     if (rc == MPI_SUCCESS && src != MPI_PROC_NULL) {
-        if (early_recv(src, tag)) {
+        if (early_recv(g, src, tag)) {
             track(*r, node_on(g, "MPI_Irecv", 6, -1, bytes_of(count, dt), src, tag, 0, 0), 0, dt, 0, g);
             return rc;
         }
@@ -450,6 +462,8 @@ API int MPI_Irecv(void *buf, int count, MPI_Datatype dt, int src, int tag, MPI_C
         uint64_t posted = etl_host();
         etl_unlock();
         track(*r, 0, posted, dt, 1, g);
+        reqs[n_reqs - 1].src = src;
+        reqs[n_reqs - 1].tag = tag;
         n_late++;
     }
     return rc;
