@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "live/client.h"
 
@@ -37,6 +38,8 @@ static int n_comms;
 enum { C_ALL_REDUCE = 0, C_REDUCE = 1, C_ALL_GATHER = 2, C_GATHER = 3, C_SCATTER = 4, C_BROADCAST = 5,
        C_ALL_TO_ALL = 6, C_REDUCE_SCATTER = 7, C_BARRIER = 9 };
 
+static int backoff_yields = 16; /* 0 when the ranks on this node outnumber its cores (backoff) */
+
 static void join_world(void)
 {
     prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0); /* the test loops' short sleeps (below) sleep that long */
@@ -44,6 +47,11 @@ static void join_world(void)
     PMPI_Comm_rank(MPI_COMM_WORLD, &r);
     PMPI_Comm_size(MPI_COMM_WORLD, &n);
     etl_config();
+    /* oversubscribed (more ranks on this node than cores): waits sleep from the start (backoff) */
+    const char *ls = getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+    long local = ls ? atol(ls) : n, cores = sysconf(_SC_NPROCESSORS_ONLN);
+    if (cores > 0 && local > cores)
+        backoff_yields = 0;
     if (r != etl_rank())
         etl_fatal("MPI rank %d differs from the launcher's rank %d", r, etl_rank());
     etl_lock();
@@ -167,17 +175,24 @@ static uint64_t node_on(const char *grp, const char *call, int type, int coll, u
 }
 
 /* Blocking real calls are made of their non-blocking forms and a test loop that sleeps between
- * tests (2 us doubling to 128 us) after a few quick ones: Open MPI's own blocking wait spins, and
- * a spinning rank takes the CPU the coordinator and the rank it waits for need (the reply it
- * waits for passes through both). */
+ * tests (2 us doubling to 1,024 us), after a few quick ones that yield when the node has a core
+ * for every rank: Open MPI's own blocking wait spins, and a spinning rank takes the CPU the
+ * coordinator and the rank it waits for need (the reply it waits for passes through both).
+ * Doubling keeps a wait at most about twice its real length (plus the first sleeps); the 1 ms cap
+ * bounds what a long wait costs the host. Until s26 every wait began with 16 yields and the sleeps
+ * stopped at 64 us: on 64 ranks of HPCC on the 2-core machine (perf of a rank in the ping-pongs)
+ * half of the ranks' CPU went to sched_yield and a quarter to the short sleeps, 1.6 cores in all,
+ * while the coordinator, which every message passes through, got 0.2. */
+#define BACKOFF_MAX_SHIFT 9 /* 2 << 9 = 1,024 us */
 static void backoff(int *k)
 {
-    if (++*k < 16) {
+    if (++*k < backoff_yields) {
         sched_yield();
         return;
     }
-    long us = 2L << (*k - 16 < 5 ? *k - 16 : 5);
-    struct timespec ts = {0, us * 1000L};
+    int sh = *k - backoff_yields < BACKOFF_MAX_SHIFT ? *k - backoff_yields : BACKOFF_MAX_SHIFT;
+    long us = 2L << sh;
+    struct timespec ts = {us / 1000000L, (us % 1000000L) * 1000L};
     nanosleep(&ts, NULL);
 }
 
@@ -290,20 +305,20 @@ API int MPI_Ssend(const void *buf, int count, MPI_Datatype dt, int dest, int tag
  * MPI_Waitall held the engine at its host time for a receive it would submit only on return,
  * while the neighbours it waited for waited in virtual time for the engine (docs/live.md).
  * A receive with MPI_ANY_SOURCE or MPI_ANY_TAG goes in when it completes (its source and tag
- * known then); while one such "late" receive is outstanding, every receive goes in late, so
- * that the engine's channels see the receives in the order MPI matched them. */
+ * known then); while one such "late" receive is outstanding that could match the same messages
+ * (same communicator, its source MPI_ANY_SOURCE or the same, its tag MPI_ANY_TAG or the same),
+ * a receive goes in late too, so that the engine's channels see the receives in the order MPI
+ * matched them. Until s26 every receive went late while any late one was outstanding: a wildcard
+ * receive of another tag then made a ring's receives late, and with host time on the ring stopped
+ * (tests/live/mpi_bidir.c W = 1, docs/live.md). */
 static int n_late; /* late receives posted and not yet completed */
-
-static int early_recv(int src, int tag)
-{
-    return src != MPI_ANY_SOURCE && tag != MPI_ANY_TAG && n_late == 0;
-}
+static int early_recv(const char *g, int src, int tag);
 
 API int MPI_Recv(void *buf, int count, MPI_Datatype dt, int src, int tag, MPI_Comm comm, MPI_Status *st)
 {
     const char *g = check_comm(comm, "MPI_Recv");
     MPI_Status s;
-    if (src != MPI_PROC_NULL && early_recv(src, tag)) {
+    if (src != MPI_PROC_NULL && early_recv(g, src, tag)) {
         uint64_t id = node_on(g, "MPI_Recv", 6, -1, bytes_of(count, dt), src, tag, 0, 0);
         etl_extern_enter_tied("MPI_Recv", 0, &id, 1);
         MPI_Request q;
@@ -340,7 +355,7 @@ API int MPI_Sendrecv(const void *sb, int sc, MPI_Datatype sdt, int dest, int sta
     const char *g = check_comm(comm, "MPI_Sendrecv");
     MPI_Status s;
     uint64_t ids[2];
-    int n = 0, early = src != MPI_PROC_NULL && early_recv(src, rtag);
+    int n = 0, early = src != MPI_PROC_NULL && early_recv(g, src, rtag);
     if (dest != MPI_PROC_NULL)
         ids[n++] = node_on(g, "MPI_Sendrecv", 5, -1, bytes_of(sc, sdt), dest, stag, 0, 0);
     if (early)
@@ -385,9 +400,21 @@ static struct {
     uint64_t node, posted;
     MPI_Datatype dt;
     int recv; /* a late receive (its node goes in when it completes) */
+    int src, tag; /* a late receive's, as posted (wildcards) */
     const char *grp;
 } reqs[MAX_REQ];
 static int n_reqs;
+
+static int early_recv(const char *g, int src, int tag)
+{
+    if (src == MPI_ANY_SOURCE || tag == MPI_ANY_TAG)
+        return 0;
+    for (int i = 0; n_late && i < n_reqs; i++)
+        if (reqs[i].recv && !strcmp(reqs[i].grp, g) && (reqs[i].src == MPI_ANY_SOURCE || reqs[i].src == src) &&
+            (reqs[i].tag == MPI_ANY_TAG || reqs[i].tag == tag))
+            return 0;
+    return 1;
+}
 
 static void track(MPI_Request r, uint64_t node_id, uint64_t posted, MPI_Datatype dt, int recv, const char *grp)
 {
@@ -427,7 +454,7 @@ API int MPI_Irecv(void *buf, int count, MPI_Datatype dt, int src, int tag, MPI_C
     const char *g = check_comm(comm, "MPI_Irecv");
     int rc = PMPI_Irecv(buf, count, dt, src, tag, comm, r);
     if (rc == MPI_SUCCESS && src != MPI_PROC_NULL) {
-        if (early_recv(src, tag)) {
+        if (early_recv(g, src, tag)) {
             track(*r, node_on(g, "MPI_Irecv", 6, -1, bytes_of(count, dt), src, tag, 0, 0), 0, dt, 0, g);
             return rc;
         }
@@ -435,6 +462,8 @@ API int MPI_Irecv(void *buf, int count, MPI_Datatype dt, int src, int tag, MPI_C
         uint64_t posted = etl_host();
         etl_unlock();
         track(*r, 0, posted, dt, 1, g);
+        reqs[n_reqs - 1].src = src;
+        reqs[n_reqs - 1].tag = tag;
         n_late++;
     }
     return rc;
@@ -578,7 +607,9 @@ API int MPI_Waitany(int n, MPI_Request *r, int *index, MPI_Status *st)
         keep[i] = r[i];
     MPI_Status s;
     etl_extern_enter_flags("MPI_Waitany", recv_only(r, n));
-    int rc = PMPI_Waitany(n, r, index, &s);
+    int rc, flag = 0, k = 0; /* PMPI_Waitany spins: a test loop that sleeps (backoff) */
+    while ((rc = PMPI_Testany(n, r, index, &flag, &s)) == MPI_SUCCESS && !flag)
+        backoff(&k);
     etl_extern_leave();
     if (rc == MPI_SUCCESS && *index != MPI_UNDEFINED)
         wait_done("MPI_Waitany", 1, index, keep, &s);
@@ -594,7 +625,9 @@ API int MPI_Waitsome(int n, MPI_Request *r, int *outcount, int *idx, MPI_Status 
     for (int i = 0; i < n; i++)
         keep[i] = r[i];
     etl_extern_enter_flags("MPI_Waitsome", recv_only(r, n));
-    int rc = PMPI_Waitsome(n, r, outcount, idx, s);
+    int rc, k = 0; /* PMPI_Waitsome spins: a test loop that sleeps (backoff) */
+    while ((rc = PMPI_Testsome(n, r, outcount, idx, s)) == MPI_SUCCESS && *outcount == 0)
+        backoff(&k);
     etl_extern_leave();
     if (rc == MPI_SUCCESS && *outcount != MPI_UNDEFINED && *outcount > 0)
         wait_done("MPI_Waitsome", *outcount, idx, keep, s);
@@ -800,6 +833,12 @@ API int MPI_Comm_free(MPI_Comm *comm)
 #define COLL(call, type, bytes, grp, real)                                                        \
     (coll_id = coll_start(call, type, bytes, grp), coll_done(call, coll_id, (real)))
 static uint64_t coll_id; /* the node goes in before the real call (the comma sequences them) */
+/* The real collective runs as its non-blocking form (`real` starts it on coll_q) and a test loop
+ * that sleeps (wait1): Open MPI's blocking collectives spin in its progress loop, and on 64 ranks
+ * of the 2-core machine the members spinning for a late one took the CPU it needed. */
+static MPI_Request coll_q;
+#define COLL_NB(call, type, bytes, grp, real) COLL(call, type, bytes, grp, nb_wait(real))
+static int nb_wait(int rc) { return rc == MPI_SUCCESS ? wait1(&coll_q, MPI_STATUS_IGNORE) : rc; }
 
 static uint64_t coll_start(const char *call, int type, uint64_t bytes, const char *grp)
 {
@@ -845,10 +884,14 @@ API int MPI_Bcast(void *b, int count, MPI_Datatype dt, int root, MPI_Comm comm)
     int me = -1;
     PMPI_Comm_rank(comm, &me);
     if (me != root)
-        return COLL("MPI_Bcast", C_BROADCAST, bytes_of(count, dt), g, PMPI_Bcast(b, count, dt, root, comm));
+        return COLL_NB("MPI_Bcast", C_BROADCAST, bytes_of(count, dt), g,
+                       PMPI_Ibcast(b, count, dt, root, comm, &coll_q));
     node_on(g, "MPI_Bcast", 7, C_BROADCAST, bytes_of(count, dt), 0, 0, 0, 0);
     etl_extern_enter("MPI_Bcast");
-    int rc = PMPI_Bcast(b, count, dt, root, comm);
+    MPI_Request q;
+    int rc = PMPI_Ibcast(b, count, dt, root, comm, &q);
+    if (rc == MPI_SUCCESS)
+        rc = wait1(&q, MPI_STATUS_IGNORE);
     etl_extern_leave();
     return rc;
 }
@@ -856,50 +899,53 @@ API int MPI_Bcast(void *b, int count, MPI_Datatype dt, int root, MPI_Comm comm)
 API int MPI_Allreduce(const void *s, void *r, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm)
 {
     const char *g = check_comm(comm, "MPI_Allreduce");
-    return COLL("MPI_Allreduce", C_ALL_REDUCE, bytes_of(count, dt), g, PMPI_Allreduce(s, r, count, dt, op, comm));
+    return COLL_NB("MPI_Allreduce", C_ALL_REDUCE, bytes_of(count, dt), g,
+                   PMPI_Iallreduce(s, r, count, dt, op, comm, &coll_q));
 }
 
 API int MPI_Reduce(const void *s, void *r, int count, MPI_Datatype dt, MPI_Op op, int root, MPI_Comm comm)
 {
     const char *g = check_comm(comm, "MPI_Reduce");
-    return COLL("MPI_Reduce", C_REDUCE, bytes_of(count, dt), g, PMPI_Reduce(s, r, count, dt, op, root, comm));
+    return COLL_NB("MPI_Reduce", C_REDUCE, bytes_of(count, dt), g,
+                   PMPI_Ireduce(s, r, count, dt, op, root, comm, &coll_q));
 }
 
 /* Chakra comm_size: all-gather the per-rank input, all-to-all the whole per-rank buffer */
 API int MPI_Allgather(const void *s, int sc, MPI_Datatype sdt, void *r, int rc_, MPI_Datatype rdt, MPI_Comm comm)
 {
     const char *g = check_comm(comm, "MPI_Allgather");
-    return COLL("MPI_Allgather", C_ALL_GATHER, bytes_of(sc, sdt), g, PMPI_Allgather(s, sc, sdt, r, rc_, rdt, comm));
+    return COLL_NB("MPI_Allgather", C_ALL_GATHER, bytes_of(sc, sdt), g,
+                   PMPI_Iallgather(s, sc, sdt, r, rc_, rdt, comm, &coll_q));
 }
 
 API int MPI_Alltoall(const void *s, int sc, MPI_Datatype sdt, void *r, int rc_, MPI_Datatype rdt, MPI_Comm comm)
 {
     const char *g = check_comm(comm, "MPI_Alltoall");
-    return COLL("MPI_Alltoall", C_ALL_TO_ALL, bytes_of(sc, sdt) * (uint64_t)comm_size(comm), g,
-                PMPI_Alltoall(s, sc, sdt, r, rc_, rdt, comm));
+    return COLL_NB("MPI_Alltoall", C_ALL_TO_ALL, bytes_of(sc, sdt) * (uint64_t)comm_size(comm), g,
+                   PMPI_Ialltoall(s, sc, sdt, r, rc_, rdt, comm, &coll_q));
 }
 
 API int MPI_Reduce_scatter_block(const void *s, void *r, int rc_, MPI_Datatype dt, MPI_Op op, MPI_Comm comm)
 {
     const char *g = check_comm(comm, "MPI_Reduce_scatter_block");
-    return COLL("MPI_Reduce_scatter_block", C_REDUCE_SCATTER, bytes_of(rc_, dt) * (uint64_t)comm_size(comm), g,
-                PMPI_Reduce_scatter_block(s, r, rc_, dt, op, comm));
+    return COLL_NB("MPI_Reduce_scatter_block", C_REDUCE_SCATTER, bytes_of(rc_, dt) * (uint64_t)comm_size(comm), g,
+                   PMPI_Ireduce_scatter_block(s, r, rc_, dt, op, comm, &coll_q));
 }
 
 API int MPI_Gather(const void *s, int sc, MPI_Datatype sdt, void *r, int rc_, MPI_Datatype rdt, int root,
                    MPI_Comm comm)
 {
     const char *g = check_comm(comm, "MPI_Gather");
-    return COLL("MPI_Gather", C_GATHER, bytes_of(sc, sdt) * (uint64_t)comm_size(comm), g,
-                PMPI_Gather(s, sc, sdt, r, rc_, rdt, root, comm));
+    return COLL_NB("MPI_Gather", C_GATHER, bytes_of(sc, sdt) * (uint64_t)comm_size(comm), g,
+                   PMPI_Igather(s, sc, sdt, r, rc_, rdt, root, comm, &coll_q));
 }
 
 API int MPI_Scatter(const void *s, int sc, MPI_Datatype sdt, void *r, int rc_, MPI_Datatype rdt, int root,
                     MPI_Comm comm)
 {
     const char *g = check_comm(comm, "MPI_Scatter");
-    return COLL("MPI_Scatter", C_SCATTER, bytes_of(rc_, rdt) * (uint64_t)comm_size(comm), g,
-                PMPI_Scatter(s, sc, sdt, r, rc_, rdt, root, comm));
+    return COLL_NB("MPI_Scatter", C_SCATTER, bytes_of(rc_, rdt) * (uint64_t)comm_size(comm), g,
+                   PMPI_Iscatter(s, sc, sdt, r, rc_, rdt, root, comm, &coll_q));
 }
 
 /* v-collectives: the engine's collective wants one size on every rank. Where every rank knows the
@@ -918,7 +964,9 @@ static uint64_t agree(uint64_t mine, MPI_Op op, MPI_Comm comm)
 {
     unsigned long long in = mine, out = 0;
     etl_extern_enter("MPI_Allreduce (the v-collective's size)");
-    PMPI_Allreduce(&in, &out, 1, MPI_UNSIGNED_LONG_LONG, op, comm);
+    MPI_Request q;
+    if (PMPI_Iallreduce(&in, &out, 1, MPI_UNSIGNED_LONG_LONG, op, comm, &q) == MPI_SUCCESS)
+        wait1(&q, MPI_STATUS_IGNORE);
     etl_extern_leave();
     return out;
 }
@@ -928,15 +976,15 @@ API int MPI_Allgatherv(const void *s, int sc, MPI_Datatype sdt, void *r, const i
 {
     const char *g = check_comm(comm, "MPI_Allgatherv");
     int n = comm_size(comm);
-    return COLL("MPI_Allgatherv", C_ALL_GATHER, sum_counts(rcounts, n, rdt) / (uint64_t)n, g,
-                PMPI_Allgatherv(s, sc, sdt, r, rcounts, displs, rdt, comm));
+    return COLL_NB("MPI_Allgatherv", C_ALL_GATHER, sum_counts(rcounts, n, rdt) / (uint64_t)n, g,
+                   PMPI_Iallgatherv(s, sc, sdt, r, rcounts, displs, rdt, comm, &coll_q));
 }
 
 API int MPI_Reduce_scatter(const void *s, void *r, const int *rcounts, MPI_Datatype dt, MPI_Op op, MPI_Comm comm)
 {
     const char *g = check_comm(comm, "MPI_Reduce_scatter");
-    return COLL("MPI_Reduce_scatter", C_REDUCE_SCATTER, sum_counts(rcounts, comm_size(comm), dt), g,
-                PMPI_Reduce_scatter(s, r, rcounts, dt, op, comm));
+    return COLL_NB("MPI_Reduce_scatter", C_REDUCE_SCATTER, sum_counts(rcounts, comm_size(comm), dt), g,
+                   PMPI_Ireduce_scatter(s, r, rcounts, dt, op, comm, &coll_q));
 }
 
 API int MPI_Alltoallv(const void *s, const int *scounts, const int *sdispls, MPI_Datatype sdt, void *r,
@@ -944,8 +992,8 @@ API int MPI_Alltoallv(const void *s, const int *scounts, const int *sdispls, MPI
 {
     const char *g = check_comm(comm, "MPI_Alltoallv");
     uint64_t b = agree(sum_counts(scounts, comm_size(comm), sdt), MPI_MAX, comm);
-    return COLL("MPI_Alltoallv", C_ALL_TO_ALL, b, g,
-                PMPI_Alltoallv(s, scounts, sdispls, sdt, r, rcounts, rdispls, rdt, comm));
+    return COLL_NB("MPI_Alltoallv", C_ALL_TO_ALL, b, g,
+                   PMPI_Ialltoallv(s, scounts, sdispls, sdt, r, rcounts, rdispls, rdt, comm, &coll_q));
 }
 
 API int MPI_Gatherv(const void *s, int sc, MPI_Datatype sdt, void *r, const int *rcounts, const int *displs,
@@ -953,7 +1001,8 @@ API int MPI_Gatherv(const void *s, int sc, MPI_Datatype sdt, void *r, const int 
 {
     const char *g = check_comm(comm, "MPI_Gatherv");
     uint64_t b = agree(bytes_of(sc, sdt), MPI_SUM, comm);
-    return COLL("MPI_Gatherv", C_GATHER, b, g, PMPI_Gatherv(s, sc, sdt, r, rcounts, displs, rdt, root, comm));
+    return COLL_NB("MPI_Gatherv", C_GATHER, b, g,
+                   PMPI_Igatherv(s, sc, sdt, r, rcounts, displs, rdt, root, comm, &coll_q));
 }
 
 API int MPI_Scatterv(const void *s, const int *scounts, const int *displs, MPI_Datatype sdt, void *r, int rc_,
@@ -961,5 +1010,6 @@ API int MPI_Scatterv(const void *s, const int *scounts, const int *displs, MPI_D
 {
     const char *g = check_comm(comm, "MPI_Scatterv");
     uint64_t b = agree(bytes_of(rc_, rdt), MPI_SUM, comm);
-    return COLL("MPI_Scatterv", C_SCATTER, b, g, PMPI_Scatterv(s, scounts, displs, sdt, r, rc_, rdt, root, comm));
+    return COLL_NB("MPI_Scatterv", C_SCATTER, b, g,
+                   PMPI_Iscatterv(s, scounts, displs, sdt, r, rc_, rdt, root, comm, &coll_q));
 }

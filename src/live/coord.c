@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <poll.h>
+#include <sys/epoll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -365,6 +366,12 @@ static int spawn(coord *c, etk_error *err)
             setenv("ETK_LIVE_SOCKET", c->path, 1);
             setenv("LD_LIBRARY_PATH", ld, 1);
             setenv("LD_PRELOAD", pre, 1);
+            /* Open MPI yields the CPU at every progress call of a rank on an oversubscribed node
+             * (5,996 sched_yield for 2,000 MPI_Test on 3 ranks of 2 cores): the interposer's
+             * waits sleep instead (live/mpi.c), and yields took half the ranks' CPU on 64 ranks of
+             * HPCC. Off unless the user set it (mpirun passes OMPI_MCA_* on to its ranks). */
+            if (c->o->launcher)
+                setenv("OMPI_MCA_mpi_yield_when_idle", "0", 0);
             execvp(c->o->argv[0], c->o->argv);
             fprintf(stderr, "etkit live: rank %u: cannot run '%s': %s\n", i, c->o->argv[0], strerror(errno));
             _exit(127);
@@ -389,6 +396,7 @@ static int accept_one(coord *c, etk_error *err)
     int fd = accept4(c->lfd, NULL, NULL, SOCK_CLOEXEC);
     if (fd < 0)
         return 0;
+    c->fd_epoch++; /* a new fd (maybe a closed one's number), and maybe a close below */
     etk_live_msg m;
     ssize_t n = recv(fd, &m, sizeof m, 0);
     if (n != (ssize_t)sizeof m || m.op != ETK_LM_HELLO || m.rank >= c->n_proc) {
@@ -463,6 +471,7 @@ static int drain_orphan(coord *c, uint32_t k, etk_error *err)
             return 0;
         if (n <= 0) {
             close(c->orphan[k].fd);
+            c->fd_epoch++;
             c->orphan[k] = c->orphan[--c->n_orphan];
             return 0;
         }
@@ -527,13 +536,48 @@ static bool launcher_gone(coord *c)
 
 #define ORPHAN_POLL 64 /* superseded connections polled at once (more wait for a later round) */
 
+/* The connections are watched with epoll, not poll: poll over 65 sockets at every turn of the loop
+ * (thousands a second) was half of the coordinator's CPU on 64 ranks of HPCC (s26, perf). The
+ * set is built as for poll at every turn (pf) and registered again only when it changed: another
+ * list of fds, or an fd accepted or closed since (fd_epoch: a closed fd leaves the epoll set by
+ * itself, and its number may come back). Level-triggered, so it reports what poll would. */
+static int ep_sync(int *epfd, int *reg, uint32_t *n_reg, unsigned *epoch, const coord *c, const struct pollfd *pf,
+                   uint32_t np)
+{
+    bool same = *epfd >= 0 && *n_reg == np && *epoch == c->fd_epoch;
+    for (uint32_t k = 0; same && k < np; k++)
+        same = reg[k] == pf[k].fd;
+    if (same)
+        return 0;
+    if (*epfd >= 0)
+        close(*epfd);
+    if ((*epfd = epoll_create1(EPOLL_CLOEXEC)) < 0)
+        return -1;
+    for (uint32_t k = 0; k < np; k++) {
+        struct epoll_event ev = {.events = EPOLLIN, .data.u32 = k};
+        if (epoll_ctl(*epfd, EPOLL_CTL_ADD, pf[k].fd, &ev) != 0 && errno != EEXIST)
+            return -1;
+        reg[k] = pf[k].fd;
+    }
+    *n_reg = np;
+    *epoch = c->fd_epoch;
+    return 0;
+}
+
 static int run_loop(coord *c, etk_error *err)
 {
     struct pollfd *pf = calloc(c->n + 1 + ORPHAN_POLL, sizeof *pf);
     uint32_t *who = calloc(c->n + 1 + ORPHAN_POLL, sizeof *who);
-    if (!pf || !who) {
+    int *reg = calloc(c->n + 1 + ORPHAN_POLL, sizeof *reg);
+    struct epoll_event *evs = calloc(c->n + 1 + ORPHAN_POLL, sizeof *evs);
+    int epfd = -1;
+    uint32_t n_reg = 0;
+    unsigned epoch = 0;
+    if (!pf || !who || !reg || !evs) {
         free(pf);
         free(who);
+        free(reg);
+        free(evs);
         return etk_err(err, ETK_ENOMEM, "out of memory");
     }
     int rc = 0;
@@ -655,11 +699,20 @@ static int run_loop(coord *c, etk_error *err)
             pf[np].events = POLLIN;
             who[np++] = UINT32_MAX - 1;
         }
-        int pr = poll(pf, np, 20);
-        if (pr < 0 && errno != EINTR) {
-            rc = etk_err(err, ETK_EIO, "poll: %s", strerror(errno));
+        if (ep_sync(&epfd, reg, &n_reg, &epoch, c, pf, np) != 0) {
+            rc = etk_err(err, ETK_EIO, "epoll: %s", strerror(errno));
             goto out;
         }
+        int pr = epoll_wait(epfd, evs, (int)np, 20);
+        if (pr < 0 && errno != EINTR) {
+            rc = etk_err(err, ETK_EIO, "epoll_wait: %s", strerror(errno));
+            goto out;
+        }
+        for (uint32_t k = 0; k < np; k++)
+            pf[k].revents = 0;
+        for (int e = 0; e < pr; e++)
+            if (evs[e].data.u32 < np)
+                pf[evs[e].data.u32].revents = (short)(evs[e].events ? evs[e].events : EPOLLIN);
         /* superseded connections: by fd, as draining one may reorder the list */
         for (uint32_t k = np_ranks; pr > 0 && k < np; k++)
             for (uint32_t j = 0; pf[k].revents && j < c->n_orphan; j++)
@@ -726,8 +779,12 @@ static int run_loop(coord *c, etk_error *err)
     if ((rc = live_flush(c, err)) == 0)
         rc = etk_sim_finish(c->s, err);
 out:
+    if (epfd >= 0)
+        close(epfd);
     free(pf);
     free(who);
+    free(reg);
+    free(evs);
     if (c->fail[0]) {
         reply_error_all(c, c->fail);
         error_grace(c);

@@ -92,6 +92,7 @@ struct etk_live {
     struct { int fd; uint32_t rank; bool bystander; } *orphan; /* connections drained, not the rank's:
                           superseded ones that did no work, and bystanders (accept_one) */
     uint32_t n_orphan, cap_orphan;
+    unsigned fd_epoch; /* bumped at each accept and close while running: run_loop rebuilds its epoll set */
     double connect_timeout_s; /* ETK_LIVE_CONNECT_TIMEOUT (default 60): a rank without a connection
                                  while every other rank waits is reported after this long */
     double limbo_since;  /* real time (s) since when only such ranks keep the run from advancing; 0 */

@@ -3,7 +3,10 @@
  * first as two MPI_Sendrecv (to the right, then to the left), then as MPI_Irecv from both,
  * MPI_Isend to both and one MPI_Waitall of the four; the slowest rank's time per loop (MPI_Reduce
  * of MPI_Wtime differences, MAX) is printed by rank 0 as  sendrecv NS  and  isend NS. Then
- * MPI_Finalize. On 4 ranks this stopped (docs/live.md "MPI"). usage: mpi_bidir S L */
+ * MPI_Finalize. On 4 ranks this stopped (docs/live.md "MPI"). W = 1: a wildcard receive
+ * (MPI_ANY_SOURCE, tag 999) is posted first and left outstanding through the loops (then cancelled),
+ * so every receive goes into the engine the "late" way (docs/live.md "MPI"): 8 ranks give the same
+ * times, 64 ranks stopped (s26, bench/RESULTS.md "s26-live"). usage: mpi_bidir S L [W] */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,7 +22,10 @@ int main(int argc, char **argv)
          *rr = calloc((size_t)len, 1);
     if (!sl || !sr || !rl || !rr)
         return 1;
-    int left = (rank + n - 1) % n, right = (rank + 1) % n;
+    int left = (rank + n - 1) % n, right = (rank + 1) % n, wild = argc > 3 && atoi(argv[3]) == 1, junk = 0;
+    MPI_Request wq = MPI_REQUEST_NULL;
+    if (wild)
+        MPI_Irecv(&junk, 1, MPI_INT, MPI_ANY_SOURCE, 999, MPI_COMM_WORLD, &wq);
     MPI_Barrier(MPI_COMM_WORLD);
     double t0 = MPI_Wtime();
     for (int i = 0; i < loops; i++) {
@@ -36,6 +42,10 @@ int main(int argc, char **argv)
         MPI_Waitall(4, q, MPI_STATUSES_IGNORE);
     }
     double t2 = MPI_Wtime(), mine[2] = {t1 - t0, t2 - t1}, worst[2];
+    if (wild) {
+        MPI_Cancel(&wq);
+        MPI_Wait(&wq, MPI_STATUS_IGNORE);
+    }
     MPI_Reduce(mine, worst, 2, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
     if (rank == 0)
         printf("sendrecv %.0f\nisend %.0f\n", worst[0] * 1e9 / loops, worst[1] * 1e9 / loops);
