@@ -466,7 +466,8 @@ static int work_phase(remote *R, int phase)
         if (send && !oom) {
             oom = reserve(&msg, &msg_cap, sizeof(msg_head) + n_out * sizeof(wire_row)) != 0;
             if (!oom) {
-                memcpy((unsigned char *)msg + sizeof(msg_head), R->out, n_out * sizeof(wire_row));
+                if (n_out) /* R->out is NULL until a row is done */
+                    memcpy((unsigned char *)msg + sizeof(msg_head), R->out, n_out * sizeof(wire_row));
                 R->n_out = 0;
             }
         }
