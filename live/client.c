@@ -254,12 +254,15 @@ static uint64_t host_dev(int dev)
 
 uint64_t etl_host(void) { return host_dev(cur); }
 
-static uint64_t wait_flags(int dev, const uint64_t *deps, uint32_t n_deps, const char *call, uint64_t *dep_end,
-                           unsigned flags)
+static uint64_t wait_msg(int dev, etk_live_msg *mq, const uint64_t *deps, uint32_t n_deps, const char *call,
+                         uint64_t *dep_end, unsigned flags)
 {
     uint64_t c = host_dev(dev);
     etk_live_msg m;
-    memset(&m, 0, sizeof m);
+    if (mq)
+        m = *mq;
+    else
+        memset(&m, 0, sizeof m);
     m.op = ETK_LM_WAIT;
     if (flags & ETK_LF_POLL) /* the host chain ends at mark: the poll's time */
         m.m = (int64_t)mark[dev];
@@ -286,6 +289,12 @@ static uint64_t wait_flags(int dev, const uint64_t *deps, uint32_t n_deps, const
     return r.t_ns;
 }
 
+static uint64_t wait_flags(int dev, const uint64_t *deps, uint32_t n_deps, const char *call, uint64_t *dep_end,
+                           unsigned flags)
+{
+    return wait_msg(dev, NULL, deps, n_deps, call, dep_end, flags);
+}
+
 uint64_t etl_wait_dev(int dev, const uint64_t *deps, uint32_t n_deps, const char *call, uint64_t *dep_end)
 {
     return wait_flags(dev, deps, n_deps, call, dep_end, 0);
@@ -302,6 +311,34 @@ void etl_poll(const char *call, uint64_t ns)
     etl_now();
     vhost += (double)ns;
     wait_flags(cur, NULL, 0, call, NULL, ETK_LF_POLL);
+    pthread_mutex_unlock(&mu);
+}
+
+uint64_t etl_query(const char *call, const uint64_t *ids, uint32_t n, const char *grp, int src, int tag, int *early)
+{
+    if (n > ETK_LIVE_MAX_DEPS - 1)
+        etl_fatal("%s: %u nodes in one query (%d at most)", call, n, ETK_LIVE_MAX_DEPS - 1);
+    etk_live_msg m;
+    memset(&m, 0, sizeof m);
+    if (grp) {
+        snprintf(m.group, sizeof m.group, "%s", grp);
+        m.peer = src;
+        m.tag = tag;
+    }
+    uint64_t end[2] = {0, 0};
+    pthread_mutex_lock(&mu);
+    etl_now();
+    wait_msg(cur, &m, ids, n, call, end, ETK_LF_POLL | ETK_LF_QUERY);
+    pthread_mutex_unlock(&mu);
+    *early = end[1] != 0;
+    return end[0];
+}
+
+void etl_charge(uint64_t ns)
+{
+    pthread_mutex_lock(&mu);
+    etl_now();
+    vhost += (double)ns;
     pthread_mutex_unlock(&mu);
 }
 

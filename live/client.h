@@ -55,6 +55,16 @@ ETL_API void etl_comm_split(const char *parent, int members, int member, int seq
  * engine reaches it, so a polling loop is blocked as far as the coordinator is concerned and its
  * clock moves on while it polls. */
 ETL_API void etl_poll(const char *call, uint64_t ns);
+/* A poll that asks (MPI_Test*, MPI_Iprobe on what the engine times): at the rank's host time now,
+ * which of its nodes ids[0..n) (n <= 7, none 0) are done (bit k for ids[k]; a send: and matched by
+ * a receive) and, with grp, whether a message to the rank on communicator grp from member src
+ * with tag tag (-1: any) has arrived (bit n). One round trip, no virtual time. *early = 1 when
+ * the answer came before the engine got there (ranks inside real calls hold it back): the bits
+ * then say what was done by the engine's time, and a clear bit says nothing. */
+ETL_API uint64_t etl_query(const char *call, const uint64_t *ids, uint32_t n, const char *grp, int src, int tag,
+                           int *early);
+/* ns of host time (a poll that found nothing, after etl_query), no round trip. */
+ETL_API void etl_charge(uint64_t ns);
 /* Around a blocking call of another library (the real MPI call under the interposer): the
  * engine may run up to the rank's host time meanwhile; CPU time spent inside is not counted. */
 ETL_API void etl_extern_enter(const char *call);

@@ -600,13 +600,38 @@ API int MPI_Waitall(int n, MPI_Request *r, MPI_Status *st)
     return rc;
 }
 
+/* Waitany / Waitsome: tied to any of the requests' nodes (ETK_LF_ANY) when the engine times all
+ * of them (no receive with wildcards, none etkit did not make), else as an untied real call. */
+static void wait_enter_any(const char *call, const MPI_Request *r, int n)
+{
+    uint64_t ids[ETK_LIVE_MAX_DEPS];
+    uint32_t k = 0;
+    unsigned char taken[MAX_REQ];
+    memset(taken, 0, (size_t)n_reqs);
+    for (int j = 0; j < n; j++) {
+        if (r[j] == MPI_REQUEST_NULL)
+            continue;
+        int i = find_req(r[j], taken);
+        if (i < 0 || !reqs[i].node || k == ETK_LIVE_MAX_DEPS) {
+            etl_extern_enter_flags(call, recv_only(r, n));
+            return;
+        }
+        taken[i] = 1;
+        ids[k++] = reqs[i].node;
+    }
+    if (k)
+        etl_extern_enter_tied(call, ETK_LF_ANY, ids, k);
+    else
+        etl_extern_enter_flags(call, recv_only(r, n));
+}
+
 API int MPI_Waitany(int n, MPI_Request *r, int *index, MPI_Status *st)
 {
     MPI_Request keep[n > 0 ? n : 1];
     for (int i = 0; i < n; i++)
         keep[i] = r[i];
     MPI_Status s;
-    etl_extern_enter_flags("MPI_Waitany", recv_only(r, n));
+    wait_enter_any("MPI_Waitany", r, n);
     int rc, flag = 0, k = 0; /* PMPI_Waitany spins: a test loop that sleeps (backoff) */
     while ((rc = PMPI_Testany(n, r, index, &flag, &s)) == MPI_SUCCESS && !flag)
         backoff(&k);
@@ -624,7 +649,7 @@ API int MPI_Waitsome(int n, MPI_Request *r, int *outcount, int *idx, MPI_Status 
     MPI_Status s[n > 0 ? n : 1];
     for (int i = 0; i < n; i++)
         keep[i] = r[i];
-    etl_extern_enter_flags("MPI_Waitsome", recv_only(r, n));
+    wait_enter_any("MPI_Waitsome", r, n);
     int rc, k = 0; /* PMPI_Waitsome spins: a test loop that sleeps (backoff) */
     while ((rc = PMPI_Testsome(n, r, outcount, idx, s)) == MPI_SUCCESS && *outcount == 0)
         backoff(&k);
@@ -637,73 +662,194 @@ API int MPI_Waitsome(int n, MPI_Request *r, int *outcount, int *idx, MPI_Status 
     return rc;
 }
 
-/* A test or probe that finds nothing costs POLL_NS of virtual time and lets the engine catch up
- * (etl_poll): a polling loop then advances in virtual time and never holds the others back. */
+/* Polling is deterministic where the engine times what is polled for (s27): a test or probe asks
+ * the engine at the rank's virtual time (etl_query, one round trip) and sees what has arrived by
+ * then, whatever the real MPI has done so far; one that finds nothing costs POLL_NS. So a loop
+ * polling for a message that arrives at t ends at the first poll at or after t, on any host and
+ * under any load (until s27 the real test decided, and a loop that polled while the real message
+ * was still on its way went on costing POLL_NS each: tests/live/mpi.sh's polled rings read 11,486
+ * or 12,000 ns by the host's speed, docs/live.md). A request the engine times counts as complete
+ * when its node is done: a receive naming its source and tag; a send once a receive has matched it
+ * too (a real rendezvous send could not complete before). The real request is then completed by a
+ * real wait, which cannot block for long: the sender's real call was made, or the receiver's real
+ * receive posted. Receives with wildcards (their node goes in when they complete) and requests
+ * etkit did not make count as complete when MPI says so (MPI_Request_get_status, which frees
+ * nothing), and a miss then waits for the engine to reach its end (etl_poll), as before. Every
+ * poll lets the real MPI progress (MPI_Request_get_status, MPI_Iprobe). */
 #define POLL_NS 1000
 
-/* Tests: the real test decides; a request it finds complete completes in virtual time as a wait
- * would (the call returns at its virtual end: a polling loop sees it done once). */
-API int MPI_Test(MPI_Request *r, int *flag, MPI_Status *st)
+/* done[j]: 1 request j counts as complete, 0 not, -1 inactive (MPI_REQUEST_NULL); returns how
+ * many count as complete; *asked: the engine was asked. */
+static int vtest(const char *call, int n, const MPI_Request *r, signed char *done, int *asked)
 {
-    MPI_Request keep = *r;
-    MPI_Status s;
-    int rc = PMPI_Test(r, flag, &s);
-    if (rc == MPI_SUCCESS && *flag && keep != MPI_REQUEST_NULL)
-        wait_done("MPI_Test", 1, NULL, &keep, &s);
-    else if (rc == MPI_SUCCESS && !*flag)
-        etl_poll("MPI_Test", POLL_NS);
-    if (st != MPI_STATUS_IGNORE)
-        *st = s;
-    return rc;
+    unsigned char taken[MAX_REQ];
+    memset(taken, 0, (size_t)n_reqs);
+    uint64_t ids[ETK_LIVE_MAX_DEPS - 1];
+    int at[ETK_LIVE_MAX_DEPS - 1], real[ETK_LIVE_MAX_DEPS - 1], k = 0, c = 0, early;
+    *asked = 0;
+    for (int j = 0; j <= n; j++) {
+        if (k == ETK_LIVE_MAX_DEPS - 1 || (j == n && k)) {
+            uint64_t b = etl_query(call, ids, (uint32_t)k, NULL, 0, 0, &early);
+            for (int q = 0; q < k; q++)
+                if ((b >> q & 1) || (early && real[q])) { /* early: the real MPI decides, as before s27 */
+                    done[at[q]] = 1;
+                    c++;
+                }
+            k = 0;
+            *asked = 1;
+        }
+        if (j == n)
+            break;
+        done[j] = -1;
+        if (r[j] == MPI_REQUEST_NULL)
+            continue;
+        int f = 0, i = find_req(r[j], taken);
+        PMPI_Request_get_status(r[j], &f, MPI_STATUS_IGNORE); /* progress; the answer for others */
+        if (i >= 0)
+            taken[i] = 1;
+        if (i >= 0 && reqs[i].node) {
+            done[j] = 0;
+            ids[k] = reqs[i].node;
+            real[k] = f != 0;
+            at[k++] = j;
+            continue;
+        }
+        done[j] = (signed char)(f != 0);
+        c += f != 0;
+    }
+    return c;
 }
 
-API int MPI_Testany(int n, MPI_Request *r, int *index, int *flag, MPI_Status *st)
+static void poll_miss(const char *call, int asked)
 {
-    MPI_Request keep[n > 0 ? n : 1];
-    for (int i = 0; i < n; i++)
-        keep[i] = r[i];
-    MPI_Status s;
-    int rc = PMPI_Testany(n, r, index, flag, &s);
-    if (rc == MPI_SUCCESS && *flag && *index != MPI_UNDEFINED)
-        wait_done("MPI_Testany", 1, index, keep, &s);
-    else if (rc == MPI_SUCCESS && !*flag)
-        etl_poll("MPI_Testany", POLL_NS);
-    if (st != MPI_STATUS_IGNORE)
-        *st = s;
-    return rc;
+    if (asked)
+        etl_charge(POLL_NS);
+    else
+        etl_poll(call, POLL_NS);
 }
 
-API int MPI_Testall(int n, MPI_Request *r, int *flag, MPI_Status *st)
+/* The real MPI is expected to catch up with the engine at once (a message the engine has
+ * delivered, whose real send was made): first wait for it as a running rank, which holds every
+ * other rank where it is, so that what they poll for meanwhile is answered in virtual time; past
+ * SPIN_NS of real time (a real transfer that needs another rank's progress), as a rank inside a
+ * real call, which lets the engine run on and cannot deadlock. */
+#define SPIN_NS 20000000LL
+static long long real_ns_mono(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* Complete r[0..n) by a real wait (they count as complete): as MPI_Waitall. */
+static int complete(const char *call, int n, MPI_Request *r, MPI_Status *st)
 {
     MPI_Request keep[n > 0 ? n : 1];
     MPI_Status s[n > 0 ? n : 1];
     for (int i = 0; i < n; i++)
         keep[i] = r[i];
-    int rc = PMPI_Testall(n, r, flag, s);
-    if (rc == MPI_SUCCESS && *flag && n > 0)
-        wait_done("MPI_Testall", n, NULL, keep, s);
-    else if (rc == MPI_SUCCESS && !*flag)
-        etl_poll("MPI_Testall", POLL_NS);
-    if (st != MPI_STATUSES_IGNORE && *flag)
+    int rc, flag = 0, k = 0;
+    long long t0 = real_ns_mono();
+    while ((rc = PMPI_Testall(n, r, &flag, s)) == MPI_SUCCESS && !flag && real_ns_mono() - t0 < SPIN_NS)
+        backoff(&k);
+    if (rc == MPI_SUCCESS && !flag) {
+        wait_enter(call, r, n);
+        while ((rc = PMPI_Testall(n, r, &flag, s)) == MPI_SUCCESS && !flag)
+            backoff(&k);
+        etl_extern_leave();
+    }
+    if (rc == MPI_SUCCESS && n > 0)
+        wait_done(call, n, NULL, keep, s);
+    if (st != MPI_STATUSES_IGNORE && st != MPI_STATUS_IGNORE)
         for (int i = 0; i < n; i++)
             st[i] = s[i];
     return rc;
 }
 
+static int n_active(int n, const MPI_Request *r)
+{
+    int a = 0;
+    for (int i = 0; i < n; i++)
+        a += r[i] != MPI_REQUEST_NULL;
+    return a;
+}
+
+API int MPI_Test(MPI_Request *r, int *flag, MPI_Status *st)
+{
+    if (*r == MPI_REQUEST_NULL)
+        return PMPI_Test(r, flag, st);
+    signed char d;
+    int asked;
+    if (vtest("MPI_Test", 1, r, &d, &asked)) {
+        *flag = 1;
+        return complete("MPI_Test", 1, r, st);
+    }
+    *flag = 0;
+    poll_miss("MPI_Test", asked);
+    return MPI_SUCCESS;
+}
+
+API int MPI_Testany(int n, MPI_Request *r, int *index, int *flag, MPI_Status *st)
+{
+    if (!n_active(n, r))
+        return PMPI_Testany(n, r, index, flag, st);
+    signed char d[n > 0 ? n : 1];
+    int asked;
+    if (vtest("MPI_Testany", n, r, d, &asked))
+        for (int j = 0; j < n; j++)
+            if (d[j] == 1) {
+                *index = j;
+                *flag = 1;
+                return complete("MPI_Testany", 1, &r[j], st);
+            }
+    *index = MPI_UNDEFINED;
+    *flag = 0;
+    poll_miss("MPI_Testany", asked);
+    return MPI_SUCCESS;
+}
+
+API int MPI_Testall(int n, MPI_Request *r, int *flag, MPI_Status *st)
+{
+    int a = n_active(n, r);
+    if (!a)
+        return PMPI_Testall(n, r, flag, st);
+    signed char d[n > 0 ? n : 1];
+    int asked;
+    if (vtest("MPI_Testall", n, r, d, &asked) == a) {
+        *flag = 1;
+        return complete("MPI_Testall", n, r, st);
+    }
+    *flag = 0;
+    poll_miss("MPI_Testall", asked);
+    return MPI_SUCCESS;
+}
+
 API int MPI_Testsome(int n, MPI_Request *r, int *outcount, int *idx, MPI_Status *st)
 {
-    MPI_Request keep[n > 0 ? n : 1];
-    MPI_Status s[n > 0 ? n : 1];
-    for (int i = 0; i < n; i++)
-        keep[i] = r[i];
-    int rc = PMPI_Testsome(n, r, outcount, idx, s);
-    if (rc == MPI_SUCCESS && *outcount != MPI_UNDEFINED && *outcount > 0)
-        wait_done("MPI_Testsome", *outcount, idx, keep, s);
-    else if (rc == MPI_SUCCESS && *outcount == 0)
-        etl_poll("MPI_Testsome", POLL_NS);
-    if (st != MPI_STATUSES_IGNORE && *outcount != MPI_UNDEFINED)
-        for (int i = 0; i < *outcount; i++)
-            st[i] = s[i];
+    if (!n_active(n, r))
+        return PMPI_Testsome(n, r, outcount, idx, st);
+    signed char d[n > 0 ? n : 1];
+    int asked, c = vtest("MPI_Testsome", n, r, d, &asked);
+    if (!c) {
+        *outcount = 0;
+        poll_miss("MPI_Testsome", asked);
+        return MPI_SUCCESS;
+    }
+    MPI_Request sub[c];
+    MPI_Status s[c];
+    int m = 0;
+    for (int j = 0; j < n; j++)
+        if (d[j] == 1) {
+            idx[m] = j;
+            sub[m++] = r[j];
+        }
+    int rc = complete("MPI_Testsome", m, sub, s);
+    for (int q = 0; q < m; q++) {
+        r[idx[q]] = sub[q];
+        if (st != MPI_STATUSES_IGNORE)
+            st[q] = s[q];
+    }
+    *outcount = m;
     return rc;
 }
 
@@ -720,12 +866,55 @@ API int MPI_Probe(int src, int tag, MPI_Comm comm, MPI_Status *st)
     return rc;
 }
 
+/* A receive with wildcards outstanding that could take what (src, tag) on group g names: the real
+ * MPI may have matched such a message to it already, while the engine still has it unmatched. */
+static int late_overlap(const char *g, int src, int tag)
+{
+    for (int i = 0; n_late && i < n_reqs; i++)
+        if (reqs[i].recv && !strcmp(reqs[i].grp, g) &&
+            (reqs[i].src == MPI_ANY_SOURCE || src == MPI_ANY_SOURCE || reqs[i].src == src) &&
+            (reqs[i].tag == MPI_ANY_TAG || tag == MPI_ANY_TAG || reqs[i].tag == tag))
+            return 1;
+    return 0;
+}
+
+/* MPI_Iprobe sees what has arrived by the rank's virtual time (the engine's oldest unmatched send
+ * of each channel it matches); when the real message is still on its way, it waits for it as
+ * MPI_Probe does (its sender's real call was made). With a wildcard receive outstanding that
+ * could take the same messages, the real probe decides, as before s27. */
 API int MPI_Iprobe(int src, int tag, MPI_Comm comm, int *flag, MPI_Status *st)
 {
-    check_comm(comm, "MPI_Iprobe");
-    int rc = PMPI_Iprobe(src, tag, comm, flag, st);
-    if (rc == MPI_SUCCESS && !*flag)
-        etl_poll("MPI_Iprobe", POLL_NS);
+    const char *g = check_comm(comm, "MPI_Iprobe");
+    MPI_Status s;
+    int rc = PMPI_Iprobe(src, tag, comm, flag, &s); /* progress; PROC_NULL; the fallback */
+    if (rc != MPI_SUCCESS || src == MPI_PROC_NULL || late_overlap(g, src, tag)) {
+        if (rc == MPI_SUCCESS && !*flag)
+            etl_poll("MPI_Iprobe", POLL_NS);
+        if (st != MPI_STATUS_IGNORE && rc == MPI_SUCCESS && *flag)
+            *st = s;
+        return rc;
+    }
+    int early;
+    uint64_t b = etl_query("MPI_Iprobe", NULL, 0, g, src == MPI_ANY_SOURCE ? -1 : src, tag == MPI_ANY_TAG ? -1 : tag,
+                           &early);
+    if (!(b & 1) && !(early && *flag)) { /* early: the real probe decides, as before s27 */
+        *flag = 0;
+        etl_charge(POLL_NS);
+        return MPI_SUCCESS;
+    }
+    int k = 0;
+    long long t0 = real_ns_mono(); /* the real message: see complete() */
+    while (!*flag && (rc = PMPI_Iprobe(src, tag, comm, flag, &s)) == MPI_SUCCESS && !*flag &&
+           real_ns_mono() - t0 < SPIN_NS)
+        backoff(&k);
+    if (rc == MPI_SUCCESS && !*flag) {
+        etl_extern_enter_flags("MPI_Iprobe", ETK_LF_NOLATE);
+        while ((rc = PMPI_Iprobe(src, tag, comm, flag, &s)) == MPI_SUCCESS && !*flag)
+            backoff(&k);
+        etl_extern_leave();
+    }
+    if (st != MPI_STATUS_IGNORE && rc == MPI_SUCCESS)
+        *st = s;
     return rc;
 }
 

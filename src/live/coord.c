@@ -83,6 +83,26 @@ static int handle_msg(coord *c, uint32_t rank, const etk_live_msg *m, etk_error 
     case ETK_LM_NODE:
         return live_take_node(c, rank, m, err);
     case ETK_LM_WAIT: {
+        R->n_q = 0;
+        R->probe = false;
+        etk_live_msg q;
+        if (m->flags & ETK_LF_QUERY) { /* deps[1..]: nodes asked about, not waited for */
+            q = *m;
+            for (uint32_t k = 1; k < m->n_deps && R->n_q < ETK_LIVE_MAX_DEPS - 1; k++)
+                R->q_ids[R->n_q++] = m->deps[k];
+            q.n_deps = m->n_deps ? 1 : 0;
+            if (m->group[0]) {
+                const lcomm *cm = live_find_comm(c, m->group);
+                if (!cm || m->peer >= (int32_t)cm->n)
+                    return etk_err(err, ETK_EINVAL, "rank %u: %.64s on communicator %.64s, source %d: no such member",
+                                   rank, m->name, m->group, m->peer);
+                R->probe = true;
+                R->probe_comm = (uint32_t)(cm - c->comms);
+                R->probe_src = m->peer < 0 ? -1 : (int64_t)cm->ranks[m->peer];
+                R->probe_tag = m->tag < 0 ? -1 : m->tag;
+            }
+            m = &q;
+        }
         int rc = live_take_node(c, rank, m, err);
         if (rc)
             return rc;
@@ -106,6 +126,7 @@ static int handle_msg(coord *c, uint32_t rank, const etk_live_msg *m, etk_error 
             c->r[d].state = R_EXTERN;
             c->r[d].extern_ns = m->dur_ns;
             c->r[d].extern_nolate = (m->flags & ETK_LF_NOLATE) != 0;
+            c->r[d].extern_any = (m->flags & ETK_LF_ANY) != 0;
             c->r[d].n_tied = 0;
             for (uint32_t k = 0; d == rank && k < m->n_deps && k < 8; k++)
                 if (m->deps[k])
@@ -114,6 +135,7 @@ static int handle_msg(coord *c, uint32_t rank, const etk_live_msg *m, etk_error 
         }
         return 0;
     case ETK_LM_EXTERN_END:
+        c->held_since = 0; /* a hold ends: the next one's grace starts anew */
         for (uint32_t d = rank - rank % c->gpp; d < rank - rank % c->gpp + c->gpp; d++)
             c->r[d].state = R_RUN;
         return 0;
@@ -137,8 +159,10 @@ static const char *state_call(const lrank *R)
  * matches a send submitted later, which starts no earlier than the engine's time then. A rank
  * whose call is tied to nodes it submitted before (its collective or send: it only waits for
  * them when it comes back) does not hold the engine back while one of them is not done (what it
- * submits later depends on them), and holds it at the end of the last one once all are: a rank
- * in a real MPI_Allreduce no longer stops the ranks its partners wait for (HPCC). */
+ * submits later depends on them), and holds it at the end of the last one once all are (or at its
+ * host time, if later): a rank in a real MPI_Allreduce no longer stops the ranks its partners
+ * wait for (HPCC). A call tied to any of them (ETK_LF_ANY: MPI_Waitany, MPI_Waitsome) holds it at
+ * the first one's end once one is (s27). */
 static uint64_t extern_limit(const coord *c)
 {
     uint64_t limit = UINT64_MAX;
@@ -149,15 +173,25 @@ static uint64_t extern_limit(const coord *c)
         if (((!R->extern_nolate && !R->n_tied) || (R->extern_nolate && R->unmatched_in)) && R->extern_ns < limit)
             limit = R->extern_ns;
         if (R->n_tied) {
-            uint64_t last = 0, end;
+            uint64_t last = 0, first = UINT64_MAX, end, hold = UINT64_MAX;
             bool all = true;
-            for (uint32_t k = 0; k < R->n_tied && all; k++) {
-                all = etk_sim_node_end(c->s, i, R->tied[k], &end) == 1;
-                if (all && end > last)
-                    last = end;
+            for (uint32_t k = 0; k < R->n_tied; k++) {
+                if (etk_sim_node_end(c->s, i, R->tied[k], &end) != 1) {
+                    all = false;
+                    continue;
+                }
+                last = end > last ? end : last;
+                first = end < first ? end : first;
             }
-            if (all && last < limit)
-                limit = last;
+            if (R->extern_any && first != UINT64_MAX)
+                hold = first;
+            else if (!R->extern_any && all)
+                hold = last;
+            /* it comes back at its host time and then waits for them: nothing earlier (s27) */
+            if (hold != UINT64_MAX && hold < R->extern_ns)
+                hold = R->extern_ns;
+            if (hold < limit)
+                limit = hold;
         }
     }
     return limit;
@@ -184,7 +218,11 @@ static void debug_held(const coord *c, uint64_t next, uint64_t limit)
 /* Every rank is blocked: advance the engine until some WAIT completes. Ranks inside a real
  * blocking call (R_EXTERN) may still submit work from their host time on: the engine runs no
  * further than the earliest of those. Returns 1 when ranks were released, 2 when the engine had to
- * stop for such a rank, 0 on deadlock (c->fail set), <0 on error. */
+ * stop for such a rank, 3 when it stopped so and polls wait for the hold's grace to pass (call
+ * again within a ms), 0 on deadlock (c->fail set), <0 on error. */
+static double real_s(void);
+#define HOLD_GRACE_S 0.02
+
 static int advance(coord *c, etk_error *err)
 {
     int rc = live_flush(c, err);
@@ -209,6 +247,8 @@ static int advance(coord *c, etk_error *err)
             for (int d = 0; d < 2; d++)
                 if (R->wait_dep[d])
                     etk_sim_node_end(c->s, i, R->wait_dep[d], &rp.dep_end[d]);
+            if (R->n_q || R->probe)
+                rp.dep_end[0] = live_query(c, i, end);
             R->state = R_RUN;
             live_reply(c, i, &rp);
             released++;
@@ -221,7 +261,23 @@ static int advance(coord *c, etk_error *err)
                 debug_held(c, t, limit);
             /* held back by ranks inside real calls: a rank polling for what one of them sends
              * (HPL's MPI_Iprobe loops while the sender is in a real MPI_Send) gets its poll's time
-             * now; its chain ends there whatever the engine does, so the answer is the engine's */
+             * now; its chain ends there whatever the engine does, so the answer is the engine's.
+             * Not before the hold has lasted HOLD_GRACE_S of real time (s27): most real calls
+             * whose nodes are done return at once (a barrier the engine has finished, a real
+             * transfer catching up), and a poll answered early sees only what the engine had
+             * done, the rest by the real MPI, so that its time would follow the host's speed. */
+            bool early = false;
+            for (uint32_t i = 0; i < c->n && !early; i++)
+                early = c->r[i].state == R_WAIT && c->r[i].poll_ns && c->r[i].poll_ns >= etk_sim_now(c->s);
+            if (early) {
+                double now = real_s();
+                if (!c->held_since || c->held_ns != etk_sim_now(c->s)) {
+                    c->held_since = now;
+                    c->held_ns = etk_sim_now(c->s);
+                }
+                if (now - c->held_since < HOLD_GRACE_S)
+                    return 3;
+            }
             for (uint32_t i = 0; i < c->n; i++) {
                 lrank *R = &c->r[i];
                 if (R->state != R_WAIT || !R->poll_ns || R->poll_ns < etk_sim_now(c->s))
@@ -230,6 +286,10 @@ static int advance(coord *c, etk_error *err)
                 memset(&rp, 0, sizeof rp);
                 rp.op = ETK_LR_TIME;
                 rp.t_ns = R->poll_ns;
+                if (R->n_q || R->probe) { /* what is done so far; the rank's real MPI decides the rest */
+                    rp.dep_end[0] = live_query(c, i, etk_sim_now(c->s));
+                    rp.dep_end[1] = 1;
+                }
                 R->state = R_RUN;
                 live_reply(c, i, &rp);
                 released++;
@@ -581,7 +641,7 @@ static int run_loop(coord *c, etk_error *err)
         return etk_err(err, ETK_ENOMEM, "out of memory");
     }
     int rc = 0;
-    bool stalled = false;
+    bool stalled = false, held_wait = false;
     for (;;) {
         reap(c);
         /* ranks gone: socket closed (or never opened) and process reaped */
@@ -679,8 +739,9 @@ static int run_loop(coord *c, etk_error *err)
             if (rc == 0)
                 goto out; /* deadlock: c->fail */
             stalled = rc == 2; /* until a message comes */
+            held_wait = rc == 3; /* a message, or a ms */
             rc = 0;
-            if (!stalled)
+            if (!stalled && !held_wait)
                 continue;
         }
         uint32_t np = 0;
@@ -703,7 +764,8 @@ static int run_loop(coord *c, etk_error *err)
             rc = etk_err(err, ETK_EIO, "epoll: %s", strerror(errno));
             goto out;
         }
-        int pr = epoll_wait(epfd, evs, (int)np, 20);
+        int pr = epoll_wait(epfd, evs, (int)np, held_wait ? 1 : 20);
+        held_wait = false;
         if (pr < 0 && errno != EINTR) {
             rc = etk_err(err, ETK_EIO, "epoll_wait: %s", strerror(errno));
             goto out;
@@ -804,6 +866,8 @@ void etk_live_free(etk_live *c)
     etk_sim_free(c->s);
     live_nodes_free(c);
     free(c->r);
+    for (uint32_t i = 0; i < c->cap_chans; i++)
+        free(c->chans[i].q);
     free(c->chans);
     etk_groups_free(c->groups);
     free(c);

@@ -39,9 +39,18 @@ typedef struct lrank {
     uint64_t exit_ns;
     uint64_t extern_ns;  /* R_EXTERN: the rank's host time (it submits nothing earlier) */
     bool extern_nolate;  /* R_EXTERN: ... but receives (ETK_LF_NOLATE) */
+    bool extern_any;     /* R_EXTERN: it returns when one of tied[] is done (ETK_LF_ANY) */
     uint64_t tied[8];    /* R_EXTERN: the nodes it waits for after the call (proto.h) */
     uint32_t n_tied;
     uint32_t unmatched_in; /* channels into this rank with more sends than receives so far */
+    uint64_t unmatched_out; /* this rank's sends no receive matches yet */
+    /* R_WAIT in a query (ETK_LF_QUERY): its nodes, or its probe (communicator index, sender's
+     * global rank or -1, tag or -1) */
+    uint64_t q_ids[ETK_LIVE_MAX_DEPS];
+    uint32_t n_q;
+    bool probe;
+    uint32_t probe_comm;
+    int64_t probe_src, probe_tag;
 } lrank;
 
 typedef struct lcomm {
@@ -54,11 +63,14 @@ typedef struct lcomm {
     bool done, split;
 } lcomm;
 
-/* A point-to-point channel (sender, receiver, comm_tag): sends minus receives submitted. */
+/* A point-to-point channel (sender, receiver, comm_tag): sends minus receives submitted, and the
+ * sends no receive matches yet (the sender's node ids, oldest first: q[qh .. qh+qn)). */
 typedef struct lchan {
     uint32_t src, dst, tag;
     int64_t bal;
     bool used;
+    uint64_t *q;
+    uint32_t qh, qn, qcap;
 } lchan;
 
 typedef struct kstat {
@@ -79,6 +91,8 @@ struct etk_live {
     char dir[64], path[100];
     lcomm *comms;
     uint32_t n_comms;
+    double held_since;   /* real time the engine has been held at held_ns with polls waiting */
+    uint64_t held_ns;
     lchan *chans;        /* open addressing, cap_chans a power of two */
     uint32_t n_chans, cap_chans;
     kstat *ks;
@@ -117,5 +131,9 @@ void live_kernel_report(coord *c);
 /* comm.c */
 const lcomm *live_find_comm(const coord *c, const char *group);
 int live_comm_join(coord *c, uint32_t rank, const etk_live_msg *m, etk_error *err);
+
+/* ETK_LF_QUERY: the bits of rank's query answered at t (proto.h): its nodes done by t, or a send
+ * matching its probe arrived by t. */
+uint64_t live_query(coord *c, uint32_t rank, uint64_t t);
 
 #endif

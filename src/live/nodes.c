@@ -121,9 +121,10 @@ static kstat *kernel_stat(coord *c, const char *name)
     return k;
 }
 
-/* A send (+1) or receive (-1) on channel (src, dst, tag): keeps each receiver's count of channels
- * with a send no receive matches yet (the coordinator's rule for ranks inside a real receive). */
-static int chan_count(coord *c, uint32_t src, uint32_t dst, uint32_t tag, int delta, etk_error *err)
+/* A send (+1, node id of the sender) or receive (-1) on channel (src, dst, tag): keeps each
+ * receiver's count of channels with a send no receive matches yet (the coordinator's rule for
+ * ranks inside a real receive) and each channel's unmatched sends in order (probes, live_query). */
+static int chan_count(coord *c, uint32_t src, uint32_t dst, uint32_t tag, int delta, uint64_t id, etk_error *err)
 {
     if (2 * (c->n_chans + 1) > c->cap_chans) {
         uint32_t cap = c->cap_chans ? 2 * c->cap_chans : 1024;
@@ -151,9 +152,67 @@ static int chan_count(coord *c, uint32_t src, uint32_t dst, uint32_t tag, int de
         c->n_chans++;
     }
     bool was = ch->bal > 0;
+    if (delta > 0 && ch->bal >= 0) { /* unmatched: queued */
+        if (ch->qh + ch->qn == ch->qcap) {
+            if (ch->qh) { /* compact */
+                memmove(ch->q, ch->q + ch->qh, ch->qn * sizeof *ch->q);
+                ch->qh = 0;
+            } else {
+                uint32_t cap = ch->qcap ? 2 * ch->qcap : 4;
+                uint64_t *q = realloc(ch->q, cap * sizeof *q);
+                if (!q)
+                    return etk_err(err, ETK_ENOMEM, "out of memory");
+                ch->q = q;
+                ch->qcap = cap;
+            }
+        }
+        ch->q[ch->qh + ch->qn++] = id;
+        c->r[src].unmatched_out++;
+    } else if (delta < 0 && ch->bal > 0 && ch->qn) { /* matches the oldest */
+        c->r[src].unmatched_out--;
+        ch->qh++;
+        if (--ch->qn == 0)
+            ch->qh = 0;
+    }
     ch->bal += delta;
     c->r[dst].unmatched_in += (ch->bal > 0) - was;
     return 0;
+}
+
+/* Node id of rank is a send no receive matches yet. */
+static bool unmatched_send(const coord *c, uint32_t rank, uint64_t id)
+{
+    for (uint32_t h = 0; c->r[rank].unmatched_out && h < c->cap_chans; h++) {
+        const lchan *ch = &c->chans[h];
+        if (ch->used && ch->src == rank)
+            for (uint32_t k = 0; k < ch->qn; k++)
+                if (ch->q[ch->qh + k] == id)
+                    return true;
+    }
+    return false;
+}
+
+uint64_t live_query(coord *c, uint32_t rank, uint64_t t)
+{
+    const lrank *R = &c->r[rank];
+    uint64_t bits = 0, end;
+    for (uint32_t k = 0; k < R->n_q; k++)
+        if (etk_sim_node_end(c->s, rank, R->q_ids[k], &end) == 1 && end <= t && !unmatched_send(c, rank, R->q_ids[k]))
+            bits |= 1ull << k;
+    if (!R->probe || !R->unmatched_in)
+        return bits;
+    /* a probe: the oldest unmatched send of each channel into the rank that it matches (MPI
+     * matches a channel's messages in order) */
+    for (uint32_t h = 0; h < c->cap_chans; h++) {
+        const lchan *ch = &c->chans[h];
+        if (!ch->used || ch->dst != rank || !ch->qn || ch->tag >> 16 != R->probe_comm ||
+            (R->probe_src >= 0 && ch->src != (uint64_t)R->probe_src) ||
+            (R->probe_tag >= 0 && (int64_t)(ch->tag & 0xffff) != (R->probe_tag & 0xffff)))
+            continue;
+        if (etk_sim_node_end(c->s, ch->src, ch->q[ch->qh], &end) == 1 && end <= t)
+            return bits | 1ull << R->n_q;
+    }
+    return bits;
 }
 
 /* One message's node into the rank's pending batch. */
@@ -208,8 +267,8 @@ int live_take_node(coord *c, uint32_t rank, const etk_live_msg *m, etk_error *er
         add_attr(a, &na, etk_attr_i64("comm_size", (int64_t)m->bytes));
         add_attr(a, &na, etk_attr_i32(m->type == ETK_NODE_SEND ? "comm_dst" : "comm_src", (int32_t)peer));
         add_attr(a, &na, etk_attr_i32("comm_tag", (int32_t)tag));
-        int rc = m->type == ETK_NODE_SEND ? chan_count(c, rank, peer, tag, +1, err)
-                                          : chan_count(c, peer, rank, tag, -1, err);
+        int rc = m->type == ETK_NODE_SEND ? chan_count(c, rank, peer, tag, +1, m->id, err)
+                                          : chan_count(c, peer, rank, tag, -1, 0, err);
         if (rc)
             return rc;
     } else if (m->bytes) {

@@ -14,7 +14,7 @@
 
 #include <stdint.h>
 
-#define ETK_LIVE_VERSION 2
+#define ETK_LIVE_VERSION 3
 #define ETK_LIVE_MAX_DEPS 8
 #define ETK_LIVE_BATCH 64 /* messages per packet at most (NODE messages are sent in batches) */
 
@@ -58,6 +58,18 @@ enum {
                             depends on the host chain only, which ends at `m` (ns); the answer
                             may come before the engine gets there, when ranks inside real calls
                             hold the engine back (a polling rank may be what they wait for) */
+#define ETK_LF_ANY 64u   /* EXTERN with n_deps > 0: the call returns when one of deps[] is done
+                            (MPI_Waitany, MPI_Waitsome): the engine runs on while none is, and no
+                            further than the first one's end */
+#define ETK_LF_QUERY 32u /* WAIT of a poll (with ETK_LF_POLL, ending at `m`): deps[1..n_deps) are
+                            not dependencies but the rank's nodes asked about (7 at most); with
+                            `group` set, a probe of that communicator (source member `peer`, tag
+                            `tag`; -1: any). The answer's dep_end[0] has bit k-1 set when deps[k]
+                            was done by the answer's time (a send: and matched by a receive),
+                            bit n_deps-1 when a send the probe matches (the oldest unmatched of
+                            its channel) had arrived; when the answer comes early (ranks inside
+                            real calls hold the engine back), the bits say what was done by the
+                            engine's time and dep_end[1] is 1 */
 
 typedef struct etk_live_msg {
     uint32_t op;
