@@ -624,6 +624,13 @@ static int ep_sync(int *epfd, int *reg, uint32_t *n_reg, unsigned *epoch, const 
     return 0;
 }
 
+/* SIGINT, SIGTERM or SIGHUP to etkit live (a `timeout`, a batch system's end of job): the loop
+ * ends the run as a failure, so that the launcher and the ranks are ended and the temporary
+ * folder removed (until s27 they ran on: a rank inside a real MPI call never saw the coordinator
+ * go, and mpirun with it). */
+static volatile sig_atomic_t live_signal;
+static void on_signal(int sig) { live_signal = sig; }
+
 static int run_loop(coord *c, etk_error *err)
 {
     struct pollfd *pf = calloc(c->n + 1 + ORPHAN_POLL, sizeof *pf);
@@ -644,6 +651,11 @@ static int run_loop(coord *c, etk_error *err)
     bool stalled = false, held_wait = false;
     for (;;) {
         reap(c);
+        if (live_signal) {
+            snprintf(c->fail, sizeof c->fail, "stopped by signal %d (%s) at t = %" PRIu64 " ns: the ranks were ended",
+                     (int)live_signal, strsignal(live_signal), etk_sim_now(c->s));
+            goto out;
+        }
         /* ranks gone: socket closed (or never opened) and process reaped */
         uint32_t done = 0, blocked = 0, ext = 0;
         if (c->o->launcher && launcher_gone(c) && c->fail[0])
@@ -951,11 +963,23 @@ int etk_live_run(const etk_cluster *cl, const etk_sim_opts *so, const etk_live_o
     }
     if (o->record_prefix && (rc = live_record_open(cp, err)) != 0)
         goto done;
-    if ((rc = spawn(cp, err)) != 0) {
+    static const int sigs[3] = {SIGINT, SIGTERM, SIGHUP};
+    struct sigaction sa, old_sa[3];
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal; /* no SA_RESTART: epoll_wait returns */
+    sigemptyset(&sa.sa_mask);
+    live_signal = 0;
+    for (int k = 0; k < 3; k++)
+        sigaction(sigs[k], &sa, &old_sa[k]);
+    bool spawned = (rc = spawn(cp, err)) == 0;
+    if (spawned)
+        rc = run_loop(cp, err);
+    else
         end_ranks(cp);
+    for (int k = 0; k < 3; k++)
+        sigaction(sigs[k], &old_sa[k], NULL);
+    if (!spawned)
         goto done;
-    }
-    rc = run_loop(cp, err);
     live_kernel_report(cp);
     if (!rc && o->record_prefix)
         rc = live_write_record(cp, err);

@@ -47,6 +47,16 @@ ETK_TEST_SLEEP_MS=0:300 "$ETKIT" live --cluster "$T/ring4.yaml" --ranks 4 --cpu-
 ETK_TEST_SLEEP_MS=3:300 "$ETKIT" live --cluster "$T/ring4.yaml" --ranks 4 --cpu-scale 0 -- "$T/faults" ok >"$T/o2" 2>&1
 cmp -s "$T/o1" "$T/o2" && grep -q "step time" "$T/o1" && ok "same output whichever rank arrives last" ||
   fail "arrival order changed the output: $(diff "$T/o1" "$T/o2" | head -4)"
+# etkit live itself stopped (SIGTERM from a `timeout`, rank 1 still asleep for 60 s): it ends
+# the ranks, says why and fails (until s27 it died at once and left the ranks running)
+ETK_TEST_SLEEP_MS=1:60000 timeout --preserve-status 3 "$ETKIT" live --cluster "$T/ring4.yaml" --ranks 4 --cpu-scale 0 \
+  -- "$T/faults" ok >"$T/out" 2>&1
+rc=$?
+sleep 1
+left=$(pgrep -f "$T/faults" | wc -l)
+[ "$rc" = 1 ] && [ "$left" = 0 ] && grep -q "stopped by signal 15 (Terminated)" "$T/out" &&
+  ok "SIGTERM to etkit live: exit 1, 'stopped by signal 15', no rank left running" ||
+  { fail "SIGTERM to etkit live: exit $rc (want 1), $left ranks left running: $(tail -2 "$T/out")"; pkill -f "$T/faults"; }
 # etkit sim's outputs: --json -o FILE and --timeline FILE
 timeout 30 "$ETKIT" live --cluster "$T/ring4.yaml" --ranks 4 --cpu-scale 0 --json -o "$T/r.json" --timeline "$T/tl.json" \
   -- "$T/faults" ok >"$T/out" 2>&1
