@@ -50,16 +50,22 @@ int plan_mpi_search(const etk_plan_space *sp, const etk_plan_job *jobs, uint32_t
 
 /* tags per phase: a worker's first request of phase 2 waits until rank 0 serves phase 2 */
 enum { TAG_RESULT = 10, TAG_WORK = 20 };
-/* phase 1 (assess: validity, memory, bound; cheap) goes out in chunks of up to 64 rows per thread
- * (a quarter of what is left per worker thread near the end, for balance), so a remote worker
- * makes ~100 round trips for 6,000 rows instead of 750; phase 2 (simulate: milliseconds to
+/* phase 1 (assess: validity, memory, bound; ~1 ms a row) goes out in chunks of up to 64 rows per
+ * thread (a quarter of what is left per worker thread near the end, for balance), so a remote
+ * worker makes ~100 round trips for 6,000 rows instead of 750; phase 2 (simulate: milliseconds to
  * seconds a row) one row per thread at a time, for balance and so the top-k bound prunes as
- * early as with threads. A remote process keeps one request in flight and its queue one batch
- * per thread ahead: it asks for more (with the results finished so far) as soon as its queue
- * holds less than a batch per thread, i.e. before its threads run dry, so the round trip through
- * rank 0's serving thread (a nap of up to 1 ms, then a time slice on a loaded machine) overlaps
- * the work instead of adding to it (bench/RESULTS.md "s25-plan"). */
-enum { CHUNK1 = 64 };
+ * early as with threads. A remote process keeps one request in flight and asks for more (with
+ * the results finished so far) before its threads run dry, so the round trip through rank 0's
+ * serving thread (a nap of up to 1 ms, then a time slice on a loaded machine) overlaps the work
+ * instead of adding to it (bench/RESULTS.md "s25-plan"): in phase 2 as soon as its queue holds
+ * less than a row per thread; in phase 1 as soon as it holds less than LOW1 rows per thread
+ * (~30 ms of work ahead). Phase 1's results go to rank 0 only with a request or the final
+ * message (rank 0 needs them only at the phase's end); phase 2's as soon as no request is due,
+ * so that rank 0's top-k bound learns them early. Before s27 a remote process sent every
+ * phase-1 row on its own as it finished (1,400 messages for 2,400 rows, each waking both main
+ * threads) and asked for a chunk only when its queue was empty (its thread idle for the round
+ * trip, bench/RESULTS.md "s27-plan"). */
+enum { CHUNK1 = 64, LOW1 = CHUNK1 / 2 };
 
 /* a worker process's message: the results of the rows it finished since its last message; want:
  * for how many of its threads it asks for work (0: none, the message only carries results, and
@@ -78,8 +84,9 @@ static uint32_t n_threads(const etk_plan_opts *o)
 /* per-process counters, printed to stderr at the end when ETK_PLAN_MPI_STATS is set
  * (docs/plan.md "Parallel search") */
 typedef struct {
-    double busy, wait, cpu;
+    double busy, wait, cpu, main_cpu; /* main_cpu: a remote process's main thread (in cpu too) */
     long msgs, rows, threads; /* threads: worker threads started (the last phase) */
+    long msgs1, bare1, rows1;  /* rank 0's server, phase 1: messages, those without a request, rows in them */
 } mpi_stats;
 
 /* CPU seconds of the calling thread */
@@ -265,6 +272,27 @@ static int reserve(void **buf, size_t *cap, size_t need)
     return 0;
 }
 
+/* MPI_Send without Open MPI's busy wait: a message over the shared-memory transport's eager limit
+ * (4 KiB with Open MPI 4.1's vader, i.e. ten rows) goes by rendezvous, and a blocking MPI_Send
+ * spins in opal_progress (with --oversubscribe: sched_yield, system time) until the receiver has
+ * matched it, which takes rank 0's serving thread a nap and, on a loaded machine, a time slice.
+ * Measured before this (bench/RESULTS.md "s27-plan"): a remote process's main thread spent 0.8 s
+ * of CPU in MPI_Send over an 8 s search, on a core its worker wanted. So the message goes with
+ * MPI_Isend and the caller naps while it is in flight. */
+static void send_napped(const void *buf, int count, MPI_Datatype type, int dest, int tag)
+{
+    MPI_Request req;
+    int flag = 0;
+    long wait = 0;
+    MPI_Isend(buf, count, type, dest, tag, MPI_COMM_WORLD, &req);
+    for (;;) {
+        MPI_Test(&req, &flag, MPI_STATUS_IGNORE);
+        if (flag)
+            return;
+        nap(&wait);
+    }
+}
+
 /* rank 0, one phase: serve the remote workers until each process has sent its final message,
  * while q->threads local workers search beside */
 static int serve(queue *q, int size, const etk_plan_opts *o, mpi_stats *st0)
@@ -290,6 +318,7 @@ static int serve(queue *q, int size, const etk_plan_opts *o, mpi_stats *st0)
         }
         wait = 0;
         st0->msgs++;
+        st0->msgs1 += q->phase == 1;
         MPI_Get_count(&st, MPI_BYTE, &bytes);
         if (bytes < (int)sizeof(msg_head) || reserve(&buf, &cap, (size_t)bytes)) {
             /* a message too short is none of ours; out of memory, nobody can go on */
@@ -322,6 +351,10 @@ static int serve(queue *q, int size, const etk_plan_opts *o, mpi_stats *st0)
         if (max)
             n = take(q, (uint32_t *)work + 1, max);
         pthread_mutex_unlock(&q->mu);
+        if (q->phase == 1) {
+            st0->bare1 += !h.want;
+            st0->rows1 += (long)(h.n < n_in ? h.n : n_in);
+        }
         if (h.final) {
             active--;
             continue;
@@ -329,7 +362,7 @@ static int serve(queue *q, int size, const etk_plan_opts *o, mpi_stats *st0)
         if (!h.want)
             continue;
         ((uint32_t *)work)[0] = (uint32_t)q->phase;
-        MPI_Send(work, (int)(n + 1), MPI_UINT32_T, st.MPI_SOURCE, TAG_WORK + q->phase, MPI_COMM_WORLD);
+        send_napped(work, (int)(n + 1), MPI_UINT32_T, st.MPI_SOURCE, TAG_WORK + q->phase);
     }
     for (uint32_t i = 0; i < started; i++)
         pthread_join(th[i], NULL);
@@ -376,7 +409,8 @@ static void *remote_worker(void *arg)
             break;
         wire_row w = {R->pend[R->head++], 0, {0}};
         R->busy++;
-        pthread_cond_signal(&R->cv_main); /* the queue shrank: more work may be due */
+        if (R->phase == 2 || R->tail - R->head < (size_t)R->threads * LOW1)
+            pthread_cond_signal(&R->cv_main); /* the queue shrank: more work may be due */
         pthread_mutex_unlock(&R->mu);
         w.row = etk_plan_rows(R->s)[w.flat]; /* this process never writes its rows */
         t0 = now_s();
@@ -400,7 +434,9 @@ static void *remote_worker(void *arg)
         else
             R->oom = true;
         R->busy--;
-        pthread_cond_signal(&R->cv_main);
+        /* phase 2: the row goes to rank 0 now; phase 1: with the next request, or at the end */
+        if (R->phase == 2 || (R->no_more && R->head == R->tail && !R->busy) || R->oom)
+            pthread_cond_signal(&R->cv_main);
     }
     R->ms->busy += busy;
     R->ms->wait += wait;
@@ -461,8 +497,14 @@ static int work_phase(remote *R, int phase)
         pthread_mutex_lock(&R->mu);
         size_t queued = R->tail - R->head, n_out = R->n_out;
         bool done = R->no_more && !queued && !R->busy, oom = R->oom;
-        uint32_t want = !in_flight && !R->no_more && queued < started ? started - (uint32_t)queued : 0;
-        bool send = done || want || (n_out && !in_flight);
+        uint32_t want = 0;
+        if (!in_flight && !R->no_more) {
+            if (phase == 1)
+                want = queued < (size_t)started * LOW1 ? started : 0;
+            else
+                want = queued < started ? started - (uint32_t)queued : 0;
+        }
+        bool send = done || want || (phase == 2 && n_out && !in_flight);
         if (send && !oom) {
             oom = reserve(&msg, &msg_cap, sizeof(msg_head) + n_out * sizeof(wire_row)) != 0;
             if (!oom) {
@@ -482,7 +524,7 @@ static int work_phase(remote *R, int phase)
             memcpy(msg, &h, sizeof h);
             if (want) /* posted before the request goes out */
                 MPI_Irecv(work, (int)wcap, MPI_UINT32_T, 0, TAG_WORK + phase, MPI_COMM_WORLD, &rreq);
-            MPI_Send(msg, (int)(sizeof h + n_out * sizeof(wire_row)), MPI_BYTE, 0, TAG_RESULT + phase, MPI_COMM_WORLD);
+            send_napped(msg, (int)(sizeof h + n_out * sizeof(wire_row)), MPI_BYTE, 0, TAG_RESULT + phase);
             R->ms->msgs++;
             in_flight = want > 0;
             event = true;
@@ -494,9 +536,10 @@ static int work_phase(remote *R, int phase)
         } else if (in_flight) {
             nap(&wait); /* a reply is due: poll (Open MPI's blocking wait spins a core) */
         } else {
-            /* nothing due from rank 0: sleep until a thread takes or finishes a row (the events
-             * that can make a message due), so the main thread costs no CPU while rows run; the
-             * 100 ms limit is a safety net only */
+            /* nothing due from rank 0 (in phase 1 finished rows wait for the next request):
+             * sleep until a thread takes or finishes a row (the events that can make a message
+             * due; remote_worker signals only those), so the main thread costs no CPU while rows
+             * run; the 100 ms limit is a safety net only */
             struct timespec until;
             clock_gettime(CLOCK_REALTIME, &until);
             until.tv_nsec += 100000000L;
@@ -505,7 +548,7 @@ static int work_phase(remote *R, int phase)
                 until.tv_nsec -= 1000000000L;
             }
             pthread_mutex_lock(&R->mu);
-            if (!R->n_out && !R->oom && R->tail - R->head == queued)
+            if (R->n_out == n_out && !R->oom && R->tail - R->head == queued) /* nothing changed */
                 pthread_cond_timedwait(&R->cv_main, &R->mu, &until);
             pthread_mutex_unlock(&R->mu);
         }
@@ -546,8 +589,15 @@ static void print_stats(int rank, const char *who, const mpi_stats *ms, double w
     char th[32] = "";
     if (ms->threads)
         snprintf(th, sizeof th, " (%ld threads)", ms->threads);
-    fprintf(stderr, "etkit plan: rank %d %s%s: %.3f s wall, %.3f s working, %.3f s waiting for work, %.3f s CPU, "
-            "%ld rows, %ld messages\n", rank, who, th, wall, ms->busy, ms->wait, ms->cpu, ms->rows, ms->msgs);
+    char mc[48] = "";
+    if (ms->main_cpu > 0)
+        snprintf(mc, sizeof mc, " (main thread %.3f s)", ms->main_cpu);
+    char p1[96] = "";
+    if (ms->msgs1)
+        snprintf(p1, sizeof p1, " (phase 1: %ld, %ld of them without a request, %ld rows)", ms->msgs1, ms->bare1,
+                 ms->rows1);
+    fprintf(stderr, "etkit plan: rank %d %s%s: %.3f s wall, %.3f s working, %.3f s waiting for work, %.3f s CPU%s, "
+            "%ld rows, %ld messages%s\n", rank, who, th, wall, ms->busy, ms->wait, ms->cpu, mc, ms->rows, ms->msgs, p1);
 }
 
 int plan_mpi_search(const etk_plan_space *sp, const etk_plan_job *jobs, uint32_t n_jobs, const etk_plan_opts *o,
@@ -565,18 +615,21 @@ int plan_mpi_search(const etk_plan_space *sp, const etk_plan_job *jobs, uint32_t
     }
     double t_start = now_s();
     if (rank) {
-        mpi_stats ms = {0, 0, 0, 0, 0, 0};
+        mpi_stats ms;
+        memset(&ms, 0, sizeof ms);
         if (work_loop(s, n_threads(o), &ms)) {
             /* rank 0 would wait for this process forever */
             fprintf(stderr, "etkit plan: error: rank %d: out of memory or no thread\n", rank);
             MPI_Abort(MPI_COMM_WORLD, 2);
         }
-        ms.cpu += cpu_s(); /* the threads' and the main thread's */
+        ms.main_cpu = cpu_s(); /* since the process started: MPI_Init, the set-up, the serving */
+        ms.cpu += ms.main_cpu; /* the threads' and the main thread's */
         print_stats(rank, "workers", &ms, now_s() - t_start);
         etk_plan_state_free(s);
         return rc;
     }
-    mpi_stats served = {0, 0, 0, 0, 0, 0};
+    mpi_stats served;
+    memset(&served, 0, sizeof served);
     queue q;
     memset(&q, 0, sizeof q);
     q.s = s;

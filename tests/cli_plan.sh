@@ -261,6 +261,15 @@ if command -v mpirun >/dev/null && ldd "$ETKIT" 2>/dev/null | grep -q libmpi; th
   grep -q "rank 0 local workers (2 threads)" "$T/mpis.txt" && grep -q "rank 1 workers (2 threads)" "$T/mpis.txt" ||
     fail "mpirun -np 2 ... -j 2: not 2 worker threads per process: $(grep "etkit plan: rank" "$T/mpis.txt")"
   cmp -s "$T/j1.csv" "$T/mpis.csv" || fail "plan: CSV with mpirun -np 2 -j 2 and the stats differs from -j 1"
+  # phase 1 (validity, memory, bound) batches its results: a remote process sends them only with
+  # its requests for more rows, so of rank 0's phase-1 messages exactly one per remote process
+  # (its final message) carries no request; before s27 every row finished between two requests
+  # went alone (~1 message per row, 1,400 for 2,400 rows: bench/RESULTS.md "s27-plan"); at least
+  # two (a request, the final message).
+  p1=$(sed -n 's/.*rank 0 server.*(phase 1: \([0-9]*\), \([0-9]*\) of them without a request, \([0-9]*\) rows).*/\1 \2 \3/p' "$T/mpis.txt")
+  read -r m1 b1 r1 <<<"$p1"
+  [ -n "$r1" ] && [ "$b1" = 1 ] && [ "$m1" -ge 2 ] ||
+    fail "mpirun -np 2 -j 2: phase 1 not batched (messages, without a request, rows: '$p1'): $(grep "rank 0 server" "$T/mpis.txt")"
 else
   echo "cli_plan: MPI tests skipped (etkit built without MPI or no mpirun)"
 fi
