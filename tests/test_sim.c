@@ -350,6 +350,31 @@ static void test_stream_per_group(void **st)
     etk_workload_free(w);
 }
 
+/* comm_stream_per_group with a rank that talks to more peers than there were streams until s27
+ * (32): rank 0 sends 1,000 B to each of 39 peers at once, each send on a stream of its own, so
+ * all end at 2,000 + 1,000 = 3,000 ns. With 32 streams the sends to peers 33..39 shared the
+ * streams of peers 2..8 (key % 32): 6,000 ns. (A 64-rank HPCC under etkit live: the ring's two
+ * messages per rank shared a stream, ring latency 2x; docs/live.md.) */
+static void test_stream_per_peer_many(void **st)
+{
+    (void)st;
+    enum { N = 40 };
+    etk_workload *w = sb_workload(N);
+    etk_trace *t0 = etk_trace_new(NULL);
+    for (uint32_t p = 1; p < N; p++) {
+        sb_p2p(t0, p, true, p, (int)p, 1000, NULL, 0);
+        etk_trace *t = etk_trace_new(NULL);
+        sb_p2p(t, 1, false, 0, (int)p, 1000, NULL, 0);
+        w->ranks[p] = t;
+    }
+    w->ranks[0] = t0;
+    etk_sim_opts o = {.comm_stream_per_group = true};
+    etk_sim *s = run_ok(w, &o);
+    assert_int_equal(etk_sim_result_get(s)->step_ns, 3000);
+    etk_sim_free(s);
+    etk_workload_free(w);
+}
+
 /* A node that depends on itself never becomes ready. */
 static void test_deadlock_cycle(void **st)
 {
@@ -532,6 +557,7 @@ int main(void)
         cmocka_unit_test(test_stage_units),
         cmocka_unit_test(test_timeline),
         cmocka_unit_test(test_stream_per_group),
+        cmocka_unit_test(test_stream_per_peer_many),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -254,6 +254,8 @@ void etk_sim_free(etk_sim *s)
             free(R->dense);
         for (int k = 0; k < K_COUNT; k++)
             free(R->ready[k].a);
+        free(R->lane_key);
+        free(R->lane_busy);
     }
     for (uint32_t i = 0; s->g && i < s->n_g; i++) {
         sgroup *g = &s->g[i];

@@ -28,6 +28,10 @@
  * copies marked for the copy engines (attribute copy_engine 1 = host to device, 2 = device to
  * host, live mode's records): one engine per direction (lane), each one copy at a time, beside
  * the compute stream. */
+/* comm_stream_per_group: streams per rank (groups and send peers); past it streams are shared
+ * (key % SIM_MAX_LANES). Until s27 there were 32: a rank of a 64-rank HPCC had sent to more than
+ * 32 peers by its ring tests, and the ring's two messages then shared a stream. */
+#define SIM_MAX_LANES 65535u
 enum { K_CPU = 0, K_COMP = 1, K_COMM = 2, K_RECV = 3, K_FREE = 4, K_COPY = 5, K_COUNT = 6 };
 enum { ST_WAIT = 0, ST_READY = 1, ST_ISSUED = 2, ST_DONE = 3 };
 
@@ -52,9 +56,11 @@ typedef struct snode {
     uint32_t pos;                /* COLL: simulated-member position in the group */
     uint32_t qnext;              /* channel queue link */
     uint32_t seq;                /* COLL: instance number on its group */
-    uint8_t kind, type, ctype, state, stream;
-    uint8_t lane;                /* K_COMM with comm_stream_per_group: the rank's stream of the
-                                  * node's group (point-to-point: one stream of its own) */
+    uint8_t kind, type, ctype, state;
+    uint16_t stream;
+    uint16_t lane;               /* K_COMM with comm_stream_per_group: the rank's stream of the
+                                  * node's group (point-to-point: one stream per peer); K_COPY:
+                                  * its copy engine */
 } snode;
 
 typedef struct heapent {
@@ -86,8 +92,9 @@ typedef struct srank {
     uheap ready[K_COUNT];
     uint32_t busy[3]; /* bitmask of busy streams per limited kind */
     uint32_t busy_copy; /* K_COPY: bitmask of busy copy engines (lane 0 H2D, 1 D2H) */
-    uint32_t lane_key[32]; /* comm_stream_per_group: group (or send peer) of each stream */
-    uint32_t n_lanes;
+    uint32_t *lane_key;    /* comm_stream_per_group: group (or send peer) of each stream ... */
+    uint64_t *lane_busy;   /* ... and which are busy (bits); SIM_MAX_LANES at most */
+    uint32_t n_lanes, cap_lanes;
     uint32_t n_done;
     uint32_t n_comp, n_xfer, n_cpu;
     uint64_t last_t;

@@ -14,16 +14,32 @@
 /* comm_stream_per_group: the stream of a group on a rank (key: the group index, or 2^31 + the
  * destination of a send: the sends to each peer have a stream), numbered in order of first use,
  * so the ranks of a class number them alike */
-static uint8_t comm_lane(srank *R, uint32_t key)
+static uint16_t comm_lane(srank *R, uint32_t key, bool *oom)
 {
     for (uint32_t l = 0; l < R->n_lanes; l++)
         if (R->lane_key[l] == key)
-            return (uint8_t)l;
-    if (R->n_lanes < 32) {
-        R->lane_key[R->n_lanes] = key;
-        return (uint8_t)R->n_lanes++;
+            return (uint16_t)l;
+    if (R->n_lanes == SIM_MAX_LANES)
+        return (uint16_t)(key % SIM_MAX_LANES);
+    if (R->n_lanes == R->cap_lanes) {
+        uint32_t cap = R->cap_lanes ? 2 * R->cap_lanes : 64;
+        uint32_t *k = realloc(R->lane_key, cap * sizeof *k);
+        if (!k) {
+            *oom = true;
+            return 0;
+        }
+        R->lane_key = k;
+        uint64_t *b = realloc(R->lane_busy, cap / 64 * sizeof *b);
+        if (!b) {
+            *oom = true;
+            return 0;
+        }
+        memset(b + R->cap_lanes / 64, 0, (cap - R->cap_lanes) / 64 * sizeof *b);
+        R->lane_busy = b;
+        R->cap_lanes = cap;
     }
-    return (uint8_t)(key % 32);
+    R->lane_key[R->n_lanes] = key;
+    return (uint16_t)R->n_lanes++;
 }
 
 /* Fill one node's timing fields from its Chakra attributes. */
@@ -118,7 +134,7 @@ static int setup_node(etk_sim *s, uint32_t rank, snode *n, const etk_node *e, et
         int64_t ce = 0; /* live mode: a copy engine of its direction, beside the compute stream */
         if (etk_node_i64(e, "copy_engine", &ce) && (ce == 1 || ce == 2)) {
             n->kind = K_COPY;
-            n->lane = (uint8_t)(ce - 1);
+            n->lane = (uint16_t)(ce - 1);
         }
         if (!dur && n->bytes)
             n->dur_ns = s->costs.compute_ns(s->costs.ctx, &s->cl, 0, n->bytes);
@@ -201,10 +217,12 @@ static int setup_node(etk_sim *s, uint32_t rank, snode *n, const etk_node *e, et
     }
     if (o)
         return sim_oom(err);
-    if (n->kind == K_COMM && s->o.comm_stream_per_group)
-        n->lane = comm_lane(&s->r[rank], n->type == ETK_NODE_COLL
-                                             ? n->aux
-                                             : 0x80000000u | (uint32_t)s->ch[n->aux].dst);
+    if (n->kind == K_COMM && s->o.comm_stream_per_group) {
+        n->lane = comm_lane(&s->r[rank], n->type == ETK_NODE_COLL ? n->aux : 0x80000000u | (uint32_t)s->ch[n->aux].dst,
+                            &o);
+        if (o)
+            return sim_oom(err);
+    }
     if (n->dur_ns > SIM_MAX_NS) /* 10^18 ns = 31.7 years: an input out of range, not a step time */
         return etk_err(err, ETK_EINVAL,
                        "rank %u node id %" PRIu64 " (%s): simulated duration %.3g ns is past 1e18 ns (31.7 years): "

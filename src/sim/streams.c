@@ -14,7 +14,9 @@
 
 void sim_release_stream(srank *R, snode *n)
 {
-    if (n->kind < 3)
+    if (n->kind == K_COMM && R->lane_busy) /* comm_stream_per_group */
+        R->lane_busy[n->lane / 64] &= ~(1ull << (n->lane % 64));
+    else if (n->kind < 3)
         R->busy[n->kind] &= ~(1u << n->stream);
     else if (n->kind == K_COPY)
         R->busy_copy &= ~(1u << n->lane);
@@ -85,12 +87,14 @@ static int dispatch_lanes(etk_sim *s, uint32_t r, int kind, uint64_t t, etk_erro
 {
     srank *R = &s->r[r];
     uheap *h = &R->ready[kind];
-    uint32_t *busy = kind == K_COPY ? &R->busy_copy : &R->busy[K_COMM];
     uint32_t n_held = 0;
     while (h->n) {
         uint32_t i = uheap_pop(h);
         snode *n = &R->nodes[i];
-        uint32_t bit = 1u << n->lane;
+        uint64_t bit = 1ull << (n->lane % 64), *busy = kind == K_COPY ? NULL : &R->lane_busy[n->lane / 64];
+        uint64_t copy_busy = R->busy_copy;
+        if (!busy)
+            busy = &copy_busy;
         if (*busy & bit) {
             if (sim_grow((void **)&s->held, &s->cap_held, n_held + 1, sizeof(uint32_t)) != 0)
                 return sim_oom(err);
@@ -98,6 +102,8 @@ static int dispatch_lanes(etk_sim *s, uint32_t r, int kind, uint64_t t, etk_erro
             continue;
         }
         *busy |= bit;
+        if (kind == K_COPY)
+            R->busy_copy = (uint32_t)copy_busy;
         n->stream = n->lane;
         int rc = start_node(s, r, i, t, err);
         if (rc)
@@ -132,7 +138,7 @@ int sim_dispatch(etk_sim *s, uint32_t r, uint64_t t, etk_error *err)
                 R->busy[k] |= 1u << stream;
             }
             uint32_t i = uheap_pop(h);
-            R->nodes[i].stream = (uint8_t)stream;
+            R->nodes[i].stream = (uint16_t)stream;
             int rc = start_node(s, r, i, t, err);
             if (rc)
                 return rc;

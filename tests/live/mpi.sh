@@ -86,15 +86,20 @@ wait "${busy[@]}" 2>/dev/null
 # 2(a + S/B) = 22,972 ns, isend loop a + S/B = 11,486 (each direction its own link); 8 ranks of
 # ring8.yaml, S = 8 B: 2,000 and 1,000 ns (a + 0.08 ns, whole ns)
 mpicc -o "$T/bidir" "$HERE/mpi_bidir.c" || { fail "cannot build mpi_bidir.c"; exit 1; }
-for run in "4 $T/ring4.yaml 1048576 22972 11486" "8 $HERE/ring8.yaml 8 2000 1000"; do
-  read -r np yaml S w_sr w_is <<<"$run"
+# 40 ranks fully connected after an exchange with every peer (W = 2, as HPCC's ping-pongs before
+# its rings): 2,000 and 1,000 ns (until s27 each rank had 32 streams in the engine, ranks 1 and 33
+# sent both ring messages on one, and the isend loop read 2,000 ns: HPCC's 64-rank rings 2x)
+printf 'name: live-fc40\ngpu: h100\nnetwork:\n  - size: 40\n    topology: FullyConnected\n    bandwidth: 100\n    latency: 1000\n' \
+  >"$T/fc40.yaml"
+for run in "4 $T/ring4.yaml 1048576 22972 11486 0" "8 $HERE/ring8.yaml 8 2000 1000 0" "40 $T/fc40.yaml 8 2000 1000 2"; do
+  read -r np yaml S w_sr w_is W <<<"$run"
   BIDIR=(mpirun -np "$np" --oversubscribe)
   [ "$(id -u)" = 0 ] && BIDIR+=(--allow-run-as-root)
-  timeout 120 "$ETKIT" live --cluster "$yaml" --ranks "$np" --cpu-scale 0 --launcher -- "${BIDIR[@]}" "$T/bidir" "$S" 10 \
+  timeout 120 "$ETKIT" live --cluster "$yaml" --ranks "$np" --cpu-scale 0 --launcher -- "${BIDIR[@]}" "$T/bidir" "$S" 10 "$W" \
     >"$T/bout" 2>"$T/berr"
   rc=$?
   if [ $rc = 0 ] && grep -qx "sendrecv $w_sr" "$T/bout" && grep -qx "isend $w_is" "$T/bout"; then
-    ok "bidirectional ring on $np ranks, $S B: sendrecv $w_sr, isend $w_is ns per loop"
+    ok "bidirectional ring on $np ranks, $S B$([ "$W" = 2 ] && echo ", after every pair"): sendrecv $w_sr, isend $w_is ns per loop"
   else
     fail "bidirectional ring on $np ranks: exit $rc, $(tr '\n' ' ' <"$T/bout") (want sendrecv $w_sr isend $w_is) $(tail -2 "$T/berr")"
   fi

@@ -6,7 +6,11 @@
  * MPI_Finalize. On 4 ranks this stopped (docs/live.md "MPI"). W = 1: a wildcard receive
  * (MPI_ANY_SOURCE, tag 999) is posted first and left outstanding through the loops (then cancelled),
  * so every receive goes into the engine the "late" way (docs/live.md "MPI"): 8 ranks give the same
- * times, 64 ranks stopped (s26, bench/RESULTS.md "s26-live"). usage: mpi_bidir S L [W] */
+ * times, 64 ranks stopped (s26, bench/RESULTS.md "s26-live"). W = 2: first one 8 B MPI_Sendrecv
+ * with every other rank (to rank + k, from rank - k, k = 1 .. n-1), as HPCC's ping-pongs do
+ * before its rings: until s27 a rank that had sent to more than 32 peers shared the engine's
+ * streams between peers, and on 40 ranks ranks 1 and 33 then sent both ring messages on one
+ * (isend 2,000 ns, not 1,000; 64 ranks of HPCC: its ring figures 2x). usage: mpi_bidir S L [W] */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +30,10 @@ int main(int argc, char **argv)
     MPI_Request wq = MPI_REQUEST_NULL;
     if (wild)
         MPI_Irecv(&junk, 1, MPI_INT, MPI_ANY_SOURCE, 999, MPI_COMM_WORLD, &wq);
+    if (argc > 3 && atoi(argv[3]) == 2)
+        for (int k = 1; k < n; k++)
+            MPI_Sendrecv(sr, 8 < len ? 8 : len, MPI_BYTE, (rank + k) % n, 3, rl, 8 < len ? 8 : len, MPI_BYTE,
+                         (rank + n - k) % n, 3, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
     MPI_Barrier(MPI_COMM_WORLD);
     double t0 = MPI_Wtime();
     for (int i = 0; i < loops; i++) {
