@@ -774,21 +774,6 @@ static int n_active(int n, const MPI_Request *r)
     return a;
 }
 
-API int MPI_Test(MPI_Request *r, int *flag, MPI_Status *st)
-{
-    if (*r == MPI_REQUEST_NULL)
-        return PMPI_Test(r, flag, st);
-    signed char d;
-    int asked;
-    if (vtest("MPI_Test", 1, r, &d, &asked)) {
-        *flag = 1;
-        return complete("MPI_Test", 1, r, st);
-    }
-    *flag = 0;
-    poll_miss("MPI_Test", asked);
-    return MPI_SUCCESS;
-}
-
 API int MPI_Testany(int n, MPI_Request *r, int *index, int *flag, MPI_Status *st)
 {
     if (!n_active(n, r))
@@ -808,20 +793,28 @@ API int MPI_Testany(int n, MPI_Request *r, int *index, int *flag, MPI_Status *st
     return MPI_SUCCESS;
 }
 
-API int MPI_Testall(int n, MPI_Request *r, int *flag, MPI_Status *st)
+/* MPI_Testall, and MPI_Test as the same on one request */
+static int test_all(const char *call, int n, MPI_Request *r, int *flag, MPI_Status *st)
 {
     int a = n_active(n, r);
     if (!a)
         return PMPI_Testall(n, r, flag, st);
     signed char d[n > 0 ? n : 1];
     int asked;
-    if (vtest("MPI_Testall", n, r, d, &asked) == a) {
+    if (vtest(call, n, r, d, &asked) == a) {
         *flag = 1;
-        return complete("MPI_Testall", n, r, st);
+        return complete(call, n, r, st);
     }
     *flag = 0;
-    poll_miss("MPI_Testall", asked);
+    poll_miss(call, asked);
     return MPI_SUCCESS;
+}
+
+API int MPI_Test(MPI_Request *r, int *flag, MPI_Status *st) { return test_all("MPI_Test", 1, r, flag, st); }
+
+API int MPI_Testall(int n, MPI_Request *r, int *flag, MPI_Status *st)
+{
+    return test_all("MPI_Testall", n, r, flag, st);
 }
 
 API int MPI_Testsome(int n, MPI_Request *r, int *outcount, int *idx, MPI_Status *st)
