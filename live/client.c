@@ -334,6 +334,8 @@ uint64_t etl_query(const char *call, const uint64_t *ids, uint32_t n, const char
     return end[0];
 }
 
+uint64_t etl_real_ns(void) { return real_ns(CLOCK_MONOTONIC); }
+
 void etl_charge(uint64_t ns)
 {
     pthread_mutex_lock(&mu);

@@ -63,6 +63,9 @@ ETL_API void etl_poll(const char *call, uint64_t ns);
  * then say what was done by the engine's time, and a clear bit says nothing. */
 ETL_API uint64_t etl_query(const char *call, const uint64_t *ids, uint32_t n, const char *grp, int src, int tag,
                            int *early);
+/* Real monotonic time (ns), past the clock shim (clock_gettime reads the virtual clock in the
+ * program's threads). */
+ETL_API uint64_t etl_real_ns(void);
 /* ns of host time (a poll that found nothing, after etl_query), no round trip. */
 ETL_API void etl_charge(uint64_t ns);
 /* Around a blocking call of another library (the real MPI call under the interposer): the

@@ -733,13 +733,7 @@ static void poll_miss(const char *call, int asked)
  * other rank where it is, so that what they poll for meanwhile is answered in virtual time; past
  * SPIN_NS of real time (a real transfer that needs another rank's progress), as a rank inside a
  * real call, which lets the engine run on and cannot deadlock. */
-#define SPIN_NS 20000000LL
-static long long real_ns_mono(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
+#define SPIN_NS 20000000ull /* real time: etl_real_ns (clock_gettime here reads the virtual clock) */
 
 /* Complete r[0..n) by a real wait (they count as complete): as MPI_Waitall. */
 static int complete(const char *call, int n, MPI_Request *r, MPI_Status *st)
@@ -749,8 +743,8 @@ static int complete(const char *call, int n, MPI_Request *r, MPI_Status *st)
     for (int i = 0; i < n; i++)
         keep[i] = r[i];
     int rc, flag = 0, k = 0;
-    long long t0 = real_ns_mono();
-    while ((rc = PMPI_Testall(n, r, &flag, s)) == MPI_SUCCESS && !flag && real_ns_mono() - t0 < SPIN_NS)
+    uint64_t t0 = etl_real_ns();
+    while ((rc = PMPI_Testall(n, r, &flag, s)) == MPI_SUCCESS && !flag && etl_real_ns() - t0 < SPIN_NS)
         backoff(&k);
     if (rc == MPI_SUCCESS && !flag) {
         wait_enter(call, r, n);
@@ -896,9 +890,9 @@ API int MPI_Iprobe(int src, int tag, MPI_Comm comm, int *flag, MPI_Status *st)
         return MPI_SUCCESS;
     }
     int k = 0;
-    long long t0 = real_ns_mono(); /* the real message: see complete() */
+    uint64_t t0 = etl_real_ns(); /* the real message: see complete() */
     while (!*flag && (rc = PMPI_Iprobe(src, tag, comm, flag, &s)) == MPI_SUCCESS && !*flag &&
-           real_ns_mono() - t0 < SPIN_NS)
+           etl_real_ns() - t0 < SPIN_NS)
         backoff(&k);
     if (rc == MPI_SUCCESS && !*flag) {
         etl_extern_enter_flags("MPI_Iprobe", ETK_LF_NOLATE);
