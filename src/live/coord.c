@@ -223,6 +223,13 @@ static void debug_held(const coord *c, uint64_t next, uint64_t limit)
 static double real_s(void);
 #define HOLD_GRACE_S 0.02
 
+/* A rank waiting in a poll (MPI_Test*, MPI_Iprobe) whose time is not before the engine's: the
+ * poll an engine held back by real calls answers early. */
+static bool poll_due(const lrank *R, uint64_t now_ns)
+{
+    return R->state == R_WAIT && R->poll_ns && R->poll_ns >= now_ns;
+}
+
 static int advance(coord *c, etk_error *err)
 {
     int rc = live_flush(c, err);
@@ -268,7 +275,7 @@ static int advance(coord *c, etk_error *err)
              * done, the rest by the real MPI, so that its time would follow the host's speed. */
             bool early = false;
             for (uint32_t i = 0; i < c->n && !early; i++)
-                early = c->r[i].state == R_WAIT && c->r[i].poll_ns && c->r[i].poll_ns >= etk_sim_now(c->s);
+                early = poll_due(&c->r[i], etk_sim_now(c->s));
             if (early) {
                 double now = real_s();
                 if (!c->held_since || c->held_ns != etk_sim_now(c->s)) {
@@ -280,7 +287,7 @@ static int advance(coord *c, etk_error *err)
             }
             for (uint32_t i = 0; i < c->n; i++) {
                 lrank *R = &c->r[i];
-                if (R->state != R_WAIT || !R->poll_ns || R->poll_ns < etk_sim_now(c->s))
+                if (!poll_due(R, etk_sim_now(c->s)))
                     continue;
                 etk_live_reply rp;
                 memset(&rp, 0, sizeof rp);
