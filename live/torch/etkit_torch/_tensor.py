@@ -212,7 +212,7 @@ class Mode(TorchDispatchMode):
             if dev is None:
                 dev = _dev_of(kdev)
             k["device"] = torch.device("meta")
-        name = _cost.name_of(func)
+        name = _alloc.op = _cost.name_of(func)
         if dev is None:  # a CPU operator: real (a large parameter's initialisation deferred: _lazy.py)
             if name in _lazy.FULL and _lazy.defer(func, name, args, kwargs):
                 return args[0]
