@@ -20,6 +20,13 @@
 #      the recording the same; DDP all-reduces every gradient once a step (2P bytes, BF16) and
 #      broadcasts the parameters once at start (2P) and, after the first step, the rebuilt bucket
 #      indices (128 B here), P = 2 Vh + S h + L (12 h^2 + 13 h) + 2h.
+#      Memory (issue #12's "within 5% of the closed form ... of that model"): rank 0's
+#      torch.cuda.max_memory_allocated() equals, to the byte, the closed form of gpt_mem.py,
+#      derived from torch 1.13's autograd and caching allocator and computed here from the same
+#      environment: weights, AdamW's two moments and DDP's buckets (2P bytes each), the tensors
+#      the forward saves, reached in the head's backward (_log_softmax_backward_data: three
+#      N x V BF16 tensors live), which the memory log (ETKIT_TORCH_MEMLOG) must name; again
+#      with GPT_DROPOUT=0 on 1 rank (no masks, no dropout outputs), and at GPT-2 small in (h).
 #  (d) train_tp.py: Megatron-style tensor parallel (below).
 #  (e) train_fsdp.py: torch 1.13's FullyShardedDataParallel; mem_fsdp.py: its memory (below).
 #  (f) mem_ddp.py: DDP's gradient buckets charged (below).
@@ -82,7 +89,7 @@ rc=$?
 # (c)
 export GPT_LAYERS=2 GPT_HIDDEN=256 GPT_HEADS=4 GPT_SEQ=128 GPT_VOCAB=1024 GPT_BATCH=2 STEPS=3
 start=$(date +%s)
-timeout 240 "$ETKIT" live --cluster dgx-h100 --ranks 8 --cpu-scale 0 --record "$T/rec" -- "$PY" "$D/train_ddp.py" \
+ETKIT_TORCH_MEMLOG=$T/ml timeout 240 "$ETKIT" live --cluster dgx-h100 --ranks 8 --cpu-scale 0 --record "$T/rec" -- "$PY" "$D/train_ddp.py" \
   >"$T/d.out" 2>"$T/d.err" || fail "train_ddp.py exited $?: $(tail -5 "$T/d.err")"
 echo "     (8 ranks of train_ddp.py, 3 steps: $(( $(date +%s) - start )) s wall)"
 live_step=$(step "$T/d.err")
@@ -100,6 +107,24 @@ bc=$(awk '$1 == "BROADCAST" { gsub(",", "", $6); print $6 }' "$T/d.err")
 [ -n "$bc" ] && [ $((bc - 2 * P)) -gt 0 ] && [ $((bc - 2 * P)) -le 1024 ] &&
   ok "DDP broadcasts the parameters once (2P) and the bucket indices once: $bc bytes" ||
   fail "broadcast bytes $bc, want 2P = $((2 * P)) + at most 1 KiB"
+
+# the peak of memory against gpt_mem.py's closed form (each rank holds the whole model: rank 0's)
+gpt_peak() {  # <what> <script output> <closed form output>
+  local got want
+  got=$(num max_memory_allocated_bytes "$2"); want=$(num closed_form_bytes "$3")
+  [ -n "$want" ] && [ "${got:-x}" = "$want" ] &&
+    ok "$1: max_memory_allocated $got bytes = the closed form ($(sed -n 's/.*closed_form_bytes [0-9]* \(at [HFO]\).*/\1/p' "$3"), gpt_mem.py)" ||
+    fail "$1: max_memory_allocated ${got:-none}, closed form ${want:-none} ($(head -1 "$3"))"
+}
+"$PY" "$D/gpt_mem.py" >"$T/cf.out" || fail "gpt_mem.py exited $?"
+gpt_peak "DDP, 8 ranks" "$T/d.out" "$T/cf.out"
+pk=$(sort -k3,3n "$T/ml.0" 2>/dev/null | tail -1)
+grep -q "at H " "$T/cf.out" && [ "$(echo "$pk" | awk '{ print $3, $4 }')" = "$(num closed_form_bytes "$T/cf.out") aten::_log_softmax_backward_data" ] &&
+  ok "the memory log's peak is in the head's backward: $pk" || fail "memory log peak '$pk', closed form: $(head -1 "$T/cf.out")"
+GPT_DROPOUT=0 STEPS=2 timeout 240 "$ETKIT" live --cluster dgx-h100 --ranks 1 --cpu-scale 0 -- "$PY" "$D/train_ddp.py" \
+  >"$T/d0.out" 2>"$T/d0.err" || fail "train_ddp.py (GPT_DROPOUT=0) exited $?: $(tail -3 "$T/d0.err")"
+GPT_DROPOUT=0 STEPS=2 "$PY" "$D/gpt_mem.py" >"$T/cf0.out" || fail "gpt_mem.py exited $?"
+gpt_peak "no dropout, 1 rank" "$T/d0.out" "$T/cf0.out"
 
 # (d) train_tp.py: Megatron-style TP = 2 x DP = 2 on 4 ranks (groups from new_group), 3 steps. On
 #     the TP group per step: per layer 2 all-reduces of the activations forward and 2 of their
@@ -238,8 +263,8 @@ g=$(num rss_growth_kib "$T/lz.out"); g2=$(num rss_after_cuda_kib "$T/lz.out")
 # the scratch buffer 8 MiB); 853 MB before the initialisation was deferred. Bound 400 MiB: room for
 # another torch build, and still caught if even the embeddings (2 x 154.5 MB) were filled.
 unset GPT_LAYERS GPT_HIDDEN GPT_HEADS GPT_SEQ GPT_VOCAB GPT_BATCH
-kib=$(STEPS=1 "$PY" -c 'import resource, subprocess, sys
-r = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode
+kib=$(STEPS=1 OUT="$T/g2.out" "$PY" -c 'import os, resource, subprocess, sys
+r = subprocess.run(sys.argv[1:], stdout=open(os.environ["OUT"], "w"), stderr=subprocess.DEVNULL).returncode
 print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss if r == 0 else "exit%d" % r)' \
   timeout 300 "$ETKIT" live --cluster dgx-h100 --ranks 2 --cpu-scale 0 -- "$PY" "$D/train_ddp.py")
 case $kib in
@@ -247,4 +272,8 @@ case $kib in
   *) [ "$kib" -lt $((400 * 1024)) ] && ok "GPT-2 small DDP, 2 ranks: peak RSS of the largest process $((kib / 1024)) MiB (bound 400; 853 MB with the weights filled on the CPU)" ||
        fail "GPT-2 small DDP: peak RSS of the largest process $((kib / 1024)) MiB, bound 400 MiB" ;;
 esac
+# and its memory: the closed form at GPT-2 small with STEPS=1 (the backward before AdamW's state
+# exists): 11,764,927,488 bytes, in the head's backward (3 x 824 MB of N x V BF16 live)
+STEPS=1 "$PY" "$D/gpt_mem.py" >"$T/cf2.out" || fail "gpt_mem.py exited $?"
+gpt_peak "GPT-2 small DDP, 2 ranks, 1 step" "$T/g2.out" "$T/cf2.out"
 [ $fails = 0 ] && echo "all ok" || { echo "$fails failure(s)"; exit 1; }
