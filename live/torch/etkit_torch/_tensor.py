@@ -310,7 +310,7 @@ class Mode(TorchDispatchMode):
         for t in _cost.tensors(args, _cost.tensors(list(kwargs.values()), []) if kwargs else []):
             if isinstance(t, FakeCuda):
                 owners[t._key] = t._mem
-            elif t.device.type == "meta":  # made by C++ outside the mode (DDP's buckets): not charged
+            elif t.device.type == "meta":  # made by C++ outside the mode (the slices of all-reduce results DDP takes): not charged
                 owners[_storage_key(t)] = None
 
         def one(x):
