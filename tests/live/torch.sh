@@ -25,8 +25,10 @@
 #      derived from torch 1.13's autograd and caching allocator and computed here from the same
 #      environment: weights, AdamW's two moments and DDP's buckets (2P bytes each), the tensors
 #      the forward saves, reached in the head's backward (_log_softmax_backward_data: three
-#      N x V BF16 tensors live), which the memory log (ETKIT_TORCH_MEMLOG) must name; again
-#      with GPT_DROPOUT=0 on 1 rank (no masks, no dropout outputs), and at GPT-2 small in (h).
+#      N x V BF16 tensors live), which the memory log (ETKIT_TORCH_MEMLOG) must name; on 1 rank
+#      at two sizes where the peak is the closed form's other points (the last block's fc2
+#      backward; the optimizer step, without dropout), and at GPT-2 small in (h). gpt_saved.py
+#      checks the closed form's saved tensors against torch's autograd graph on the CPU.
 #  (d) train_tp.py: Megatron-style tensor parallel (below).
 #  (e) train_fsdp.py: torch 1.13's FullyShardedDataParallel; mem_fsdp.py: its memory (below).
 #  (f) mem_ddp.py: DDP's gradient buckets charged (below).
@@ -109,22 +111,44 @@ bc=$(awk '$1 == "BROADCAST" { gsub(",", "", $6); print $6 }' "$T/d.err")
   fail "broadcast bytes $bc, want 2P = $((2 * P)) + at most 1 KiB"
 
 # the peak of memory against gpt_mem.py's closed form (each rank holds the whole model: rank 0's)
-gpt_peak() {  # <what> <script output> <closed form output>
-  local got want
+gpt_peak() {  # <what> <script output> <closed form output> [memory log]: the peak = the closed form,
+  # and the memory log's first line at the peak is the allocation of the closed form's point: H the
+  # head's backward (_log_softmax_backward_data), F fc2's bias gradient (sum), O the optimizer's div
+  local got want at pk op
   got=$(num max_memory_allocated_bytes "$2"); want=$(num closed_form_bytes "$3")
-  [ -n "$want" ] && [ "${got:-x}" = "$want" ] &&
-    ok "$1: max_memory_allocated $got bytes = the closed form ($(sed -n 's/.*closed_form_bytes [0-9]* \(at [HFO]\).*/\1/p' "$3"), gpt_mem.py)" ||
+  at=$(sed -n 's/.*closed_form_bytes [0-9]* at \([HFO]\).*/\1/p' "$3")
+  [ -n "$want" ] && [ "${got:-x}" = "$want" ] && ok "$1: max_memory_allocated $got bytes = the closed form (at $at, gpt_mem.py)" ||
     fail "$1: max_memory_allocated ${got:-none}, closed form ${want:-none} ($(head -1 "$3"))"
+  [ -z "${4:-}" ] && return
+  pk=$(awk '$3 > m { m = $3; l = $0 } END { print l }' "$4" 2>/dev/null)
+  case $at in H) op=aten::_log_softmax_backward_data ;; F) op=aten::sum ;; *) op=aten::div ;; esac
+  [ "$(echo "$pk" | awk '{ print $3, $4 }')" = "$want $op" ] && ok "  the memory log's peak: $pk" ||
+    fail "$1: the memory log's peak '$pk', want $want at $op"
 }
 "$PY" "$D/gpt_mem.py" >"$T/cf.out" || fail "gpt_mem.py exited $?"
-gpt_peak "DDP, 8 ranks" "$T/d.out" "$T/cf.out"
-pk=$(sort -k3,3n "$T/ml.0" 2>/dev/null | tail -1)
-grep -q "at H " "$T/cf.out" && [ "$(echo "$pk" | awk '{ print $3, $4 }')" = "$(num closed_form_bytes "$T/cf.out") aten::_log_softmax_backward_data" ] &&
-  ok "the memory log's peak is in the head's backward: $pk" || fail "memory log peak '$pk', closed form: $(head -1 "$T/cf.out")"
-GPT_DROPOUT=0 STEPS=2 timeout 240 "$ETKIT" live --cluster dgx-h100 --ranks 1 --cpu-scale 0 -- "$PY" "$D/train_ddp.py" \
-  >"$T/d0.out" 2>"$T/d0.err" || fail "train_ddp.py (GPT_DROPOUT=0) exited $?: $(tail -3 "$T/d0.err")"
-GPT_DROPOUT=0 STEPS=2 "$PY" "$D/gpt_mem.py" >"$T/cf0.out" || fail "gpt_mem.py exited $?"
-gpt_peak "no dropout, 1 rank" "$T/d0.out" "$T/cf0.out"
+gpt_peak "DDP, 8 ranks" "$T/d.out" "$T/cf.out" "$T/ml.0"
+# the two other points of the closed form as the peak, 1 rank, 2 steps: F with a vocabulary of 256
+# (the head's N x V tensors small beside the last block's gradients), O without dropout and with
+# 3 layers, h 512, 8 heads, S 64, V 3000, B 3 (the saved activations small beside 5 x 2P)
+for c in "F 2 256 4 128 256 2 0.1" "O 3 512 8 64 3000 3 0"; do
+  set -- $c
+  GPT_LAYERS=$2 GPT_HIDDEN=$3 GPT_HEADS=$4 GPT_SEQ=$5 GPT_VOCAB=$6 GPT_BATCH=$7 GPT_DROPOUT=$8 STEPS=2 ETKIT_TORCH_MEMLOG=$T/ml$1 \
+    timeout 240 "$ETKIT" live --cluster dgx-h100 --ranks 1 --cpu-scale 0 -- "$PY" "$D/train_ddp.py" >"$T/d$1.out" 2>"$T/d$1.err" ||
+    fail "train_ddp.py ($c) exited $?: $(tail -3 "$T/d$1.err")"
+  GPT_LAYERS=$2 GPT_HIDDEN=$3 GPT_HEADS=$4 GPT_SEQ=$5 GPT_VOCAB=$6 GPT_BATCH=$7 GPT_DROPOUT=$8 STEPS=2 \
+    "$PY" "$D/gpt_mem.py" >"$T/cf$1.out" || fail "gpt_mem.py exited $?"
+  grep -q "at $1 " "$T/cf$1.out" || fail "gpt_mem.py ($c): $(head -1 "$T/cf$1.out"), want the peak at $1"
+  gpt_peak "L $2, h $3, V $6, dropout $8, 1 rank" "$T/d$1.out" "$T/cf$1.out" "$T/ml$1.0"
+done
+# the forward's saved tensors of the closed form against torch's own autograd graph: gpt_saved.py
+# (plain python3 on the CPU, no etkit) sums the storages its nodes hold (_saved_*), with and
+# without dropout; gpt_mem.py --cpu the same terms with layer_norm's statistics in BF16 (CPU)
+for dp in 0.1 0; do
+  a=$(GPT_DROPOUT=$dp "$PY" "$D/gpt_saved.py" 2>&1); b=$(GPT_DROPOUT=$dp "$PY" "$D/gpt_mem.py" --cpu 2>&1)
+  [ "$(echo "$a" | awk '{ print $2 }')" = "$(echo "$b" | awk '{ print $2 }')" ] && [ -n "$b" ] &&
+    ok "dropout $dp: autograd saves $(echo "$a" | cut -d' ' -f2-) (CPU run) = gpt_mem.py's terms" ||
+    fail "dropout $dp: gpt_saved.py '$a', gpt_mem.py --cpu '$b'"
+done
 
 # (d) train_tp.py: Megatron-style TP = 2 x DP = 2 on 4 ranks (groups from new_group), 3 steps. On
 #     the TP group per step: per layer 2 all-reduces of the activations forward and 2 of their

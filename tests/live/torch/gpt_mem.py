@@ -18,8 +18,9 @@ Persistent (at the peak of step >= 2):
   parameters, from the second forward on the rebuilt buckets: the same bytes);
   no gradients (zero_grad(set_to_none=True)); idx, tgt int64 r(8N) each, pos (arange) r(8S).
 Saved at the end of forward (checked against the tensors the grad_fn nodes hold, `_saved_*`, of a
-CPU run of gpt.py; the CPU differs only in layer_norm's mean and rstd, kept in the input's dtype on
-the CPU and in FP32 on CUDA — torch/_refs native_layer_norm — and in dropout, fused on CUDA only):
+CPU run of gpt.py by gpt_saved.py, which `gpt_mem.py --cpu` gives the terms of: the CPU differs
+only in layer_norm's mean and rstd, kept in the input's dtype on the CPU and in FP32 on CUDA —
+torch/_refs native_layer_norm — and in dropout, fused on CUDA only, which gpt_saved.py makes it):
   embeddings: wte(idx) + wpe(pos) is freed after the dropout; the dropout's output x0 r(2Nh) (the
     first block's input) and its mask r(Nh) (native_dropout saves only the mask: 1 byte/element)
   per block, x the block's input (saved by ln1, counted as the previous one's output):
@@ -52,16 +53,33 @@ freeing more saved bytes than its gradients add):
      r(2Nh) terms cancel (ln_f's output and x2 freed, ln_f's and the dropout's gradients made).
      Without dropout: also - r(2Nh) (no dropout gradient) and + r(Nh) (no mask freed).
   O  the optimizer step: the weights, gradients (2P), Adam state, buckets, idx, tgt and the loss
-     (pos and the saved tensors freed by backward) + the two temporaries of the largest
-     parameter's update (exp_avg_sq.sqrt() and its quotient), 2 r(2Vh).
+     (pos and the saved tensors freed by backward) + the temporaries of one parameter's update,
+     the largest over the parameters: exp_avg_sq.sqrt() and its quotient, 2 r(2n_i), and the
+     previous parameter's `denom`, r(2n_(i-1)), which the loop's variable holds until the new one
+     is assigned (at GPT-2 small the head, after ln_f's bias: 2 r(2Vh) + r(2h)).
 With STEPS = 1 the backward runs before AdamW allocates its state: H and F without 2 x 2P.
 Not modelled (a real GPU's figure can be higher): the caching allocator handing out a cached
 block of up to 1 MiB more than a large request without splitting it (counted whole)."""
 import os
+import sys
 
 
 def r(n):
     return 512 if n < 512 else (n + 511) // 512 * 512
+
+
+def saved_bytes(L, h, H, S, B, dropout, stat=4):
+    """The forward's saved tensors up to the head (the embeddings, L blocks, ln_f), e = 2;
+    stat: bytes of an element of layer_norm's mean and rstd (4 on CUDA, 2 on the CPU)."""
+    N, e = B * S, 2
+    if dropout > 0:
+        block = 8 * r(e * N * h) + 2 * r(4 * e * N * h) + 2 * r(N * h) + 4 * r(stat * N) \
+            + 2 * r(e * B * H * S * S) + r(B * H * S * S)
+        emb = r(e * N * h) + r(N * h)
+    else:
+        block = 8 * r(e * N * h) + 2 * r(4 * e * N * h) + 4 * r(stat * N) + r(e * B * H * S * S)
+        emb = r(e * N * h)
+    return emb + L * block + 2 * r(stat * N) + r(e * N * h), block
 
 
 def closed_form(L, h, H, S, V, B, dropout, steps):
@@ -70,21 +88,19 @@ def closed_form(L, h, H, S, V, B, dropout, steps):
     N, e = B * S, 2
     P = 2 * V * h + S * h + L * (12 * h * h + 13 * h) + 2 * h  # wte, head (untied), wpe, blocks, ln_f
     drop = dropout > 0
-    if drop:
-        block = 8 * r(e * N * h) + 2 * r(4 * e * N * h) + 2 * r(N * h) + 4 * r(4 * N) \
-            + 2 * r(e * B * H * S * S) + r(B * H * S * S)
-        emb = r(e * N * h) + r(N * h)
-    else:
-        block = 8 * r(e * N * h) + 2 * r(4 * e * N * h) + 4 * r(4 * N) + r(e * B * H * S * S)
-        emb = r(e * N * h)
-    saved = emb + L * block + 2 * r(4 * N) + r(e * N * h)
+    saved, block = saved_bytes(L, h, H, S, B, dropout)
     inputs = 2 * r(8 * N) + r(8 * S)
     adam = 2 * e * P if steps >= 2 else 0
     persistent = e * P + adam + e * P  # weights, Adam, buckets
     Hp = persistent + inputs + saved + 2 * 512 + 3 * r(e * N * V)
     Fp = Hp - 3 * r(e * N * V) + r(e * V * h) + 2 * r(e * h) - 2 * r(4 * N) + r(4 * e * N * h) \
         + r(4 * e * h * h) + r(e * h) - (r(N * h) if drop else r(e * N * h))
-    Op = 5 * e * P + 2 * r(8 * N) + 512 + 2 * r(e * V * h)
+    # the parameters in model.parameters()'s order (gpt.py's registration order)
+    sizes = [V * h, S * h] + L * [h, h, h, h, 3 * h * h, 3 * h, h * h, h, 4 * h * h, 4 * h, 4 * h * h, h] \
+        + [h, h, V * h]
+    assert sum(sizes) == P
+    Op = 5 * e * P + 2 * r(8 * N) + 512 + max(2 * r(e * n) + (r(e * sizes[i - 1]) if i else 0)
+                                             for i, n in enumerate(sizes))
     points = {"H": Hp, "F": Fp, "O": Op}
     where = max(points, key=points.get)
     return points[where], where, points, dict(P=P, persistent=persistent, saved=saved, block=block,
@@ -93,9 +109,16 @@ def closed_form(L, h, H, S, V, B, dropout, steps):
 
 if __name__ == "__main__":
     env = os.environ.get
-    peak, where, points, terms = closed_form(
-        int(env("GPT_LAYERS", 12)), int(env("GPT_HIDDEN", 768)), int(env("GPT_HEADS", 12)),
-        int(env("GPT_SEQ", 1024)), int(env("GPT_VOCAB", 50304)), int(env("GPT_BATCH", 8)),
-        float(env("GPT_DROPOUT", "0.1")), int(env("STEPS", "3")))
+    L, h, H = int(env("GPT_LAYERS", 12)), int(env("GPT_HIDDEN", 768)), int(env("GPT_HEADS", 12))
+    S, V, B = int(env("GPT_SEQ", 1024)), int(env("GPT_VOCAB", 50304)), int(env("GPT_BATCH", 8))
+    dropout = float(env("GPT_DROPOUT", "0.1"))
+    if sys.argv[1:] == ["--cpu"]:
+        # what gpt_saved.py counts on the CPU: the saved tensors with layer_norm's statistics in
+        # BF16, + idx, tgt, pos (saved by the embeddings and nll_loss), log_softmax's output and
+        # nll_loss's total_weight
+        N = B * S
+        print(f"saved_bytes {saved_bytes(L, h, H, S, B, dropout, stat=2)[0] + 2 * r(8 * N) + r(8 * S) + r(2 * N * V) + 512}")
+        sys.exit(0)
+    peak, where, points, terms = closed_form(L, h, H, S, V, B, dropout, int(env("STEPS", "3")))
     print(f"closed_form_bytes {peak} at {where} " + " ".join(f"{k} {v}" for k, v in points.items()))
     print(" ".join(f"{k} {v}" for k, v in terms.items()))
