@@ -20,6 +20,15 @@
 #      the recording the same; DDP all-reduces every gradient once a step (2P bytes, BF16) and
 #      broadcasts the parameters once at start (2P) and, after the first step, the rebuilt bucket
 #      indices (128 B here), P = 2 Vh + S h + L (12 h^2 + 13 h) + 2h.
+#      Memory (issue #12's "within 5% of the closed form ... of that model"): rank 0's
+#      torch.cuda.max_memory_allocated() equals, to the byte, the closed form of gpt_mem.py,
+#      derived from torch 1.13's autograd and caching allocator and computed here from the same
+#      environment: weights, AdamW's two moments and DDP's buckets (2P bytes each), the tensors
+#      the forward saves, reached in the head's backward (_log_softmax_backward_data: three
+#      N x V BF16 tensors live), which the memory log (ETKIT_TORCH_MEMLOG) must name; on 1 rank
+#      at two sizes where the peak is the closed form's other points (the last block's fc2
+#      backward; the optimizer step, without dropout), and at GPT-2 small in (h). gpt_saved.py
+#      checks the closed form's saved tensors against torch's autograd graph on the CPU.
 #  (d) train_tp.py: Megatron-style tensor parallel (below).
 #  (e) train_fsdp.py: torch 1.13's FullyShardedDataParallel; mem_fsdp.py: its memory (below).
 #  (f) mem_ddp.py: DDP's gradient buckets charged (below).
@@ -82,7 +91,7 @@ rc=$?
 # (c)
 export GPT_LAYERS=2 GPT_HIDDEN=256 GPT_HEADS=4 GPT_SEQ=128 GPT_VOCAB=1024 GPT_BATCH=2 STEPS=3
 start=$(date +%s)
-timeout 240 "$ETKIT" live --cluster dgx-h100 --ranks 8 --cpu-scale 0 --record "$T/rec" -- "$PY" "$D/train_ddp.py" \
+ETKIT_TORCH_MEMLOG=$T/ml timeout 240 "$ETKIT" live --cluster dgx-h100 --ranks 8 --cpu-scale 0 --record "$T/rec" -- "$PY" "$D/train_ddp.py" \
   >"$T/d.out" 2>"$T/d.err" || fail "train_ddp.py exited $?: $(tail -5 "$T/d.err")"
 echo "     (8 ranks of train_ddp.py, 3 steps: $(( $(date +%s) - start )) s wall)"
 live_step=$(step "$T/d.err")
@@ -100,6 +109,46 @@ bc=$(awk '$1 == "BROADCAST" { gsub(",", "", $6); print $6 }' "$T/d.err")
 [ -n "$bc" ] && [ $((bc - 2 * P)) -gt 0 ] && [ $((bc - 2 * P)) -le 1024 ] &&
   ok "DDP broadcasts the parameters once (2P) and the bucket indices once: $bc bytes" ||
   fail "broadcast bytes $bc, want 2P = $((2 * P)) + at most 1 KiB"
+
+# the peak of memory against gpt_mem.py's closed form (each rank holds the whole model: rank 0's)
+gpt_peak() {  # <what> <script output> <closed form output> [memory log]: the peak = the closed form,
+  # and the memory log's first line at the peak is the allocation of the closed form's point: H the
+  # head's backward (_log_softmax_backward_data), F fc2's bias gradient (sum), O the optimizer's div
+  local got want at pk op
+  got=$(num max_memory_allocated_bytes "$2"); want=$(num closed_form_bytes "$3")
+  at=$(sed -n 's/.*closed_form_bytes [0-9]* at \([HFO]\).*/\1/p' "$3")
+  [ -n "$want" ] && [ "${got:-x}" = "$want" ] && ok "$1: max_memory_allocated $got bytes = the closed form (at $at, gpt_mem.py)" ||
+    fail "$1: max_memory_allocated ${got:-none}, closed form ${want:-none} ($(head -1 "$3"))"
+  [ -z "${4:-}" ] && return
+  pk=$(awk '$3 > m { m = $3; l = $0 } END { print l }' "$4" 2>/dev/null)
+  case $at in H) op=aten::_log_softmax_backward_data ;; F) op=aten::sum ;; *) op=aten::div ;; esac
+  [ "$(echo "$pk" | awk '{ print $3, $4 }')" = "$want $op" ] && ok "  the memory log's peak: $pk" ||
+    fail "$1: the memory log's peak '$pk', want $want at $op"
+}
+"$PY" "$D/gpt_mem.py" >"$T/cf.out" || fail "gpt_mem.py exited $?"
+gpt_peak "DDP, 8 ranks" "$T/d.out" "$T/cf.out" "$T/ml.0"
+# the two other points of the closed form as the peak, 1 rank, 2 steps: F with a vocabulary of 256
+# (the head's N x V tensors small beside the last block's gradients), O without dropout and with
+# 3 layers, h 512, 8 heads, S 64, V 3000, B 3 (the saved activations small beside 5 x 2P)
+for c in "F 2 256 4 128 256 2 0.1" "O 3 512 8 64 3000 3 0"; do
+  set -- $c
+  GPT_LAYERS=$2 GPT_HIDDEN=$3 GPT_HEADS=$4 GPT_SEQ=$5 GPT_VOCAB=$6 GPT_BATCH=$7 GPT_DROPOUT=$8 STEPS=2 ETKIT_TORCH_MEMLOG=$T/ml$1 \
+    timeout 240 "$ETKIT" live --cluster dgx-h100 --ranks 1 --cpu-scale 0 -- "$PY" "$D/train_ddp.py" >"$T/d$1.out" 2>"$T/d$1.err" ||
+    fail "train_ddp.py ($c) exited $?: $(tail -3 "$T/d$1.err")"
+  GPT_LAYERS=$2 GPT_HIDDEN=$3 GPT_HEADS=$4 GPT_SEQ=$5 GPT_VOCAB=$6 GPT_BATCH=$7 GPT_DROPOUT=$8 STEPS=2 \
+    "$PY" "$D/gpt_mem.py" >"$T/cf$1.out" || fail "gpt_mem.py exited $?"
+  grep -q "at $1 " "$T/cf$1.out" || fail "gpt_mem.py ($c): $(head -1 "$T/cf$1.out"), want the peak at $1"
+  gpt_peak "L $2, h $3, V $6, dropout $8, 1 rank" "$T/d$1.out" "$T/cf$1.out" "$T/ml$1.0"
+done
+# the forward's saved tensors of the closed form against torch's own autograd graph: gpt_saved.py
+# (plain python3 on the CPU, no etkit) sums the storages its nodes hold (_saved_*), with and
+# without dropout; gpt_mem.py --cpu the same terms with layer_norm's statistics in BF16 (CPU)
+for dp in 0.1 0; do
+  a=$(GPT_DROPOUT=$dp "$PY" "$D/gpt_saved.py" 2>&1); b=$(GPT_DROPOUT=$dp "$PY" "$D/gpt_mem.py" --cpu 2>&1)
+  [ "$(echo "$a" | awk '{ print $2 }')" = "$(echo "$b" | awk '{ print $2 }')" ] && [ -n "$b" ] &&
+    ok "dropout $dp: autograd saves $(echo "$a" | cut -d' ' -f2-) (CPU run) = gpt_mem.py's terms" ||
+    fail "dropout $dp: gpt_saved.py '$a', gpt_mem.py --cpu '$b'"
+done
 
 # (d) train_tp.py: Megatron-style TP = 2 x DP = 2 on 4 ranks (groups from new_group), 3 steps. On
 #     the TP group per step: per layer 2 all-reduces of the activations forward and 2 of their
@@ -238,8 +287,8 @@ g=$(num rss_growth_kib "$T/lz.out"); g2=$(num rss_after_cuda_kib "$T/lz.out")
 # the scratch buffer 8 MiB); 853 MB before the initialisation was deferred. Bound 400 MiB: room for
 # another torch build, and still caught if even the embeddings (2 x 154.5 MB) were filled.
 unset GPT_LAYERS GPT_HIDDEN GPT_HEADS GPT_SEQ GPT_VOCAB GPT_BATCH
-kib=$(STEPS=1 "$PY" -c 'import resource, subprocess, sys
-r = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode
+kib=$(STEPS=1 OUT="$T/g2.out" "$PY" -c 'import os, resource, subprocess, sys
+r = subprocess.run(sys.argv[1:], stdout=open(os.environ["OUT"], "w"), stderr=subprocess.DEVNULL).returncode
 print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss if r == 0 else "exit%d" % r)' \
   timeout 300 "$ETKIT" live --cluster dgx-h100 --ranks 2 --cpu-scale 0 -- "$PY" "$D/train_ddp.py")
 case $kib in
@@ -247,4 +296,8 @@ case $kib in
   *) [ "$kib" -lt $((400 * 1024)) ] && ok "GPT-2 small DDP, 2 ranks: peak RSS of the largest process $((kib / 1024)) MiB (bound 400; 853 MB with the weights filled on the CPU)" ||
        fail "GPT-2 small DDP: peak RSS of the largest process $((kib / 1024)) MiB, bound 400 MiB" ;;
 esac
+# and its memory: the closed form at GPT-2 small with STEPS=1 (the backward before AdamW's state
+# exists): 11,764,927,488 bytes, in the head's backward (3 x 824 MB of N x V BF16 live)
+STEPS=1 "$PY" "$D/gpt_mem.py" >"$T/cf2.out" || fail "gpt_mem.py exited $?"
+gpt_peak "GPT-2 small DDP, 2 ranks, 1 step" "$T/g2.out" "$T/cf2.out"
 [ $fails = 0 ] && echo "all ok" || { echo "$fails failure(s)"; exit 1; }

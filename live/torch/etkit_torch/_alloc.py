@@ -4,7 +4,14 @@ from 2 MiB segments of the small pool, larger ones from segments of 20 MiB (unde
 of the request rounded up to 2 MiB; a segment is taken from the modelled HBM (the stand-in
 cudaMalloc) only when the pool's cached free bytes do not hold the request. Freed blocks stay
 cached (memory_reserved does not shrink; empty_cache() releases nothing). Fragmentation inside
-segments is not modelled: reserved is a lower bound of PyTorch's."""
+segments is not modelled: reserved is a lower bound of PyTorch's.
+
+ETKIT_TORCH_MEMLOG=PREFIX (in the environment of `etkit live`) writes every block's allocation and
+release to PREFIX.<rank>, one line each: "+" or "-", the block's rounded bytes, memory_allocated
+after it, and the ATen operator being run (the last one dispatched: a release by Python's garbage
+collection names the operator that ran before it)."""
+import os
+
 from . import _lib, _state
 
 MiB = 1 << 20
@@ -34,6 +41,10 @@ class Stats:
 
 
 stats = Stats()
+op = ""  # the operator being dispatched (_tensor.py), for the memory log
+_log = None
+if os.environ.get("ETKIT_TORCH_MEMLOG"):
+    _log = open(f"{os.environ['ETKIT_TORCH_MEMLOG']}.{_state.rank}", "w", buffering=1 << 16)
 
 
 def oom_error(size):
@@ -80,11 +91,15 @@ class Block:
         stats.n_alloc += 1
         stats.peak_allocated = max(stats.peak_allocated, stats.allocated)
         self.size, self.pool = size, pool
+        if _log:
+            _log.write(f"+ {size} {stats.allocated} {op}\n")
 
     def _release(self):
         if self.size:
             stats.allocated -= self.size
             stats.free[self.pool] += self.size
+            if _log:
+                _log.write(f"- {self.size} {stats.allocated} {op}\n")
             self.size = 0
 
     def __del__(self):

@@ -212,7 +212,7 @@ class Mode(TorchDispatchMode):
             if dev is None:
                 dev = _dev_of(kdev)
             k["device"] = torch.device("meta")
-        name = _cost.name_of(func)
+        name = _alloc.op = _cost.name_of(func)
         if dev is None:  # a CPU operator: real (a large parameter's initialisation deferred: _lazy.py)
             if name in _lazy.FULL and _lazy.defer(func, name, args, kwargs):
                 return args[0]
@@ -255,7 +255,7 @@ class Mode(TorchDispatchMode):
         c = _cost.cost(func, a, out)
         if c is not None:
             _lib.issue(cur_stream(), c[0], c[1], c[2])
-        res = self.wrap(func, args, out, dev)
+        res = self.wrap(func, args, out, dev, kwargs)
         if name == "aten::set_" and isinstance(args[0], FakeCuda):
             # in place: the fake tensor itself takes the new storage and shape (FSDP's shard())
             _set_data(args[0], res)
@@ -300,15 +300,17 @@ class Mode(TorchDispatchMode):
         _lib.issue(cur_stream(), f"memcpy HtoD {nb} B", 0, dur_ns=max(dur, 1))
         return self.wrap(func, args, out, dev)
 
-    def wrap(self, func, args, out, dev):
+    def wrap(self, func, args, out, dev, kwargs=None):
         """Fake tensors of the meta outputs. An output on the storage of an input (a view, an
-        in-place result, also the views without alias annotation such as _unsafe_view) shares
-        that input's allocation; any other is a new block of the caching allocator."""
+        in-place result, also the views without alias annotation such as _unsafe_view, and the
+        `out=` argument of an out-variant, which comes as a keyword: DDP's reducer writes each
+        gradient into its bucket by mul_out(bucket_view, grad, 1/world)) shares that input's
+        allocation; any other is a new block of the caching allocator."""
         owners = {}
-        for t in _cost.tensors(args, []):
+        for t in _cost.tensors(args, _cost.tensors(list(kwargs.values()), []) if kwargs else []):
             if isinstance(t, FakeCuda):
                 owners[t._key] = t._mem
-            elif t.device.type == "meta":  # made by C++ outside the mode (DDP's buckets): not charged
+            elif t.device.type == "meta":  # made by C++ outside the mode (the slices of all-reduce results DDP takes): not charged
                 owners[_storage_key(t)] = None
 
         def one(x):
