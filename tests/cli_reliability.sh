@@ -132,6 +132,23 @@ expectf 2 "rank 0 node id 7 (m7): simulated duration 9e+18 ns is past 1e18 ns" s
 # three nodes of num_ops 2^63-1: FLOPs/step saturated at 9.22e18
 mkj "$T/sat.0.et" "$(comp 1 9223372036854775807 1)" "$(comp 2 9223372036854775807 1)" "$(comp 3 9223372036854775807 1)"
 expectf 2 "rank 0: the sum of num_ops passes 1.8e19 FLOPs" sim "$T/sat.0.et" --cluster "$T/one.yaml"
+# info summed the same three nodes into a wrapped 9223372036854775805 FLOPs (3 (2^63 - 1) mod 2^64), exit 0
+expectf 2 "sat.0.et: the sum of the num_ops of the COMP_NODEs passes 1.8e19 (2^64 - 1) at node #2 id 3 'm3'" info "$T/sat.0.et"
+expectf 2 "passes 1.8e19" info --json "$T/sat.0.et"
+# sums that fit 64 bits but not 63 (3 x 2^62 per rank) are exact in text and positive in JSON
+# (json_int_t is signed: they printed negative), and the total over 5 ranks (15 x 2^62, past
+# 2^64) is exact: 15 * 4611686018427387904 = 69175290276410818560
+mkj "$T/q.0.et" "$(comp 1 4611686018427387904)" "$(comp 2 4611686018427387904)" "$(comp 3 4611686018427387904)"
+for k in 1 2 3 4; do cp "$T/q.0.et" "$T/q.$k.et"; done
+expectf 0 "compute: num_ops 13835058055282163712 FLOPs" info "$T/q.0.et"
+expectf 0 "total over 5 ranks: 15 nodes, 69175290276410818560 FLOPs" info -s "$T/q"
+"$ETKIT" info --json "$T/q" >"$T/qinfo.out" 2>&1 || fail "info --json of 5 ranks of 3 x 2^62 FLOPs: $(head -3 "$T/qinfo.out")"
+python3 - "$T/qinfo.out" <<'PY' || fail "info --json sums past 2^63: $(head -c 300 "$T/qinfo.out")"
+import json, sys
+w = json.load(open(sys.argv[1]))["workloads"][0]
+assert w["total"]["num_ops_flops"] == float(15 * 2**62), w["total"]
+assert all(r["compute"]["num_ops_flops"] == float(3 * 2**62) for r in w["ranks"]), w["ranks"]
+PY
 
 # 8. a file name that is not UTF-8 kept every field of --json (jansson dropped them)
 bad=$(printf "$T/caf\xe9.0.et")
@@ -142,6 +159,15 @@ import json, sys
 d = json.load(open(sys.argv[1]))
 s = json.dumps(d)
 assert "caf\\\\xe9.0.et" in s, s[:300]
+PY
+# convert --json wrote the name's raw bytes: not JSON at all (and a quote in a name broke it too)
+"$ETKIT" convert pytorch -q --json --host tests/pytorch/mlp_host_et.json -o "$(printf "$T/cv\xe9\"q")" >"$T/cv.json" 2>"$T/cv.err" ||
+  fail "convert --json -o NON-UTF-8: $(cat "$T/cv.err")"
+python3 - "$T/cv.json" "$T" <<'PY' || fail "convert --json with a non-UTF-8 name: $(head -c 300 "$T/cv.json" | cat -v)"
+import json, sys
+d = json.load(open(sys.argv[1], encoding="utf-8"))
+assert d[0]["output"] == sys.argv[2] + '/cv\\xe9"q.0.et', d[0]["output"]
+assert d[0]["nodes"] > 0, d[0]
 PY
 
 # 8. misleading messages: 1e400 said "expected a YAML mapping"
