@@ -319,7 +319,8 @@ int sim_cli_cluster(const char *cmd, sim_cli *c, uint32_t n_ranks, etk_cluster *
     etk_error err = {0};
     int rc;
     /* outputs are checked before the simulation runs (issue #18) */
-    if ((c->timeline && etk_output_check(c->timeline, &err)) || (c->output && etk_output_check(c->output, &err)))
+    if ((c->timeline && etk_output_check(c->timeline, &err)) || (c->output && etk_output_check(c->output, &err)) ||
+        (c->html && etk_output_check(c->html, &err))) /* --html was found only after the run */
         return sim_cli_fail(cmd, &err);
     if (c->astra_net || c->astra_sys) {
         if (!c->astra_net || !c->astra_sys)

@@ -160,6 +160,16 @@ d = json.load(open(sys.argv[1]))
 s = json.dumps(d)
 assert "caf\\\\xe9.0.et" in s, s[:300]
 PY
+# the same name through info --json and sim --json: valid JSON, the name kept with \xe9
+for cmd in "info --json" "sim --json --quiet --cluster $T/one.yaml"; do
+  "$ETKIT" $cmd "$bad" >"$T/n.out" 2>"$T/n.err" || fail "$cmd NON-UTF-8: $(cat "$T/n.err")"
+  python3 - "$T/n.out" <<'PY' || fail "$cmd with a non-UTF-8 name: $(head -c 300 "$T/n.out" | cat -v)"
+import json, sys
+d = json.load(open(sys.argv[1], encoding="utf-8"))
+s = json.dumps(d)
+assert "caf\\\\xe9.0.et" in s, s[:300]
+PY
+done
 # convert --json wrote the name's raw bytes: not JSON at all (and a quote in a name broke it too)
 "$ETKIT" convert pytorch -q --json --host tests/pytorch/mlp_host_et.json -o "$(printf "$T/cv\xe9\"q")" >"$T/cv.json" 2>"$T/cv.err" ||
   fail "convert --json -o NON-UTF-8: $(cat "$T/cv.err")"

@@ -81,6 +81,12 @@ expect 2 "etkit sim: error: $G/file/t.json: $G/file is not a folder" \
   "$ETKIT" sim "$T/w/w" --cluster dgx-h100 --nodes 1 --timeline "$G/file/t.json"
 expect 2 "etkit run: error: $G/file/r.json: $G/file is not a folder" "$ETKIT" run --json -o "$G/file/r.json"
 expect 2 "etkit run: error: $G/file/w: $G/file is not a folder" "$ETKIT" run --write-traces "$G/file/w"
+# --html was checked only after the simulation: the report was printed, then exit 2
+for cmd in "run" "sim $T/w/w --cluster dgx-h100 --nodes 1"; do
+  out=$("$ETKIT" $cmd --html "$G/file/r.html" 2>&1); rc=$?
+  [ "$rc" = 2 ] && grep -qF "etkit ${cmd%% *}: error: $G/file/r.html: $G/file is not a folder" <<<"$out" &&
+    ! grep -q "step time" <<<"$out" || fail "etkit $cmd --html into a file's folder: exit $rc, not refused before the run: $out"
+done
 expect 2 "etkit convert: error: $G/file/c: $G/file is not a folder" \
   "$ETKIT" convert pytorch -q --host tests/pytorch/mlp_host_et.json -o "$G/file/c"
 # a missing folder is created (issue #17: the README's `gen -o out/llama7b` without out/)
