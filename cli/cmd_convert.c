@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "etkit/progress.h"
 #include "cmd.h"
@@ -256,8 +257,13 @@ int cmd_convert(int argc, char **argv)
                 continue;
             if (expand(pt, (long long)r, p, sizeof p))
                 return cli_usage_error(cmd, "--host/--device may contain one %%d (the rank)");
-            FILE *f = fopen(p, "rb");
-            if (!f)
+            /* stat first: fopen of a FIFO blocks until a writer comes (issue #18) */
+            struct stat st;
+            FILE *f = NULL;
+            if (stat(p, &st) == 0 && !S_ISREG(st.st_mode))
+                return cli_usage_error(cmd, "%s: %s, expected a %s trace (JSON): nothing written", p,
+                                       etk_file_kind(st.st_mode), k ? "Kineto device" : "PyTorch host");
+            if (!(f = fopen(p, "rb")))
                 return cli_usage_error(cmd, "%s: cannot open (%s)%s: nothing written", p,
                                        strerror(errno), have_ranks ? "; --ranks N needs the "
                                        "files of ranks 0..N-1" : "");

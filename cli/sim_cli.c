@@ -267,7 +267,9 @@ int sim_cli_option(const char *cmd, sim_cli *c, int opt, const char *arg)
 static bool is_file(const char *p)
 {
     struct stat st;
-    return stat(p, &st) == 0 && (S_ISREG(st.st_mode) || strchr(p, '/'));
+    /* a FIFO or device is a file too (the reader says what it is; it was taken for a preset
+     * name: "unknown cluster preset 'fifo'"); a folder only when named as a path */
+    return stat(p, &st) == 0 && (!S_ISDIR(st.st_mode) || strchr(p, '/'));
 }
 
 /* per-rank speeds of --slow-rank; kept reachable until exit (one simulation per process) */

@@ -46,6 +46,24 @@ expectf 2 "dir: is a directory, expected a cluster file" run --cluster "$T/dir" 
 expectf 2 "/dev/zero: is a character device, not a regular file, expected a .et trace file" info /dev/zero
 expectf 2 "fifo: is a FIFO (named pipe), not a regular file, expected a .et trace file" validate "$T/fifo"
 expectf 2 "dir: is a directory, expected a .et trace file" sim "$T/dir" --cluster dgx-h100
+# readers that opened the file before looking at it: convert's input check and `etkit json`'s
+# JSON sniff blocked on a FIFO (no writer: a hang), `report` read with no limit and called a
+# folder "'[' or '{' expected"; `--cluster fifo` was taken for a preset name
+expectf 2 "fifo: is a FIFO (named pipe), not a regular file, expected a PyTorch host trace (JSON): nothing written" \
+  convert pytorch --host "$T/fifo" -o "$T/cvf"
+expectf 2 "fifo: is a FIFO (named pipe), not a regular file, expected a Kineto device trace (JSON)" \
+  convert pytorch --host tests/pytorch/mlp_host_et.json --device "$T/fifo" -o "$T/cvf"
+expectf 2 "dir: is a directory, expected a PyTorch host trace (JSON)" convert pytorch --host "$T/dir" -o "$T/cvf"
+expectf 2 "fifo: is a FIFO (named pipe), not a regular file, expected a .et trace file" json "$T/fifo"
+expectf 2 "fifo: is a FIFO (named pipe), not a regular file, expected an input file" json --to-et "$T/fifo" -o "$T/x.et"
+expectf 2 "fifo: is a FIFO (named pipe), not a regular file, expected a JSON file" report "$T/fifo" -o "$T/r.html"
+expectf 2 "dir: is a directory, expected a JSON file" report "$T/dir" -o "$T/r.html"
+expectf 2 "/dev/zero: is a character device, not a regular file, expected an ASTRA-sim network file" \
+  run --astra-network /dev/zero --astra-system /dev/zero
+out=$(cd "$T" && timeout 60 "$ETKIT" run --cluster fifo 2>&1); rc=$?
+[ "$rc" = 2 ] && grep -qF "fifo: is a FIFO (named pipe), not a regular file, expected a cluster file" <<<"$out" ||
+  fail "run --cluster fifo (a FIFO in the current folder): exit $rc: $out"
+[ ! -e "$T/cvf.0.et" ] && [ ! -e "$T/r.html" ] || fail "a refused input left an output"
 head -c $((9 << 20)) /dev/zero | tr '\0' ' ' >"$T/big.yaml"
 expectf 2 "big.yaml: 9437184 bytes, more than the limit of 8388608 bytes (8 MiB) for a model file" gen --model-file "$T/big.yaml" --summary
 python3 -c "import gzip,sys; sys.stdout.buffer.write(gzip.compress(b' ' * (9 << 20)))" >"$T/bigz.yaml"
