@@ -250,6 +250,7 @@ int sim_cli_option(const char *cmd, sim_cli *c, int opt, const char *arg)
             return 2;
         if (!(c->o.model_flops > 0))
             return cli_usage_error(cmd, "--model-flops must be a positive number of FLOPs, got %s", arg);
+        c->mflops_user = true;
         return 0;
     case SO_QUIET:
         c->o.quiet = true;
@@ -469,6 +470,16 @@ int sim_cli_report(const char *cmd, const sim_cli *c, etk_sim *s)
     r->etkit_version = ETK_VERSION;
     if (r->warnings && r->warnings[0] && !c->o.quiet)
         fprintf(stderr, "etkit %s: warning: %s\n", cmd, r->warnings);
+    /* MFU past 100% cannot be: --model-flops 1e30 printed "MFU 151879834820254112.0%" without a
+     * word (issue #18's --model-flops inf / nan, one step further) */
+    if (c->mflops_user && r->mfu > 1 && !c->o.quiet)
+        fprintf(stderr,
+                "etkit %s: warning: --model-flops %.4g gives MFU %.4g%%, past 100%%: more than the %u GPUs can do "
+                "at their %.0f TFLOP/s %s peak in the simulated step of %.4g s (%.4g FLOPs); --model-flops is "
+                "the model's FLOPs over all ranks for one step\n",
+                cmd, r->flops_per_step, 100 * r->mfu, r->n_ranks, r->peak_tflops,
+                etk_precision_name(r->peak_precision), r->step_ns / 1e9,
+                r->peak_tflops * 1e12 * r->n_ranks * (r->step_ns / 1e9));
     if (c->timeline && etk_sim_write_timeline(s, c->timeline, &err) != 0)
         return cli_fail(cmd, &err);
     FILE *f = stdout;

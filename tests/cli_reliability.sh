@@ -94,6 +94,20 @@ expectf 2 "the factor must be a number in [0.001, 1000]" run --layers 1 --dp 8 -
 expectf 2 "--model-flops wants a finite number, got 'nan'" run --layers 1 --dp 8 --model-flops nan
 expectf 2 "--model-flops wants a finite number, got 'inf'" run --layers 1 --dp 8 --model-flops inf
 expectf 2 "--model-flops must be a positive number of FLOPs, got -5" run --layers 1 --dp 8 --model-flops -5
+# a finite but impossible --model-flops printed "MFU 151879834820254112.0%" without a word: now a
+# warning with the bound (8 GPUs x peak x step time), which the JSON figures reproduce
+"$ETKIT" run --layers 1 --dp 8 --model-flops 1e30 --json >"$T/mf.json" 2>"$T/mf.err" || fail "run --model-flops 1e30 failed: $(cat "$T/mf.err")"
+grep -qF "warning: --model-flops 1e+30 gives MFU" "$T/mf.err" && grep -qF "past 100%: more than the 8 GPUs can do" "$T/mf.err" ||
+  fail "run --model-flops 1e30: no MFU warning: $(cat "$T/mf.err")"
+python3 - "$T/mf.json" "$T/mf.err" <<'PY' || fail "run --model-flops 1e30: the warning's bound does not match the report"
+import json, re, sys
+d = json.load(open(sys.argv[1]))
+bound = d["peak_tflops"] * 1e12 * d["n_ranks"] * d["step_ns"] / 1e9
+m = re.search(r"gives MFU ([0-9.e+]+)%.*\(([0-9.e+]+) FLOPs\)", open(sys.argv[2]).read())
+assert m and abs(float(m.group(2)) / bound - 1) < 1e-3, (m and m.groups(), bound)
+assert abs(float(m.group(1)) / (100 * 1e30 / bound) - 1) < 1e-3 and abs(d["mfu"] * bound / 1e30 - 1) < 1e-9
+PY
+"$ETKIT" run --layers 1 --dp 8 --model-flops 1e14 2>&1 >/dev/null | grep -q "past 100%" && fail "an MFU under 100% warned"
 printf 'gpu: h100\nnetwork:\n  - {size: 8, topology: Switch, bandwidth: 1e-14, latency: 500}\n' >"$T/bw.yaml"
 expectf 2 "bw.yaml:3: network[0].bandwidth: expected GB/s per direction, 10^9 B/s, in [0.001, 1e+06], got 1e-14" run --cluster "$T/bw.yaml" --layers 1 --dp 8
 printf 'gpu: h100\nnetwork:\n  - {size: 8, topology: Switch, bandwidth: 450, latency: 1e300}\n' >"$T/lat.yaml"
