@@ -91,6 +91,10 @@ for f in "--efficiency 1e-17" "--efficiency 0" "--efficiency nan"; do
 done
 expectf 2 "--efficiency must be in [0.001, 1], got 1e-17" run --layers 1 --dp 8 --efficiency 1e-17
 expectf 2 "the factor must be a number in [0.001, 1000]" run --layers 1 --dp 8 --slow-rank 0:1e-300
+# the same kind of factor elsewhere: 1e-300 simulated into a 1.84e19 ns node before failing
+expectf 2 "--link-factor 'nvlink:0:1e-300': factor 1e-300: expected a number in [0.001, 1000]" run --layers 1 --dp 8 --link-factor nvlink:0:1e-300
+expectf 2 "--link-factor 'nic:0:1e300': factor 1e+300: expected a number in [0.001, 1000]" run --layers 1 --dp 8 --link-factor nic:0:1e300
+expectf 2 "compute model: gemm_eff: expected a fraction in [0.001, 1], got 1e-300" run --layers 1 --dp 8 --compute-param gemm_eff=1e-300
 expectf 2 "--model-flops wants a finite number, got 'nan'" run --layers 1 --dp 8 --model-flops nan
 expectf 2 "--model-flops wants a finite number, got 'inf'" run --layers 1 --dp 8 --model-flops inf
 expectf 2 "--model-flops must be a positive number of FLOPs, got -5" run --layers 1 --dp 8 --model-flops -5
