@@ -205,6 +205,13 @@ if [ "$(id -u)" = 0 ] && mount -t tmpfs -o size=2m tmpfs "$MNT" 2>/dev/null; the
   expect 2 "x: nothing written: .*No space left on device" "$ETKIT" gen "${SLOW[@]}" -o "$MNT/x"
   [ "$(cd "$MNT" && md5sum x.0.et x.1.et x.json)" = "$old" ] || fail "a full disk changed the published set"
   [ "$(files "$MNT")" = "x.0.et x.1.et x.json " ] || fail "after a full disk: $(files "$MNT")"
+  # single-file outputs on the full disk: exit 2 with the reason, no file left (dot said only
+  # "writing the DOT output failed")
+  dd if=/dev/zero of="$MNT/fill" bs=64k 2>/dev/null
+  expect 2 "etkit dot: error: $MNT/w.dot: writing the DOT output failed: No space left on device" "$ETKIT" dot "$TR" -o "$MNT/w.dot"
+  expect 2 "etkit run: error: $MNT/r.json: write failed: No space left on device" "$ETKIT" run --json -o "$MNT/r.json"
+  expect 2 "etkit json: error: $MNT/w.json: .*No space left on device" "$ETKIT" json "$TR" -o "$MNT/w.json"
+  [ "$(files "$MNT")" = "fill x.0.et x.1.et x.json " ] || fail "single-file outputs on a full disk left: $(files "$MNT")"
   umount "$MNT"
   mount -t tmpfs -o ro,size=1m tmpfs "$MNT"
   expect 2 "cannot write the output: folder $MNT is not writable: Read-only file system" gen_small --dp 2 -o "$MNT/x"
