@@ -63,6 +63,9 @@ expectf 2 "/dev/zero: is a character device, not a regular file, expected an AST
 out=$(cd "$T" && timeout 60 "$ETKIT" run --cluster fifo 2>&1); rc=$?
 [ "$rc" = 2 ] && grep -qF "fifo: is a FIFO (named pipe), not a regular file, expected a cluster file" <<<"$out" ||
   fail "run --cluster fifo (a FIFO in the current folder): exit $rc: $out"
+out=$(cd "$T" && timeout 60 "$ETKIT" plan --model llama3-8b --global-batch 64 --cluster fifo --quiet 2>&1); rc=$?
+[ "$rc" = 2 ] && grep -qF "fifo: is a FIFO (named pipe), not a regular file, expected a cluster file" <<<"$out" ||
+  fail "plan --cluster fifo (a FIFO in the current folder; it said 'is a preset: give --nodes'): exit $rc: $out"
 [ ! -e "$T/cvf.0.et" ] && [ ! -e "$T/r.html" ] || fail "a refused input left an output"
 head -c $((9 << 20)) /dev/zero | tr '\0' ' ' >"$T/big.yaml"
 expectf 2 "big.yaml: 9437184 bytes, more than the limit of 8388608 bytes (8 MiB) for a model file" gen --model-file "$T/big.yaml" --summary
