@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "etkit/progress.h"
 #include "cmd.h"
@@ -64,31 +65,13 @@ static int expand(const char *pat, long long r, char *out, size_t cap)
     return n < 0 || (size_t)n >= cap ? -1 : 0;
 }
 
-/* path or schema as a JSON string body (quotes, backslashes and control bytes escaped) */
-static const char *jesc(const char *s, char *buf, size_t cap)
-{
-    size_t k = 0;
-    for (; *s && k + 7 < cap; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\') {
-            buf[k++] = '\\';
-            buf[k++] = (char)c;
-        } else if (c < 0x20) {
-            k += (size_t)snprintf(buf + k, cap - k, "\\u%04x", c);
-        } else {
-            buf[k++] = (char)c;
-        }
-    }
-    buf[k] = 0;
-    return buf;
-}
-
 static void print_stats(FILE *f, const etk_convert_stats *st, long long rank, const char *out, bool json,
                         bool first, bool last)
 {
     if (json) {
-        char eo[8800], es[400];
-        fprintf(f, "%s{\"rank\": %lld, \"output\": \"%s\", \"schema\": \"%s\", \"schema_known\": %s, "
+        /* a file name that is not UTF-8 was written as raw bytes: not JSON (issue #18) */
+        char *eo = cli_json_quote(out), *es = cli_json_quote(st->schema);
+        fprintf(f, "%s{\"rank\": %lld, \"output\": %s, \"schema\": %s, \"schema_known\": %s, "
                "\"host_nodes\": %zu, \"nodes\": %zu, \"comp\": %zu, \"metadata\": %zu, "
                "\"comm_coll\": %zu, \"send\": %zu, \"recv\": %zu, \"cpu_ops\": %zu, "
                "\"gpu_ops\": %zu, \"matched_host_ops\": %zu, \"zero_duration_ops\": %zu, "
@@ -97,7 +80,7 @@ static void print_stats(FILE *f, const etk_convert_stats *st, long long rank, co
                "\"groups\": %zu, \"host_threads\": %zu, \"flop_ops\": %zu, "
                "\"trace_span_us\": %llu, \"input_bytes\": %llu, "
                "\"warnings\": %zu}%s\n",
-               first ? "[" : " ", rank, jesc(out, eo, sizeof eo), jesc(st->schema, es, sizeof es),
+               first ? "[" : " ", rank, eo ? eo : "null", es ? es : "null",
                st->schema_known ? "true" : "false",
                st->n_host_nodes, st->n_nodes, st->n_type[ETK_NODE_COMP],
                st->n_type[ETK_NODE_METADATA], st->n_type[ETK_NODE_COLL],
@@ -107,6 +90,8 @@ static void print_stats(FILE *f, const etk_convert_stats *st, long long rank, co
                st->n_stream_wait_deps, st->n_groups, st->n_threads, st->n_flop_ops,
                (unsigned long long)st->trace_span_us, (unsigned long long)st->input_bytes,
                st->n_warnings, last ? "]" : ",");
+        free(eo);
+        free(es);
         return;
     }
     fprintf(f, "rank %lld: %s (schema %s%s): %zu host nodes -> %zu nodes (%zu COMP, %zu METADATA, "
@@ -272,8 +257,13 @@ int cmd_convert(int argc, char **argv)
                 continue;
             if (expand(pt, (long long)r, p, sizeof p))
                 return cli_usage_error(cmd, "--host/--device may contain one %%d (the rank)");
-            FILE *f = fopen(p, "rb");
-            if (!f)
+            /* stat first: fopen of a FIFO blocks until a writer comes (issue #18) */
+            struct stat st;
+            FILE *f = NULL;
+            if (stat(p, &st) == 0 && !S_ISREG(st.st_mode))
+                return cli_usage_error(cmd, "%s: %s, expected a %s trace (JSON): nothing written", p,
+                                       etk_file_kind(st.st_mode), k ? "Kineto device" : "PyTorch host");
+            if (!(f = fopen(p, "rb")))
                 return cli_usage_error(cmd, "%s: cannot open (%s)%s: nothing written", p,
                                        strerror(errno), have_ranks ? "; --ranks N needs the "
                                        "files of ranks 0..N-1" : "");

@@ -31,8 +31,13 @@ static void help(void)
            "  etkit info --json -r 0 ../shared/data/stage/gpt_small_dp2_tp2_pp2/workload\n");
 }
 
+/* Totals over the ranks. A rank's sums fit 64 bits (etk_info_trace refuses one that does not);
+ * over 2^24 ranks they may not: 405B on 16,384 ranks is ~4e19 FLOPs, past 2^64 (a uint64 sum
+ * wrapped silently; issue #18). The byte and FLOP totals are 128-bit, printed exactly. */
+typedef unsigned __int128 u128;
 typedef struct totals {
-    uint64_t nodes, flops, comp_bytes, colls, coll_bytes, sends, send_bytes;
+    uint64_t nodes, colls, sends;
+    u128 flops, comp_bytes, coll_bytes, send_bytes;
 } totals;
 
 static void add_totals(totals *s, const etk_trace_info *in)
@@ -47,6 +52,27 @@ static void add_totals(totals *s, const etk_trace_info *in)
         s->sends += in->peers[i].send_count;
         s->send_bytes += in->peers[i].send_bytes;
     }
+}
+
+/* v in decimal into buf (at least 40 bytes) */
+static const char *u128_str(u128 v, char *buf)
+{
+    char t[40];
+    int k = 0;
+    do {
+        t[k++] = (char)('0' + (int)(v % 10));
+        v /= 10;
+    } while (v);
+    for (int i = 0; i < k; i++)
+        buf[i] = t[k - 1 - i];
+    buf[k] = 0;
+    return buf;
+}
+
+/* a JSON integer up to 2^63 - 1, past it a real (json_int_t is signed) */
+static json_t *u128_json(u128 v)
+{
+    return v <= (u128)INT64_MAX ? json_integer((json_int_t)v) : json_real((double)v);
 }
 
 int cmd_info(int argc, char **argv)
@@ -123,20 +149,22 @@ int cmd_info(int argc, char **argv)
             json_object_set_new(o, "spec", etk_json_text(argv[a]));
             json_object_set_new(o, "n_ranks", json_integer(w->n_ranks));
             json_object_set_new(t, "nodes", json_integer((json_int_t)s.nodes));
-            json_object_set_new(t, "num_ops_flops", json_integer((json_int_t)s.flops));
-            json_object_set_new(t, "tensor_size_bytes", json_integer((json_int_t)s.comp_bytes));
+            json_object_set_new(t, "num_ops_flops", u128_json(s.flops));
+            json_object_set_new(t, "tensor_size_bytes", u128_json(s.comp_bytes));
             json_object_set_new(t, "collectives", json_integer((json_int_t)s.colls));
-            json_object_set_new(t, "collective_bytes", json_integer((json_int_t)s.coll_bytes));
+            json_object_set_new(t, "collective_bytes", u128_json(s.coll_bytes));
             json_object_set_new(t, "sends", json_integer((json_int_t)s.sends));
-            json_object_set_new(t, "send_bytes", json_integer((json_int_t)s.send_bytes));
+            json_object_set_new(t, "send_bytes", u128_json(s.send_bytes));
             json_object_set_new(o, "total", t);
             json_object_set_new(o, "ranks", ranks);
             json_array_append_new(all, o);
         } else if (summary || (only < 0 && w->n_ranks > 1)) {
-            printf("%s%stotal over %" PRIu32 " ranks: %" PRIu64 " nodes, %" PRIu64 " FLOPs, %" PRIu64
-                   " collectives of %" PRIu64 " bytes, %" PRIu64 " sends of %" PRIu64 " bytes\n",
+            char fb[40], cb[40], sb[40];
+            printf("%s%stotal over %" PRIu32 " ranks: %" PRIu64 " nodes, %s FLOPs, %" PRIu64
+                   " collectives of %s bytes, %" PRIu64 " sends of %s bytes\n",
                    summary ? argv[a] : "", summary ? ": " : "", only >= 0 ? 1 : w->n_ranks,
-                   s.nodes, s.flops, s.colls, s.coll_bytes, s.sends, s.send_bytes);
+                   s.nodes, u128_str(s.flops, fb), s.colls, u128_str(s.coll_bytes, cb), s.sends,
+                   u128_str(s.send_bytes, sb));
         }
         etk_workload_free(w);
     }

@@ -5,6 +5,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cmd.h"
 #include "etkit/json.h"
@@ -37,6 +38,9 @@ static void help(void)
 /* First non-blank byte is '{': the user probably meant --to-et. */
 static bool looks_like_json(const char *path)
 {
+    struct stat st; /* not a FIFO: fopen would block (the reader then says what it is) */
+    if (stat(path, &st) != 0 || !S_ISREG(st.st_mode))
+        return false;
     FILE *f = fopen(path, "rb");
     if (!f)
         return false;

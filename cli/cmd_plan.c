@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -428,7 +429,11 @@ int cmd_plan(int argc, char **argv)
             return rc;
     }
     for (char *s = NULL, *t = strtok_r(cbuf, ",", &s); t && !rc; t = strtok_r(NULL, ",", &s)) {
-        bool file = strchr(t, '/') || strstr(t, ".yaml") || strstr(t, ".yml");
+        /* as run/sim: an existing file that is not a folder is a cluster file too (a FIFO or a
+         * file without .yaml was taken for a preset name: "--cluster fifo is a preset") */
+        struct stat cst;
+        bool file = strchr(t, '/') || strstr(t, ".yaml") || strstr(t, ".yml") ||
+                    (stat(t, &cst) == 0 && !S_ISDIR(cst.st_mode));
         if (!file && !n_nodes) {
             rc = cli_usage_error(cmd, "--cluster %s is a preset: give --nodes N (a list sweeps node counts)", t);
             break;

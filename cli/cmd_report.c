@@ -2,6 +2,7 @@
  * the JSON report of `etkit run/sim --json` and, optionally, its --timeline file. */
 #include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <jansson.h>
@@ -30,10 +31,20 @@ static void help(void)
            "  etkit report run.json --timeline run-timeline.json -o run.html\n");
 }
 
+/* a JSON input: a regular file within ETK_MAX_INPUT_BYTES (a FIFO hung here, a directory was
+ * reported as "'[' or '{' expected", issue #18), then parsed */
 static json_t *load(const char *cmd, const char *path)
 {
+    char *text;
+    size_t len;
+    etk_error err = {0};
+    if (etk_file_read_max(path, ETK_MAX_INPUT_BYTES, "JSON file", &text, &len, &err)) {
+        cli_fail(cmd, &err);
+        return NULL;
+    }
     json_error_t je;
-    json_t *j = json_load_file(path, 0, &je);
+    json_t *j = json_loadb(text, len, 0, &je);
+    free(text);
     if (!j)
         fprintf(stderr, "etkit %s: error: %s:%d: %s\n", cmd, path, je.line, je.text);
     return j;

@@ -695,7 +695,9 @@ static int synth_eval(const opts *o, const char *model)
         }
         printf("}");
         if (o->cluster) {
-            printf(", \"step_time_ks\": {\"cluster\": \"%s\", \"ranks\": %u", o->cluster, n_ranks);
+            char *cq = cli_json_quote(o->cluster); /* a file name: quotes, non-UTF-8 bytes */
+            printf(", \"step_time_ks\": {\"cluster\": %s, \"ranks\": %u", cq ? cq : "null", n_ranks);
+            free(cq);
             for (int j = 0; j < nco; j++)
                 printf(", \"%s\": %s", cols[j], jnum(nbuf, ks[j]));
             printf("}");

@@ -12,6 +12,9 @@
 #include <math.h>
 
 #include "cmd.h"
+#include "etkit/json.h"
+
+#include <jansson.h>
 
 static const struct {
     const char *name;
@@ -72,6 +75,14 @@ int cli_one_input(const char *cmd, int argc, char **argv, const char **in)
         return cli_usage_error(cmd, "one input file expected, got '%s' too", argv[optind + 1]);
     *in = argv[optind];
     return 0;
+}
+
+char *cli_json_quote(const char *s)
+{
+    json_t *j = etk_json_text(s);
+    char *q = j ? json_dumps(j, JSON_ENCODE_ANY) : NULL;
+    json_decref(j);
+    return q;
 }
 
 int cli_fail(const char *cmd, const etk_error *err)

@@ -60,12 +60,13 @@ const char sim_cli_help[] =
     "                           ASTRA-sim's network YAML and system JSON (their units); implies\n"
     "                           --astra-compat\n"
     "  --astra-compat           reproduce ASTRA-sim's congestion-unaware analytical results\n"
-    "  --efficiency F           roofline efficiency in (0, 1] (default: the cluster's, 1)\n"
+    "  --efficiency F           roofline efficiency in [0.001, 1] (default: the cluster's, 1)\n"
     "  --net-model flow|analytical\n"
     "                           network model (default: the cluster's; docs/network-model.md)\n"
     "  --link-factor nic:R:F|nvlink:R:F|dim:D:F\n"
     "                           scale GPU R's NIC or NVLink bandwidth, or dimension D's, by F\n"
-    "                           (repeatable; forces --no-fold), e.g. --link-factor nic:17:0.5\n"
+    "                           in [0.001, 1000] (repeatable; forces --no-fold), e.g.\n"
+    "                           --link-factor nic:17:0.5\n"
     "  --precision P            bf16 | fp16 | fp8 | fp32 | tf32: which peak the roofline uses\n"
     "  --compute model|roofline time GPU ops by the compute model (default: GEMM efficiency by\n"
     "                           shape, memory-bound elementwise ops, launch overhead, overlap\n"
@@ -77,9 +78,9 @@ const char sim_cli_help[] =
     "                           attn_bwd_eff, attn_half_seq, grouped_gemm_half_dim,\n"
     "                           attn_half_dim, attn_ref_seq, grouped_fp8_wgrad_factor);\n"
     "                           also a GPU YAML's compute: mapping\n"
-    "  --slow-rank R:F          rank R computes at F times its speed (0.8: 25% longer kernels);\n"
-    "                           repeatable; forces the unfolded simulation (e.g.\n"
-    "                           etkit run --dp 8 --cluster dgx-a100 --nodes 1 --slow-rank 3:0.8)\n"
+    "  --slow-rank R:F          rank R computes at F times its speed, F in [0.001, 1000] (0.8:\n"
+    "                           25% longer kernels); repeatable; forces the unfolded simulation\n"
+    "                           (e.g. etkit run --dp 8 --cluster dgx-a100 --nodes 1 --slow-rank 3:0.8)\n"
     "engine:\n"
     "  --cpu-streams N, --comp-streams N, --comm-streams N\n"
     "                           streams per rank (default 1 CPU, 1 compute, and one\n"
@@ -250,6 +251,7 @@ int sim_cli_option(const char *cmd, sim_cli *c, int opt, const char *arg)
             return 2;
         if (!(c->o.model_flops > 0))
             return cli_usage_error(cmd, "--model-flops must be a positive number of FLOPs, got %s", arg);
+        c->mflops_user = true;
         return 0;
     case SO_QUIET:
         c->o.quiet = true;
@@ -267,7 +269,9 @@ int sim_cli_option(const char *cmd, sim_cli *c, int opt, const char *arg)
 static bool is_file(const char *p)
 {
     struct stat st;
-    return stat(p, &st) == 0 && (S_ISREG(st.st_mode) || strchr(p, '/'));
+    /* a FIFO or device is a file too (the reader says what it is; it was taken for a preset
+     * name: "unknown cluster preset 'fifo'"); a folder only when named as a path */
+    return stat(p, &st) == 0 && (!S_ISDIR(st.st_mode) || strchr(p, '/'));
 }
 
 /* per-rank speeds of --slow-rank; kept reachable until exit (one simulation per process) */
@@ -319,7 +323,8 @@ int sim_cli_cluster(const char *cmd, sim_cli *c, uint32_t n_ranks, etk_cluster *
     etk_error err = {0};
     int rc;
     /* outputs are checked before the simulation runs (issue #18) */
-    if ((c->timeline && etk_output_check(c->timeline, &err)) || (c->output && etk_output_check(c->output, &err)))
+    if ((c->timeline && etk_output_check(c->timeline, &err)) || (c->output && etk_output_check(c->output, &err)) ||
+        (c->html && etk_output_check(c->html, &err))) /* --html was found only after the run */
         return sim_cli_fail(cmd, &err);
     if (c->astra_net || c->astra_sys) {
         if (!c->astra_net || !c->astra_sys)
@@ -466,6 +471,16 @@ int sim_cli_report(const char *cmd, const sim_cli *c, etk_sim *s)
     r->etkit_version = ETK_VERSION;
     if (r->warnings && r->warnings[0] && !c->o.quiet)
         fprintf(stderr, "etkit %s: warning: %s\n", cmd, r->warnings);
+    /* MFU past 100% cannot be: --model-flops 1e30 printed "MFU 151879834820254112.0%" without a
+     * word (issue #18's --model-flops inf / nan, one step further) */
+    if (c->mflops_user && r->mfu > 1 && !c->o.quiet)
+        fprintf(stderr,
+                "etkit %s: warning: --model-flops %.4g gives MFU %.4g%%, past 100%%: more than the %u GPUs can do "
+                "at their %.0f TFLOP/s %s peak in the simulated step of %.4g s (%.4g FLOPs); --model-flops is "
+                "the model's FLOPs over all ranks for one step\n",
+                cmd, r->flops_per_step, 100 * r->mfu, r->n_ranks, r->peak_tflops,
+                etk_precision_name(r->peak_precision), r->step_ns / 1e9,
+                r->peak_tflops * 1e12 * r->n_ranks * (r->step_ns / 1e9));
     if (c->timeline && etk_sim_write_timeline(s, c->timeline, &err) != 0)
         return cli_fail(cmd, &err);
     FILE *f = stdout;

@@ -24,6 +24,7 @@ typedef struct sim_cli {
     const char *gpu;               /* run's --gpu NAME: replaces the cluster's GPU (NULL: keep) */
     bool nodes_set, astra_compat, eff_set;
     bool stage_set;                /* --stage-units or --no-stage-units given */
+    bool mflops_user;              /* --model-flops given (not run's generator figure) */
     double eff;
     int fmt; /* 0 text, 1 json, 2 csv */
     const char *net_model;              /* --net-model, NULL: the cluster's */

@@ -26,7 +26,7 @@ expect "--slow-rank rank out of range" 2 "rank 17 does not exist (the workload h
   "$ETKIT" run $M --slow-rank 17:0.8
 expect "bad --compute" 2 "--compute wants 'model' or 'roofline', got 'fast'" "$ETKIT" run $M --compute fast
 expect "unknown --compute-param" 2 "compute parameter 'speed' is unknown" "$ETKIT" run $M --compute-param speed=2
-expect "bad --compute-param value" 2 "gemm_eff: expected a fraction in (0, 1], got 2" \
+expect "bad --compute-param value" 2 "gemm_eff: expected a fraction in [0.001, 1], got 2" \
   "$ETKIT" run $M --compute-param gemm_eff=2
 expect "--compute-param with roofline" 2 "--compute-param applies to the compute model" \
   "$ETKIT" run $M --compute roofline --compute-param gemm_eff=0.5

@@ -46,6 +46,27 @@ expectf 2 "dir: is a directory, expected a cluster file" run --cluster "$T/dir" 
 expectf 2 "/dev/zero: is a character device, not a regular file, expected a .et trace file" info /dev/zero
 expectf 2 "fifo: is a FIFO (named pipe), not a regular file, expected a .et trace file" validate "$T/fifo"
 expectf 2 "dir: is a directory, expected a .et trace file" sim "$T/dir" --cluster dgx-h100
+# readers that opened the file before looking at it: convert's input check and `etkit json`'s
+# JSON sniff blocked on a FIFO (no writer: a hang), `report` read with no limit and called a
+# folder "'[' or '{' expected"; `--cluster fifo` was taken for a preset name
+expectf 2 "fifo: is a FIFO (named pipe), not a regular file, expected a PyTorch host trace (JSON): nothing written" \
+  convert pytorch --host "$T/fifo" -o "$T/cvf"
+expectf 2 "fifo: is a FIFO (named pipe), not a regular file, expected a Kineto device trace (JSON)" \
+  convert pytorch --host tests/pytorch/mlp_host_et.json --device "$T/fifo" -o "$T/cvf"
+expectf 2 "dir: is a directory, expected a PyTorch host trace (JSON)" convert pytorch --host "$T/dir" -o "$T/cvf"
+expectf 2 "fifo: is a FIFO (named pipe), not a regular file, expected a .et trace file" json "$T/fifo"
+expectf 2 "fifo: is a FIFO (named pipe), not a regular file, expected an input file" json --to-et "$T/fifo" -o "$T/x.et"
+expectf 2 "fifo: is a FIFO (named pipe), not a regular file, expected a JSON file" report "$T/fifo" -o "$T/r.html"
+expectf 2 "dir: is a directory, expected a JSON file" report "$T/dir" -o "$T/r.html"
+expectf 2 "/dev/zero: is a character device, not a regular file, expected an ASTRA-sim network file" \
+  run --astra-network /dev/zero --astra-system /dev/zero
+out=$(cd "$T" && timeout 60 "$ETKIT" run --cluster fifo 2>&1); rc=$?
+[ "$rc" = 2 ] && grep -qF "fifo: is a FIFO (named pipe), not a regular file, expected a cluster file" <<<"$out" ||
+  fail "run --cluster fifo (a FIFO in the current folder): exit $rc: $out"
+out=$(cd "$T" && timeout 60 "$ETKIT" plan --model llama3-8b --global-batch 64 --cluster fifo --quiet 2>&1); rc=$?
+[ "$rc" = 2 ] && grep -qF "fifo: is a FIFO (named pipe), not a regular file, expected a cluster file" <<<"$out" ||
+  fail "plan --cluster fifo (a FIFO in the current folder; it said 'is a preset: give --nodes'): exit $rc: $out"
+[ ! -e "$T/cvf.0.et" ] && [ ! -e "$T/r.html" ] || fail "a refused input left an output"
 head -c $((9 << 20)) /dev/zero | tr '\0' ' ' >"$T/big.yaml"
 expectf 2 "big.yaml: 9437184 bytes, more than the limit of 8388608 bytes (8 MiB) for a model file" gen --model-file "$T/big.yaml" --summary
 python3 -c "import gzip,sys; sys.stdout.buffer.write(gzip.compress(b' ' * (9 << 20)))" >"$T/bigz.yaml"
@@ -73,9 +94,27 @@ for f in "--efficiency 1e-17" "--efficiency 0" "--efficiency nan"; do
 done
 expectf 2 "--efficiency must be in [0.001, 1], got 1e-17" run --layers 1 --dp 8 --efficiency 1e-17
 expectf 2 "the factor must be a number in [0.001, 1000]" run --layers 1 --dp 8 --slow-rank 0:1e-300
+# the same kind of factor elsewhere: 1e-300 simulated into a 1.84e19 ns node before failing
+expectf 2 "--link-factor 'nvlink:0:1e-300': factor 1e-300: expected a number in [0.001, 1000]" run --layers 1 --dp 8 --link-factor nvlink:0:1e-300
+expectf 2 "--link-factor 'nic:0:1e300': factor 1e+300: expected a number in [0.001, 1000]" run --layers 1 --dp 8 --link-factor nic:0:1e300
+expectf 2 "compute model: gemm_eff: expected a fraction in [0.001, 1], got 1e-300" run --layers 1 --dp 8 --compute-param gemm_eff=1e-300
 expectf 2 "--model-flops wants a finite number, got 'nan'" run --layers 1 --dp 8 --model-flops nan
 expectf 2 "--model-flops wants a finite number, got 'inf'" run --layers 1 --dp 8 --model-flops inf
 expectf 2 "--model-flops must be a positive number of FLOPs, got -5" run --layers 1 --dp 8 --model-flops -5
+# a finite but impossible --model-flops printed "MFU 151879834820254112.0%" without a word: now a
+# warning with the bound (8 GPUs x peak x step time), which the JSON figures reproduce
+"$ETKIT" run --layers 1 --dp 8 --model-flops 1e30 --json >"$T/mf.json" 2>"$T/mf.err" || fail "run --model-flops 1e30 failed: $(cat "$T/mf.err")"
+grep -qF "warning: --model-flops 1e+30 gives MFU" "$T/mf.err" && grep -qF "past 100%: more than the 8 GPUs can do" "$T/mf.err" ||
+  fail "run --model-flops 1e30: no MFU warning: $(cat "$T/mf.err")"
+python3 - "$T/mf.json" "$T/mf.err" <<'PY' || fail "run --model-flops 1e30: the warning's bound does not match the report"
+import json, re, sys
+d = json.load(open(sys.argv[1]))
+bound = d["peak_tflops"] * 1e12 * d["n_ranks"] * d["step_ns"] / 1e9
+m = re.search(r"gives MFU ([0-9.e+]+)%.*\(([0-9.e+]+) FLOPs\)", open(sys.argv[2]).read())
+assert m and abs(float(m.group(2)) / bound - 1) < 1e-3, (m and m.groups(), bound)
+assert abs(float(m.group(1)) / (100 * 1e30 / bound) - 1) < 1e-3 and abs(d["mfu"] * bound / 1e30 - 1) < 1e-9
+PY
+"$ETKIT" run --layers 1 --dp 8 --model-flops 1e14 2>&1 >/dev/null | grep -q "past 100%" && fail "an MFU under 100% warned"
 printf 'gpu: h100\nnetwork:\n  - {size: 8, topology: Switch, bandwidth: 1e-14, latency: 500}\n' >"$T/bw.yaml"
 expectf 2 "bw.yaml:3: network[0].bandwidth: expected GB/s per direction, 10^9 B/s, in [0.001, 1e+06], got 1e-14" run --cluster "$T/bw.yaml" --layers 1 --dp 8
 printf 'gpu: h100\nnetwork:\n  - {size: 8, topology: Switch, bandwidth: 450, latency: 1e300}\n' >"$T/lat.yaml"
@@ -132,6 +171,23 @@ expectf 2 "rank 0 node id 7 (m7): simulated duration 9e+18 ns is past 1e18 ns" s
 # three nodes of num_ops 2^63-1: FLOPs/step saturated at 9.22e18
 mkj "$T/sat.0.et" "$(comp 1 9223372036854775807 1)" "$(comp 2 9223372036854775807 1)" "$(comp 3 9223372036854775807 1)"
 expectf 2 "rank 0: the sum of num_ops passes 1.8e19 FLOPs" sim "$T/sat.0.et" --cluster "$T/one.yaml"
+# info summed the same three nodes into a wrapped 9223372036854775805 FLOPs (3 (2^63 - 1) mod 2^64), exit 0
+expectf 2 "sat.0.et: the sum of the num_ops of the COMP_NODEs passes 1.8e19 (2^64 - 1) at node #2 id 3 'm3'" info "$T/sat.0.et"
+expectf 2 "passes 1.8e19" info --json "$T/sat.0.et"
+# sums that fit 64 bits but not 63 (3 x 2^62 per rank) are exact in text and positive in JSON
+# (json_int_t is signed: they printed negative), and the total over 5 ranks (15 x 2^62, past
+# 2^64) is exact: 15 * 4611686018427387904 = 69175290276410818560
+mkj "$T/q.0.et" "$(comp 1 4611686018427387904)" "$(comp 2 4611686018427387904)" "$(comp 3 4611686018427387904)"
+for k in 1 2 3 4; do cp "$T/q.0.et" "$T/q.$k.et"; done
+expectf 0 "compute: num_ops 13835058055282163712 FLOPs" info "$T/q.0.et"
+expectf 0 "total over 5 ranks: 15 nodes, 69175290276410818560 FLOPs" info -s "$T/q"
+"$ETKIT" info --json "$T/q" >"$T/qinfo.out" 2>&1 || fail "info --json of 5 ranks of 3 x 2^62 FLOPs: $(head -3 "$T/qinfo.out")"
+python3 - "$T/qinfo.out" <<'PY' || fail "info --json sums past 2^63: $(head -c 300 "$T/qinfo.out")"
+import json, sys
+w = json.load(open(sys.argv[1]))["workloads"][0]
+assert w["total"]["num_ops_flops"] == float(15 * 2**62), w["total"]
+assert all(r["compute"]["num_ops_flops"] == float(3 * 2**62) for r in w["ranks"]), w["ranks"]
+PY
 
 # 8. a file name that is not UTF-8 kept every field of --json (jansson dropped them)
 bad=$(printf "$T/caf\xe9.0.et")
@@ -142,6 +198,25 @@ import json, sys
 d = json.load(open(sys.argv[1]))
 s = json.dumps(d)
 assert "caf\\\\xe9.0.et" in s, s[:300]
+PY
+# the same name through info --json and sim --json: valid JSON, the name kept with \xe9
+for cmd in "info --json" "sim --json --quiet --cluster $T/one.yaml"; do
+  "$ETKIT" $cmd "$bad" >"$T/n.out" 2>"$T/n.err" || fail "$cmd NON-UTF-8: $(cat "$T/n.err")"
+  python3 - "$T/n.out" <<'PY' || fail "$cmd with a non-UTF-8 name: $(head -c 300 "$T/n.out" | cat -v)"
+import json, sys
+d = json.load(open(sys.argv[1], encoding="utf-8"))
+s = json.dumps(d)
+assert "caf\\\\xe9.0.et" in s, s[:300]
+PY
+done
+# convert --json wrote the name's raw bytes: not JSON at all (and a quote in a name broke it too)
+"$ETKIT" convert pytorch -q --json --host tests/pytorch/mlp_host_et.json -o "$(printf "$T/cv\xe9\"q")" >"$T/cv.json" 2>"$T/cv.err" ||
+  fail "convert --json -o NON-UTF-8: $(cat "$T/cv.err")"
+python3 - "$T/cv.json" "$T" <<'PY' || fail "convert --json with a non-UTF-8 name: $(head -c 300 "$T/cv.json" | cat -v)"
+import json, sys
+d = json.load(open(sys.argv[1], encoding="utf-8"))
+assert d[0]["output"] == sys.argv[2] + '/cv\\xe9"q.0.et', d[0]["output"]
+assert d[0]["nodes"] > 0, d[0]
 PY
 
 # 8. misleading messages: 1e400 said "expected a YAML mapping"

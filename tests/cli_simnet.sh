@@ -25,7 +25,7 @@ expect "bad --link-factor rank" 2 "rank 99 out of range (the cluster has 16 GPUs
   "$ETKIT" run $P --cluster dgx-h100 --nodes 2 --link-factor nic:99:0.5
 expect "bad --link-factor kind" 2 "unknown link kind 'pci'" \
   "$ETKIT" run $P --cluster dgx-h100 --nodes 2 --link-factor pci:1:0.5
-expect "bad --link-factor value" 2 "factor -1: expected a positive number" \
+expect "bad --link-factor value" 2 "factor -1: expected a number in [0.001, 1000]" \
   "$ETKIT" run $P --cluster dgx-h100 --nodes 2 --link-factor nic:1:-1
 expect "--link-factor refused in ASTRA-compat" 2 "does not apply in ASTRA-sim compatibility mode" \
   "$ETKIT" run $P --cluster dgx-h100 --nodes 2 --astra-compat --link-factor nic:1:0.5

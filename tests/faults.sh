@@ -81,6 +81,12 @@ expect 2 "etkit sim: error: $G/file/t.json: $G/file is not a folder" \
   "$ETKIT" sim "$T/w/w" --cluster dgx-h100 --nodes 1 --timeline "$G/file/t.json"
 expect 2 "etkit run: error: $G/file/r.json: $G/file is not a folder" "$ETKIT" run --json -o "$G/file/r.json"
 expect 2 "etkit run: error: $G/file/w: $G/file is not a folder" "$ETKIT" run --write-traces "$G/file/w"
+# --html was checked only after the simulation: the report was printed, then exit 2
+for cmd in "run" "sim $T/w/w --cluster dgx-h100 --nodes 1"; do
+  out=$("$ETKIT" $cmd --html "$G/file/r.html" 2>&1); rc=$?
+  [ "$rc" = 2 ] && grep -qF "etkit ${cmd%% *}: error: $G/file/r.html: $G/file is not a folder" <<<"$out" &&
+    ! grep -q "step time" <<<"$out" || fail "etkit $cmd --html into a file's folder: exit $rc, not refused before the run: $out"
+done
 expect 2 "etkit convert: error: $G/file/c: $G/file is not a folder" \
   "$ETKIT" convert pytorch -q --host tests/pytorch/mlp_host_et.json -o "$G/file/c"
 # a missing folder is created (issue #17: the README's `gen -o out/llama7b` without out/)
@@ -199,6 +205,13 @@ if [ "$(id -u)" = 0 ] && mount -t tmpfs -o size=2m tmpfs "$MNT" 2>/dev/null; the
   expect 2 "x: nothing written: .*No space left on device" "$ETKIT" gen "${SLOW[@]}" -o "$MNT/x"
   [ "$(cd "$MNT" && md5sum x.0.et x.1.et x.json)" = "$old" ] || fail "a full disk changed the published set"
   [ "$(files "$MNT")" = "x.0.et x.1.et x.json " ] || fail "after a full disk: $(files "$MNT")"
+  # single-file outputs on the full disk: exit 2 with the reason, no file left (dot said only
+  # "writing the DOT output failed")
+  dd if=/dev/zero of="$MNT/fill" bs=64k 2>/dev/null
+  expect 2 "etkit dot: error: $MNT/w.dot: writing the DOT output failed: No space left on device" "$ETKIT" dot "$TR" -o "$MNT/w.dot"
+  expect 2 "etkit run: error: $MNT/r.json: write failed: No space left on device" "$ETKIT" run --json -o "$MNT/r.json"
+  expect 2 "etkit json: error: $MNT/w.json: .*No space left on device" "$ETKIT" json "$TR" -o "$MNT/w.json"
+  [ "$(files "$MNT")" = "fill x.0.et x.1.et x.json " ] || fail "single-file outputs on a full disk left: $(files "$MNT")"
   umount "$MNT"
   mount -t tmpfs -o ro,size=1m tmpfs "$MNT"
   expect 2 "cannot write the output: folder $MNT is not writable: Read-only file system" gen_small --dp 2 -o "$MNT/x"

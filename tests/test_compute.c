@@ -162,14 +162,18 @@ static void param_errors(void **st)
     assert_int_equal(etk_compute_set(&p, "gemm_eff=0.7", &err), 0);
     assert_true(fabs(p.gemm_eff - 0.7) < 1e-12);
     assert_int_equal(etk_compute_set(&p, "gemm_eff=1.5", &err), ETK_EINVAL);
-    assert_non_null(strstr(err.msg, "gemm_eff: expected a fraction in (0, 1], got 1.5"));
+    assert_non_null(strstr(err.msg, "gemm_eff: expected a fraction in [0.001, 1], got 1.5"));
     assert_true(fabs(p.gemm_eff - 0.7) < 1e-12); /* unchanged on error */
     assert_int_equal(etk_compute_set(&p, "gemm_speed=1", &err), ETK_EINVAL);
     assert_non_null(strstr(err.msg, "'gemm_speed' is unknown"));
     assert_int_equal(etk_compute_set(&p, "launch_ns=abc", &err), ETK_EINVAL);
     assert_non_null(strstr(err.msg, "launch_ns: expected nanoseconds"));
     assert_int_equal(etk_compute_set(&p, "score_mem_eff=0", &err), ETK_EINVAL);
-    assert_non_null(strstr(err.msg, "score_mem_eff: expected a fraction in (0, 1], got 0"));
+    assert_non_null(strstr(err.msg, "score_mem_eff: expected a fraction in [0.001, 1], got 0"));
+    /* issue #18: 1e-300 ran into a node time past 1e18 ns; the bound is --efficiency's */
+    assert_int_equal(etk_compute_set(&p, "attn_eff=1e-300", &err), ETK_EINVAL);
+    assert_non_null(strstr(err.msg, "attn_eff: expected a fraction in [0.001, 1], got 1e-300"));
+    assert_int_equal(etk_compute_set(&p, "mem_eff=0.001", &err), 0);
     assert_int_equal(etk_compute_set(&p, "mem_eff", &err), ETK_EINVAL);
     assert_non_null(strstr(err.msg, "expected NAME=VALUE"));
     p.overlap_slowdown = -1;

@@ -733,6 +733,13 @@ static void test_bad_plans(void **state)
     assert_non_null(strstr(e, "64 virtual stages: more than --layers 32"));
     e = plan_error("--model llama2-7b --tp 0");
     assert_non_null(strstr(e, "--tp wants a positive integer"));
+    /* a positive integer past 2^32 - 1 was told it is not a positive integer (issue #18) */
+    e = plan_error("--model llama2-7b --dp 4294967296");
+    assert_string_equal(e, "--dp 4294967296 is out of range (at most 4294967295)");
+    e = plan_error("--model llama2-7b --layers 99999999999999999999999");
+    assert_string_equal(e, "--layers 99999999999999999999999 is out of range (at most 4294967295)");
+    e = plan_error("--model llama2-7b --tp 4294967295x");
+    assert_non_null(strstr(e, "--tp wants a positive integer, got '4294967295x'"));
     e = plan_error("--model llama2-7b --heads 30");
     assert_non_null(strstr(e, "--heads 30 does not divide --hidden 4096"));
     e = plan_error("--model llama2-7b --gpu tpu");

@@ -360,6 +360,43 @@ static void test_sim_flops_overflow(void **state)
     etk_workload_free(w);
 }
 
+/* etk_info_trace (`etkit info`) summed the same three nodes into 3 (2^63 - 1) mod 2^64 =
+ * 9223372036854775805 and printed it, exit 0; now an error naming the field and the node. Sums
+ * that fit 64 bits stay exact (3 x 2^62), and comm_size sums are checked the same way. */
+static void test_info_sums(void **state)
+{
+    (void)state;
+    etk_trace *t = etk_trace_new(NULL);
+    for (uint64_t id = 1; id <= 3; id++)
+        sb_comp(t, id, 1, (uint64_t)INT64_MAX, 0, NULL, 0);
+    etk_trace_info in;
+    memset(&err, 0, sizeof err);
+    assert_true(etk_info_trace(t, &in, &err) != 0);
+    HAS(err.msg, "the sum of the num_ops of the COMP_NODEs passes 1.8e19 (2^64 - 1) at node #2 id 3");
+    etk_trace_free(t);
+    t = etk_trace_new(NULL);
+    for (uint64_t id = 1; id <= 3; id++)
+        sb_comp(t, id, 1, (uint64_t)1 << 62, 0, NULL, 0);
+    assert_int_equal(etk_info_trace(t, &in, &err), 0);
+    assert_true(in.comp_flops == 3 * ((uint64_t)1 << 62));
+    json_t *j = etk_info_to_json(&in, 0);
+    json_t *f = json_object_get(json_object_get(j, "compute"), "num_ops_flops");
+    assert_true(json_is_real(f) && json_real_value(f) == 3.0 * 4611686018427387904.0); /* not negative */
+    json_decref(j);
+    etk_info_free(&in);
+    etk_trace_free(t);
+    /* two collectives of comm_size 2^63 - 1: their bytes pass 2^64 - 1 */
+    t = etk_trace_new(NULL);
+    for (uint64_t id = 1; id <= 3; id++) {
+        etk_attr a[2] = {etk_attr_i64("comm_type", 0), etk_attr_i64("comm_size", INT64_MAX)};
+        etk_node n = {.id = id, .name = "ar", .type = ETK_NODE_COLL, .attr = a, .n_attr = 2};
+        assert_non_null(etk_trace_add(t, &n));
+    }
+    assert_true(etk_info_trace(t, &in, &err) != 0);
+    HAS(err.msg, "the sum of the comm_size of the COMM_COLL_NODEs passes 1.8e19 (2^64 - 1) at node #2 id 3 'ar'");
+    etk_trace_free(t);
+}
+
 static void test_json_text(void **state)
 {
     (void)state;
@@ -397,7 +434,7 @@ int main(void)
                                        cmocka_unit_test(test_files), cmocka_unit_test(test_empty_frames),
                                        cmocka_unit_test(test_validate_codes), cmocka_unit_test(test_rank_gap),
                                        cmocka_unit_test(test_sim_warnings), cmocka_unit_test(test_sim_flops_overflow),
-                                       cmocka_unit_test(test_json_text),
+                                       cmocka_unit_test(test_info_sums), cmocka_unit_test(test_json_text),
                                        cmocka_unit_test(test_helpers)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

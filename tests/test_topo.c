@@ -130,7 +130,13 @@ static void test_link_factor(void **st)
     assert_int_equal(etk_link_factor_parse(&c, "pcie:1:0.5", &err), ETK_EINVAL);
     assert_non_null(strstr(err.msg, "unknown link kind 'pcie'"));
     assert_int_equal(etk_link_factor_parse(&c, "nic:1:0", &err), ETK_EINVAL);
-    assert_non_null(strstr(err.msg, "factor 0: expected a positive number"));
+    assert_non_null(strstr(err.msg, "factor 0: expected a number in [0.001, 1000]"));
+    /* issue #18: 1e-300 ran into a 1.84e19 ns collective; 1e300 was told it is not positive */
+    assert_int_equal(etk_link_factor_parse(&c, "nic:1:1e-300", &err), ETK_EINVAL);
+    assert_non_null(strstr(err.msg, "factor 1e-300: expected a number in [0.001, 1000]"));
+    assert_int_equal(etk_link_factor_parse(&c, "nic:1:1e300", &err), ETK_EINVAL);
+    assert_non_null(strstr(err.msg, "factor 1e+300: expected a number in [0.001, 1000]"));
+    assert_int_equal(etk_link_factor_parse(&c, "nic:1:0.001", &err), 0);
     assert_int_equal(etk_link_factor_parse(&c, "nic:1", &err), ETK_EINVAL);
     assert_non_null(strstr(err.msg, "expected nic:RANK:F"));
     assert_int_equal(etk_link_factor_parse(&c, "dim:2:0.5", &err), ETK_EINVAL);

@@ -7,6 +7,7 @@
 #include "etkit/validate.h"
 
 #include <inttypes.h>
+#include <errno.h>
 #include <string.h>
 
 /* DOT string body: escape quotes and backslashes, drop control characters, cap length. */
@@ -120,7 +121,7 @@ int etk_dot_write(FILE *f, etk_trace *t, const etk_dot_opts *opts, size_t *n_edg
     fprintf(f, "}\n");
     if (n_edges)
         *n_edges = edges;
-    if (ferror(f))
-        return etk_err(err, ETK_EIO, "writing the DOT output failed");
+    if (ferror(f)) /* errno: the last failed write's (ENOSPC on a full disk) */
+        return etk_err(err, ETK_EIO, "writing the DOT output failed: %s", errno ? strerror(errno) : "I/O error");
     return 0;
 }

@@ -50,6 +50,15 @@ void etk_info_free(etk_trace_info *info)
     memset(info, 0, sizeof *info);
 }
 
+/* *acc += v unless it passes 2^64 - 1 (then *acc is left as it was): false on overflow */
+static bool add_u64(uint64_t *acc, uint64_t v)
+{
+    if (v > UINT64_MAX - *acc)
+        return false;
+    *acc += v;
+    return true;
+}
+
 /* comm_size as bytes; negative or missing sizes count 0 */
 static uint64_t comm_bytes(const etk_node *n)
 {
@@ -87,8 +96,20 @@ int etk_info_trace(etk_trace *t, etk_trace_info *out, etk_error *err)
         etk_info_free(out);
         return etk_err(err, ETK_ENOMEM, "%s: out of memory", path);
     }
+    /* every sum is checked: three nodes of num_ops 2^63 - 1 printed a wrapped 9223372036854775805
+     * (issue #18); a per-rank sum past 2^64 - 1 is an error naming the field and the node */
+    const char *ovf = NULL;
+    size_t ovf_i = 0;
+    uint64_t coll_total = 0, p2p_total = 0;
+#define ADD(acc, val, what)                                                                       \
+    do {                                                                                          \
+        if (!ovf && !add_u64(&(acc), (val))) {                                                    \
+            ovf = (what);                                                                         \
+            ovf_i = i;                                                                            \
+        }                                                                                         \
+    } while (0)
     nc = np = 0;
-    for (size_t i = 0; i < t->n_nodes; i++) {
+    for (size_t i = 0; i < t->n_nodes && !ovf; i++) {
         const etk_node *n = &t->nodes[i];
         uint64_t u;
         int64_t v;
@@ -99,21 +120,22 @@ int etk_info_trace(etk_trace *t, etk_trace_info *out, etk_error *err)
         switch (n->type) {
         case ETK_NODE_COMP:
             if (etk_node_u64(n, "num_ops", &u))
-                out->comp_flops += u;
+                ADD(out->comp_flops, u, "num_ops of the COMP_NODEs");
             if (etk_node_u64(n, "tensor_size", &u))
-                out->comp_bytes += u;
-            out->comp_duration_micros += n->duration_micros;
+                ADD(out->comp_bytes, u, "tensor_size of the COMP_NODEs");
+            ADD(out->comp_duration_micros, n->duration_micros, "duration_micros of the COMP_NODEs");
             break;
         case ETK_NODE_MEM_LOAD:
         case ETK_NODE_MEM_STORE:
             if (etk_node_u64(n, "tensor_size", &u))
-                out->mem_bytes += u;
+                ADD(out->mem_bytes, u, "tensor_size of the MEM_LOAD/MEM_STORE nodes");
             break;
         case ETK_NODE_COLL: {
             int32_t type = -1;
             if (etk_node_i64(n, "comm_type", &v) && v >= 0 && v < ETK_COLL_TYPE_COUNT)
                 type = (int32_t)v;
             uint64_t b = comm_bytes(n);
+            ADD(coll_total, b, "comm_size of the COMM_COLL_NODEs"); /* bounds every sum below */
             if (type >= 0) {
                 out->coll_count[type]++;
                 out->coll_bytes[type] += b;
@@ -131,12 +153,24 @@ int etk_info_trace(etk_trace *t, etk_trace_info *out, etk_error *err)
             int64_t peer = -1;
             if (!etk_node_i64(n, send ? "comm_dst" : "comm_src", &peer) || peer < 0)
                 peer = -1;
+            ADD(p2p_total, comm_bytes(n), "comm_size of the send/recv nodes");
             pr[np++] = (prec){peer, send, comm_bytes(n)};
             break;
         }
         default:
             break;
         }
+    }
+#undef ADD
+    if (ovf) {
+        const etk_node *n = &t->nodes[ovf_i];
+        free(cr);
+        free(pr);
+        etk_info_free(out);
+        return etk_err(err, ETK_EFORMAT,
+                       "%s: the sum of the %s passes 1.8e19 (2^64 - 1) at node #%zu id %" PRIu64
+                       " '%s' (values near 2^63: saturated or corrupt); no total printed",
+                       path, ovf, ovf_i, n->id, n->name ? n->name : "");
     }
     /* per (group, type) and per peer: sort, then one entry per run */
     qsort(cr, nc, sizeof *cr, cmp_crec);
@@ -224,6 +258,13 @@ static const char *coll_name(int32_t type)
     return type < 0 ? "UNKNOWN" : etk_coll_type_name(type);
 }
 
+/* a count or sum as a JSON number: an integer up to 2^63 - 1, past it a real (json_int_t is
+ * signed: a cast printed sums in (2^63, 2^64) as negative numbers) */
+static json_t *ju64(uint64_t v)
+{
+    return v <= (uint64_t)INT64_MAX ? json_integer((json_int_t)v) : json_real((double)v);
+}
+
 void *etk_info_to_json(const etk_trace_info *in, int64_t rank)
 {
     json_t *o = json_object();
@@ -235,21 +276,21 @@ void *etk_info_to_json(const etk_trace_info *in, int64_t rank)
         json_object_set_new(o, "rank", json_integer(rank));
     json_object_set_new(o, "path", etk_json_text(in->path));
     json_object_set_new(o, "version", in->version ? json_string(in->version) : json_null());
-    json_object_set_new(o, "file_bytes", json_integer((json_int_t)in->file_bytes));
-    json_object_set_new(o, "nodes", json_integer((json_int_t)in->n_nodes));
+    json_object_set_new(o, "file_bytes", ju64(in->file_bytes));
+    json_object_set_new(o, "nodes", ju64(in->n_nodes));
     for (int ty = 0; ty < ETK_NODE_TYPE_COUNT; ty++)
         if (in->by_type[ty])
             json_object_set_new(types, etk_node_type_name(ty),
-                                json_integer((json_int_t)in->by_type[ty]));
+                                ju64(in->by_type[ty]));
     if (in->n_unknown_type)
-        json_object_set_new(types, "UNKNOWN_NODE", json_integer((json_int_t)in->n_unknown_type));
+        json_object_set_new(types, "UNKNOWN_NODE", ju64(in->n_unknown_type));
     json_object_set_new(o, "nodes_by_type", types);
     json_t *comp = json_object();
-    json_object_set_new(comp, "num_ops_flops", json_integer((json_int_t)in->comp_flops));
-    json_object_set_new(comp, "tensor_size_bytes", json_integer((json_int_t)in->comp_bytes));
-    json_object_set_new(comp, "duration_us", json_integer((json_int_t)in->comp_duration_micros));
+    json_object_set_new(comp, "num_ops_flops", ju64(in->comp_flops));
+    json_object_set_new(comp, "tensor_size_bytes", ju64(in->comp_bytes));
+    json_object_set_new(comp, "duration_us", ju64(in->comp_duration_micros));
     json_object_set_new(o, "compute", comp);
-    json_object_set_new(o, "mem_bytes", json_integer((json_int_t)in->mem_bytes));
+    json_object_set_new(o, "mem_bytes", ju64(in->mem_bytes));
     for (int ty = 0; ty <= ETK_COLL_TYPE_COUNT; ty++) {
         uint64_t c = ty < ETK_COLL_TYPE_COUNT ? in->coll_count[ty] : in->coll_unknown_count;
         uint64_t b = ty < ETK_COLL_TYPE_COUNT ? in->coll_bytes[ty] : in->coll_unknown_bytes;
@@ -257,8 +298,8 @@ void *etk_info_to_json(const etk_trace_info *in, int64_t rank)
             continue;
         json_t *e = json_object();
         json_object_set_new(e, "comm_type", json_string(coll_name(ty < ETK_COLL_TYPE_COUNT ? ty : -1)));
-        json_object_set_new(e, "count", json_integer((json_int_t)c));
-        json_object_set_new(e, "bytes", json_integer((json_int_t)b));
+        json_object_set_new(e, "count", ju64(c));
+        json_object_set_new(e, "bytes", ju64(b));
         json_array_append_new(colls, e);
     }
     json_object_set_new(o, "collectives", colls);
@@ -267,8 +308,8 @@ void *etk_info_to_json(const etk_trace_info *in, int64_t rank)
         json_t *e = json_object();
         json_object_set_new(e, "pg_name", json_string(c->pg_name));
         json_object_set_new(e, "comm_type", json_string(coll_name(c->comm_type)));
-        json_object_set_new(e, "count", json_integer((json_int_t)c->count));
-        json_object_set_new(e, "bytes", json_integer((json_int_t)c->bytes));
+        json_object_set_new(e, "count", ju64(c->count));
+        json_object_set_new(e, "bytes", ju64(c->bytes));
         json_array_append_new(groups, e);
     }
     json_object_set_new(o, "collectives_by_group", groups);
@@ -276,22 +317,22 @@ void *etk_info_to_json(const etk_trace_info *in, int64_t rank)
         const etk_info_peer *p = &in->peers[i];
         json_t *e = json_object();
         json_object_set_new(e, "peer", p->peer >= 0 ? json_integer(p->peer) : json_null());
-        json_object_set_new(e, "send_count", json_integer((json_int_t)p->send_count));
-        json_object_set_new(e, "send_bytes", json_integer((json_int_t)p->send_bytes));
-        json_object_set_new(e, "recv_count", json_integer((json_int_t)p->recv_count));
-        json_object_set_new(e, "recv_bytes", json_integer((json_int_t)p->recv_bytes));
+        json_object_set_new(e, "send_count", ju64(p->send_count));
+        json_object_set_new(e, "send_bytes", ju64(p->send_bytes));
+        json_object_set_new(e, "recv_count", ju64(p->recv_count));
+        json_object_set_new(e, "recv_bytes", ju64(p->recv_bytes));
         json_array_append_new(peers, e);
     }
     json_object_set_new(o, "p2p_by_peer", peers);
     json_t *d = json_object();
-    json_object_set_new(d, "data_deps", json_integer((json_int_t)in->n_data_deps));
-    json_object_set_new(d, "ctrl_deps", json_integer((json_int_t)in->n_ctrl_deps));
-    json_object_set_new(d, "missing_data_deps", json_integer((json_int_t)in->n_missing_data_deps));
-    json_object_set_new(d, "missing_ctrl_deps", json_integer((json_int_t)in->n_missing_ctrl_deps));
-    json_object_set_new(d, "nodes_without_deps", json_integer((json_int_t)in->n_no_deps));
-    json_object_set_new(d, "roots", json_integer((json_int_t)in->n_roots));
-    json_object_set_new(d, "longest_path_nodes", json_integer((json_int_t)in->depth));
-    json_object_set_new(d, "nodes_on_or_after_cycles", json_integer((json_int_t)in->n_unordered));
+    json_object_set_new(d, "data_deps", ju64(in->n_data_deps));
+    json_object_set_new(d, "ctrl_deps", ju64(in->n_ctrl_deps));
+    json_object_set_new(d, "missing_data_deps", ju64(in->n_missing_data_deps));
+    json_object_set_new(d, "missing_ctrl_deps", ju64(in->n_missing_ctrl_deps));
+    json_object_set_new(d, "nodes_without_deps", ju64(in->n_no_deps));
+    json_object_set_new(d, "roots", ju64(in->n_roots));
+    json_object_set_new(d, "longest_path_nodes", ju64(in->depth));
+    json_object_set_new(d, "nodes_on_or_after_cycles", ju64(in->n_unordered));
     json_object_set_new(o, "dependencies", d);
     return o;
 }

@@ -151,7 +151,9 @@ static int parse_u32(const char *flag, const char *v, uint32_t *out, etk_error *
     if (!v || !*v || *v == '-')
         return etk_err(err, ETK_EINVAL, "--%s wants a positive integer, got '%s'", flag, v ? v : "");
     unsigned long long x = strtoull(v, &end, 10);
-    if (errno || *end || x == 0 || x > UINT32_MAX)
+    if (!*end && *v >= '0' && *v <= '9' && (errno == ERANGE || x > UINT32_MAX)) /* said "wants a positive integer" */
+        return etk_err(err, ETK_EINVAL, "--%s %s is out of range (at most 4294967295)", flag, v);
+    if (errno || *end || x == 0)
         return etk_err(err, ETK_EINVAL, "--%s wants a positive integer, got '%s'", flag, v);
     *out = (uint32_t)x;
     return 0;

@@ -87,12 +87,12 @@ typedef struct field {
 
 #define F(x) offsetof(etk_compute_params, x)
 static const field fields[] = {
-    {"gemm_eff", F(gemm_eff), 0, 1, true, "a fraction in (0, 1]"},
+    {"gemm_eff", F(gemm_eff), 1e-3, 1, false, "a fraction in [0.001, 1]"},
     {"gemm_half_dim", F(gemm_half_dim), 0, 1e9, false, "a dimension in [0, 1e9]"},
     {"gemm_min_dim", F(gemm_min_dim), 0, 1e9, false, "a dimension in [0, 1e9]"},
-    {"mem_eff", F(mem_eff), 0, 1, true, "a fraction in (0, 1]"},
-    {"score_mem_eff", F(score_mem_eff), 0, 1, true, "a fraction in (0, 1]"},
-    {"attn_eff", F(attn_eff), 0, 1, true, "a fraction in (0, 1]"},
+    {"mem_eff", F(mem_eff), 1e-3, 1, false, "a fraction in [0.001, 1]"},
+    {"score_mem_eff", F(score_mem_eff), 1e-3, 1, false, "a fraction in [0.001, 1]"},
+    {"attn_eff", F(attn_eff), 1e-3, 1, false, "a fraction in [0.001, 1]"},
     {"launch_ns", F(launch_ns), 0, 1e9, false, "nanoseconds in [0, 1e9]"},
     {"overlap_slowdown", F(overlap_slowdown), 0, 100, false, "a factor in [0, 100]"},
     {"fp8_gemm_eff", F(fp8_gemm_eff), 0, 1, false, "a fraction in [0, 1] (0: gemm_eff)"},

@@ -11,6 +11,7 @@
 
 #include "etkit/live.h"
 #include "live/proto.h"
+#include "util/outset.h"
 
 enum { R_START = 0, R_RUN, R_WAIT, R_INIT, R_DONE, R_EXTERN };
 
@@ -84,6 +85,8 @@ struct etk_live {
     const etk_live_opts *o;
     etk_sim *s;
     etk_groups *groups;
+    etk_outset rec_set;  /* --record: the rank set, written in a temporary folder, published whole */
+    bool rec_open;
     lrank *r;
     uint32_t n;          /* engine ranks: n_proc processes x gpp GPUs */
     uint32_t n_proc, gpp; /* process p drives ranks p*gpp .. p*gpp+gpp-1 over one socket */

@@ -365,15 +365,21 @@ void live_drop_pending(coord *c, uint32_t rank)
 }
 
 /* --record: each rank's file is written as its nodes go to the engine (live_flush), so the
- * coordinator keeps no copy of the run for the end. */
+ * coordinator keeps no copy of the run for the end. The set is all-or-nothing (util/outset.c,
+ * as gen's, issue #18): the files go to a temporary folder next to the prefix, under a lock on
+ * it, and are published only when every one is complete; a failed or killed run leaves the
+ * earlier set as it was, and stale ranks of an earlier, larger run are removed. */
 int live_record_open(coord *c, etk_error *err)
 {
-    const char *prefix = c->o->record_prefix;
+    int rc = etk_outset_begin(&c->rec_set, c->o->record_prefix, err);
+    if (rc)
+        return rc;
+    c->rec_open = true;
+    const char *prefix = c->rec_set.tprefix;
     size_t plen = strlen(prefix) + 32;
     char *path = malloc(plen);
     if (!path)
         return etk_err(err, ETK_ENOMEM, "out of memory");
-    int rc = 0;
     for (uint32_t i = 0; i < c->n && !rc; i++) {
         snprintf(path, plen, "%s.%u.et", prefix, i);
         rc = etk_writer_open(path, "etkit-live", NULL, 0, &c->r[i].rec, err);
@@ -382,7 +388,7 @@ int live_record_open(coord *c, etk_error *err)
     return rc;
 }
 
-/* Closes the rank files and writes the communicators (PREFIX.json). */
+/* Closes the rank files, writes the communicators (PREFIX.json) and publishes the set. */
 int live_write_record(coord *c, etk_error *err)
 {
     int rc = 0;
@@ -395,7 +401,7 @@ int live_write_record(coord *c, etk_error *err)
             etk_writer_abort(w);
     }
     if (!rc && c->groups->n_groups) {
-        const char *prefix = c->o->record_prefix;
+        const char *prefix = c->rec_set.tprefix;
         size_t plen = strlen(prefix) + 8;
         char *path = malloc(plen);
         if (!path)
@@ -403,6 +409,13 @@ int live_write_record(coord *c, etk_error *err)
         snprintf(path, plen, "%s.json", prefix);
         rc = etk_groups_write(c->groups, path, err);
         free(path);
+    }
+    if (c->rec_open) {
+        c->rec_open = false;
+        if (!rc)
+            rc = etk_outset_commit(&c->rec_set, c->n, err); /* aborts the set on error */
+        else
+            etk_outset_abort(&c->rec_set);
     }
     return rc;
 }
@@ -419,6 +432,10 @@ void live_nodes_free(coord *c)
         if (R->rec)
             etk_writer_abort(R->rec);
         R->rec = NULL;
+    }
+    if (c->rec_open) { /* a failed run: the temporary folder and the lock go, the old set stays */
+        etk_outset_abort(&c->rec_set);
+        c->rec_open = false;
     }
     for (uint32_t i = 0; i < c->cap_names; i++)
         free(c->names[i]);

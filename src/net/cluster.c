@@ -670,7 +670,7 @@ static int parse_cluster(ydoc *y, const yaml_node_t *root, etk_cluster *c)
             c->n_dims = n;
             have_net = true;
         } else if (strcmp(key, "compute_efficiency") == 0) {
-            if ((rc = ypositive(y, v, "compute_efficiency", "a fraction in (0, 1]",
+            if ((rc = ypositive(y, v, "compute_efficiency", "a fraction in [0.001, 1]",
                                 &c->compute_efficiency)))
                 return rc;
             if (c->compute_efficiency > 1 || c->compute_efficiency < 1e-3)
@@ -891,9 +891,9 @@ int etk_cluster_check(const etk_cluster *c, uint32_t n_ranks, etk_error *err)
                        "has %llu links, more than the flow model supports (%u, about 1 billion "
                        "GPUs); use network_model: analytical", c->name, c->n_npus,
                        (unsigned long long)net_flow_fabric_links(c), UINT32_MAX);
-    if (!(c->compute_efficiency > 0 && c->compute_efficiency <= 1))
+    if (!(c->compute_efficiency >= 1e-3 && c->compute_efficiency <= 1)) /* as the YAML and --efficiency */
         return etk_err(err, ETK_EINVAL,
-                       "cluster '%s': compute_efficiency: expected a fraction in (0, 1], got %g",
+                       "cluster '%s': compute_efficiency: expected a fraction in [0.001, 1], got %g",
                        c->name, c->compute_efficiency);
     if ((int)c->precision < 0 || c->precision >= ETK_PREC_COUNT)
         return etk_err(err, ETK_EINVAL, "cluster '%s': unknown precision %d", c->name,

@@ -208,9 +208,11 @@ int etk_link_factor_parse(etk_cluster *c, const char *spec, etk_error *err)
     if (k < 0)
         return etk_err(err, ETK_EINVAL, "--link-factor '%s': unknown link kind '%s' (expected "
                        "nic, nvlink or dim)", spec, kind);
-    if (!(x > 0) || !isfinite(x) || x > 1e6)
-        return etk_err(err, ETK_EINVAL, "--link-factor '%s': factor %g: expected a positive "
-                       "number (0.5 = half the bandwidth)", spec, x);
+    /* [0.001, 1000] as --slow-rank's factor: 1e-300 ran into a 1.84e19 ns collective, 1e300 was
+     * told it is not "a positive number" (issue #18) */
+    if (!(x >= 1e-3 && x <= 1e3))
+        return etk_err(err, ETK_EINVAL, "--link-factor '%s': factor %g: expected a number in "
+                       "[0.001, 1000] (0.5 = half the bandwidth)", spec, x);
     if (k == ETK_LINK_DIM && idx >= c->n_dims)
         return etk_err(err, ETK_EINVAL, "--link-factor '%s': dimension %u out of range (the "
                        "cluster has %u)", spec, idx, c->n_dims);

@@ -11,6 +11,12 @@
 
 #include "etkit/et.h"
 
+/* "a" or "an" before what ("an input file", "an ASTRA-sim network file") */
+static const char *article(const char *what)
+{
+    return strchr("aeiouAEIOU", what[0]) && what[0] ? "an" : "a";
+}
+
 int etk_file_mkdirs(const char *path, etk_error *err)
 {
     char *dir = strdup(path);
@@ -192,8 +198,8 @@ static int read_plain(int fd, const char *path, size_t size_hint, size_t max_byt
     }
     if (n > max_bytes) { /* it grew while read */
         free(buf);
-        return etk_err(err, ETK_EINVAL, "%s: more than the limit of %zu bytes (%.0f MiB) for a %s", path,
-                       max_bytes, (double)max_bytes / 1048576.0, what);
+        return etk_err(err, ETK_EINVAL, "%s: more than the limit of %zu bytes (%.0f MiB) for %s %s", path,
+                       max_bytes, (double)max_bytes / 1048576.0, article(what), what);
     }
     buf[n] = 0;
     *data = buf;
@@ -221,8 +227,8 @@ static int read_gz(int fd, const char *path, size_t max_bytes, const char *what,
             free(buf);
             gzclose(gz);
             return etk_err(err, ETK_EINVAL,
-                           "%s: decompresses to more than the limit of %zu bytes (%.0f MiB) for a %s", path,
-                           max_bytes, (double)max_bytes / 1048576.0, what);
+                           "%s: decompresses to more than the limit of %zu bytes (%.0f MiB) for %s %s", path,
+                           max_bytes, (double)max_bytes / 1048576.0, article(what), what);
         }
         if (cap - n < (1u << 15)) {
             char *nb = realloc(buf, cap * 2);
@@ -274,10 +280,11 @@ int etk_file_read_max(const char *path, size_t max_bytes, const char *what, char
     if (stat(path, &st) != 0)
         return etk_err(err, ETK_EIO, "%s: cannot open: %s", path, strerror(errno));
     if (!S_ISREG(st.st_mode))
-        return etk_err(err, ETK_EIO, "%s: %s, expected a %s", path, etk_file_kind(st.st_mode), what);
+        return etk_err(err, ETK_EIO, "%s: %s, expected %s %s", path, etk_file_kind(st.st_mode), article(what), what);
     if ((uint64_t)st.st_size > max_bytes)
-        return etk_err(err, ETK_EINVAL, "%s: %llu bytes, more than the limit of %zu bytes (%.0f MiB) for a %s",
-                       path, (unsigned long long)st.st_size, max_bytes, (double)max_bytes / 1048576.0, what);
+        return etk_err(err, ETK_EINVAL, "%s: %llu bytes, more than the limit of %zu bytes (%.0f MiB) for %s %s",
+                       path, (unsigned long long)st.st_size, max_bytes, (double)max_bytes / 1048576.0,
+                       article(what), what);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return etk_err(err, ETK_EIO, "%s: cannot open: %s", path, strerror(errno));

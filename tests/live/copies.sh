@@ -11,9 +11,22 @@
 . "$(dirname "$0")/livelib.sh"
 cuda_build $CUDA_CC "$T/copies" "$HERE/copies.c" -lcudart
 sed 's/size: 8/size: 1/; s/live-ring8/live-ring1/' "$HERE/ring8.yaml" >"$T/ring1.yaml"
+# --record is an all-or-nothing set (issue #18, util/outset.c as gen's): ranks of an earlier,
+# larger record and a dead writer's temporary folder are removed, unrelated names kept
+( exit 0 ) & dead=$!; wait $dead
+touch "$T/rec.3.et" "$T/rec.3.et.keep"; mkdir "$T/.rec.etkit-tmp.$dead"; touch "$T/.rec.etkit-tmp.$dead/rec.0.et"
 timeout 60 "$ETKIT" live --cluster "$T/ring1.yaml" --ranks 1 --cpu-scale 0 --record "$T/rec" -- "$T/copies" >"$T/out" 2>"$T/err"
 rc=$?
 [ $rc = 0 ] || { fail "etkit live exited $rc: $(tail -3 "$T/err")"; exit 1; }
+left=$(cd "$T" && ls -A | grep '^\.\?rec' | tr '\n' ' ')
+[ "$left" = "rec.0.et rec.3.et.keep " ] && ok "--record: stale rank and dead writer's folder removed ($left)" ||
+  fail "--record left: '$left' (want rec.0.et rec.3.et.keep)"
+# a record into a folder that cannot exist is refused before the program runs
+: >"$T/afile"
+timeout 60 "$ETKIT" live --cluster "$T/ring1.yaml" --ranks 1 --cpu-scale 0 --record "$T/afile/r" -- "$T/copies" >"$T/out2" 2>&1
+rc=$?
+[ $rc = 2 ] && grep -qF "$T/afile is not a folder" "$T/out2" && ! grep -q '^h2d ' "$T/out2" &&
+  ok "--record into a file's folder: exit 2 before the run" || fail "--record into a file's folder: exit $rc: $(head -3 "$T/out2")"
 read -r _ h2d _ ms _ h2d_ms _ h2d_h2d _ h2d_d2h _ same < <(grep '^h2d ' "$T/out")
 check() { [ "$2" = "$3" ] && ok "$1 = $2 ns" || fail "$1 = $2 ns, want $3"; }
 check "host to device, 8 MiB alone (8,388,608 B / 64 GB/s)" "$h2d" 131072

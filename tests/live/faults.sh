@@ -32,6 +32,14 @@ for k in 1 2 3; do
     fail "rank exits early, run $k: exit $rc, $nrel of 3 'released' lines"
 done
 expect "rank crashes" 1 "rank 1 exited with status 5" crash
+# --record of a failed run (issue #18, all-or-nothing): the earlier record is left as it was,
+# with no temporary folder or lock behind
+expect "record of a good run" 0 "all-reduce took 21729 ns" ok --record "$T/rec"
+old=$(cd "$T" && md5sum rec.*.et rec.json)
+expect "record of a crashing run" 1 "rank 1 exited with status 5" crash --record "$T/rec"
+[ "$(cd "$T" && md5sum rec.*.et rec.json)" = "$old" ] && [ "$(cd "$T" && ls -A | grep -c 'rec\.lock\|etkit-tmp')" = 0 ] &&
+  ok "record of a crashing run: the earlier record unchanged, nothing left behind" ||
+  fail "record of a crashing run changed the earlier record or left files: $(cd "$T" && ls -A | tr '\n' ' ')"
 expect "rank aborts" 1 "rank 1 was killed by signal 6" abort
 expect "mismatched collectives" 1 "deadlock at t = " mismatch
 expect "mismatched collectives, which" 1 "collective #1 ALL_REDUCE of 1048576 bytes" mismatch
