@@ -94,7 +94,7 @@ const char sim_cli_help[] =
     "                           in MACs (x2 FLOPs); on by default for STAGE's files\n"
     "  --no-stage-units         read a STAGE trace's sizes and num_ops as they are\n"
     "  --no-fold                simulate every rank even where ranks fold into classes\n"
-    "  --tokens N               tokens per step (for tokens/s)\n"
+    "  --tokens N               tokens per step (for tokens/s; 0 to 2^53)\n"
     "  --model-flops F          model FLOPs per step over all ranks (for MFU; default: num_ops sum)\n"
     "output:\n"
     "  --json | --csv           machine-readable report instead of text\n"
@@ -243,8 +243,11 @@ int sim_cli_option(const char *cmd, sim_cli *c, int opt, const char *arg)
     case SO_TOKENS:
         if (cli_parse_double(cmd, "--tokens", arg, &c->o.tokens_per_step) != 0)
             return 2;
-        if (c->o.tokens_per_step < 0)
-            return cli_usage_error(cmd, "--tokens must be >= 0, got %s", arg);
+        /* a count of tokens: at most 2^53 (exact in a double; real steps are ~10^7), so that
+         * tokens/s is never a 300-digit number (issue #18) */
+        if (c->o.tokens_per_step < 0 || c->o.tokens_per_step > 9007199254740992.0)
+            return cli_usage_error(cmd, "--tokens must be a number of tokens per step in [0, 2^53 = 9.0e15], got %s",
+                                   arg);
         return 0;
     case SO_MFLOPS:
         if (cli_parse_double(cmd, "--model-flops", arg, &c->o.model_flops) != 0)

@@ -101,6 +101,9 @@ expectf 2 "compute model: gemm_eff: expected a fraction in [0.001, 1], got 1e-30
 expectf 2 "--model-flops wants a finite number, got 'nan'" run --layers 1 --dp 8 --model-flops nan
 expectf 2 "--model-flops wants a finite number, got 'inf'" run --layers 1 --dp 8 --model-flops inf
 expectf 2 "--model-flops must be a positive number of FLOPs, got -5" run --layers 1 --dp 8 --model-flops -5
+# --tokens 1e300 printed tokens/s as a 300-digit number: a count of tokens is at most 2^53
+expectf 2 "--tokens must be a number of tokens per step in [0, 2^53 = 9.0e15], got 1e20" run --layers 1 --dp 8 --tokens 1e20
+expectf 2 "--tokens must be a number of tokens per step in [0, 2^53 = 9.0e15], got -1" run --layers 1 --dp 8 --tokens -1
 # a finite but impossible --model-flops printed "MFU 151879834820254112.0%" without a word: now a
 # warning with the bound (8 GPUs x peak x step time), which the JSON figures reproduce
 "$ETKIT" run --layers 1 --dp 8 --model-flops 1e30 --json >"$T/mf.json" 2>"$T/mf.err" || fail "run --model-flops 1e30 failed: $(cat "$T/mf.err")"
