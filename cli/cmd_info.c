@@ -69,10 +69,10 @@ static const char *u128_str(u128 v, char *buf)
     return buf;
 }
 
-/* a JSON integer up to 2^63 - 1, past it a real (json_int_t is signed) */
+/* a JSON integer up to 2^63 - 1, past it a real (etk_json_count) */
 static json_t *u128_json(u128 v)
 {
-    return v <= (u128)INT64_MAX ? json_integer((json_int_t)v) : json_real((double)v);
+    return v <= (u128)UINT64_MAX ? etk_json_count((uint64_t)v) : json_real((double)v);
 }
 
 int cmd_info(int argc, char **argv)

@@ -52,6 +52,11 @@ int etk_json_import_file(const char *path, etk_trace **out, etk_error *err);
  * another encoding) are written as the four characters \xNN instead of dropping the field. */
 void *etk_json_text(const char *s);
 
+/* A count or sum as a jansson number (json_t *, caller decrefs): an integer up to 2^63 - 1,
+ * past it a real (json_int_t is signed: a cast would print sums in (2^63, 2^64) as negative
+ * numbers). */
+void *etk_json_count(uint64_t v);
+
 /* Base64 (RFC 4648, standard alphabet, '=' padding). etk_base64_encode writes
  * etk_base64_len(n) + 1 bytes (NUL-terminated). etk_base64_decode accepts only canonical
  * input (length a multiple of 4, padding only at the end, zero unused bits), writes at most

@@ -258,11 +258,10 @@ static const char *coll_name(int32_t type)
     return type < 0 ? "UNKNOWN" : etk_coll_type_name(type);
 }
 
-/* a count or sum as a JSON number: an integer up to 2^63 - 1, past it a real (json_int_t is
- * signed: a cast printed sums in (2^63, 2^64) as negative numbers) */
+/* a count or sum as a JSON number (etk_json_count: a real past 2^63 - 1) */
 static json_t *ju64(uint64_t v)
 {
-    return v <= (uint64_t)INT64_MAX ? json_integer((json_int_t)v) : json_real((double)v);
+    return etk_json_count(v);
 }
 
 void *etk_info_to_json(const etk_trace_info *in, int64_t rank)

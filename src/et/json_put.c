@@ -226,6 +226,11 @@ void json_put_str_replacing(FILE *f, const char *s)
     fputc('"', f);
 }
 
+void *etk_json_count(uint64_t v)
+{
+    return v <= (uint64_t)INT64_MAX ? json_integer((json_int_t)v) : json_real((double)v);
+}
+
 void *etk_json_text(const char *s)
 {
     json_t *j = json_string(s ? s : "");
