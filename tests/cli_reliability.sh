@@ -237,4 +237,26 @@ echo "first line" >"$T/err.txt"
 head -1 "$T/err.txt" | grep -q "first line" || fail "-o /dev/stderr truncated what stderr held"
 grep -q "step time" "$T/err.txt" || fail "-o /dev/stderr: no report in the redirected file: $(head -c 300 "$T/err.txt")"
 
+# 10. a send/recv pair that disagrees on comm_size (the library's warning, test_input_limits.c,
+# seen by a user): a 2-stage pipeline whose rank 1 expects twice what rank 0 sends in its first
+# receive; sim warns naming both nodes and the sizes, and still times the step (exit 0)
+"$ETKIT" gen --layers 2 --hidden 256 --heads 4 --ffn 512 --vocab 1000 --seq 128 --pp 2 \
+  --global-batch 2 --micro-batch 1 --out "$T/pp" >/dev/null 2>&1 || fail "gen of the pp 2 workload failed"
+"$ETKIT" json "$T/pp.1.et" -o "$T/pp1.json" || fail "json export of rank 1 failed"
+python3 - "$T/pp1.json" <<'PY' || fail "could not edit rank 1's first receive"
+import json, sys
+d = json.load(open(sys.argv[1]))
+n = d["nodes"][0]
+assert n["type"] == "COMM_RECV_NODE", n["type"]
+for a in n["attr"]:
+    if a["name"] == "comm_size":
+        assert a["value"] == 65536, a["value"]   # 1 x 128 tokens x 256 hidden x 2 bytes
+        a["value"] = 131072
+json.dump(d, open(sys.argv[1], "w"))
+PY
+"$ETKIT" json --to-et "$T/pp1.json" -o "$T/pp.1.et" || fail "json import of rank 1 failed"
+expectf 0 "warning: 1 send/recv pairs of different comm_size, timed at the send's size (the first: rank 0 id 17 sends 65536 B, rank 1 id 1 expects 131072 B)" \
+  sim "$T/pp" --cluster dgx-h100
+grep -q "step time" "$T/out" || fail "sim with a size mismatch printed no step time: $(head -5 "$T/out")"
+
 exit $((fails > 0))
