@@ -491,6 +491,22 @@ static void test_window(void **state)
     uint64_t got = etk_compute_op_ns(&cl, &p, &op);
     if (got + 1 < want || got > want + 1)
         fail_msg("windowed flash_attn: %llu ns, want %llu", (unsigned long long)got, (unsigned long long)want);
+    /* GPT-OSS's layer (s 4096, w 128, d 64; docs/compute-model.md "Sliding windows"): 63 tiles
+     * of 128 x 128 against the causal s^2 / 2 pairs, at s_eq = 2 x 128 x 63 / 32 = 504, i.e.
+     * 504/(504 + 610) over 4096/(4096 + 610) of the full layer's efficiency: the sliding kernel
+     * takes 0.2367 of the full one's compute time (launch and bytes aside) */
+    {
+        etk_compute_params q = p;
+        q.launch_ns = 0;
+        etk_op_desc a = {.kind = ETK_OP_ATTENTION, .flops = 0, .bytes = 1, .attn_b = 1, .attn_s = 4096,
+                         .attn_heads = 64, .attn_d = 64, .attn_causal = true};
+        etk_op_desc wa = a;
+        wa.attn_window = 128;
+        double ratio = (63.0 * 128 * 128 / (4096.0 * 4096 / 2)) * (4096.0 / (4096 + 610)) / (504.0 / (504 + 610));
+        double got_r = (double)etk_compute_op_ns(&cl, &q, &wa) / (double)etk_compute_op_ns(&cl, &q, &a);
+        if (fabs(got_r - ratio) > 1e-4 || fabs(ratio - 0.2367) > 1e-4)
+            fail_msg("sliding / full kernel time %.5f, want %.5f (0.2367)", got_r, ratio);
+    }
     /* a window as long as the sequence is the causal kernel */
     op.attn_window = 1024;
     etk_op_desc full = op;
