@@ -543,6 +543,16 @@ static void test_window_patterns(void **state)
     memset(&err, 0, sizeof err);
     assert_int_not_equal(etk_model_parse(yb, strlen(yb), "t.yaml", &m, &err), 0);
     assert_non_null(strstr(err.msg, "t.yaml: field 'window_layers' must be a string of 'S' (sliding) and 'F' (full) layers"));
+    const char *yx = "name: t\narch: llama\nlayers: 8\nhidden: 256\nheads: 4\nffn: 512\nvocab: 1000\nseq: 2048\n"
+                     "window: 256\nwindow_layers: SX\n";
+    memset(&err, 0, sizeof err);
+    assert_int_not_equal(etk_model_parse(yx, strlen(yx), "t.yaml", &m, &err), 0);
+    assert_non_null(strstr(err.msg, "t.yaml: window_layers: expected layers of 'S' (sliding) and 'F' (full attention), got 'X' at layer 1"));
+    const char *ye = "name: t\narch: llama\nlayers: 8\nhidden: 256\nheads: 4\nffn: 512\nvocab: 1000\nseq: 2048\n"
+                     "window: 256\nwindow_layers: \"\"\n";
+    memset(&err, 0, sizeof err);
+    assert_int_not_equal(etk_model_parse(ye, strlen(ye), "t.yaml", &m, &err), 0);
+    assert_non_null(strstr(err.msg, "t.yaml: window_layers: expected 1 to 65536 layers, got 0"));
 #undef BASE
 }
 

@@ -111,8 +111,8 @@ static void hf_seq_tie(json_t *root, etk_model *out)
 static int window_pattern(const char *pat, size_t n, const char *fname, const char *what, etk_model *out,
                           etk_error *err)
 {
-    if (!n)
-        return etk_err(err, ETK_EFORMAT, "%s: %s is empty", fname, what);
+    if (!n || n > (1 << 16))
+        return etk_err(err, ETK_EFORMAT, "%s: %s: expected 1 to 65536 layers, got %zu", fname, what, n);
     bool any_full = false;
     for (size_t i = 0; i < n; i++) {
         if (pat[i] != 'S' && pat[i] != 'F')
