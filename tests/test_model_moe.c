@@ -5,6 +5,7 @@
 #include "testutil.h"
 
 #include <stdio.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "etkit/gen.h"
@@ -466,6 +467,10 @@ static void test_window_closed_form(void **state)
     assert_true(etk_window_tiles(10, 4, 2) == 12);
     assert_true(etk_window_tiles(4096, 128, 128) == 63); /* 1 + 31 x 2 */
     assert_true(etk_window_tiles(4096, 4096, 128) == 32 * 33 / 2); /* the causal triangle of tiles */
+    /* a trace's lengths near INT64_MAX: no overflow (ceilings without s + blk - 1) */
+    double big = etk_window_tiles(INT64_MAX, INT64_MAX - 1, 128);
+    assert_true(big > 0 && big < 1e300);
+    assert_true(etk_window_tiles(INT64_MAX, 128, 128) == 1 + ((double)(INT64_MAX / 128 + 1) - 1) * 2);
     /* KV cache: GPT-OSS-120B (8 KV heads of 64, BF16): 2 x 8 x 64 x 2 = 2,048 B per token per
      * layer; at 4,096 tokens the 18 full layers hold 4,096 and the 18 sliding ones 128 */
     const char *cfg = "{\"model_type\": \"gpt_oss\", \"hidden_size\": 2880, \"num_hidden_layers\": 36, "

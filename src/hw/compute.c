@@ -286,7 +286,7 @@ uint64_t etk_compute_op_ns(const etk_cluster *c, const etk_compute_params *p, co
         bool win = op->attn_window > 0 && op->attn_causal && op->attn_s > op->attn_window;
         double s_eff = (double)op->attn_s;
         if (win) { /* 2 tile x the mean key tiles per query tile (a causal s: about s) */
-            double n = (double)((op->attn_s + ETK_ATTN_TILE - 1) / ETK_ATTN_TILE);
+            double n = (double)(op->attn_s / ETK_ATTN_TILE + (op->attn_s % ETK_ATTN_TILE != 0));
             s_eff = 2.0 * ETK_ATTN_TILE * etk_window_tiles(op->attn_s, op->attn_window, ETK_ATTN_TILE) / n;
             if (s_eff > (double)op->attn_s)
                 s_eff = (double)op->attn_s;

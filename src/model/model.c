@@ -1200,7 +1200,8 @@ double etk_window_tiles(int64_t s, int64_t w, int64_t blk)
 {
     if (s <= 0 || w <= 0 || blk <= 0)
         return 0;
-    int64_t n = (s + blk - 1) / blk, k = (w - 1 + blk - 1) / blk, i0 = k < n ? k : n;
+    /* ceilings without s + blk - 1 (a trace's attn_s may be near INT64_MAX) */
+    int64_t n = s / blk + (s % blk != 0), k = (w - 1) / blk + ((w - 1) % blk != 0), i0 = k < n ? k : n;
     return (double)i0 * (double)(i0 + 1) / 2 + (double)(n - i0) * (double)(k + 1);
 }
 
