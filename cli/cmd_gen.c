@@ -188,6 +188,11 @@ static void print_text(const etk_gen_config *c, const etk_gen_summary *s)
                m->max_positions > m->seq ? " (a Hugging Face config's max_position_embeddings is the longest context, "
                                            "not the training sequence: --seq sets it)" : "",
                m->tie_embeddings ? "; output layer tied to the token embedding (tie_word_embeddings)" : "");
+    if (m->window > 0) /* sliding-window attention (docs/models.md) */
+        printf("model: sliding-window attention, window %" PRId64 ", on %" PRId64 " of %" PRId64 " layers%s\n", m->window,
+               etk_model_sliding_layers(m, 0, m->layers), m->layers,
+               m->window >= m->seq ? " (at least seq: charged as full attention)"
+               : c->attention != ETK_ATTN_FLASH ? " (unfused attention computes the whole masked scores: charged as full)" : "");
     char rms[112];
     printf("plan: %u ranks = tp %u x cp %u%s x dp %u x pp %u (rank order %s), sp %s, micro-batch %u, global batch %u -> %u "
            "micro-batches per DP rank, %s%s, zero %d, recompute %s%s%s, %s (gradients %s)\n",

@@ -49,6 +49,23 @@ b=$("$ETKIT" calibrate "$T/full.json" | grep '^good ')
 c=$("$ETKIT" calibrate "$T/good.json" | grep '^good ')
 [ -n "$a" ] && [ "$a" = "$b" ] && [ "$a" != "$c" ] || fail "--plan-extra recompute full: '$a', want '$b' (not '$c')"
 
+# a row the rows file marks not expressible, expressed by a plan-extra entry giving its model,
+# cluster and complete plan (the source quoting the row's description): predicted as the same
+# row written out in full, and the report says where it came from
+printf '[{"name": "ne", "set": "t", "gpu_type": "H100", "gpus": 8, "description": "D 7B, TP2", "measured": {"metric": "tokens_per_s_per_gpu", "value": 1000}, "expressible": false, "why_not": "w"}]' >"$T/ne.json"
+printf '{"ne": {"model": %s, "cluster": "dgx-h100", "plan": %s, "source": "the row: D 7B, TP2"}}' "$SMALL" "$PLAN" >"$T/x6.json"
+a=$("$ETKIT" calibrate "$T/ne.json" --plan-extra "$T/x6.json" | grep '^ne ' | awk '{print $6, $7}')
+b=$("$ETKIT" calibrate "$T/good.json" | grep '^good ' | awk '{print $6, $7}')
+[ -n "$a" ] && [ "$a" = "$b" ] || fail "--plan-extra expressing row ne: '$a', want '$b'"
+expect 0 "ne: marked not expressible in the rows file, expressed by the plan-extra file" calibrate "$T/ne.json" --plan-extra "$T/x6.json"
+expect 0 "not expressible: w" calibrate "$T/ne.json"
+"$ETKIT" calibrate "$T/ne.json" --plan-extra "$T/x6.json" --json | grep -q '"expressed_by": "plan-extra"' ||
+  fail "--json: no expressed_by for row ne"
+printf '{"ne": {"model": %s, "cluster": "dgx-h100", "plan": %s, "source": "s"}}' "$SMALL" "$PLAN" >"$T/x7.json"
+expect 2 "row 0 'ne': plan-extra entry: its 'source' must quote the row's description (\"D 7B, TP2\")" calibrate "$T/ne.json" --plan-extra "$T/x7.json"
+printf '{"good": {"model": %s, "cluster": "dgx-h100", "plan": %s, "source": "s"}}' "$SMALL" "$PLAN" >"$T/x8.json"
+expect 2 "row 0 'good': plan-extra entry: gives a model, but the row is expressible" calibrate "$T/good.json" --plan-extra "$T/x8.json"
+
 # one path with etkit run: the same plan's tokens/s per GPU, to the printed digit
 "$ETKIT" calibrate "$T/good.json" --json >"$T/good.out" || fail "calibrate good.json failed: $(head -3 "$T/good.out")"
 "$ETKIT" run --model llama2-7b --layers 2 --hidden 1024 --heads 8 --ffn 2816 --vocab 16000 --tp 2 --dp 4 \

@@ -10,6 +10,11 @@ expect 0 "example" models --help
 expect 2 "unknown option '--bogus'" gen --bogus --summary
 expect 2 "unknown option '--bogus'" models --bogus
 expect 2 "give --out PREFIX" gen --model llama2-7b
+# sliding-window attention in the summary (docs/models.md): GPT-OSS's even layers
+SWA="$(cd "$(dirname "$0")" && pwd)/data/swa-oss.json"
+expect 0 "model: sliding-window attention, window 128, on 2 of 4 layers$" gen --model-file "$SWA" --seq 1024 --summary
+expect 0 "on 2 of 4 layers (unfused attention computes the whole masked scores: charged as full)" gen --model-file "$SWA" --seq 1024 --attention unfused --summary
+expect 0 "on 2 of 4 layers (at least seq: charged as full attention)" gen --model-file "$SWA" --seq 128 --summary
 expect 2 "tp 3 does not divide --heads 32" gen --model llama2-7b --tp 3 --summary
 expect 2 "global-batch 5 is not divisible" gen --model llama2-7b --dp 2 --global-batch 5 --summary
 expect 2 "unknown model 'gpt5'" gen --model gpt5 --summary

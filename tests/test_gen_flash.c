@@ -18,6 +18,7 @@
 
 #include "etkit/compute.h"
 #include "etkit/gen.h"
+#include "etkit/model.h"
 #include "gen_testlib.h"
 #include "etkit/net.h"
 #include "etkit/sim.h"
@@ -440,12 +441,100 @@ static void test_bad_input(void **state)
     assert_int_equal(c.attention, ETK_ATTN_FLASH);
 }
 
+/* ---------- sliding-window layers (tests/data/swa-oss.json: GPT-OSS-style, window 128 on the
+ * even layers; 4 query heads and 2 KV heads of d 64) at s 1024 ---------- */
+static void test_window(void **state)
+{
+    (void)state;
+    etk_gen_config c;
+    etk_workload *w = workload("--model-file tests/data/swa-oss.json --seq 1024 --attention flash", &c);
+    /* query i sees min(i + 1, 128) keys: 128 x 1024 - 128 x 127 / 2 = 122,944 pairs; the fused
+     * node counts twice that against the full layer's s^2 = 1,048,576 (the causal convention) */
+    const double pairs = 128.0 * 1024 - 128.0 * 127 / 2, scale = 2 * pairs / (1024.0 * 1024);
+    assert_true(pairs == 122944);
+    const etk_node *f0 = find(w, "L0.flash_attn", NULL), *f1 = find(w, "L1.flash_attn", NULL);
+    const etk_node *b0 = find(w, "L0.flash_attn.bwd", NULL), *b1 = find(w, "L1.flash_attn.bwd", NULL);
+    assert_non_null(f0);
+    assert_non_null(f1);
+    assert_non_null(b0);
+    assert_non_null(b1);
+    assert_true(fabs((double)i64_attr(f0, "num_ops") - scale * (double)i64_attr(f1, "num_ops")) <= 1);
+    assert_true(fabs((double)i64_attr(b0, "num_ops") - scale * (double)i64_attr(b1, "num_ops")) <= 1);
+    assert_int_equal(i64_attr(f0, "attn_window"), 128);
+    assert_int_equal(i64_attr(b0, "attn_window"), 128);
+    int64_t none = 0;
+    assert_false(etk_node_i64(f1, "attn_window", &none)); /* layer 1: full attention */
+    /* same bytes (Q, K, V, O, log-sum-exp) either way */
+    uint64_t by0 = 0, by1 = 0;
+    assert_true(etk_node_u64(f0, "tensor_size", &by0) && etk_node_u64(f1, "tensor_size", &by1));
+    assert_true(by0 == by1);
+
+    /* the compute model: tiles of 128 x 128 the kernel computes: query tile i needs key tiles
+     * i - 1 and i (tile 0: itself): 1 + 7 x 2 = 15 of the 8 x 8; at the efficiency of the causal
+     * length with as many key tiles per query tile, 2 x 128 x 15 / 8 = 480 (FA3 causal forward,
+     * kernels-measured.md section 3: 292 TFLOP/s at 512 against 602 at 8k) */
+    assert_true(etk_window_tiles(1024, 128, ETK_ATTN_TILE) == 15);
+    etk_error err = {0};
+    etk_cluster cl;
+    if (etk_cluster_preset("dgx-h100", 1, &cl, &err))
+        fail_msg("%s", err.msg);
+    etk_compute_params p;
+    etk_compute_defaults(&cl.gpu, &p);
+    etk_op_desc op;
+    int64_t nops = i64_attr(f0, "num_ops");
+    etk_compute_op_from_node(f0, (uint64_t)nops, by0, &op);
+    assert_int_equal(op.attn_window, 128);
+    double flk = (double)nops / 2 * 15 * 128 * 128 / pairs;
+    double eff = 0.475 * (480.0 / (480 + 610)) / (8192.0 / (8192 + 610)) * (64.0 / (64 + 54)) / (128.0 / (128 + 54));
+    double t = flk / (989e12 * eff), tb = (double)by0 / (cl.gpu.hbm_bw_Bps * 0.80);
+    uint64_t want = (uint64_t)llround((t > tb ? t : tb) * 1e9 + 3000);
+    uint64_t got = etk_compute_op_ns(&cl, &p, &op);
+    if (got + 1 < want || got > want + 1)
+        fail_msg("windowed flash_attn: %llu ns, want %llu", (unsigned long long)got, (unsigned long long)want);
+    /* GPT-OSS's layer (s 4096, w 128, d 64; docs/compute-model.md "Sliding windows"): 63 tiles
+     * of 128 x 128 against the causal s^2 / 2 pairs, at s_eq = 2 x 128 x 63 / 32 = 504, i.e.
+     * 504/(504 + 610) over 4096/(4096 + 610) of the full layer's efficiency: the sliding kernel
+     * takes 0.2367 of the full one's compute time (launch and bytes aside) */
+    {
+        etk_compute_params q = p;
+        q.launch_ns = 0;
+        etk_op_desc a = {.kind = ETK_OP_ATTENTION, .flops = 0, .bytes = 1, .attn_b = 1, .attn_s = 4096,
+                         .attn_heads = 64, .attn_d = 64, .attn_causal = true};
+        etk_op_desc wa = a;
+        wa.attn_window = 128;
+        double ratio = (63.0 * 128 * 128 / (4096.0 * 4096 / 2)) * (4096.0 / (4096 + 610)) / (504.0 / (504 + 610));
+        double got_r = (double)etk_compute_op_ns(&cl, &q, &wa) / (double)etk_compute_op_ns(&cl, &q, &a);
+        if (fabs(got_r - ratio) > 1e-4 || fabs(ratio - 0.2367) > 1e-4)
+            fail_msg("sliding / full kernel time %.5f, want %.5f (0.2367)", got_r, ratio);
+    }
+    /* a window as long as the sequence is the causal kernel */
+    op.attn_window = 1024;
+    etk_op_desc full = op;
+    full.attn_window = 0;
+    assert_int_equal(etk_compute_op_ns(&cl, &p, &op), etk_compute_op_ns(&cl, &p, &full));
+    etk_workload_free(w);
+
+    /* unfused attention computes the whole masked score matrix: the sliding layer as the full one */
+    w = workload("--model-file tests/data/swa-oss.json --seq 1024 --attention unfused", &c);
+    assert_int_equal(i64_attr(find(w, "L0.scores", NULL), "num_ops"), i64_attr(find(w, "L1.scores", NULL), "num_ops"));
+    etk_workload_free(w);
+    /* CP by all-gathers: each rank's query slice counts the mean share */
+    w = workload("--model-file tests/data/swa-oss.json --seq 1024 --cp 2 --attention flash", &c);
+    f0 = find(w, "L0.flash_attn", NULL);
+    f1 = find(w, "L1.flash_attn", NULL);
+    assert_true(fabs((double)i64_attr(f0, "num_ops") - scale * (double)i64_attr(f1, "num_ops")) <= 1);
+    etk_workload_free(w);
+    /* the ring over a window is refused by name */
+    assert_int_not_equal(parse("--model-file tests/data/swa-oss.json --seq 1024 --cp 2 --cp-comm ring", &c, &err), 0);
+    assert_non_null(strstr(err.msg, "--cp-comm ring: model swa-oss.json has sliding-window layers (window 128)"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fused_nodes), cmocka_unit_test(test_flops),     cmocka_unit_test(test_activations),
         cmocka_unit_test(test_cp),          cmocka_unit_test(test_clean),     cmocka_unit_test(test_node_time),
-        cmocka_unit_test(test_run_default), cmocka_unit_test(test_bad_input),
+        cmocka_unit_test(test_run_default), cmocka_unit_test(test_bad_input), cmocka_unit_test(test_window),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

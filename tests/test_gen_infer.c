@@ -225,6 +225,19 @@ static void test_kv_cache(void **state)
     assert_int_equal(s.stages[0].kv_cache_bytes, per_rank / 2);
     assert_int_equal(s.kv_bytes_per_token, 2 * 32 * 8 * 128);
     etk_gen_summary_free(&s);
+    /* sliding-window layers (tests/data/swa-oss.json: 4 layers, 2 KV heads of 64, window 128 on
+     * layers 0 and 2) keep at most 128 tokens of each sequence: with PP 2 each stage holds one
+     * full layer at 1,024 tokens and one sliding layer at 128; 2 x 2 x 64 x 2 = 512 B per token
+     * per layer, 3 sequences */
+    summarize("--mode inference --model-file tests/data/swa-oss.json --pp 2 --prompt-len 1000 --decode-steps 24 "
+              "--batch 3", &c, &s);
+    assert_int_equal(s.stages[0].kv_cache_bytes, 3ull * 512 * (1024 + 128));
+    assert_int_equal(s.stages[1].kv_cache_bytes, 3ull * 512 * (1024 + 128));
+    etk_gen_summary_free(&s);
+    summarize("--mode inference --model-file tests/data/swa-oss.json --prompt-len 100 --decode-steps 20 --batch 3",
+              &c, &s);
+    assert_int_equal(s.stages[0].kv_cache_bytes, 3ull * 512 * 4 * 120); /* shorter than the window */
+    etk_gen_summary_free(&s);
     /* TP 16 over 8 KV heads: one KV head per rank, each on 2 ranks (replicated K/V projections
      * and cache); the query heads, FFN and vocabulary split 16 ways */
     summarize("--mode inference --model llama3-8b --tp 16 --prompt-len 100 --decode-steps 4 --batch 2", &c, &s);

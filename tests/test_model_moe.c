@@ -5,6 +5,7 @@
 #include "testutil.h"
 
 #include <stdio.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "etkit/gen.h"
@@ -439,7 +440,13 @@ static void test_gpt_oss_params(void **state)
     assert_int_equal(etk_model_params(&m, &got, &err), 0);
     assert_int_equal(got, 36 * layer + 2 * V * h + h);
     assert_int_equal(got, 116789048640ull);
-    assert_non_null(strstr(m.source, "sliding-window layers as full attention"));
+    assert_non_null(strstr(m.source, "attention sinks and biases not modelled"));
+    /* HF's default layer_types for gpt_oss: layer i slides when (i + 1) % 2, the even layers */
+    assert_int_equal(m.window, 128);
+    assert_true(etk_model_layer_sliding(&m, 0) && !etk_model_layer_sliding(&m, 1) && etk_model_layer_sliding(&m, 34) &&
+                !etk_model_layer_sliding(&m, 35));
+    assert_int_equal(etk_model_sliding_layers(&m, 0, 36), 18);
+    assert_int_equal(etk_model_sliding_layers(&m, 9, 9), 4); /* layers 9-17: 10, 12, 14, 16 */
     /* a config without the experts names the key */
     const char *bad = "{\"model_type\": \"gpt_oss\", \"hidden_size\": 2880, \"num_hidden_layers\": 36, "
                       "\"num_attention_heads\": 64, \"intermediate_size\": 2880, \"vocab_size\": 201088, "
@@ -448,10 +455,116 @@ static void test_gpt_oss_params(void **state)
     assert_non_null(strstr(err.msg, "oss/config.json: missing 'num_local_experts'"));
 }
 
+/* Sliding windows in closed form, by hand: s = 10, w = 4: query i sees min(i + 1, 4) keys,
+ * 1 + 2 + 3 + 4 x 7 = 34 = 4 x 10 - 4 x 3 / 2. Tiles of 2: query tile i (rows 2i, 2i + 1) needs
+ * key tiles floor(max(0, 2i - 3) / 2) .. i: 1, 2, 3, 3, 3 = 12. A window as long as the
+ * sequence is causal: s (s + 1) / 2. */
+static void test_window_closed_form(void **state)
+{
+    (void)state;
+    assert_true(etk_window_pairs(10, 4) == 34);
+    assert_true(etk_window_pairs(10, 10) == 55 && etk_window_pairs(10, 64) == 55);
+    assert_true(etk_window_tiles(10, 4, 2) == 12);
+    assert_true(etk_window_tiles(4096, 128, 128) == 63); /* 1 + 31 x 2 */
+    assert_true(etk_window_tiles(4096, 4096, 128) == 32 * 33 / 2); /* the causal triangle of tiles */
+    /* a trace's lengths near INT64_MAX: no overflow (ceilings without s + blk - 1) */
+    double big = etk_window_tiles(INT64_MAX, INT64_MAX - 1, 128);
+    assert_true(big > 0 && big < 1e300);
+    assert_true(etk_window_tiles(INT64_MAX, 128, 128) == 1 + ((double)(INT64_MAX / 128 + 1) - 1) * 2);
+    /* KV cache: GPT-OSS-120B (8 KV heads of 64, BF16): 2 x 8 x 64 x 2 = 2,048 B per token per
+     * layer; at 4,096 tokens the 18 full layers hold 4,096 and the 18 sliding ones 128 */
+    const char *cfg = "{\"model_type\": \"gpt_oss\", \"hidden_size\": 2880, \"num_hidden_layers\": 36, "
+                      "\"num_attention_heads\": 64, \"num_key_value_heads\": 8, \"head_dim\": 64, "
+                      "\"intermediate_size\": 2880, \"num_local_experts\": 128, \"num_experts_per_tok\": 4, "
+                      "\"vocab_size\": 201088, \"max_position_embeddings\": 131072, \"sliding_window\": 128}";
+    etk_model m;
+    etk_error err = {0};
+    if (etk_model_parse(cfg, strlen(cfg), "gpt-oss-120b.json", &m, &err))
+        fail_msg("%s", err.msg);
+    assert_int_equal(etk_model_kv_bytes(&m, 2, 4096), 2048ull * (18 * 4096 + 18 * 128));
+    assert_int_equal(etk_model_kv_bytes(&m, 2, 100), 2048ull * 36 * 100); /* shorter than the window */
+    assert_int_equal(etk_model_kv_bytes(&m, 2, 4096), 155713536ull);
+}
+
+static int parse_cfg(const char *text, etk_model *m, etk_error *err)
+{
+    memset(err, 0, sizeof *err);
+    return etk_model_parse(text, strlen(text), "cfg.json", m, err);
+}
+
+/* Which layers slide, per model_type (HF's rules), layer_types, and the preset keys. */
+static void test_window_patterns(void **state)
+{
+    (void)state;
+#define BASE "\"hidden_size\": 256, \"num_hidden_layers\": 6, \"num_attention_heads\": 4, \"intermediate_size\": 512, " \
+             "\"vocab_size\": 1000, \"max_position_embeddings\": 4096"
+    etk_model m;
+    etk_error err;
+    /* mistral: every layer when sliding_window is set; null: none */
+    assert_int_equal(parse_cfg("{\"model_type\": \"mistral\", " BASE ", \"sliding_window\": 4096}", &m, &err), 0);
+    assert_int_equal(m.window, 4096);
+    assert_int_equal(etk_model_sliding_layers(&m, 0, 6), 6);
+    assert_int_equal(parse_cfg("{\"model_type\": \"mistral\", " BASE ", \"sliding_window\": null}", &m, &err), 0);
+    assert_int_equal(m.window, 0);
+    assert_int_equal(etk_model_sliding_layers(&m, 0, 6), 0);
+    /* qwen2: only with use_sliding_window, on layers >= max_window_layers */
+    assert_int_equal(parse_cfg("{\"model_type\": \"qwen2\", " BASE ", \"sliding_window\": 1024, "
+                               "\"use_sliding_window\": false, \"max_window_layers\": 2}", &m, &err), 0);
+    assert_int_equal(m.window, 0);
+    assert_int_equal(parse_cfg("{\"model_type\": \"qwen2\", " BASE ", \"sliding_window\": 1024, "
+                               "\"use_sliding_window\": true, \"max_window_layers\": 2}", &m, &err), 0);
+    assert_int_equal(m.window, 1024);
+    assert_true(!etk_model_layer_sliding(&m, 1) && etk_model_layer_sliding(&m, 2) && etk_model_layer_sliding(&m, 5));
+    assert_int_equal(etk_model_sliding_layers(&m, 0, 6), 4);
+    /* layer_types wins over the model_type's rule: period 3 (S F F) */
+    assert_int_equal(parse_cfg("{\"model_type\": \"mistral\", " BASE ", \"sliding_window\": 512, \"layer_types\": "
+                               "[\"sliding_attention\", \"full_attention\", \"full_attention\", \"sliding_attention\", "
+                               "\"full_attention\", \"full_attention\"]}", &m, &err), 0);
+    assert_int_equal(m.window_period, 3);
+    assert_int_equal(etk_model_sliding_layers(&m, 0, 6), 2);
+    assert_true(etk_model_layer_sliding(&m, 3) && !etk_model_layer_sliding(&m, 4));
+    /* refused: an unknown pattern, a bad layer_types */
+    assert_int_not_equal(parse_cfg("{\"model_type\": \"llama\", " BASE ", \"sliding_window\": 512}", &m, &err), 0);
+    assert_non_null(strstr(err.msg, "cfg.json: 'sliding_window' 512 with model_type llama and no 'layer_types': which "
+                                    "layers slide is unknown"));
+    assert_int_not_equal(parse_cfg("{\"model_type\": \"mistral\", " BASE ", \"sliding_window\": 512, \"layer_types\": "
+                                   "[\"sliding_attention\"]}", &m, &err), 0);
+    assert_non_null(strstr(err.msg, "'layer_types' must be a list of num_hidden_layers (6) strings"));
+    assert_int_not_equal(parse_cfg("{\"model_type\": \"mistral\", " BASE ", \"sliding_window\": 512, \"layer_types\": "
+                                   "[\"chunked_attention\", \"full_attention\", \"full_attention\", \"full_attention\", "
+                                   "\"full_attention\", \"full_attention\"]}", &m, &err), 0);
+    assert_non_null(strstr(err.msg, "layer_types[0]: expected \"sliding_attention\" or \"full_attention\", got chunked_attention"));
+    /* the preset format: window, window_layers (S/F repeated), window_from */
+    const char *y = "name: t\narch: llama\nlayers: 8\nhidden: 256\nheads: 4\nffn: 512\nvocab: 1000\nseq: 2048\n"
+                    "window: 256\nwindow_layers: FFFS\nwindow_from: 1\n";
+    memset(&err, 0, sizeof err);
+    assert_int_equal(etk_model_parse(y, strlen(y), "t.yaml", &m, &err), 0);
+    assert_int_equal(m.window, 256);
+    /* layers 1.. follow F F F S: layer 4 slides, then 8 (beyond), so one of 8 */
+    assert_true(etk_model_layer_sliding(&m, 4) && !etk_model_layer_sliding(&m, 0) && !etk_model_layer_sliding(&m, 3));
+    assert_int_equal(etk_model_sliding_layers(&m, 0, 8), 1);
+    const char *yb = "name: t\narch: llama\nlayers: 8\nhidden: 256\nheads: 4\nffn: 512\nvocab: 1000\nseq: 2048\n"
+                     "window_layers: SF\n";
+    memset(&err, 0, sizeof err);
+    assert_int_not_equal(etk_model_parse(yb, strlen(yb), "t.yaml", &m, &err), 0);
+    assert_non_null(strstr(err.msg, "t.yaml: field 'window_layers' must be a string of 'S' (sliding) and 'F' (full) layers"));
+    const char *yx = "name: t\narch: llama\nlayers: 8\nhidden: 256\nheads: 4\nffn: 512\nvocab: 1000\nseq: 2048\n"
+                     "window: 256\nwindow_layers: SX\n";
+    memset(&err, 0, sizeof err);
+    assert_int_not_equal(etk_model_parse(yx, strlen(yx), "t.yaml", &m, &err), 0);
+    assert_non_null(strstr(err.msg, "t.yaml: window_layers: expected layers of 'S' (sliding) and 'F' (full attention), got 'X' at layer 1"));
+    const char *ye = "name: t\narch: llama\nlayers: 8\nhidden: 256\nheads: 4\nffn: 512\nvocab: 1000\nseq: 2048\n"
+                     "window: 256\nwindow_layers: \"\"\n";
+    memset(&err, 0, sizeof err);
+    assert_int_not_equal(etk_model_parse(ye, strlen(ye), "t.yaml", &m, &err), 0);
+    assert_non_null(strstr(err.msg, "t.yaml: window_layers: expected 1 to 65536 layers, got 0"));
+#undef BASE
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_mixtral_params), cmocka_unit_test(test_moe_layer_flops),
-                                       cmocka_unit_test(test_moe_errors), cmocka_unit_test(test_deepseek_v3_params), cmocka_unit_test(test_gpt_oss_params),
+                                       cmocka_unit_test(test_moe_errors), cmocka_unit_test(test_deepseek_v3_params), cmocka_unit_test(test_gpt_oss_params), cmocka_unit_test(test_window_closed_form), cmocka_unit_test(test_window_patterns),
                                        cmocka_unit_test(test_deepseek_layer_flops), cmocka_unit_test(test_fp8_lowering),
                                        cmocka_unit_test(test_fp8_roofline), cmocka_unit_test(test_kv_cache)};
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -44,6 +44,8 @@ typedef struct etk_calib_row {
     double measured;
     bool expressible;        /* false: listed with `reason` (the file's why_not) */
     bool built;              /* plan and cluster built; else `reason` says why */
+    bool by_extra;           /* marked not expressible in the rows file, expressed by the
+                                plan-extra file's complete model, plan and cluster */
     char reason[768];
     etk_gen_config cfg;      /* checked plan */
     etk_cluster cluster;     /* sized for the plan, run defaults applied */
@@ -70,7 +72,10 @@ int etk_calib_load(const char *path, const char *models_dir, etk_calib_rows **ou
 /* The same with plan options the rows' runs used that their plans do not carry (extra_path may be
  * NULL): a JSON object {"ROW NAME": {"plan": {KEY: VALUE, ...}, "source": "..."}, ...}, each
  * plan key applied after the row's own plan as the row's plan keys are (e.g. the recipe's
- * "recompute_modules"). Fails, naming the file and the entry, when the file is not such an
+ * "recompute_modules"). An entry may also express a row the rows file marks not expressible:
+ * {"model": {...}, "cluster": "...", "plan": {the complete plan}, "source": "..."} (model and
+ * cluster as in a row; the source must quote the row's own `description`): the row is then
+ * predicted with by_extra set. Fails, naming the file and the entry, when the file is not such an
  * object or names a row the rows file does not have. */
 int etk_calib_load_extra(const char *path, const char *models_dir, const char *extra_path,
                          etk_calib_rows **out, etk_error *err);

@@ -18,7 +18,12 @@
  *                    halved when causal: the kernel skips masked blocks; backward 2.5x the
  *                    forward), eff = attn_eff (attn_bwd_eff backward) times s/(s + attn_half_seq)
  *                    (over attn_ref_seq/(attn_ref_seq + attn_half_seq) when that is set) and (d/(d + attn_half_dim)) / (128/(128 + attn_half_dim)) where the shape
- *                    is known; attention runs at the BF16 peak under FP8 plans
+ *                    is known; attention runs at the BF16 peak under FP8 plans.
+ *                    A sliding window w (attn_window, causal): the kernel computes the
+ *                    etk_window_tiles(s, w, ETK_ATTN_TILE) tiles of ETK_ATTN_TILE^2 pairs
+ *                    (FLOPs scaled from the node's 2 x window pairs), at the efficiency of
+ *                    s_eq = 2 ETK_ATTN_TILE tiles / ceil(s / ETK_ATTN_TILE) (at most s): the
+ *                    causal length whose mean key tiles per query tile are the window's
  *
  * What an op is comes from node attributes when present (op_kind, gemm_m/n/k, attn_*); without
  * them (real traces, the generator's nodes) the op is classified from num_ops and tensor_size:
@@ -51,6 +56,11 @@ typedef struct etk_op_desc {
     int64_t m, n, k;        /* GEMM shape (0: unknown; then h = flops / bytes) */
     int64_t attn_b, attn_s, attn_heads, attn_d; /* attention shape (0: use flops) */
     bool attn_causal;
+    int64_t attn_window;    /* a causal sliding window of this many keys (attribute attn_window,
+                               0: none): FLOPs given as twice the window's query-key pairs (the
+                               s^2 convention), timed at the (ETK_ATTN_TILE)^2 tiles the kernel
+                               computes, at the efficiency of the sequence whose causal kernel
+                               does as many tiles per query block */
     bool attn_bwd;          /* backward pass (2.5x the forward FLOPs) */
     bool attn_scores;       /* memory-bound op over attention scores (unfused softmax, dropout
                                over b x heads x s^2 elements): timed at score_mem_eff */
@@ -90,6 +100,10 @@ typedef struct etk_compute_params {
                                 experts' wgrad, scaled along the token dimension) takes this
                                 times the time of its forward at the same FLOPs (0: 1) */
 } etk_compute_params;
+
+/* FlashAttention's tile (query and key block), for sliding windows: FA2/FA3 tiles are 64-192
+ * queries by 64-176 keys by head dimension; 128 x 128 taken for both. */
+#define ETK_ATTN_TILE 128
 
 /* The documented defaults for a GPU (by its preset name; unknown GPUs get the A100 figures). */
 void etk_compute_defaults(const etk_gpu *gpu, etk_compute_params *out);

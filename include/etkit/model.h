@@ -41,6 +41,13 @@ typedef struct etk_model {
                           * embedding's instead */
     int64_t max_positions; /* context the model supports (max_position_embeddings), 0: unknown;
                             * a Hugging Face config trains at seq = min(4096, this) by default */
+    /* sliding-window attention (0: none): a sliding layer's query i attends to keys
+     * max(0, i - window + 1) .. i. Layer l slides when window > 0, l >= window_from and, with
+     * window_period > 0, bit (l - window_from) % window_period of window_mask is set (period 0:
+     * every layer from window_from on). etk_model_layer_sliding applies the rule. */
+    int64_t window, window_from;
+    uint32_t window_period;  /* 0..64 */
+    uint64_t window_mask;
     char source[256]; /* where the dimensions were published */
 } etk_model;
 
@@ -75,6 +82,20 @@ int etk_model_active_params(const etk_model *m, uint64_t *out, etk_error *err);
  * (arch deepseek) layers * (kv_lora + qk_rope) * bytes: the compressed latent and the shared
  * rotary key, which is all MLA caches (DeepSeek-V2 paper, section 2.1.4). */
 uint64_t etk_model_kv_bytes_per_token(const etk_model *m, int bytes);
+/* Whether layer l (0-based) of m uses sliding-window attention. */
+bool etk_model_layer_sliding(const etk_model *m, int64_t l);
+/* Sliding layers among layers [lo, lo + n). */
+int64_t etk_model_sliding_layers(const etk_model *m, int64_t lo, int64_t n);
+/* Query-key pairs a causal sliding window of w keys attends over a sequence of s: query i sees
+ * min(i + 1, w) keys, so w s - w (w - 1) / 2 for s >= w (s (s + 1) / 2 when w >= s). */
+double etk_window_pairs(int64_t s, int64_t w);
+/* The (query block, key block) tiles of size blk x blk a FlashAttention kernel computes for a
+ * causal window w over s (blocks wholly outside the window skipped): with n = ceil(s / blk),
+ * k = ceil((w - 1) / blk) and i0 = min(n, k): i0 (i0 + 1) / 2 + (n - i0) (k + 1). */
+double etk_window_tiles(int64_t s, int64_t w, int64_t blk);
+/* KV-cache bytes of a context of `tokens` tokens over all layers (etk_model_kv_bytes_per_token
+ * per token), a sliding layer holding at most `window` of them. */
+uint64_t etk_model_kv_bytes(const etk_model *m, int bytes, int64_t tokens);
 /* Tokens one expert processes per micro-batch of `batch` sequences (the `capacity` symbol):
  * ceil(cf * batch * seq * topk / experts), cf = capacity_factor (1 when 0); 0 for dense models. */
 int64_t etk_model_capacity(const etk_model *m, int64_t batch);

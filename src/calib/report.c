@@ -163,6 +163,10 @@ void etk_calib_print_text(const etk_calib_rows *rows, const bool *use, uint32_t 
         mem_text(&evals[lk][i].pred, mem, sizeof mem);
         fprintf(f, "  %s\n", mem);
     }
+    for (uint32_t i = 0; i < rows->n; i++)
+        if ((!use || use[i]) && rows->rows[i].by_extra)
+            fprintf(f, "%s: marked not expressible in the rows file, expressed by the plan-extra file\n",
+                    rows->rows[i].name);
     bool header = false;
     for (uint32_t i = 0; i < rows->n; i++) {
         const etk_calib_row *r = &rows->rows[i];
@@ -265,6 +269,8 @@ int etk_calib_print_json(const etk_calib_rows *rows, const bool *use, uint32_t n
         const etk_calib_eval *last = &evals[lk >= 0 ? lk : (int)n_eval - 1][i];
         const char *status = !r->expressible ? "not_expressible" : last->ok ? "ok" : "failed";
         json_object_set_new(o, "status", json_string(status));
+        if (r->by_extra)
+            json_object_set_new(o, "expressed_by", json_string("plan-extra"));
         if (!r->expressible || !last->ok)
             json_object_set_new(o, "reason", json_string(r->expressible ? last->error : r->reason));
         if (r->expressible && r->built) {

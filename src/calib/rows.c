@@ -346,7 +346,7 @@ static int build_row(const etk_calib_rows *rs, etk_calib_row *r, const json_t *o
 }
 
 static void read_row(const etk_calib_rows *rs, etk_calib_row *r, const json_t *o,
-                     const char *models_dir, const json_t *extra)
+                     const char *models_dir, const json_t *xe)
 {
     const char *s;
     r->expressible = true;
@@ -359,6 +359,46 @@ static void read_row(const etk_calib_rows *rs, etk_calib_row *r, const json_t *o
     const json_t *ex = json_object_get(o, "expressible");
     if (ex && !json_is_boolean(ex)) {
         row_fail(rs, r, "expressible: expected true or false");
+        return;
+    }
+    const json_t *plan_extra = xe ? json_object_get(xe, "plan") : NULL;
+    bool express = xe && json_object_get(xe, "model");
+    if (xe && !express && json_object_get(xe, "cluster")) {
+        row_fail(rs, r, "plan-extra entry: 'cluster' without 'model' (an entry expressing a row gives model, "
+                        "cluster and plan)");
+        return;
+    }
+    if (express && !json_is_false(ex)) {
+        row_fail(rs, r, "plan-extra entry: gives a model, but the row is expressible (the entry may add plan options "
+                        "only)");
+        return;
+    }
+    if (express) {
+        /* the extra file expresses the row: its model, cluster and complete plan replace the
+         * row's, traced to the row by its description */
+        const char *desc = jstr(o, "description"), *src = jstr(xe, "source");
+        if (!desc || !src || !strstr(src, desc)) {
+            row_fail(rs, r, "plan-extra entry: its 'source' must quote the row's description (\"%s\")",
+                     desc ? desc : "the row has none");
+            return;
+        }
+        if (!jstr(xe, "cluster")) {
+            row_fail(rs, r, "plan-extra entry: 'cluster' (a preset name) is needed to express the row");
+            return;
+        }
+        json_t *m = json_deep_copy(o);
+        if (!m) {
+            row_fail(rs, r, "out of memory");
+            return;
+        }
+        json_object_del(m, "expressible");
+        json_object_del(m, "why_not");
+        json_object_set(m, "model", json_object_get(xe, "model"));
+        json_object_set(m, "cluster", json_object_get(xe, "cluster"));
+        json_object_set(m, "plan", (json_t *)plan_extra);
+        r->by_extra = true;
+        read_row(rs, r, m, models_dir, NULL);
+        json_decref(m);
         return;
     }
     if (json_is_false(ex)) {
@@ -394,7 +434,7 @@ static void read_row(const etk_calib_rows *rs, etk_calib_row *r, const json_t *o
         return;
     }
     r->measured = json_number_value(val);
-    if (build_row(rs, r, o, models_dir, extra))
+    if (build_row(rs, r, o, models_dir, r->by_extra ? NULL : plan_extra))
         return;
     bool inf = r->cfg.mode == ETK_GEN_MODE_INFERENCE;
     if (inf != (r->metric == ETK_CALIB_OUT_TOKENS_PER_S_PER_GPU))
@@ -504,7 +544,7 @@ int etk_calib_load_with(const char *path, const char *models_dir, const char *ex
         }
         const char *nm = jstr(o, "name");
         const json_t *xe = nm && extra ? json_object_get(extra, nm) : NULL;
-        read_row(rs, r, o, models_dir, xe ? json_object_get(xe, "plan") : NULL);
+        read_row(rs, r, o, models_dir, xe);
     }
     json_decref(root);
     json_decref(extra);

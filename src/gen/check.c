@@ -76,6 +76,12 @@ static int check(etk_gen_config *c, bool summarize, etk_gen_summary *keep, etk_e
                        " tokens of a CP rank", c->tp, m->seq, c->cp, m->seq / c->cp);
     if (c->cp_comm == ETK_CP_RING && c->cp < 2)
         return etk_err(err, ETK_EINVAL, "--cp-comm ring needs --cp > 1 (the ring passes K/V blocks between CP ranks)");
+    if (c->cp_comm == ETK_CP_RING && m->window > 0 && m->window < m->seq &&
+        etk_model_sliding_layers(m, 0, m->layers) > 0 && c->mode == ETK_GEN_MODE_TRAINING)
+        return etk_err(err, ETK_EUNSUPPORTED,
+                       "--cp-comm ring: model %s has sliding-window layers (window %" PRId64 "): a ring over a window "
+                       "(the blocks beyond it neither sent nor computed) is not modelled; use --cp-comm allgather",
+                       m->name, m->window);
     if (!c->ep)
         c->ep = 1;
     if (c->ep > 1 && !m->experts)

@@ -508,7 +508,10 @@ static void stage_memory(const infer *I, uint32_t s, etk_gen_stage *st)
     uint64_t per_layer = etk_model_kv_bytes_per_token(m, (int)c->kv_bytes) / (uint64_t)m->layers;
     if (strcmp(m->arch, "deepseek"))
         per_layer /= c->tp;
-    st->kv_cache_bytes = (uint64_t)c->batch * ((uint64_t)I->P + I->N) * per_layer * ts->layers;
+    /* a sliding-window layer keeps at most `window` of them (the oldest evicted) */
+    uint64_t ctx = (uint64_t)I->P + I->N, nsl = (uint64_t)etk_model_sliding_layers(m, ts->first_layer, ts->layers);
+    uint64_t wctx = m->window > 0 && (uint64_t)m->window < ctx ? (uint64_t)m->window : ctx;
+    st->kv_cache_bytes = (uint64_t)c->batch * per_layer * (ctx * (ts->layers - nsl) + wctx * nsl);
     uint64_t msg = I->pre_layer[0].out_bytes;
     st->comm_buffer_bytes = (s > 0 ? msg : 0) + (s + 1 < I->p ? msg : 0);
     st->in_flight = I->M;

@@ -237,6 +237,16 @@ int etk_lower_section(const etk_graph *g, int sec, const glower_opts *o, etk_are
         c.fp8done[0][t] = c.fp8done[1][t] = c.fp8done[2][t] = false;
     }
     memset(c.cpmark, 0, sizeof(*c.cpmark) * (size_t)nops);
+    /* a sliding-window layer under FlashAttention: the attention region's FLOPs are twice the
+     * window's query-key pairs over the key sequence t (the causal s^2 convention: the kernel
+     * is timed at half, at the tiles it computes: etkit/compute.h); with CP each rank's query
+     * slice counts the mean (ranks differ by at most the first w (w - 1) / 2 pairs) */
+    c.wscale = 1;
+    if (o->window > 0 && o->flash && sec != G_SEC_DECODE && sec != G_SEC_DECODE_DENSE) {
+        int64_t t = g->dim['t' - 'a'] > 0 ? g->dim['t' - 'a'] : g->dim[g->stream_seq] * (o->cp > 1 ? o->cp : 1);
+        if (t > o->window)
+            c.wscale = 2 * etk_window_pairs(t, o->window) / ((double)t * (double)t);
+    }
     low_routing(&c);
     for (int j = 0; j < nops; j++)
         c.prod_op[S->ops[j].out] = j;

@@ -44,6 +44,8 @@ typedef struct ginst {
     int64_t gemm_m, gemm_n, gemm_k; /* expert GEMMs: the shape of one expert's GEMM (m tokens per
                                      * expert forward and dgrad; k tokens for wgrad), 0: not set */
     int64_t gemm_groups;            /* and the experts of the rank (one grouped GEMM) */
+    int64_t attn_w;                 /* fused attention under a causal sliding window of attn_w keys
+                                     * (attn_window), 0: none */
     int64_t attn_s, attn_d;         /* fused attention: the kernel's key length (the K/V block's
                                      * with the CP ring) and head dimension (attn_s, attn_d), 0: unset */
 } ginst;
@@ -68,6 +70,10 @@ typedef struct glower_opts {
                            * nodes and the all-to-alls sized for it; the extra is not model FLOPs) */
     double moe_a2a_scale; /* (0, 1): the EP all-to-all bytes scaled by node-limited routing
                            * (--moe-max-nodes, gen.c); 0 or 1: none */
+    int64_t window;     /* > 0: a sliding-window layer (query i attends to keys i - window + 1 .. i);
+                         * with flash, the attention region's FLOPs are twice the window's
+                         * query-key pairs (the s^2 convention) and the fused kernels carry it;
+                         * unfused attention computes the whole masked score matrix, unchanged */
     bool flash;         /* each attention region (ops with region: attn) as one fused kernel forward
                          * and one backward (FlashAttention); not with cp_ring */
     int64_t ep;         /* expert parallel degree: weights with the expert dim 'e' hold 1/ep */

@@ -203,7 +203,7 @@ static int flash_bwd(ctx *c, int lo, int hi)
                 nin++;
             }
         if (op->kind == G_MATMUL) {
-            double mm = low_matmul_flops(c, op, c->used[k][0], c->used[k][1]);
+            double mm = low_matmul_flops(c, op, c->used[k][0], c->used[k][1]) * c->wscale;
             for (int i = 0; i < op->nin; i++)
                 flops += g->t[op->in[i]].weight ? 0 : mm; /* one gradient GEMM per operand */
             if (k < hi - 1)
@@ -249,6 +249,7 @@ static int flash_bwd(ctx *c, int lo, int hi)
         I->bytes = bytes;
         I->attn = 1;
         I->causal = low_is_causal(c);
+        I->attn_w = I->causal && c->wscale < 1 ? c->o->window : 0;
         I->attn_s = as;
         I->attn_d = ad;
         prev = b;

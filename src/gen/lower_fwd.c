@@ -58,6 +58,7 @@ static int flash_fwd(ctx *c, int pass, int lo, int hi, int phase)
         I->bytes = bytes;
         I->attn = 1;
         I->causal = low_is_causal(c);
+        I->attn_w = I->causal && c->wscale < 1 ? c->o->window : 0;
         I->attn_s = as;
         I->attn_d = ad;
         if (r == 0) {
@@ -273,6 +274,8 @@ int low_lower_op_fwd(ctx *c, int pass, int j, int phase)
     } else {
         flops = op->flops * (double)oel;
     }
+    if (op->region)
+        flops *= c->wscale;
     c->fflops[j] = flops;
     if (c->o->flash && op->region) {
         /* one fused kernel for the region: gather the dependencies of its ops, emit at the last;

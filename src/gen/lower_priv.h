@@ -82,6 +82,8 @@ typedef struct {
     int nring;
     int64_t rows;        /* glower_opts.routed: the routed token rows b s topk (0: capacity model) */
     double experts_read; /* glower_opts.routed: expected distinct experts of this rank selected */
+    double wscale;       /* glower_opts.window with flash: the attention region's FLOPs times this
+                          * (2 etk_window_pairs(t, window) / t^2), else 1 */
     double *fflops;      /* per op: forward FLOPs per rank (the fused attention sums its region's) */
     int32_t fz_deps[G_MAX_IN * 8 + 8]; /* --attention flash: dependencies of the region's fused node */
     int fz_nd;

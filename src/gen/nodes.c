@@ -136,6 +136,8 @@ int gen_put_comp(emitter *E, const char *name, const ginst *I, uint64_t *deps, u
         a[n++] = etk_attr_bool("gemm_wgrad", true);
     if (I->attn && I->causal) /* the kernel skips the masked blocks: half the s^2 FLOPs */
         a[n++] = etk_attr_bool("attn_causal", true);
+    if (I->attn && I->causal && I->attn_w > 0) /* a sliding window: the tiles it computes */
+        a[n++] = etk_attr_i64("attn_window", I->attn_w);
     if (I->attn && I->phase == P_BWD)
         a[n++] = etk_attr_bool("attn_bwd", true);
     if (I->attn && I->attn_s > 0) /* the kernel's key length and head dim: attn_half_seq/_dim */

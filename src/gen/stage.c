@@ -130,6 +130,30 @@ int gen_init(gen *G, const etk_gen_config *cfg, etk_error *err)
             return rc;
         }
     }
+    /* sliding-window layers (docs/models.md): the layer sections lowered again with the window;
+     * unfused attention computes the whole masked score matrix (nothing to lower again) */
+    if (cfg->model.window > 0 && cfg->model.window < cfg->model.seq && o.flash &&
+        etk_model_sliding_layers(&cfg->model, 0, cfg->model.layers) > 0) {
+        glower_opts w = o;
+        w.window = cfg->model.window;
+        G->win = true;
+        for (int s = G_SEC_LAYER; s <= G_SEC_DENSE; s++) {
+            if (s != G_SEC_LAYER && !(s == G_SEC_DENSE && G->dense))
+                continue;
+            if ((rc = etk_lower_section(G->g, s, &w, G->a, &G->wprog[s], err))) {
+                gen_free(G);
+                return rc;
+            }
+            if (G->partial) {
+                glower_opts k = w;
+                k.recompute = ETK_RECOMPUTE_NONE;
+                if ((rc = etk_lower_section(G->g, s, &k, G->a, &G->wkept[s], err))) {
+                    gen_free(G);
+                    return rc;
+                }
+            }
+        }
+    }
     G->p = cfg->pp;
     G->m = cfg->micro_batches;
     G->v = cfg->vpp ? cfg->vpp : 1;
@@ -218,7 +242,12 @@ uint32_t gen_stage_layers(const gen *G, uint32_t s)
 const gprog *gen_si_prog(const emitter *E, int si)
 {
     int sec = E->si_sec[si];
-    return E->si_kept && E->si_kept[si] ? &E->G->kept[sec] : &E->G->prog[sec];
+    const gen *G = E->G;
+    bool w = G->win && (sec == G_SEC_LAYER || sec == G_SEC_DENSE) &&
+             etk_model_layer_sliding(&G->cfg->model, E->si_layer[si]);
+    if (E->si_kept && E->si_kept[si])
+        return w ? &G->wkept[sec] : &G->kept[sec];
+    return w ? &G->wprog[sec] : &G->prog[sec];
 }
 
 uint32_t gen_chunk_recomputed(const gen *G, uint32_t q)

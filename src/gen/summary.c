@@ -62,7 +62,9 @@ int gen_train_summarize(const etk_gen_config *cfg, etk_gen_summary *out, etk_err
          * the schedule differs): count one, copy the totals */
         bool same = s > 1 && s + 1 < G.p && gen_stage_dense(&G, s) == gen_stage_dense(&G, s - 1);
         for (uint32_t c = 0; same && c < G.v; c++)
-            same = G.nl[c * G.p + s] == G.nl[c * G.p + s - 1];
+            same = G.nl[c * G.p + s] == G.nl[c * G.p + s - 1] &&
+                   (!G.win || etk_model_sliding_layers(&cfg->model, G.first[c * G.p + s], G.nl[c * G.p + s]) ==
+                                  etk_model_sliding_layers(&cfg->model, G.first[c * G.p + s - 1], G.nl[c * G.p + s - 1]));
         if (same) {
             const etk_gen_stage *ps = &out->stages[s - 1];
             st->nodes = ps->nodes;

@@ -29,6 +29,11 @@ typedef struct gen {
     gprog prog[G_N_SEC + 1]; /* [G_SEC_DENSE]: the dense_layer section, when dense > 0 */
     gprog kept[G_N_SEC + 1]; /* --recompute-num-layers N: the layer sections lowered without full
                               * recompute, for the layers of a chunk after its first N */
+    /* sliding-window layers (model.window, --attention flash): prog[] and kept[] lowered with
+     * the window (win true) */
+    gprog wprog[G_N_SEC + 1];
+    gprog wkept[G_N_SEC + 1];
+    bool win;
     bool partial;            /* --recompute-num-layers / --recompute-stage-layers: kept[] lowered */
     uint32_t p, m, v;     /* stages, micro-batches, model chunks per stage (interleaving) */
     uint32_t *first, *nl; /* per virtual stage q = chunk * p + stage: first layer, layer count */

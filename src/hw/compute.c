@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "etkit/compute.h"
+#include "etkit/model.h"
 
 void etk_compute_defaults(const etk_gpu *gpu, etk_compute_params *p)
 {
@@ -206,6 +207,7 @@ void etk_compute_op_from_node(const etk_node *e, uint64_t flops, uint64_t bytes,
     etk_node_i64(e, "attn_heads", &op->attn_heads);
     etk_node_i64(e, "attn_d", &op->attn_d);
     etk_node_bool(e, "attn_causal", &op->attn_causal);
+    etk_node_i64(e, "attn_window", &op->attn_window);
     etk_node_bool(e, "attn_bwd", &op->attn_bwd);
     etk_node_bool(e, "attn_scores", &op->attn_scores);
     const char *pr = etk_node_str(e, "precision");
@@ -278,8 +280,19 @@ uint64_t etk_compute_op_ns(const etk_cluster *c, const etk_compute_params *p, co
         double eff = op->attn_bwd && p->attn_bwd_eff > 0 ? p->attn_bwd_eff : p->attn_eff;
         if (!op->fp8 && pr == ETK_PREC_FP8 && c->gpu.peak_flops[ETK_PREC_BF16] > 0)
             peak = c->gpu.peak_flops[ETK_PREC_BF16]; /* attention stays BF16 */
+        /* a causal sliding window narrower than the sequence: the FLOPs of the tiles the kernel
+         * computes, and the length its efficiency is that of: the causal sequence with as many
+         * key tiles per query tile on average ((n + 1) / 2 of n tiles: about s / (2 tile)) */
+        bool win = op->attn_window > 0 && op->attn_causal && op->attn_s > op->attn_window;
+        double s_eff = (double)op->attn_s;
+        if (win) { /* 2 tile x the mean key tiles per query tile (a causal s: about s) */
+            double n = (double)(op->attn_s / ETK_ATTN_TILE + (op->attn_s % ETK_ATTN_TILE != 0));
+            s_eff = 2.0 * ETK_ATTN_TILE * etk_window_tiles(op->attn_s, op->attn_window, ETK_ATTN_TILE) / n;
+            if (s_eff > (double)op->attn_s)
+                s_eff = (double)op->attn_s;
+        }
         if (op->attn_s > 0 && p->attn_half_seq > 0) {
-            eff *= (double)op->attn_s / ((double)op->attn_s + p->attn_half_seq);
+            eff *= s_eff / (s_eff + p->attn_half_seq);
             if (p->attn_ref_seq > 0)
                 eff /= p->attn_ref_seq / (p->attn_ref_seq + p->attn_half_seq);
         }
@@ -293,6 +306,8 @@ uint64_t etk_compute_op_ns(const etk_cluster *c, const etk_compute_params *p, co
             flops = 4.0 * (double)op->attn_b * s * s * (double)op->attn_heads * (double)op->attn_d;
             if (op->attn_causal)
                 flops /= 2;
+            if (win) /* from the causal s^2 / 2 pairs to the window's */
+                flops *= etk_window_pairs(op->attn_s, op->attn_window) / (s * s / 2);
             if (op->attn_bwd)
                 flops *= 2.5;
             if (bytes == 0) /* Q, K, V, O in 2-byte elements (dQ, dK, dV, dO too backward) */
@@ -301,6 +316,9 @@ uint64_t etk_compute_op_ns(const etk_cluster *c, const etk_compute_params *p, co
         } else if (op->attn_causal) {
             flops /= 2; /* FLOPs counted over the full s^2; the kernel skips masked blocks */
         }
+        if (win) /* the window's pairs to the tiles the kernel computes */
+            flops *= etk_window_tiles(op->attn_s, op->attn_window, ETK_ATTN_TILE) * ETK_ATTN_TILE * ETK_ATTN_TILE /
+                     etk_window_pairs(op->attn_s, op->attn_window);
         if (flops > 0 && peak > 0)
             t = flops / (peak * eff);
         break;

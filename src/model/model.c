@@ -47,10 +47,12 @@ static const struct {
     {"qk_nope", offsetof(etk_model, qk_nope), false, 1 << 16},
     {"qk_rope", offsetof(etk_model, qk_rope), false, 1 << 16},
     {"v_head", offsetof(etk_model, v_head), false, 1 << 16},
+    {"window", offsetof(etk_model, window), false, 1 << 24},
+    {"window_from", offsetof(etk_model, window_from), false, 1 << 16},
 };
 #define N_DIMS (sizeof dim_table / sizeof dim_table[0])
 /* the other keys of a model file */
-static const char *const text_keys[] = {"name", "arch", "source", "capacity_factor"};
+static const char *const text_keys[] = {"name", "arch", "source", "capacity_factor", "window_layers"};
 #define N_TEXT_KEYS (sizeof text_keys / sizeof text_keys[0])
 
 static int64_t *dim_ptr(etk_model *m, size_t i) { return (int64_t *)((char *)m + dim_table[i].off); }
@@ -101,6 +103,108 @@ static void hf_seq_tie(json_t *root, etk_model *out)
     json_t *tie = json_object_get(root, "tie_word_embeddings");
     /* GPT-2 ties its output layer (the gpt block does already) */
     out->tie_embeddings = json_is_true(tie);
+}
+
+/* A layer pattern of sliding ('S') and full ('F') layers repeated from layer window_from on
+ * ("SF": even layers slide, as GPT-OSS): its shortest period (at most 64) into out. A pattern
+ * without an 'F' is every layer (period 0). */
+static int window_pattern(const char *pat, size_t n, const char *fname, const char *what, etk_model *out,
+                          etk_error *err)
+{
+    if (!n || n > (1 << 16))
+        return etk_err(err, ETK_EFORMAT, "%s: %s: expected 1 to 65536 layers, got %zu", fname, what, n);
+    bool any_full = false;
+    for (size_t i = 0; i < n; i++) {
+        if (pat[i] != 'S' && pat[i] != 'F')
+            return etk_err(err, ETK_EFORMAT, "%s: %s: expected layers of 'S' (sliding) and 'F' (full attention), "
+                           "got '%c' at layer %zu", fname, what, pat[i], i);
+        any_full |= pat[i] == 'F';
+    }
+    out->window_period = 0;
+    out->window_mask = 0;
+    if (!any_full)
+        return 0;
+    for (size_t p = 1; p <= 64 && p <= n; p++) {
+        bool ok = true;
+        for (size_t i = p; i < n && ok; i++)
+            ok = pat[i] == pat[i % p];
+        if (!ok)
+            continue;
+        out->window_period = (uint32_t)p;
+        for (size_t i = 0; i < p; i++)
+            if (pat[i] == 'S')
+                out->window_mask |= (uint64_t)1 << i;
+        return 0;
+    }
+    return etk_err(err, ETK_EUNSUPPORTED, "%s: %s repeats with no period of at most 64 layers (not modelled)",
+                   fname, what);
+}
+
+/* Sliding-window attention of a Hugging Face config: `sliding_window` (null or absent: none) on
+ * the layers `layer_types` marks "sliding_attention" when it is given; otherwise by model_type:
+ * gpt_oss alternates (HF's default layer_types: layer i slides when i is even), mistral and
+ * mixtral slide on every layer, qwen2 / qwen2_moe / qwen3_moe only with use_sliding_window true
+ * and then on layers i >= max_window_layers. Any other model_type with a window and no
+ * layer_types is refused (which layers slide is unknown). */
+static int hf_window(json_t *root, const char *fname, const char *type, etk_model *out, etk_error *err)
+{
+    int rc;
+    int64_t w = 0;
+    if ((rc = hf_int(root, "sliding_window", fname, type, false, 1, &w, err)))
+        return rc;
+    bool qwen = !strcmp(type, "qwen2") || !strcmp(type, "qwen2_moe") || !strcmp(type, "qwen3_moe");
+    if (qwen) {
+        if (!json_is_true(json_object_get(root, "use_sliding_window")))
+            return 0; /* HF Qwen2/3: the window applies only with use_sliding_window */
+        if (!w)
+            return etk_err(err, ETK_EFORMAT, "%s: use_sliding_window is true but 'sliding_window' is missing", fname);
+        if ((rc = hf_int(root, "max_window_layers", fname, type, true, 0, &out->window_from, err)))
+            return rc;
+    }
+    json_t *lt = json_object_get(root, "layer_types");
+    if (lt && !json_is_null(lt)) {
+        if (!json_is_array(lt) || (int64_t)json_array_size(lt) != out->layers)
+            return etk_err(err, ETK_EFORMAT, "%s: 'layer_types' must be a list of num_hidden_layers (%lld) strings",
+                           fname, (long long)out->layers);
+        size_t n = json_array_size(lt);
+        char *pat = malloc(n + 1);
+        if (!pat)
+            return etk_err(err, ETK_ENOMEM, "out of memory");
+        for (size_t i = 0; i < n; i++) {
+            const char *t = json_string_value(json_array_get(lt, i));
+            if (!t || (strcmp(t, "sliding_attention") && strcmp(t, "full_attention"))) {
+                free(pat);
+                return etk_err(err, ETK_EUNSUPPORTED, "%s: layer_types[%zu]: expected \"sliding_attention\" or "
+                               "\"full_attention\"%s%s", fname, i, t ? ", got " : "", t ? t : "");
+            }
+            pat[i] = t[0] == 's' ? 'S' : 'F';
+        }
+        pat[n] = 0;
+        bool any = strchr(pat, 'S') != NULL;
+        if (any && !w) {
+            free(pat);
+            return etk_err(err, ETK_EFORMAT, "%s: layer_types has sliding layers but 'sliding_window' is null", fname);
+        }
+        out->window_from = 0;
+        rc = any ? window_pattern(pat, n, fname, "layer_types", out, err) : 0;
+        free(pat);
+        if (!rc && any)
+            out->window = w;
+        return rc;
+    }
+    if (!w)
+        return 0;
+    if (!strcmp(type, "gpt_oss")) {
+        out->window_period = 2; /* HF GptOssConfig: layer i slides when (i + 1) % 2 */
+        out->window_mask = 1;
+    } else if (!strcmp(type, "mistral") || !strcmp(type, "mixtral") || qwen) {
+        out->window_period = 0;
+    } else {
+        return etk_err(err, ETK_EUNSUPPORTED, "%s: 'sliding_window' %lld with model_type %s and no 'layer_types': "
+                       "which layers slide is unknown (give layer_types)", fname, (long long)w, type);
+    }
+    out->window = w;
+    return 0;
 }
 
 /* A Hugging Face config.json (JSON is YAML, so it arrives through the same parser), by
@@ -165,15 +269,15 @@ static int parse_hf(json_t *root, const char *fname, etk_model *out, etk_error *
     if (out->head_dim && out->head_dim * out->heads == out->hidden)
         out->head_dim = 0;
     if (!strcmp(type, "gpt_oss")) {
-        /* GPT-OSS: experts of intermediate_size, top-k; its alternating sliding-window layers
-         * are charged as full attention (docs/models.md), its attention sinks (one logit per
-         * head added to the softmax denominator) and its biases are not modelled (negligible) */
+        /* GPT-OSS: experts of intermediate_size, top-k; its alternating 128-token sliding-window
+         * layers (hf_window); its attention sinks (one logit per head added to the softmax
+         * denominator) and its biases are not modelled (negligible: docs/models.md) */
         if ((rc = hf_int(root, "num_local_experts", fname, type, true, 1, &out->experts, err)) ||
             (rc = hf_int(root, "num_experts_per_tok", fname, type, true, 1, &out->topk, err)))
             return rc;
         out->moe_ffn = out->ffn;
         snprintf(out->source + strlen(out->source), sizeof out->source - strlen(out->source),
-                 " (gpt_oss: sliding-window layers as full attention, sinks and biases not modelled)");
+                 " (gpt_oss: attention sinks and biases not modelled)");
     } else if (!strcmp(type, "mixtral")) {
         if ((rc = hf_int(root, "num_local_experts", fname, type, true, 1, &out->experts, err)) ||
             (rc = hf_int(root, "num_experts_per_tok", fname, type, true, 1, &out->topk, err)))
@@ -214,6 +318,8 @@ static int parse_hf(json_t *root, const char *fname, etk_model *out, etk_error *
             return rc;
         out->head_dim = 0;
     }
+    if ((rc = hf_window(root, fname, type, out, err)))
+        return rc;
     return etk_model_check(out, err);
 }
 
@@ -287,6 +393,17 @@ int etk_model_parse(const char *text, size_t len, const char *fname, etk_model *
         return etk_err(err, ETK_EFORMAT, "%s: field 'tie_embeddings' must be true or false", fname);
     }
     out->tie_embeddings = json_is_true(tie);
+    json_t *wl = json_object_get(root, "window_layers");
+    if (wl && (!json_is_string(wl) || !out->window)) {
+        json_decref(root);
+        return etk_err(err, ETK_EFORMAT, "%s: field 'window_layers' must be a string of 'S' (sliding) and 'F' (full) "
+                       "layers, repeated from layer window_from on, and needs 'window'", fname);
+    }
+    if (wl && (rc = window_pattern(json_string_value(wl), strlen(json_string_value(wl)), fname, "window_layers",
+                                   out, err))) {
+        json_decref(root);
+        return rc;
+    }
     if (!out->kv_heads)
         out->kv_heads = out->heads;
     json_decref(root);
@@ -1048,4 +1165,52 @@ int64_t etk_model_capacity(const etk_model *m, int64_t batch)
         return INT64_MAX;
     int64_t ci = (int64_t)c;
     return (double)ci < c ? ci + 1 : ci;
+}
+
+/* ---------- sliding-window attention ---------- */
+
+bool etk_model_layer_sliding(const etk_model *m, int64_t l)
+{
+    if (m->window <= 0 || l < m->window_from || l < 0)
+        return false;
+    if (!m->window_period)
+        return true;
+    return (m->window_mask >> ((uint64_t)(l - m->window_from) % m->window_period)) & 1u;
+}
+
+int64_t etk_model_sliding_layers(const etk_model *m, int64_t lo, int64_t n)
+{
+    int64_t k = 0;
+    for (int64_t l = lo; l < lo + n; l++)
+        k += etk_model_layer_sliding(m, l);
+    return k;
+}
+
+double etk_window_pairs(int64_t s, int64_t w)
+{
+    double S = (double)s, W = (double)w;
+    if (s <= 0 || w <= 0)
+        return 0;
+    if (w >= s)
+        return S * (S + 1) / 2;
+    return W * S - W * (W - 1) / 2;
+}
+
+double etk_window_tiles(int64_t s, int64_t w, int64_t blk)
+{
+    if (s <= 0 || w <= 0 || blk <= 0)
+        return 0;
+    /* ceilings without s + blk - 1 (a trace's attn_s may be near INT64_MAX) */
+    int64_t n = s / blk + (s % blk != 0), k = (w - 1) / blk + ((w - 1) % blk != 0), i0 = k < n ? k : n;
+    return (double)i0 * (double)(i0 + 1) / 2 + (double)(n - i0) * (double)(k + 1);
+}
+
+uint64_t etk_model_kv_bytes(const etk_model *m, int bytes, int64_t tokens)
+{
+    if (tokens <= 0 || m->layers <= 0)
+        return 0;
+    uint64_t per_layer = etk_model_kv_bytes_per_token(m, bytes) / (uint64_t)m->layers;
+    int64_t ns = etk_model_sliding_layers(m, 0, m->layers);
+    int64_t capped = m->window > 0 && m->window < tokens ? m->window : tokens;
+    return per_layer * ((uint64_t)(m->layers - ns) * (uint64_t)tokens + (uint64_t)ns * (uint64_t)capped);
 }
