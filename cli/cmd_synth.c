@@ -18,7 +18,7 @@
 
 static void help(void)
 {
-    printf("usage: etkit synth fit WORKLOAD... [--list FILE] [--layerdag [--epochs N]] -o MODEL\n"
+    printf("usage: etkit synth fit WORKLOAD... [--list FILE] [--layerdag [--epochs N] [--average E]] -o MODEL\n"
            "       etkit synth sample MODEL -o PREFIX [--ranks N] [--inner G] [--seed S] [--max-nodes N] [--count]\n"
            "                          [--label step_time_ns=T --cluster NAME [--tries K] [--attr-tries J] [--refine R]]\n"
            "       etkit synth eval MODEL --real FILE [--samples K] [--seed S] [--cluster NAME [--train FILE]] [--json]\n\n"
@@ -49,6 +49,9 @@ static void help(void)
            "  --list FILE          fit: more workloads, one per line ('#' comments)\n"
            "  --layerdag           fit: train the LayerDAG model (sampled from by default then)\n"
            "  --epochs N           fit: LayerDAG training passes over the corpus (default 8)\n"
+           "  --average E          fit: the saved LayerDAG weights are the mean of the iterates (one per\n"
+           "                       graph's Adam step) of the last E epochs, Polyak averaging, which makes\n"
+           "                       fits from different seeds agree (default 4; 0: the last iterate)\n"
            "  --cluster NAME       fit --layerdag: label every training graph with its simulated step time\n"
            "                       on this cluster preset (the model is conditioned on it); sample --label:\n"
            "                       simulate the samples on it; eval: simulate every workload (KS of step time)\n"
@@ -90,7 +93,7 @@ static const char *jnum(char buf[32], double v)
     return buf;
 }
 
-enum { O_LIST = 1000, O_RANKS, O_INNER, O_SEED, O_MAXN, O_REAL, O_SAMPLES, O_CLUSTER, O_JSON, O_LD, O_EPOCHS, O_COUNT, O_LABEL, O_TRIES, O_TRAIN, O_ATRIES, O_REFINE };
+enum { O_LIST = 1000, O_RANKS, O_INNER, O_SEED, O_MAXN, O_REAL, O_SAMPLES, O_CLUSTER, O_JSON, O_LD, O_EPOCHS, O_COUNT, O_LABEL, O_TRIES, O_TRAIN, O_ATRIES, O_REFINE, O_AVERAGE };
 static const struct option longopts[] = {
     {"out", required_argument, 0, 'o'},         {"list", required_argument, 0, O_LIST},
     {"ranks", required_argument, 0, O_RANKS},   {"inner", required_argument, 0, O_INNER},
@@ -100,13 +103,14 @@ static const struct option longopts[] = {
     {"layerdag", no_argument, 0, O_LD},         {"epochs", required_argument, 0, O_EPOCHS},
     {"train", required_argument, 0, O_TRAIN},   {"label", required_argument, 0, O_LABEL},   {"tries", required_argument, 0, O_TRIES},
     {"attr-tries", required_argument, 0, O_ATRIES}, {"refine", required_argument, 0, O_REFINE},
+    {"average", required_argument, 0, O_AVERAGE},
     {"count", no_argument, 0, O_COUNT},         {"quiet", no_argument, 0, 'q'},             {"help", no_argument, 0, 'h'},
     {0, 0, 0, 0},
 };
 
 typedef struct opts {
     const char *out, *list, *real, *cluster, *train;
-    uint64_t ranks, inner, seed, max_nodes, samples, epochs, tries, attr_tries, refine;
+    uint64_t ranks, inner, seed, max_nodes, samples, epochs, tries, attr_tries, refine, average;
     double label_ns;
     bool ranks_set, inner_set, json, quiet, layerdag, count;
 } opts;
@@ -215,7 +219,7 @@ static int do_fit(const opts *o, char **specs, size_t n)
                              nr, o->cluster);
     }
     if (!rc && o->layerdag)
-        rc = etk_synth_train_layerdag_labeled(m, gs, labels, ng, (uint32_t)o->epochs, o->seed, &err);
+        rc = etk_synth_train_layerdag_avg(m, gs, labels, ng, (uint32_t)o->epochs, (uint32_t)o->average, o->seed, &err);
     free(labels);
     clock_t c3 = clock();
     if (!rc)
@@ -360,7 +364,7 @@ static int synth_eval(const opts *o, const char *model);
 
 int cmd_synth(int argc, char **argv)
 {
-    opts o = {.seed = 1, .refine = 1024};
+    opts o = {.seed = 1, .refine = 1024, .average = ETK_SYNTH_LD_AVERAGE};
     char **specs = NULL;
     size_t n_specs = 0;
     int c;
@@ -413,6 +417,12 @@ int cmd_synth(int argc, char **argv)
                 return 2;
             if (o.refine > 100000)
                 return cli_usage_error("synth", "--refine wants 0 to 100000, got %s", optarg);
+            break;
+        case O_AVERAGE:
+            if (cli_parse_u64("synth", "--average", optarg, &o.average))
+                return 2;
+            if (o.average > 1000)
+                return cli_usage_error("synth", "--average wants 0 to 1000, got %s", optarg);
             break;
         case O_EPOCHS:
             if (cli_parse_u64("synth", "--epochs", optarg, &o.epochs))

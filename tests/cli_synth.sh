@@ -73,6 +73,13 @@ expect 0 "(LayerDAG model)" synth sample "$T/ld.json" -o "$T/l" --seed 2 --max-n
 expect 0 "0 errors, 0 warnings" validate "$T/l"
 expect 0 "(count model)" synth sample "$T/ld.json" -o "$T/lc" --seed 2 --count
 expect 2 "--epochs wants 1 to 1000, got 0" synth fit "$T/a" --layerdag --epochs 0 -o "$T/x.json"
+# --average 0: the last iterate, not the default's mean of the last 4 epochs' iterates
+expect 0 "LayerDAG model: 2 epochs" synth fit "$T/a" "$T/b" --layerdag --epochs 2 --average 0 -o "$T/ld0.json"
+cmp -s "$T/ld.json" "$T/ld0.json" && fail "--average 0 wrote the same model as the default (averaged) fit"
+expect 0 "LayerDAG model: 2 epochs" synth fit "$T/a" "$T/b" --layerdag --epochs 2 --average 4 -o "$T/ld4.json"
+cmp -s "$T/ld.json" "$T/ld4.json" || fail "--average 4 differs from the default fit"
+expect 2 "--average wants 0 to 1000, got 1001" synth fit "$T/a" --layerdag --average 1001 -o "$T/x.json"
+expect 2 "--average wants a non-negative integer, got 'x'" synth fit "$T/a" --layerdag --average x -o "$T/x.json"
 
 # eval: the two halves of a list, the count model and random DAGs; JSON form
 printf '%s\n%s\n' "$T/a" "$T/b" >"$T/real.txt"

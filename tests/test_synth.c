@@ -1048,6 +1048,53 @@ static void test_profiles(void **state)
         etk_synth_graph_free(gs[g]);
 }
 
+/* Polyak averaging (docs/synth.md "Fit-to-fit stability"): on one training graph every epoch is
+ * one Adam step of each network, and a fit of k epochs is the first k steps of a longer fit of
+ * the same seed (the random draws do not depend on the epoch count), so the weights of a fit of
+ * 8 epochs averaged over its last 4 must be the mean of the last iterates of fits of 5, 6, 7 and
+ * 8 epochs (summed in that order), and averaging more epochs than trained averages them all */
+static void test_average(void **state)
+{
+    (void)state;
+    etk_synth_graph **gs;
+    size_t n;
+    uint32_t world[2], inner[2];
+    corpus(&gs, &n, world, inner);
+    etk_error err = {0};
+    etk_synth_model *it[9] = {NULL}, *avg = NULL, *all = NULL;
+    for (uint32_t k = 1; k <= 8; k++) {
+        assert_int_equal(etk_synth_fit(gs, n, world, 2, inner, 2, &it[k], &err), 0);
+        assert_int_equal(etk_synth_train_layerdag_avg(it[k], gs, NULL, 1, k, 0, 7, &err), 0);
+    }
+    assert_int_equal(etk_synth_fit(gs, n, world, 2, inner, 2, &avg, &err), 0);
+    assert_int_equal(etk_synth_train_layerdag_avg(avg, gs, NULL, 1, 8, 4, 7, &err), 0);
+    assert_int_equal(etk_synth_fit(gs, n, world, 2, inner, 2, &all, &err), 0);
+    assert_int_equal(etk_synth_train_layerdag_avg(all, gs, NULL, 1, 3, 100, 7, &err), 0);
+    size_t moved = 0;
+    for (int net = 0; net < 4; net++) {
+        const syn_mlp *a = net == 0 ? &avg->ld->size : net == 1 ? &avg->ld->tok : net == 2 ? &avg->ld->edge : &avg->ld->far;
+        const syn_mlp *b = net == 0 ? &all->ld->size : net == 1 ? &all->ld->tok : net == 2 ? &all->ld->edge : &all->ld->far;
+        const double *w[9];
+        for (int k = 1; k <= 8; k++) {
+            const syn_layerdag *l = it[k]->ld;
+            w[k] = (net == 0 ? &l->size : net == 1 ? &l->tok : net == 2 ? &l->edge : &l->far)->w;
+        }
+        for (size_t i = 0; i < a->n_par; i++) {
+            double want = (((w[5][i] + w[6][i]) + w[7][i]) + w[8][i]) / 4, want3 = ((w[1][i] + w[2][i]) + w[3][i]) / 3;
+            if (fabs(a->w[i] - want) > 1e-12 * (1 + fabs(want)) || fabs(b->w[i] - want3) > 1e-12 * (1 + fabs(want3)))
+                fail_msg("net %d weight %zu: averaged %.17g / %.17g, iterates' mean %.17g / %.17g", net, i, a->w[i],
+                         b->w[i], want, want3);
+            moved += w[5][i] != w[8][i] && fabs(a->w[i] - w[8][i]) > 0;
+        }
+    }
+    /* the iterates differ (Adam moves the weights every step), so the average is not the last */
+    assert_true(moved > 1000);
+    for (int k = 1; k <= 8; k++)
+        etk_synth_model_free(it[k]);
+    etk_synth_model_free(avg), etk_synth_model_free(all);
+    free_gs(gs, n);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1058,7 +1105,7 @@ int main(void)
         cmocka_unit_test(test_model_file),      cmocka_unit_test(test_metrics), cmocka_unit_test(test_bins),
         cmocka_unit_test(test_gradcheck), cmocka_unit_test(test_layerdag), cmocka_unit_test(test_random_er),
         cmocka_unit_test(test_regressor), cmocka_unit_test(test_label_attrs),
-        cmocka_unit_test(test_scale_classes),   cmocka_unit_test(test_profiles),
+        cmocka_unit_test(test_scale_classes),   cmocka_unit_test(test_profiles), cmocka_unit_test(test_average),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

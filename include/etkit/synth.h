@@ -125,6 +125,13 @@ int etk_synth_train_layerdag(etk_synth_model *m, etk_synth_graph *const *gs, siz
  * as LayerDAG does; samples then take etk_synth_sample_opts.label_ns. */
 int etk_synth_train_layerdag_labeled(etk_synth_model *m, etk_synth_graph *const *gs, const double *labels_ns, size_t n,
                                      uint32_t epochs, uint64_t seed, etk_error *err);
+/* Polyak averaging (docs/synth.md "Fit-to-fit stability"): the default number of final epochs
+ * whose iterates (one per graph's Adam step) are averaged into the saved weights */
+#define ETK_SYNTH_LD_AVERAGE 4
+/* The same with the averaged tail given: `average` final epochs (0: off, the last iterate; more
+ * than `epochs` averages them all). The two functions above use ETK_SYNTH_LD_AVERAGE. */
+int etk_synth_train_layerdag_avg(etk_synth_model *m, etk_synth_graph *const *gs, const double *labels_ns, size_t n,
+                                 uint32_t epochs, uint32_t average, uint64_t seed, etk_error *err);
 /* true when the LayerDAG part was trained with labels */
 bool etk_synth_model_labeled(const etk_synth_model *m);
 bool etk_synth_model_has_layerdag(const etk_synth_model *m);

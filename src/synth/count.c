@@ -179,12 +179,18 @@ int etk_synth_train_layerdag(etk_synth_model *m, etk_synth_graph *const *gs, siz
 int etk_synth_train_layerdag_labeled(etk_synth_model *m, etk_synth_graph *const *gs, const double *labels_ns, size_t n,
                                      uint32_t epochs, uint64_t seed, etk_error *err)
 {
+    return etk_synth_train_layerdag_avg(m, gs, labels_ns, n, epochs, ETK_SYNTH_LD_AVERAGE, seed, err);
+}
+
+int etk_synth_train_layerdag_avg(etk_synth_model *m, etk_synth_graph *const *gs, const double *labels_ns, size_t n,
+                                 uint32_t epochs, uint32_t average, uint64_t seed, etk_error *err)
+{
     if (!n)
         return etk_err(err, ETK_EINVAL, "no rank graphs to train on");
     for (size_t i = 0; labels_ns && i < n; i++)
         if (!(labels_ns[i] > 0 && isfinite(labels_ns[i])))
             return etk_err(err, ETK_EINVAL, "graph %zu: label %g: wanted a positive step time (ns)", i, labels_ns[i]);
-    syn_ld_opts o = {.epochs = epochs, .seed = seed, .labels_ns = labels_ns};
+    syn_ld_opts o = {.epochs = epochs, .seed = seed, .labels_ns = labels_ns, .average = average};
     return syn_ld_train(m, gs, n, &o, err);
 }
 

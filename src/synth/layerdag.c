@@ -177,11 +177,18 @@ int syn_ld_train(etk_synth_model *m, etk_synth_graph *const *gs, size_t n, const
     uint32_t *lstart = malloc(((size_t)max_l + 1) * sizeof *lstart), *outdeg = malloc(max_n * sizeof *outdeg);
     uint32_t *order = malloc((n ? n : 1) * sizeof *order);
     double *x = malloc(LD_EDGE_IN * sizeof *x), f[LD_F], h[LD_HIDDEN], y[LD_FAR_OUT], dy[LD_FAR_OUT];
+    double *avg[4] = {NULL, NULL, NULL, NULL}, n_avg = 0;
+    syn_mlp *nets[4] = {NULL, NULL, NULL, NULL};
+    uint32_t avg_from = epochs - (o->average < epochs ? o->average : epochs);
     int rc = ETK_ENOMEM;
     if (!ld || !lstart || !outdeg || !order || !x || syn_mlp_init(&ld->size, LD_F, LD_HIDDEN, LD_SIZES, &r) ||
         syn_mlp_init(&ld->tok, LD_TOK_IN, LD_HIDDEN, NT, &r) || syn_mlp_init(&ld->edge, LD_EDGE_IN, LD_HIDDEN, 1, &r) ||
         syn_mlp_init(&ld->far, LD_FAR_IN, LD_HIDDEN, LD_FAR_OUT, &r))
         goto done;
+    nets[0] = &ld->size, nets[1] = &ld->tok, nets[2] = &ld->edge, nets[3] = &ld->far;
+    for (int k = 0; k < 4 && o->average; k++)
+        if (!(avg[k] = calloc(nets[k]->n_par, sizeof *avg[k])))
+            goto done;
     ld->max_layers = 2 * max_l;
     ld->labeled = o->labels_ns != NULL;
     for (size_t i = 0; ld->labeled && i < n; i++) {
@@ -389,10 +396,19 @@ int syn_ld_train(etk_synth_model *m, etk_synth_graph *const *gs, size_t n, const
             syn_mlp_adam(&ld->tok, 3e-3, step, nex[1] ? 1.0 / nex[1] : 0);
             syn_mlp_adam(&ld->edge, 3e-3, step, nex[2] ? 1.0 / nex[2] : 0);
             syn_mlp_adam(&ld->far, 3e-3, step, nex[3] ? 1.0 / nex[3] : 0);
+            if (o->average && ep >= avg_from) { /* Polyak: sum the iterates of the tail */
+                for (int k = 0; k < 4; k++)
+                    for (size_t i = 0; i < nets[k]->n_par; i++)
+                        avg[k][i] += nets[k]->w[i];
+                n_avg++;
+            }
         }
         for (int k = 0; k < 4; k++)
             ld->loss[k] = cnt[k] ? ls[k] / cnt[k] : 0;
     }
+    for (int k = 0; k < 4 && n_avg > 0; k++)
+        for (size_t i = 0; i < nets[k]->n_par; i++)
+            nets[k]->w[i] = avg[k][i] / n_avg;
     syn_ld_free(m->ld);
     m->ld = ld;
     ld = NULL;
@@ -401,6 +417,8 @@ done:
     if (rc)
         etk_err(err, rc, "out of memory training the LayerDAG model");
     syn_ld_free(ld);
+    for (int k = 0; k < 4; k++)
+        free(avg[k]);
     free(lstart), free(outdeg), free(order), free(x);
     return rc;
 }

@@ -58,6 +58,9 @@ typedef struct syn_layerdag {
 typedef struct syn_ld_opts {
     uint32_t epochs; /* 0: 8 */
     uint64_t seed;
+    /* Polyak averaging: the saved weights are the mean of the weights after every graph's Adam
+     * step over the last `average` epochs (0: off, the last iterate; at most epochs) */
+    uint32_t average;
     const double *labels_ns; /* NULL, or a label (step time, ns) per graph */
 } syn_ld_opts;
 
