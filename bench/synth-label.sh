@@ -9,7 +9,7 @@ set -u
 MODEL=${1:?usage: synth-label.sh MODEL [N] [CLUSTER] [TRIES] [ETKIT]}
 N=${2:-20}
 CLUSTER=${3:-dgx-h100}
-TRIES=${4:-16}
+TRIES=${4:-32}
 ETKIT=${5:-build/etkit}
 T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
 # RANGE="LO HI" (ns) overrides the model's label range (to run an unlabeled model for comparison)

@@ -57,7 +57,7 @@ static void help(void)
            "                       simulate the samples on it; eval: simulate every workload (KS of step time)\n"
            "  --label step_time_ns=T  sample: a workload whose simulated step time is near T: the label\n"
            "                       conditions a labeled model, the best of K samples is kept\n"
-           "  --tries K            sample --label: sampled structures simulated (default 16)\n"
+           "  --tries K            sample --label: sampled structures simulated (default 32)\n"
            "  --attr-tries J       sample --label: attribute draws per structure (default 8; labeled models\n"
            "                       draw the bins of the label's bucket); the search stops within 1 %%\n"
            "  --refine R           sample --label: then up to R single-node attribute redraws, each kept when\n"
@@ -276,7 +276,7 @@ static int do_sample(const opts *o, const char *model)
     int rc = etk_synth_model_load(model, &m, &err);
     uint32_t ranks = 0;
     double best_ns = 0;
-    uint64_t tries = o->label_ns > 0 ? (o->tries ? o->tries : 16) : 1;
+    uint64_t tries = o->label_ns > 0 ? (o->tries ? o->tries : 32) : 1;
     etk_cluster c;
     if (!rc) {
         ranks = o->ranks_set ? (uint32_t)o->ranks : etk_synth_model_default_ranks(m);
