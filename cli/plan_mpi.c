@@ -293,6 +293,8 @@ typedef struct {
     mpi_stats local; /* the local workers together (under mu) */
     double row_s;    /* this phase's rows done by local workers: seconds, count (for serve's naps) */
     long row_n;
+    double exit_s;   /* sum of the times local workers ran out of work this phase, and how many */
+    long exits;
 } queue;
 
 /* up to max flat row indices of the next work (phase 2: while worth it); returns the count */
@@ -352,6 +354,8 @@ static void *local_worker(void *arg)
         pthread_mutex_lock(&q->mu);
         uint32_t n = take(q, &flat, 1);
         if (!n) {
+            q->exit_s += now_s(); /* idle from now to the phase's end: serve adds it to local.wait */
+            q->exits++;
             q->local.busy += busy;
             q->local.rows += rows;
             q->local.cpu += cpu_s(); /* threads per phase */
@@ -518,6 +522,9 @@ static int serve(queue *q, int size, const etk_plan_opts *o, mpi_stats *st0)
         pthread_join(th[i], NULL);
     if (!started)
         local_worker(q);
+    q->local.wait += (double)q->exits * now_s() - q->exit_s; /* the workers' idle end of the phase */
+    q->exit_s = 0;
+    q->exits = 0;
     free(buf);
     free(work);
     return rc;
