@@ -3,7 +3,8 @@
 # mpirun -np 2 no slower than -j 2"), in N alternated rounds: odd rounds run -j 2 first, even
 # rounds mpirun first (and, given an older etkit, a third run of mpirun with it, rotating).
 # Prints per run the 1-minute load before it (/proc/loadavg), wall, user and system seconds
-# (/usr/bin/time: everything under it, mpirun and both processes), then the medians per kind;
+# (/usr/bin/time: everything under it, mpirun and both processes; also its minor page faults and
+# context switches), then the medians per kind;
 # checks every CSV byte for byte against the first -j 2 one. CPU (user + system) is the figure
 # that holds on a shared machine; wall times mean something only near idle.
 #
@@ -37,15 +38,16 @@ run() { # round kind
     np2old) cmd="$MPI $OLD $CASE --csv $out" ;;
   esac
   # shellcheck disable=SC2086
-  $S timeout "$TIMEOUT" /usr/bin/time -o "$scratch/t" -f "%e %U %S" $cmd >/dev/null 2>"$err"
+  $S timeout "$TIMEOUT" /usr/bin/time -o "$scratch/t" -f "%e %U %S %R %c %w" $cmd >/dev/null 2>"$err"
   local rc=$?
   [ -n "${STATS:-}" ] && [ "$k" != j2 ] && cp "$err" "$STATS/$k.$r.txt"
   if [ $rc != 0 ]; then
     echo "round $r $k: failed (exit $rc): $(tail -2 "$err")"; bad=1; return
   fi
-  read -r w u s <"$scratch/t"
-  awk -v r="$r" -v k="$k" -v l="$load" -v w="$w" -v u="$u" -v s="$s" 'BEGIN {
-    printf "round %d %-7s load %5s  wall %7.2f s  user %7.2f s  sys %5.2f s  cpu %7.2f s\n", r, k, l, w, u, s, u + s }' 
+  read -r w u s pf ic vc <"$scratch/t"
+  awk -v r="$r" -v k="$k" -v l="$load" -v w="$w" -v u="$u" -v s="$s" -v pf="$pf" -v cs="$((ic + vc))" 'BEGIN {
+    printf "round %d %-7s load %5s  wall %7.2f s  user %7.2f s  sys %5.2f s  cpu %7.2f s  (%d page faults, %d context switches)\n",
+      r, k, l, w, u, s, u + s, pf, cs }' 
   echo "$k $w $u $s" >>"$scratch/all"
   if [ -f "$scratch/ref.csv" ]; then
     cmp -s "$scratch/ref.csv" "$out" || { echo "round $r $k: CSV differs from the first -j 2 run's"; bad=1; }
