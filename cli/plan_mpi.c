@@ -224,8 +224,8 @@ static void unbind(void)
 /* Open MPI's MPI_Init opens every point-to-point messaging layer (PML) it has and keeps the best:
  * with Debian's defaults (/etc/openmpi/openmpi-mca-params.conf: pml ^ucx, mtl ^ofi) that is cm,
  * which probes the PSM/PSM2 fabrics, before it settles on ob1, the only one that runs here.
- * Measured on the 2-core machine: MPI_Init 0.45 s wall, 0.08 s CPU per process by default,
- * 0.22 s and 0.05 s with `--mca pml ob1` (bench/RESULTS.md "s29-plan"). When all processes are on
+ * Measured on the 2-core machine at load ~5: MPI_Init 0.29-0.45 s wall, 0.07-0.09 s CPU per
+ * process by default, 0.10-0.22 s and 0.04-0.06 s with ob1 alone (bench/RESULTS.md "s29-plan"). When all processes are on
  * one node (OMPI_COMM_WORLD_LOCAL_SIZE = OMPI_COMM_WORLD_SIZE: then every process sees the same
  * and chooses alike), ob1 over shared memory is what any PML would do for the few kilobytes the
  * search sends, so etkit asks for it, unless the user chose a PML: `mpirun --mca pml X` (or
@@ -389,8 +389,9 @@ static void *local_worker(void *arg)
  * (rows take 1-1,000 ms to simulate), a quarter of rank 0's own mean row time so far, at least
  * NAP_URGENT and at most NAP_SLACK (4 ms): a reply that late costs its threads nothing as a
  * rule, and rank 0's server wakes 125-250 times a second instead of 1,000
- * (measured before s29: 0.5-0.95 s of CPU and ~27,000-44,000 context switches over a 24-39 s
- * search, on a core its worker wanted; bench/RESULTS.md "s29-plan"). */
+ * (measured on the issue's llama3-70b case at load 5-13: 0.68-1.91 s of CPU before s29, 0.51-0.73
+ * s after, on a core its worker wanted; context switches of the whole run 72,000-120,000 before,
+ * 42,000-49,000 after; bench/RESULTS.md "s29-plan"). */
 enum { NAP_URGENT = 1000000, NAP_SLACK = 4000000, NAP_SLACK1 = 8000000 };
 static void nap(long *ns, long cap)
 {

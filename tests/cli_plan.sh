@@ -307,7 +307,7 @@ for rank in (0, 1):
         print("rank %d: PML %s" % (rank, m.group(5))); sys.exit(1)
 EOF2
   # one node: etkit asks Open MPI for the ob1 PML only, so MPI_Init opens no other (with Debian's
-  # defaults it also opened cm and its MTLs: MPI_Init 0.45 -> 0.22 s, bench/RESULTS.md "s29-plan");
+  # defaults it also opened cm and its MTLs: MPI_Init 0.29-0.45 -> 0.10-0.22 s, bench/RESULTS.md "s29-plan");
   # ETK_PLAN_MPI_PML=default and a user's OMPI_MCA_pml leave the choice to Open MPI / the user
   W1="--model llama3-8b --global-batch 8 --cluster dgx-h100 --nodes 1 --tp 8 --pp 1 --cp 1 --micro-batch 1 --zero 1 --recompute none --quiet"
   $MPI -np 2 --mca pml_base_verbose 100 --mca mtl_base_verbose 100 -x ETK_PLAN_MPI_STATS=1 "$ETKIT" plan $W1 \
