@@ -386,7 +386,7 @@ static void *local_worker(void *arg)
  * without work, rank 0 for a phase's last results). Rank 0 while it has work to hand out:
  * NAP_SLACK1 (8 ms) in phase 1, where a remote process asks for its next chunk while it still
  * holds LOW1 rows per thread (~30-100 ms of work); in phase 2, where it asks a whole row ahead
- * (rows take 1-1,000 ms to simulate), a quarter of rank 0's own mean row time so far, at least
+ * (rows take 1-1,000 ms to simulate), an eighth of rank 0's own mean row time so far, at least
  * NAP_URGENT and at most NAP_SLACK (4 ms): a reply that late costs its threads nothing as a
  * rule, and rank 0's server wakes 125-250 times a second instead of 1,000
  * (measured on the issue's llama3-70b case at load 5-13: 0.68-1.91 s of CPU before s29, 0.51-0.73
@@ -463,9 +463,9 @@ static int serve(queue *q, int size, const etk_plan_opts *o, mpi_stats *st0)
             long cap = NAP_URGENT;
             if (!q->stop && q->phase == 1) {
                 cap = NAP_SLACK1;
-            } else if (!q->stop) { /* a quarter of rank 0's mean row so far, 1-4 ms */
-                double quarter = q->row_n ? 0.25e9 * q->row_s / (double)q->row_n : 0;
-                cap = quarter >= NAP_SLACK ? NAP_SLACK : quarter <= NAP_URGENT ? NAP_URGENT : (long)quarter;
+            } else if (!q->stop) { /* an eighth of rank 0's mean row so far, 1-4 ms */
+                double eighth = q->row_n ? 0.125e9 * q->row_s / (double)q->row_n : 0;
+                cap = eighth >= NAP_SLACK ? NAP_SLACK : eighth <= NAP_URGENT ? NAP_URGENT : (long)eighth;
             }
             pthread_mutex_unlock(&q->mu);
             nap(&wait, cap);
