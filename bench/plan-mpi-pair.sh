@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # bench/plan-mpi-pair.sh — `mpirun -np 2 etkit plan` against `etkit plan -j 2` (issue #14: "with
-# mpirun -np 2 no slower than -j 2"), in N alternated rounds: odd rounds run -j 2 first, even
-# rounds mpirun first (and, given an older etkit, a third run of mpirun with it, rotating).
+# mpirun -np 2 no slower than -j 2"), in N alternated rounds, the order rotated by one each round
+# (-j 2 first in odd rounds, mpirun first in even ones; given an older etkit, a third run of
+# mpirun with it, each kind first, second and third once in every three rounds).
 # Prints per run the 1-minute load before it (/proc/loadavg), wall, user and system seconds
 # (/usr/bin/time: everything under it, mpirun and both processes; also its minor page faults and
 # context switches), then the medians per kind;
@@ -56,8 +57,10 @@ run() { # round kind
   fi
 }
 for r in $(seq 1 "$N"); do
-  # rotate the order by the round: j2 first in odd rounds, mpirun first in even ones
-  if [ $((r % 2)) = 0 ]; then order="$(echo "$kinds" | cut -d' ' -f2-) j2"; else order=$kinds; fi
+  # rotate the order by one each round (two kinds: j2 first in odd rounds, mpirun in even ones;
+  # three: each kind first, second and third once in every three rounds)
+  order=$kinds
+  for _ in $(seq 2 "$r"); do order="$(echo "$order" | cut -d' ' -f2-) $(echo "$order" | cut -d' ' -f1)"; done
   for k in $order; do run "$r" "$k"; done
 done
 [ -f "$scratch/all" ] || exit 1
