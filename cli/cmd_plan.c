@@ -264,6 +264,7 @@ static int impossible(const char *cmd, const etk_plan_space *sp, const etk_plan_
 int cmd_plan(int argc, char **argv)
 {
     static const char *cmd = "plan";
+    plan_mpi_mark(PLAN_MPI_MAIN);
     for (int i = 1; i < argc; i++)
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             help();
@@ -515,6 +516,7 @@ int cmd_plan(int argc, char **argv)
     memset(&res, 0, sizeof res);
     int mrank = 0, msize = 1;
     bool mpi = !rc && plan_mpi_launched();
+    plan_mpi_mark(PLAN_MPI_PARSED);
     if (mpi)
         rc = plan_mpi_init(&mrank, &msize);
     progress_state ps;
@@ -545,6 +547,7 @@ int cmd_plan(int argc, char **argv)
     etk_plan_result_free(&res);
     free(jobs);
     free(comp);
+    plan_mpi_mark(PLAN_MPI_OUTPUT);
     if (mpi)
         plan_mpi_finalize();
     return rc;

@@ -33,6 +33,10 @@ int plan_mpi_init(int *rank, int *size)
     return 0;
 }
 void plan_mpi_finalize(void) {}
+void plan_mpi_mark(plan_mpi_step step)
+{
+    (void)step;
+}
 int plan_mpi_search(const etk_plan_space *sp, const etk_plan_job *jobs, uint32_t n_jobs, const etk_plan_opts *o,
                     etk_plan_result *res, etk_error *err)
 {
@@ -42,10 +46,11 @@ int plan_mpi_search(const etk_plan_space *sp, const etk_plan_job *jobs, uint32_t
 #include <mpi.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <sys/resource.h>
 #include <time.h>
+#include <unistd.h>
 #ifdef __linux__
 #include <sched.h>
-#include <unistd.h>
 #endif
 
 /* tags per phase: a worker's first request of phase 2 waits until rank 0 serves phase 2 */
@@ -104,6 +109,95 @@ static double now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+/* ---- ETK_PLAN_MPI_STATS's timeline (plan_mpi_mark; printed by plan_mpi_finalize) ---- */
+
+/* seconds on the clock of /proc/PID/stat's start times (since boot, CLOCK_BOOTTIME on Linux) */
+static double boot_s(void)
+{
+    struct timespec ts;
+#ifdef CLOCK_BOOTTIME
+    clock_gettime(CLOCK_BOOTTIME, &ts);
+#else
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+#endif
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* when process pid started, in boot_s's seconds; -1 when unknown (no /proc) */
+static double started_at(long pid)
+{
+    char path[64], buf[1024];
+    snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return -1;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    const char *p = strrchr(buf, ')'); /* the command name may hold spaces and parentheses */
+    unsigned long long start = 0;
+    /* after the name: state (field 3) ... starttime (field 22) */
+    if (!p || sscanf(p + 1, " %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %llu",
+                     &start) != 1)
+        return -1;
+    long hz = sysconf(_SC_CLK_TCK);
+    return hz > 0 ? (double)start / (double)hz : -1;
+}
+
+typedef struct {
+    double wall, cpu, main_cpu; /* boot_s; the process's user + system CPU; the marking thread's */
+    long minflt, csw;
+} mark;
+static mark marks[PLAN_MPI_N_MARKS];
+static bool marked[PLAN_MPI_N_MARKS];
+static double g_workers_cpu; /* this process's worker threads, all phases */
+static const char *g_pml = "Open MPI's choice"; /* which PML, and why (one_node_pml) */
+static int g_rank;
+
+static double tv_s(struct timeval t)
+{
+    return (double)t.tv_sec + (double)t.tv_usec * 1e-6;
+}
+
+void plan_mpi_mark(plan_mpi_step step)
+{
+    if ((unsigned)step >= PLAN_MPI_N_MARKS)
+        return;
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    marks[step] = (mark){boot_s(), tv_s(ru.ru_utime) + tv_s(ru.ru_stime), cpu_s(), ru.ru_minflt,
+                         ru.ru_nvcsw + ru.ru_nivcsw};
+    marked[step] = true;
+}
+
+static void print_timeline(void)
+{
+    static const char *const what[PLAN_MPI_N_MARKS] = {
+        "etkit plan entered", "flags, presets, clusters parsed", "MPI_Init done", "plan space built",
+        "phase 1 (assess) done", "phase 2 (simulate) done", "result gathered", "output written",
+        "MPI_Finalize done"};
+    double t_proc = started_at((long)getpid()), t_launch = started_at((long)getppid());
+    double t0 = t_launch >= 0 ? t_launch : t_proc;
+    mark prev = {t_proc, 0, 0, 0, 0};
+    if (t_proc >= 0)
+        fprintf(stderr, "etkit plan: rank %d at %.3f s: process started (times since its launcher, pid %ld, "
+                "started)\n", g_rank, t_proc - t0, (long)getppid());
+    else
+        prev.wall = marks[0].wall;
+    for (int i = 0; i < PLAN_MPI_N_MARKS; i++) {
+        if (!marked[i])
+            continue;
+        const mark *m = &marks[i];
+        fprintf(stderr, "etkit plan: rank %d at %.3f s: %s (step %.3f s wall, %.3f s CPU, main thread %.3f s)\n",
+                g_rank, m->wall - t0, what[i], m->wall - prev.wall, m->cpu - prev.cpu, m->main_cpu - prev.main_cpu);
+        prev = *m;
+    }
+    double other = prev.cpu - prev.main_cpu - g_workers_cpu;
+    fprintf(stderr, "etkit plan: rank %d CPU %.3f s: worker threads %.3f s, main thread %.3f s, other threads "
+            "(Open MPI's) %.3f s; %ld page faults, %ld context switches; PML %s\n", g_rank, prev.cpu, g_workers_cpu,
+            prev.main_cpu, other > 0 ? other : 0, prev.minflt, prev.csw, g_pml);
+}
+
 static int inited;
 
 /* Open MPI binds each process to a core of its own by default (with -np 2: --bind-to core). The
@@ -127,10 +221,35 @@ static void unbind(void)
 #endif
 }
 
+/* Open MPI's MPI_Init opens every point-to-point messaging layer (PML) it has and keeps the best:
+ * with Debian's defaults (/etc/openmpi/openmpi-mca-params.conf: pml ^ucx, mtl ^ofi) that is cm,
+ * which probes the PSM/PSM2 fabrics, before it settles on ob1, the only one that runs here.
+ * Measured on the 2-core machine at load ~5: MPI_Init 0.29-0.45 s wall, 0.07-0.09 s CPU per
+ * process by default, 0.10-0.22 s and 0.04-0.06 s with ob1 alone (bench/RESULTS.md "s29-plan"). When all processes are on
+ * one node (OMPI_COMM_WORLD_LOCAL_SIZE = OMPI_COMM_WORLD_SIZE: then every process sees the same
+ * and chooses alike), ob1 over shared memory is what any PML would do for the few kilobytes the
+ * search sends, so etkit asks for it, unless the user chose a PML: `mpirun --mca pml X` (or
+ * `-x OMPI_MCA_pml=X`) sets OMPI_MCA_pml, which is then left alone; ETK_PLAN_MPI_PML=default
+ * leaves Open MPI's choice (and its parameter files) in force. Several nodes: nothing changes. */
+static void one_node_pml(void)
+{
+    const char *all = getenv("OMPI_COMM_WORLD_SIZE"), *local = getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+    const char *opt = getenv("ETK_PLAN_MPI_PML");
+    if (getenv("OMPI_MCA_pml"))
+        g_pml = "the user's OMPI_MCA_pml";
+    else if (opt && !strcmp(opt, "default"))
+        g_pml = "Open MPI's choice (ETK_PLAN_MPI_PML=default)";
+    else if (!all || !local || strcmp(all, local))
+        g_pml = "Open MPI's choice (processes on several nodes)";
+    else if (!setenv("OMPI_MCA_pml", "ob1", 0))
+        g_pml = "ob1 (all processes on one node)";
+}
+
 int plan_mpi_init(int *rank, int *size)
 {
     if (!inited) {
         int provided;
+        one_node_pml();
         if (MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS) {
             fprintf(stderr, "etkit plan: error: MPI_Init failed\n");
             return 2;
@@ -140,14 +259,20 @@ int plan_mpi_init(int *rank, int *size)
     }
     MPI_Comm_rank(MPI_COMM_WORLD, rank);
     MPI_Comm_size(MPI_COMM_WORLD, size);
+    g_rank = *rank;
+    plan_mpi_mark(PLAN_MPI_INIT);
     return 0;
 }
 
 void plan_mpi_finalize(void)
 {
-    if (inited)
-        MPI_Finalize();
+    if (!inited)
+        return;
+    MPI_Finalize();
     inited = 0;
+    plan_mpi_mark(PLAN_MPI_FINALIZE);
+    if (getenv("ETK_PLAN_MPI_STATS"))
+        print_timeline();
 }
 
 typedef struct {
@@ -166,6 +291,10 @@ typedef struct {
     etk_plan_topk tk;
     const etk_plan_row *best;
     mpi_stats local; /* the local workers together (under mu) */
+    double row_s;    /* this phase's rows done by local workers: seconds, count (for serve's naps) */
+    long row_n;
+    double exit_s;   /* sum of the times local workers ran out of work this phase, and how many */
+    long exits;
 } queue;
 
 /* up to max flat row indices of the next work (phase 2: while worth it); returns the count */
@@ -225,6 +354,8 @@ static void *local_worker(void *arg)
         pthread_mutex_lock(&q->mu);
         uint32_t n = take(q, &flat, 1);
         if (!n) {
+            q->exit_s += now_s(); /* idle from now to the phase's end: serve adds it to local.wait */
+            q->exits++;
             q->local.busy += busy;
             q->local.rows += rows;
             q->local.cpu += cpu_s(); /* threads per phase */
@@ -238,20 +369,33 @@ static void *local_worker(void *arg)
             etk_plan_assess(q->s, &tmp);
         else
             etk_plan_simulate(q->s, &tmp);
-        busy += now_s() - t0;
+        double dt = now_s() - t0;
+        busy += dt;
         rows++;
         pthread_mutex_lock(&q->mu);
+        q->row_s += dt;
+        q->row_n++;
         merge(q, flat, &tmp, g_opts);
         pthread_mutex_unlock(&q->mu);
     }
 }
 
-/* a wait for a message: 50 us, doubling while nothing comes up to 1 ms (the caller resets *ns to
- * 0 when one comes), so an idle poller wakes ~1,000 times a second, not 5,000, without delaying
- * a reply that comes soon */
-static void nap(long *ns)
+/* a wait for a message: 50 us, doubling while nothing comes up to cap ns (the caller resets *ns
+ * to 0 when one comes), so an idle poller wakes at most 1e9 / cap times a second without delaying
+ * a reply that comes soon. NAP_URGENT (1 ms): someone waits for the message (a worker thread
+ * without work, rank 0 for a phase's last results). Rank 0 while it has work to hand out:
+ * NAP_SLACK1 (8 ms) in phase 1, where a remote process asks for its next chunk while it still
+ * holds LOW1 rows per thread (~30-100 ms of work); in phase 2, where it asks a whole row ahead
+ * (rows take 1-1,000 ms to simulate), an eighth of rank 0's own mean row time so far, at least
+ * NAP_URGENT and at most NAP_SLACK (4 ms): a reply that late costs its threads nothing as a
+ * rule, and rank 0's server wakes 125-250 times a second instead of 1,000
+ * (measured on the issue's llama3-70b case at load 5-13: 0.68-1.91 s of CPU before s29, 0.51-0.73
+ * s after, on a core its worker wanted; context switches of the whole run 72,000-120,000 before,
+ * 42,000-49,000 after; bench/RESULTS.md "s29-plan"). */
+enum { NAP_URGENT = 1000000, NAP_SLACK = 4000000, NAP_SLACK1 = 8000000 };
+static void nap(long *ns, long cap)
 {
-    *ns = *ns < 50000 ? 50000 : *ns < 1000000 ? *ns * 2 : 1000000;
+    *ns = *ns < 50000 ? 50000 : *ns < cap / 2 ? *ns * 2 : cap;
     struct timespec ts = {0, *ns};
     nanosleep(&ts, NULL);
 }
@@ -289,7 +433,7 @@ static void send_napped(const void *buf, int count, MPI_Datatype type, int dest,
         MPI_Test(&req, &flag, MPI_STATUS_IGNORE);
         if (flag)
             return;
-        nap(&wait);
+        nap(&wait, NAP_URGENT);
     }
 }
 
@@ -313,7 +457,18 @@ static int serve(queue *q, int size, const etk_plan_opts *o, mpi_stats *st0)
         MPI_Status st;
         MPI_Iprobe(MPI_ANY_SOURCE, TAG_RESULT + q->phase, MPI_COMM_WORLD, &flag, &st);
         if (!flag) {
-            nap(&wait);
+            /* the remote processes ask ahead (NAP_SLACK1, NAP_SLACK); once all work is handed
+             * out, rank 0 waits for nothing but their last results */
+            pthread_mutex_lock(&q->mu);
+            long cap = NAP_URGENT;
+            if (!q->stop && q->phase == 1) {
+                cap = NAP_SLACK1;
+            } else if (!q->stop) { /* an eighth of rank 0's mean row so far, 1-4 ms */
+                double eighth = q->row_n ? 0.125e9 * q->row_s / (double)q->row_n : 0;
+                cap = eighth >= NAP_SLACK ? NAP_SLACK : eighth <= NAP_URGENT ? NAP_URGENT : (long)eighth;
+            }
+            pthread_mutex_unlock(&q->mu);
+            nap(&wait, cap);
             continue;
         }
         wait = 0;
@@ -368,6 +523,9 @@ static int serve(queue *q, int size, const etk_plan_opts *o, mpi_stats *st0)
         pthread_join(th[i], NULL);
     if (!started)
         local_worker(q);
+    q->local.wait += (double)q->exits * now_s() - q->exit_s; /* the workers' idle end of the phase */
+    q->exit_s = 0;
+    q->exits = 0;
     free(buf);
     free(work);
     return rc;
@@ -534,7 +692,11 @@ static int work_phase(remote *R, int phase)
         if (event) {
             wait = 0;
         } else if (in_flight) {
-            nap(&wait); /* a reply is due: poll (Open MPI's blocking wait spins a core) */
+            /* a reply is due: poll (Open MPI's blocking wait spins a core). s29 tried polling
+             * only every 10 ms while every thread still had a row, woken at once by a thread
+             * out of work: this thread's CPU fell by ~0.03 s, its worker's wait for work grew
+             * from ~0.01 to 0.08-0.14 s (the wake-ups in a row on a loaded machine) */
+            nap(&wait, NAP_URGENT);
         } else {
             /* nothing due from rank 0 (in phase 1 finished rows wait for the next request):
              * sleep until a thread takes or finishes a row (the events that can make a message
@@ -572,8 +734,10 @@ static int work_loop(etk_plan_search_state *s, uint32_t threads, mpi_stats *ms)
     pthread_cond_init(&R.cv, NULL);
     pthread_cond_init(&R.cv_main, NULL);
     int rc = R.pend ? 0 : -1;
-    for (int phase = 1; !rc && phase <= 2; phase++)
+    for (int phase = 1; !rc && phase <= 2; phase++) {
         rc = work_phase(&R, phase);
+        plan_mpi_mark(phase == 1 ? PLAN_MPI_PHASE1 : PLAN_MPI_PHASE2);
+    }
     pthread_cond_destroy(&R.cv);
     pthread_cond_destroy(&R.cv_main);
     pthread_mutex_destroy(&R.mu);
@@ -613,6 +777,7 @@ int plan_mpi_search(const etk_plan_space *sp, const etk_plan_job *jobs, uint32_t
         MPI_Abort(MPI_COMM_WORLD, 2); /* every process fails alike (same inputs); be sure none waits */
         return rc;
     }
+    plan_mpi_mark(PLAN_MPI_SPACE);
     double t_start = now_s();
     if (rank) {
         mpi_stats ms;
@@ -622,6 +787,7 @@ int plan_mpi_search(const etk_plan_space *sp, const etk_plan_job *jobs, uint32_t
             fprintf(stderr, "etkit plan: error: rank %d: out of memory or no thread\n", rank);
             MPI_Abort(MPI_COMM_WORLD, 2);
         }
+        g_workers_cpu = ms.cpu;
         ms.main_cpu = cpu_s(); /* since the process started: MPI_Init, the set-up, the serving */
         ms.cpu += ms.main_cpu; /* the threads' and the main thread's */
         print_stats(rank, "workers", &ms, now_s() - t_start);
@@ -644,21 +810,27 @@ int plan_mpi_search(const etk_plan_space *sp, const etk_plan_job *jobs, uint32_t
     q.phase = 1;
     q.total = etk_plan_n_rows(s);
     rc = serve(&q, size, o, &served);
+    plan_mpi_mark(PLAN_MPI_PHASE1);
     if (!rc) {
         size_t n = etk_plan_sort(s);
         q.phase = 2;
+        q.row_s = 0;
+        q.row_n = 0;
         q.next = 0;
         q.stop = false;
         q.done = etk_plan_n_rows(s) - n;
         rc = serve(&q, size, o, &served);
+        plan_mpi_mark(PLAN_MPI_PHASE2);
     }
     served.cpu = cpu_s();
+    g_workers_cpu = q.local.cpu;
     print_stats(0, "local workers", &q.local, now_s() - t_start);
     print_stats(0, "server", &served, now_s() - t_start);
     if (rc)
         rc = etk_err(err, ETK_ENOMEM, "plan search: out of memory");
     else
         rc = etk_plan_finish(s, res, err);
+    plan_mpi_mark(PLAN_MPI_GATHER);
     etk_plan_topk_free(&q.tk);
     pthread_mutex_destroy(&q.mu);
     etk_plan_state_free(s);

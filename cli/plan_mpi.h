@@ -13,7 +13,18 @@
 bool plan_mpi_launched(void);
 /* MPI_Init (once). Returns 0, or 2 with a message. *rank, *size: this process and all. */
 int plan_mpi_init(int *rank, int *size);
+/* MPI_Finalize; with ETK_PLAN_MPI_STATS set, then prints this process's timeline (plan_mpi_mark) */
 void plan_mpi_finalize(void);
+/* The steps of a process's timeline that ETK_PLAN_MPI_STATS prints (docs/plan.md "Parallel
+ * search"): cmd_plan entered, the flags, presets and clusters parsed, MPI_Init done, the plan
+ * space built (etk_plan_begin), phase 1 and phase 2 done, the result gathered (etk_plan_finish,
+ * rank 0), the output written, MPI_Finalize done. */
+typedef enum {
+    PLAN_MPI_MAIN, PLAN_MPI_PARSED, PLAN_MPI_INIT, PLAN_MPI_SPACE, PLAN_MPI_PHASE1, PLAN_MPI_PHASE2,
+    PLAN_MPI_GATHER, PLAN_MPI_OUTPUT, PLAN_MPI_FINALIZE, PLAN_MPI_N_MARKS
+} plan_mpi_step;
+/* records the wall clock, the process's CPU and the calling (main) thread's CPU at a step */
+void plan_mpi_mark(plan_mpi_step step);
 /* The search over the processes; on rank 0 *res holds the result (on the others it is empty).
  * Every process searches in o->threads (-j) threads; rank 0's main thread hands out the work. */
 int plan_mpi_search(const etk_plan_space *sp, const etk_plan_job *jobs, uint32_t n_jobs, const etk_plan_opts *o,

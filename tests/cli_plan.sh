@@ -270,6 +270,57 @@ if command -v mpirun >/dev/null && ldd "$ETKIT" 2>/dev/null | grep -q libmpi; th
   read -r m1 b1 r1 <<<"$p1"
   [ -n "$r1" ] && [ "$b1" = 1 ] && [ "$m1" -ge 2 ] ||
     fail "mpirun -np 2 -j 2: phase 1 not batched (messages, without a request, rows: '$p1'): $(grep "rank 0 server" "$T/mpis.txt")"
+  # ETK_PLAN_MPI_STATS's timeline (s29): every step of each process once, in order, times not
+  # decreasing, each step's wall time the difference of its "at" times, the steps' CPU summing to
+  # the process's CPU, and that CPU split into the worker threads' (as the workers line counts
+  # them), the main thread's and the rest (docs/plan.md "Parallel search")
+  python3 - "$T/mpis.txt" <<'EOF2' || fail "mpirun -np 2 -j 2: ETK_PLAN_MPI_STATS timeline wrong: $(grep "rank . at\|rank . CPU" "$T/mpis.txt")"
+import re, sys
+txt = open(sys.argv[1]).read()
+steps = ["process started", "etkit plan entered", "flags, presets, clusters parsed", "MPI_Init done",
+         "plan space built", "phase 1 (assess) done", "phase 2 (simulate) done", "result gathered",
+         "output written", "MPI_Finalize done"]
+for rank in (0, 1):
+    got = re.findall(r"rank %d at ([0-9.]+) s: ([^\n]+?) \((?:step ([0-9.]+) s wall, ([0-9.]+) s CPU, main thread ([0-9.]+) s|times)" % rank, txt)
+    want = [x for x in steps if rank == 0 or x != "result gathered"]
+    if [g[1] for g in got] != want:
+        print("rank %d steps" % rank, [g[1] for g in got]); sys.exit(1)
+    at = [float(g[0]) for g in got]
+    if at != sorted(at):
+        print("rank %d times decrease" % rank, at); sys.exit(1)
+    for i in range(1, len(got)):
+        if abs(float(got[i][2]) - (at[i] - at[i - 1])) > 0.0025:
+            print("rank %d step %s: %s s against %.3f" % (rank, got[i][1], got[i][2], at[i] - at[i - 1])); sys.exit(1)
+    cpu = sum(float(g[3]) for g in got[1:])
+    m = re.search(r"rank %d CPU ([0-9.]+) s: worker threads ([0-9.]+) s, main thread ([0-9.]+) s, other threads \(Open MPI's\) ([0-9.]+) s; [0-9]+ page faults, [0-9]+ context switches; PML (.*)" % rank, txt)
+    if not m:
+        print("rank %d: no CPU line" % rank); sys.exit(1)
+    total, work, main, other = (float(m.group(i)) for i in range(1, 5))
+    main_steps = sum(float(g[4]) for g in got[1:])
+    if abs(cpu - total) > 0.006 or abs(main_steps - main) > 0.006 or abs(work + main + other - total) > 0.003 or work <= 0:
+        print("rank %d: steps' CPU %.3f, main %.3f; line %s" % (rank, cpu, main_steps, m.group(0))); sys.exit(1)
+    w = re.search(r"rank 0 local workers.*?([0-9.]+) s CPU," if rank == 0 else r"rank 1 workers.*?([0-9.]+) s CPU \(main thread ([0-9.]+) s\)", txt)
+    wcpu = float(w.group(1)) - (float(w.group(2)) if rank else 0)
+    if abs(wcpu - work) > 0.003:
+        print("rank %d: workers line %.3f s, CPU line %.3f s" % (rank, wcpu, work)); sys.exit(1)
+    if m.group(5) != "ob1 (all processes on one node)":
+        print("rank %d: PML %s" % (rank, m.group(5))); sys.exit(1)
+EOF2
+  # one node: etkit asks Open MPI for the ob1 PML only, so MPI_Init opens no other (with Debian's
+  # defaults it also opened cm and its MTLs: MPI_Init 0.29-0.45 -> 0.10-0.22 s, bench/RESULTS.md "s29-plan");
+  # ETK_PLAN_MPI_PML=default and a user's OMPI_MCA_pml leave the choice to Open MPI / the user
+  W1="--model llama3-8b --global-batch 8 --cluster dgx-h100 --nodes 1 --tp 8 --pp 1 --cp 1 --micro-batch 1 --zero 1 --recompute none --quiet"
+  $MPI -np 2 --mca pml_base_verbose 100 --mca mtl_base_verbose 100 -x ETK_PLAN_MPI_STATS=1 "$ETKIT" plan $W1 \
+    >"$T/pml.txt" 2>&1 || fail "mpirun -np 2 (pml verbose) failed: $(tail -3 "$T/pml.txt")"
+  [ "$(grep -c "initializing pml component ob1" "$T/pml.txt")" = 2 ] && ! grep -q "component cm\|opening mtl" "$T/pml.txt" &&
+    [ "$(grep -c "PML ob1 (all processes on one node)" "$T/pml.txt")" = 2 ] ||
+    fail "one node: not ob1 alone: $(grep -i "pml\|mtl" "$T/pml.txt" | head -5)"
+  $MPI -np 2 -x ETK_PLAN_MPI_PML=default -x ETK_PLAN_MPI_STATS=1 "$ETKIT" plan $W1 >"$T/pml2.txt" 2>&1 &&
+    [ "$(grep -c "PML Open MPI's choice (ETK_PLAN_MPI_PML=default)" "$T/pml2.txt")" = 2 ] ||
+    fail "ETK_PLAN_MPI_PML=default not honoured: $(grep "PML" "$T/pml2.txt")"
+  $MPI -np 2 -x OMPI_MCA_pml=ob1 -x ETK_PLAN_MPI_STATS=1 "$ETKIT" plan $W1 >"$T/pml3.txt" 2>&1 &&
+    [ "$(grep -c "PML the user's OMPI_MCA_pml" "$T/pml3.txt")" = 2 ] ||
+    fail "a user's OMPI_MCA_pml not left alone: $(grep "PML" "$T/pml3.txt")"
 else
   echo "cli_plan: MPI tests skipped (etkit built without MPI or no mpirun)"
 fi
