@@ -43,6 +43,8 @@ int cli_one_input(const char *cmd, int argc, char **argv, const char **in);
 int cli_fail(const char *cmd, const etk_error *err);
 /* Parse a non-negative integer / double option value; on error print a message and return -1. */
 int cli_parse_u64(const char *cmd, const char *opt, const char *s, uint64_t *out);
+/* cli_parse_u64 within [lo, hi]; outside: "OPT wants LO to HI, got S" (usage error, -1) */
+int cli_parse_u64_in(const char *cmd, const char *opt, const char *s, uint64_t lo, uint64_t hi, uint64_t *out);
 int cli_parse_double(const char *cmd, const char *opt, const char *s, double *out);
 /* s as a quoted JSON string (malloc'd; the caller frees): escaped as JSON wants, and each byte
  * that is not valid UTF-8 (a file name in another encoding) as the text \xNN, as etk_json_text

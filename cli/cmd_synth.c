@@ -401,34 +401,24 @@ int cmd_synth(int argc, char **argv)
             break;
         }
         case O_TRIES:
-            if (cli_parse_u64("synth", "--tries", optarg, &o.tries))
+            if (cli_parse_u64_in("synth", "--tries", optarg, 1, 10000, &o.tries))
                 return 2;
-            if (o.tries < 1 || o.tries > 10000)
-                return cli_usage_error("synth", "--tries wants 1 to 10000, got %s", optarg);
             break;
         case O_ATRIES:
-            if (cli_parse_u64("synth", "--attr-tries", optarg, &o.attr_tries))
+            if (cli_parse_u64_in("synth", "--attr-tries", optarg, 1, 10000, &o.attr_tries))
                 return 2;
-            if (o.attr_tries < 1 || o.attr_tries > 10000)
-                return cli_usage_error("synth", "--attr-tries wants 1 to 10000, got %s", optarg);
             break;
         case O_REFINE:
-            if (cli_parse_u64("synth", "--refine", optarg, &o.refine))
+            if (cli_parse_u64_in("synth", "--refine", optarg, 0, 100000, &o.refine))
                 return 2;
-            if (o.refine > 100000)
-                return cli_usage_error("synth", "--refine wants 0 to 100000, got %s", optarg);
             break;
         case O_AVERAGE:
-            if (cli_parse_u64("synth", "--average", optarg, &o.average))
+            if (cli_parse_u64_in("synth", "--average", optarg, 0, 1000, &o.average))
                 return 2;
-            if (o.average > 1000)
-                return cli_usage_error("synth", "--average wants 0 to 1000, got %s", optarg);
             break;
         case O_EPOCHS:
-            if (cli_parse_u64("synth", "--epochs", optarg, &o.epochs))
+            if (cli_parse_u64_in("synth", "--epochs", optarg, 1, 1000, &o.epochs))
                 return 2;
-            if (o.epochs < 1 || o.epochs > 1000)
-                return cli_usage_error("synth", "--epochs wants 1 to 1000, got %s", optarg);
             break;
         case O_RANKS:
             if (cli_parse_u64("synth", "--ranks", optarg, &o.ranks))

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <unistd.h>
 #include <math.h>
 
@@ -105,6 +106,19 @@ int cli_parse_u64(const char *cmd, const char *opt, const char *s, uint64_t *out
 bad:
     cli_usage_error(cmd, "%s wants a non-negative integer, got '%s'", opt, s ? s : "");
     return -1;
+}
+
+int cli_parse_u64_in(const char *cmd, const char *opt, const char *s, uint64_t lo, uint64_t hi, uint64_t *out)
+{
+    uint64_t v;
+    if (cli_parse_u64(cmd, opt, s, &v))
+        return -1;
+    if (v < lo || v > hi) {
+        cli_usage_error(cmd, "%s wants %" PRIu64 " to %" PRIu64 ", got %s", opt, lo, hi, s);
+        return -1;
+    }
+    *out = v;
+    return 0;
 }
 
 int cli_parse_double(const char *cmd, const char *opt, const char *s, double *out)

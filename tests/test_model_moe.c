@@ -408,6 +408,13 @@ static void test_moe_errors(void **state)
     assert_int_equal(p, 2 * (4 * h * h + 2 * h + 4 * h + 4 * 3 * h * 128) + 2 * 1000 * h + h);
 }
 
+
+/* GPT-OSS 120B's config.json (../shared/data/models/gpt-oss-120b.json) */
+static const char GPT_OSS_120B[] =
+    "{\"model_type\": \"gpt_oss\", \"hidden_size\": 2880, \"num_hidden_layers\": 36, "
+    "\"num_attention_heads\": 64, \"num_key_value_heads\": 8, \"head_dim\": 64, "
+    "\"intermediate_size\": 2880, \"num_local_experts\": 128, \"num_experts_per_tok\": 4, "
+    "\"vocab_size\": 201088, \"max_position_embeddings\": 131072, \"sliding_window\": 128}";
 /* GPT-OSS-120B (openai/gpt-oss-120b config.json, shared/data/models/gpt-oss-120b.json): l = 36,
  * h = 2880, 64 query heads and 8 KV heads of d = 64, 128 experts of f = 2880, top-4, V = 201088,
  * untied output.
@@ -420,10 +427,7 @@ static void test_moe_errors(void **state)
 static void test_gpt_oss_params(void **state)
 {
     (void)state;
-    const char *cfg = "{\"model_type\": \"gpt_oss\", \"hidden_size\": 2880, \"num_hidden_layers\": 36, "
-                      "\"num_attention_heads\": 64, \"num_key_value_heads\": 8, \"head_dim\": 64, "
-                      "\"intermediate_size\": 2880, \"num_local_experts\": 128, \"num_experts_per_tok\": 4, "
-                      "\"vocab_size\": 201088, \"max_position_embeddings\": 131072, \"sliding_window\": 128}";
+    const char *cfg = GPT_OSS_120B;
     etk_model m;
     etk_error err = {0};
     if (etk_model_parse(cfg, strlen(cfg), "gpt-oss-120b.json", &m, &err))
@@ -473,10 +477,7 @@ static void test_window_closed_form(void **state)
     assert_true(etk_window_tiles(INT64_MAX, 128, 128) == 1 + ((double)(INT64_MAX / 128 + 1) - 1) * 2);
     /* KV cache: GPT-OSS-120B (8 KV heads of 64, BF16): 2 x 8 x 64 x 2 = 2,048 B per token per
      * layer; at 4,096 tokens the 18 full layers hold 4,096 and the 18 sliding ones 128 */
-    const char *cfg = "{\"model_type\": \"gpt_oss\", \"hidden_size\": 2880, \"num_hidden_layers\": 36, "
-                      "\"num_attention_heads\": 64, \"num_key_value_heads\": 8, \"head_dim\": 64, "
-                      "\"intermediate_size\": 2880, \"num_local_experts\": 128, \"num_experts_per_tok\": 4, "
-                      "\"vocab_size\": 201088, \"max_position_embeddings\": 131072, \"sliding_window\": 128}";
+    const char *cfg = GPT_OSS_120B;
     etk_model m;
     etk_error err = {0};
     if (etk_model_parse(cfg, strlen(cfg), "gpt-oss-120b.json", &m, &err))
