@@ -59,6 +59,9 @@ b=$("$ETKIT" calibrate "$T/good.json" | grep '^good ' | awk '{print $6, $7}')
 [ -n "$a" ] && [ "$a" = "$b" ] || fail "--plan-extra expressing row ne: '$a', want '$b'"
 expect 0 "ne: marked not expressible in the rows file, expressed by the plan-extra file" calibrate "$T/ne.json" --plan-extra "$T/x6.json"
 expect 0 "not expressible: w" calibrate "$T/ne.json"
+# an empty why_not is a missing one (fuzz_calib: the row had neither a prediction nor a reason)
+sed 's/"why_not": "w"/"why_not": ""/' "$T/ne.json" >"$T/ne0.json"
+expect 0 "not expressible: marked not expressible (no why_not given)" calibrate "$T/ne0.json"
 "$ETKIT" calibrate "$T/ne.json" --plan-extra "$T/x6.json" --json | grep -q '"expressed_by": "plan-extra"' ||
   fail "--json: no expressed_by for row ne"
 printf '{"ne": {"model": %s, "cluster": "dgx-h100", "plan": %s, "source": "s"}}' "$SMALL" "$PLAN" >"$T/x7.json"

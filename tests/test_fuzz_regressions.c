@@ -63,7 +63,7 @@ static const struct {
     {"fuzz_convert", fuzz_convert_entry, 1},       {"fuzz_validate", fuzz_validate_entry, 0},
     {"fuzz_cluster", fuzz_cluster_entry, 1},       {"fuzz_model", fuzz_model_entry, 0},
     {"fuzz_sim", fuzz_sim_entry, 1},               {"fuzz_astra", fuzz_astra_entry, 0},
-    {"fuzz_calib", fuzz_calib_entry, 0},           {"fuzz_live_kernels", fuzz_live_kernels_entry, 0},
+    {"fuzz_calib", fuzz_calib_entry, 1},           {"fuzz_live_kernels", fuzz_live_kernels_entry, 0},
     {"fuzz_synth_model", fuzz_synth_model_entry, 0},
 };
 #define N_TARGETS (sizeof targets / sizeof targets[0])

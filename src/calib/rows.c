@@ -404,7 +404,7 @@ static void read_row(const etk_calib_rows *rs, etk_calib_row *r, const json_t *o
     if (json_is_false(ex)) {
         r->expressible = false;
         snprintf(r->reason, sizeof r->reason, "%s",
-                 (s = jstr(o, "why_not")) ? s : "marked not expressible (no why_not given)");
+                 (s = jstr(o, "why_not")) && *s ? s : "marked not expressible (no why_not given)");
         return;
     }
     if (!jstr(o, "name")) {
