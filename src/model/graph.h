@@ -1,5 +1,5 @@
 /* graph.h — the in-memory symbolic tensor graph of a model's blocks (private to model/ and
- * gen/). Loaded from presets/models/blocks/<arch>.yaml by model.c with every dimension
+ * gen/). Loaded from presets/models/blocks/<arch>.yaml by graph.c with every dimension
  * evaluated; gen/lower.c shards it over TP, infers collectives and derives the backward pass. */
 #ifndef ETK_MODEL_GRAPH_H
 #define ETK_MODEL_GRAPH_H

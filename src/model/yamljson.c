@@ -1,7 +1,7 @@
 /* yamljson.c — reads a YAML document (block or flow style) into a jansson tree, so model
  * presets and block graphs (presets/models/ files) are processed with one JSON API. Scalars
  * become integers, reals, booleans or strings; errors name the file and line: nesting deeper than
- * ETK_YAML_MAX_DEPTH, a duplicate key (both lines), a number out of range. Used by model.c. */
+ * ETK_YAML_MAX_DEPTH, a duplicate key (both lines), a number out of range. Used by model.c and graph.c. */
 #include <errno.h>
 #include <float.h>
 #include <limits.h>
