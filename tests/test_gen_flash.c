@@ -318,6 +318,15 @@ static void test_clean(void **state)
     }
 }
 
+/* one DGX-H100 node and its GPU's compute-model defaults */
+static void h100_compute(etk_cluster *cl, etk_compute_params *p)
+{
+    etk_error err = {0};
+    if (etk_cluster_preset("dgx-h100", 1, cl, &err))
+        fail_msg("%s", err.msg);
+    etk_compute_defaults(&cl->gpu, p);
+}
+
 /* ---------- the compute model times the fused node with attn_eff ---------- */
 static void test_node_time(void **state)
 {
@@ -327,10 +336,8 @@ static void test_node_time(void **state)
     const etk_node *f = find(g, ".flash_attn", NULL), *bw = find(g, ".flash_attn.bwd", NULL);
     etk_error err = {0};
     etk_cluster cl;
-    if (etk_cluster_preset("dgx-h100", 1, &cl, &err))
-        fail_msg("%s", err.msg);
     etk_compute_params p;
-    etk_compute_defaults(&cl.gpu, &p);
+    h100_compute(&cl, &p);
     /* H100: 989 TFLOP/s bf16, attn_eff 0.475 forward (measured), attn_bwd_eff 0.297821 backward
      * (presets/gpus/h100.yaml: fitted by bench/refit-presets.sh), 3 us per kernel; the nodes are causal (attn_causal): the kernel does half of the s^2 FLOPs counted */
     assert_true(p.attn_eff == 0.475 && p.attn_bwd_eff == 0.297821 && p.launch_ns == 3000);
@@ -476,10 +483,8 @@ static void test_window(void **state)
     assert_true(etk_window_tiles(1024, 128, ETK_ATTN_TILE) == 15);
     etk_error err = {0};
     etk_cluster cl;
-    if (etk_cluster_preset("dgx-h100", 1, &cl, &err))
-        fail_msg("%s", err.msg);
     etk_compute_params p;
-    etk_compute_defaults(&cl.gpu, &p);
+    h100_compute(&cl, &p);
     etk_op_desc op;
     int64_t nops = i64_attr(f0, "num_ops");
     etk_compute_op_from_node(f0, (uint64_t)nops, by0, &op);
