@@ -1,8 +1,9 @@
 /* coord_priv.h — the live-mode coordinator's state, shared by its parts (src/live/):
- *   coord.c   processes, the socket, the event loop and the scheduling rule (etk_live_run)
+ *   coord.c   the socket, the event loop and the scheduling rule (etk_live_run)
+ *   procs.c   the rank processes (spawn, reap, end) and their connections (accept, drain)
  *   nodes.c   messages into Chakra nodes (per-rank batches for the engine), kernel times, the record
  *   comm.c    communicators: joins and splits into the engine's groups
- * coord -> (nodes, comm); comm -> coord's live_reply. */
+ * coord -> (procs, nodes, comm); procs, comm -> coord's live_reply. */
 #ifndef ETK_LIVE_COORD_PRIV_H
 #define ETK_LIVE_COORD_PRIV_H
 
@@ -131,6 +132,23 @@ int live_write_record(coord *c, etk_error *err);
 void live_drop_pending(coord *c, uint32_t rank);
 void live_nodes_free(coord *c);
 void live_kernel_report(coord *c);
+/* procs.c */
+/* "exited with status N" / "was killed by signal N (name)" for a wait status */
+void live_describe_status(char *buf, size_t len, int st);
+/* collects exited children (ranks, the launcher) without blocking */
+void live_reap(coord *c);
+/* ends the launcher and every rank still running: SIGTERM, then SIGKILL after a grace */
+void live_end_ranks(coord *c);
+/* starts the ranks' processes (or the launcher) with the stand-in libraries preloaded */
+int live_spawn(coord *c, etk_error *err);
+/* accepts one connection and its hello (a wrapper's earlier connection is superseded) */
+int live_accept_one(coord *c, etk_error *err);
+/* reads what superseded connection k sent: host time and EXIT dropped, work fails the run */
+int live_drain_orphan(coord *c, uint32_t k, etk_error *err);
+/* rank i's process runs without a connection to etkit live (never connected, or exec'd) */
+bool live_in_limbo(const coord *c, uint32_t i);
+/* --launcher: whether the launcher exited (c->fail set when it failed or left ranks unconnected) */
+bool live_launcher_gone(coord *c);
 /* comm.c */
 const lcomm *live_find_comm(const coord *c, const char *group);
 int live_comm_join(coord *c, uint32_t rank, const etk_live_msg *m, etk_error *err);
