@@ -696,11 +696,10 @@ static json_t *net_json(const syn_mlp *m)
 json_t *syn_ld_json(const syn_layerdag *ld)
 {
     json_t *pa = json_array();
-    for (uint32_t i = 0; i < ld->n_prof; i++)
-    {
+    for (uint32_t i = 0; i < ld->n_prof; i++) { /* [layers, scale class, label bucket, token counts] */
         json_t *tc = json_array();
         for (int t = 0; t < NT; t++)
-            json_array_append_new(tc, json_integer(ld->prof[i].tok[t]));
+            json_array_append_new(tc, json_integer((json_int_t)ld->prof[i].tok[t]));
         json_array_append_new(pa, json_pack("[I,i,i,o]", (json_int_t)ld->prof[i].layers, ld->prof[i].scale,
                                             ld->prof[i].bucket, tc));
     }
