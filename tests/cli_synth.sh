@@ -22,7 +22,7 @@ G="--model llama2-7b --layers 2 --hidden 256 --heads 4 --kv-heads 4 --ffn 512 --
 "$ETKIT" gen $G --tp 2 --pp 2 --dp 2 --global-batch 8 -o "$T/b" >/dev/null 2>&1 || fail "gen b"
 printf '# corpus\n%s\n\n' "$T/b" >"$T/list.txt"
 expect 0 "fitted the model to 3 rank graphs .* from 2 workloads" synth fit "$T/a" --list "$T/list.txt" -o "$T/m.json"
-grep -q '"format":"etkit-synth-model","version":4' "$T/m.json" || fail "model file lacks format/version: $(head -c 200 "$T/m.json")"
+grep -q '"format":"etkit-synth-model","version":5' "$T/m.json" || fail "model file lacks format/version: $(head -c 200 "$T/m.json")"
 # privacy: no operator name of the corpus in the model file
 grep -q 'attn_norm\|swiglu\|mb0' "$T/m.json" && fail "an operator name leaked into the model file"
 expect 2 "nothere: " synth fit "$T/nothere" -o "$T/m2.json"
@@ -57,9 +57,12 @@ expect 2 "m.json" synth sample "$T/m.json" -o "$T/m.json/x"
 ls "$T" | grep -q 'tmp\|lock' && fail "temporary files left behind: $(ls "$T")"
 
 # a broken model file: the file and the field
-sed 's/"version":4/"version":7/' "$T/m.json" >"$T/bad.json"
-expect 2 "bad.json: field 'version': wanted 4" synth sample "$T/bad.json" -o "$T/x"
-printf '{"format": "etkit-synth-model", "version": 4, "kind": "count", "graphs": 1, "bins": 8,
+sed 's/"version":5/"version":7/' "$T/m.json" >"$T/bad.json"
+expect 2 "bad.json: field 'version': wanted 5" synth sample "$T/bad.json" -o "$T/x"
+# a version-4 file (s29 and before: its LayerDAG nets read the whole prefix's token histogram) is refused
+sed 's/"version":5/"version":4/' "$T/m.json" >"$T/v4.json"
+expect 2 "v4.json: field 'version': wanted 5 (this etkit reads synth model files of version 5; version 5 changed the inputs of the LayerDAG nets; refit older files with 'etkit synth fit')" synth sample "$T/v4.json" -o "$T/x"
+printf '{"format": "etkit-synth-model", "version": 5, "kind": "count", "graphs": 1, "bins": 8,
  "position_buckets": 8, "size_cap": 4096, "tokens": []}\n' >"$T/bad2.json"
 expect 2 "bad2.json: field 'tokens'" synth sample "$T/bad2.json" -o "$T/x"
 printf '{"format":' >"$T/bad3.json"

@@ -413,7 +413,7 @@ static void test_model_file(void **state)
     struct {
         const char *from, *to, *msg;
     } cases[] = {
-        {"\"version\":4", "\"version\":3", "field 'version': wanted 4"},
+        {"\"version\":5", "\"version\":4", "field 'version': wanted 5"},
         {"\"format\":\"etkit-synth-model\"", "\"format\":\"x\"", "field 'format'"},
         {"\"layer_count\":[[", "\"layer_count\":[[-", "field 'layer_count'"},
         {"\"COMP:gemm\":[[", "\"COMP:gemmx\":[[", "unknown token name"},
@@ -652,6 +652,69 @@ static void test_layerdag(void **state)
     etk_synth_model_free(m);
     etk_synth_model_free(m2);
     etk_synth_model_free(m3);
+    free_gs(gs, n);
+}
+
+/* the collapse (s30, docs/synth.md "The collapse"): a token stage that reads the whole prefix's
+ * token histogram feeds its own draws back. Set by hand: the size stage always one node, never
+ * stopping (the profile's layer count ends the graph); the token stage's logits GEMM +20, all-reduce
+ * -20 + 80 h0 + 60 h1, every other token -100, with h0 = relu(input NT + AR) (the whole-graph
+ * token slot of the encoding: the prefix's all-reduce share up to version 4, the profile's since
+ * version 5) and h1 = relu(1 - the last layer's shares summed) (1 on the first layer only). The
+ * first layer is then an all-reduce (at least 40 against 20). Reading the prefix, every later
+ * layer would be too (share 1: 60 against 20): a chain of one-node all-reduces as in the collapsed
+ * samples. Reading the profile: with no all-reduce in it, every later layer is a GEMM (-20
+ * against 20); with all-reduce shares 1/8 and 7/8 in it, -10 and +50 against 20: GEMMs, then
+ * all-reduces (a wrong draw has probability e^-30). */
+static void test_collapse(void **state)
+{
+    (void)state;
+    etk_synth_graph **gs;
+    size_t n;
+    uint32_t world[2], inner[2];
+    corpus(&gs, &n, world, inner);
+    etk_synth_model *m = NULL;
+    etk_error err = {0};
+    assert_int_equal(etk_synth_fit(gs, n, world, 2, inner, 2, &m, &err), 0);
+    assert_int_equal(etk_synth_train_layerdag(m, gs, n, 2, 1, &err), 0);
+    int ar = etk_synth_tok_parse("COLL:ALL_REDUCE:inner"), gemm = etk_synth_tok_parse("COMP:gemm");
+    syn_mlp *sz = &m->ld->size, *tk = &m->ld->tok;
+    double *w2 = sz->w + (size_t)sz->n_hid * sz->n_in + sz->n_hid, *b2 = w2 + (size_t)sz->n_out * sz->n_hid;
+    memset(w2, 0, ((size_t)sz->n_out * sz->n_hid + sz->n_out) * sizeof *w2);
+    b2[0] = -30, b2[1] = 30;
+    memset(tk->w, 0, tk->n_par * sizeof *tk->w);
+    double *tw1 = tk->w, *tb1 = tw1 + (size_t)tk->n_hid * tk->n_in, *tw2 = tb1 + tk->n_hid,
+           *tb2 = tw2 + (size_t)tk->n_out * tk->n_hid;
+    tw1[0 * tk->n_in + ETK_SYNTH_N_TOKENS + ar] = 1;
+    tb1[1] = 1;
+    for (int t = 0; t < ETK_SYNTH_N_TOKENS; t++)
+        tw1[1 * tk->n_in + t] = -1;
+    for (int t = 0; t < ETK_SYNTH_N_TOKENS; t++)
+        tb2[t] = -100;
+    tb2[gemm] = 20, tb2[ar] = -20;
+    tw2[ar * tk->n_hid + 0] = 80, tw2[ar * tk->n_hid + 1] = 60;
+    for (int share = 0; share < 3; share++) {
+        /* every profile: no all-reduce, 1 of 8, 7 of 8 */
+        for (uint32_t i = 0; i < m->ld->n_prof; i++) {
+            memset(m->ld->prof[i].tok, 0, sizeof m->ld->prof[i].tok);
+            m->ld->prof[i].tok[gemm] = share == 0 ? 8 : share == 1 ? 7 : 1;
+            m->ld->prof[i].tok[ar] = share == 0 ? 0 : share == 1 ? 1 : 7;
+        }
+        for (uint64_t seed = 1; seed <= 4; seed++) {
+            etk_synth_sample_opts o = {.seed = seed, .max_nodes = 40, .max_tries = 3};
+            etk_synth_graph *g = NULL;
+            assert_int_equal(etk_synth_sample_graph(m, &o, &g, NULL, &err), 0);
+            assert_int_equal(g->n, g->n_layers);
+            assert_true(g->n >= 2);
+            assert_int_equal(g->tok[0], ar);
+            for (uint32_t i = 1; i < g->n; i++)
+                if (g->tok[i] != (share == 2 ? ar : gemm))
+                    fail_msg("profile all-reduce share %d/8, seed %llu: node %u is %s", share == 0 ? 0 : share == 1 ? 1 : 7,
+                             (unsigned long long)seed, i, etk_synth_tok_name(g->tok[i]));
+            etk_synth_graph_free(g);
+        }
+    }
+    etk_synth_model_free(m);
     free_gs(gs, n);
 }
 
@@ -996,6 +1059,14 @@ static void test_profiles(void **state)
         assert_int_equal(m->ld->prof[g].bucket, 0);
     }
     assert_true(m->ld->prof[0].scale != m->ld->prof[NG - 1].scale);
+    /* version 5: the profile's token counts, every node a GEMM */
+    for (int g = 0; g < NG; g++) {
+        uint32_t tot = 0;
+        for (int t = 0; t < ETK_SYNTH_N_TOKENS; t++)
+            tot += m->ld->prof[g].tok[t];
+        assert_int_equal(m->ld->prof[g].tok[gemm], gs[g]->n);
+        assert_int_equal(tot, gs[g]->n);
+    }
     char path[512];
     snprintf(path, sizeof path, "%s/prof.json", tu_tmpdir());
     assert_int_equal(etk_synth_model_save(m, path, &err), 0);
@@ -1106,6 +1177,7 @@ int main(void)
         cmocka_unit_test(test_gradcheck), cmocka_unit_test(test_layerdag), cmocka_unit_test(test_random_er),
         cmocka_unit_test(test_regressor), cmocka_unit_test(test_label_attrs),
         cmocka_unit_test(test_scale_classes),   cmocka_unit_test(test_profiles), cmocka_unit_test(test_average),
+        cmocka_unit_test(test_collapse),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -4,6 +4,8 @@
  * histogram of the whole prefix and of its last layer, sinusoidal embeddings of the layer index
  * and of log2 of the last layer's size. On it:
  *   size stage   MLP -> softmax over sizes 0..63 (0 stops);
+ *   (the token, edge and far-parent stages see the profile's token mix in place of the whole
+ *   prefix's histogram, see stage_in)
  *   token stage  discrete diffusion, LD_STEPS steps, each node's token kept with probability
  *                1 - t/T and otherwise replaced by a draw from the marginal; the denoiser sees
  *                the prefix encoding, the histogram of the new layer's noisy tokens (the stage
@@ -76,8 +78,24 @@ static void features(double *f, uint32_t l, uint32_t prev_size, const uint32_t *
 
 /* the token, edge and far-parent stages see the prefix encoding without the scale class (with it,
  * the token stage fitted the training graphs' token mix per class and its samples' token
- * histograms moved away from the held-out ones: token MMD 0.0128-0.0151 vs 0.0103-0.0112) */
-static void scale_off(double *f) { memset(f + 2 * NT + 5 * LD_SIN, 0, LD_SIN * sizeof *f); }
+ * histograms moved away from the held-out ones: token MMD 0.0128-0.0151 vs 0.0103-0.0112) and,
+ * since version 5, with the token shares of the graph's profile (the whole training graph's,
+ * the same on every layer) in place of the whole prefix's token histogram. A sample's prefix is
+ * made of the stages' own earlier draws: a run of all-reduce layers raised the all-reduce share
+ * of that histogram above any training prefix's (at most 0.15), and the token stage, reading
+ * it, drew more all-reduces, a feedback loop that turned 3-14 of 106 samples into chains of
+ * one-node all-reduce layers (s30; docs/synth.md "The collapse"). The profile's mix carries what
+ * the prefix histogram told of the graph (its kind of model and plan) and does not move with the
+ * draws. The size stage keeps the prefix histogram. */
+static void stage_in(double *f, const syn_ld_profile *pf)
+{
+    uint64_t tot = 0;
+    for (int t = 0; t < NT; t++)
+        tot += pf->tok[t];
+    for (int t = 0; t < NT; t++)
+        f[NT + t] = tot ? (double)pf->tok[t] / (double)tot : 0;
+    memset(f + 2 * NT + 5 * LD_SIN, 0, LD_SIN * sizeof *f);
+}
 
 static void tok_input(double *x, const double *f, const uint32_t *noisy_hist, uint32_t n_layer, int own, int t)
 {
@@ -206,6 +224,8 @@ int syn_ld_train(etk_synth_model *m, etk_synth_graph *const *gs, size_t n, const
     for (size_t gi = 0; gi < n; gi++) {
         ld->prof[gi].layers = gs[gi]->n_layers;
         ld->prof[gi].scale = syn_scale_class(m, syn_scale_stat(m, gs[gi]));
+        for (uint32_t i = 0; i < gs[gi]->n; i++)
+            ld->prof[gi].tok[gs[gi]->tok[i]]++;
     }
     /* labeled: the bucket bounds (label quantiles over the graphs), then the attribute bin codes
      * of every node given its graph's label bucket and token */
@@ -274,7 +294,7 @@ int syn_ld_train(etk_synth_model *m, etk_synth_graph *const *gs, size_t n, const
                 ls[0] += syn_softmax_ce(y, LD_SIZES, size < LD_SIZES ? (int)size : LD_SIZES - 1, dy);
                 cnt[0]++, nex[0]++;
                 syn_mlp_backward(&ld->size, f, h, dy);
-                scale_off(f); /* the scale class conditions the size stage only */
+                stage_in(f, &ld->prof[order[oi]]); /* the token, edge and far stages' encoding */
                 /* the size stage steps every LD_SIZE_CHUNK layers (one example per layer: a
                  * step per graph averaged hundreds of them, and 8 epochs left it underfit) */
                 if (nex[0] >= LD_SIZE_CHUNK) {
@@ -492,7 +512,7 @@ int syn_ld_sample(const etk_synth_model *m, uint32_t max_nodes, double label_ns,
         features(f, l, n_prev, hist_prev, hist_all, n_prev, n, ld->labeled ? label_ns : 0, ld->label_min_ns,
                  ld->label_max_ns, pf->layers > l ? pf->layers - l : 0, pf->scale);
         syn_mlp_forward(&ld->size, f, h, y);
-        scale_off(f);
+        stage_in(f, pf);
         syn_softmax(y, LD_SIZES, p);
         /* the profile's layer count decides the stop: none before it (a graph has a first
          * layer), stop at it */
@@ -676,9 +696,13 @@ static json_t *net_json(const syn_mlp *m)
 json_t *syn_ld_json(const syn_layerdag *ld)
 {
     json_t *pa = json_array();
-    for (uint32_t i = 0; i < ld->n_prof; i++)
-        json_array_append_new(pa, json_pack("[I,i,i]", (json_int_t)ld->prof[i].layers, ld->prof[i].scale,
-                                            ld->prof[i].bucket));
+    for (uint32_t i = 0; i < ld->n_prof; i++) { /* [layers, scale class, label bucket, token counts] */
+        json_t *tc = json_array();
+        for (int t = 0; t < NT; t++)
+            json_array_append_new(tc, json_integer((json_int_t)ld->prof[i].tok[t]));
+        json_array_append_new(pa, json_pack("[I,i,i,o]", (json_int_t)ld->prof[i].layers, ld->prof[i].scale,
+                                            ld->prof[i].bucket, tc));
+    }
     json_t *o = json_pack("{s:i,s:i,s:i,s:i,s:b,s:[f,f],s:I,s:f,s:I,s:[f,f,f],s:f,s:o,s:o,s:o,s:o}", "window", LD_WINDOW,
                      "size_classes", LD_SIZES, "steps", LD_STEPS, "far_buckets", LD_FAR_BUCKETS, "labeled", (int)ld->labeled, "label_range_ns",
                      ld->label_min_ns, ld->label_max_ns, "max_layers", (json_int_t)ld->max_layers,
@@ -726,7 +750,7 @@ int syn_ld_from_json(json_t *o, const char *path, syn_layerdag **out, etk_error 
         json_integer_value(json_object_get(o, "steps")) != LD_STEPS ||
         json_integer_value(json_object_get(o, "far_buckets")) != LD_FAR_BUCKETS)
         rc = etk_err(err, ETK_EFORMAT,
-                     "%s: field 'layerdag': wanted window 8, size_classes 64, steps 4, far_buckets 7 (version 4)", path);
+                     "%s: field 'layerdag': wanted window 8, size_classes 64, steps 4, far_buckets 7 (version 5)", path);
     else if (ml < 1 || ml > 100000000)
         rc = etk_err(err, ETK_EFORMAT, "%s: field 'layerdag.max_layers': wanted a positive integer", path);
     else if (!(ep >= 0 && ep <= 1))
@@ -745,20 +769,28 @@ int syn_ld_from_json(json_t *o, const char *path, syn_layerdag **out, etk_error 
     json_t *pa = json_object_get(o, "profiles");
     if (!rc && (!json_is_array(pa) || !json_array_size(pa) || json_array_size(pa) > UINT32_MAX))
         rc = etk_err(err, ETK_EFORMAT, "%s: field 'layerdag.profiles': wanted a non-empty array of "
-                     "[layers, scale class, label bucket]", path);
+                     "[layers, scale class, label bucket, token counts]", path);
     if (!rc && !(ld->prof = calloc(json_array_size(pa), sizeof *ld->prof)))
         rc = etk_err(err, ETK_ENOMEM, "out of memory");
     for (size_t i = 0; !rc && i < json_array_size(pa); i++) {
         json_t *e = json_array_get(pa, i), *a = json_array_get(e, 0), *b = json_array_get(e, 1), *c = json_array_get(e, 2);
+        json_t *tc = json_array_get(e, 3);
         json_int_t L = json_integer_value(a), sc = json_integer_value(b), q = json_integer_value(c);
-        if (!json_is_array(e) || json_array_size(e) != 3 || !json_is_integer(a) || !json_is_integer(b) ||
+        bool counts_ok = json_is_array(tc) && json_array_size(tc) == NT;
+        for (int t = 0; counts_ok && t < NT; t++) {
+            json_t *x = json_array_get(tc, (size_t)t);
+            counts_ok = json_is_integer(x) && json_integer_value(x) >= 0 && json_integer_value(x) <= UINT32_MAX;
+        }
+        if (!json_is_array(e) || json_array_size(e) != 4 || !json_is_integer(a) || !json_is_integer(b) ||
             !json_is_integer(c) || L < 1 || L > ml || sc < 0 || sc >= SYN_SCALE_CLASSES || q < 0 ||
-            q >= LD_LABEL_BUCKETS)
+            q >= LD_LABEL_BUCKETS || !counts_ok)
             rc = etk_err(err, ETK_EFORMAT, "%s: field 'layerdag.profiles[%zu]': wanted [layers 1 to max_layers, "
-                         "scale class 0 to %d, label bucket 0 to %d]", path, i, SYN_SCALE_CLASSES - 1,
-                         LD_LABEL_BUCKETS - 1);
+                         "scale class 0 to %d, label bucket 0 to %d, [%d token counts]]", path, i,
+                         SYN_SCALE_CLASSES - 1, LD_LABEL_BUCKETS - 1, NT);
         else {
-            ld->prof[i] = (syn_ld_profile){(uint32_t)L, (int32_t)sc, (int32_t)q};
+            ld->prof[i] = (syn_ld_profile){(uint32_t)L, (int32_t)sc, (int32_t)q, {0}};
+            for (int t = 0; t < NT; t++)
+                ld->prof[i].tok[t] = (uint32_t)json_integer_value(json_array_get(tc, (size_t)t));
             ld->n_prof = (uint32_t)i + 1;
         }
     }

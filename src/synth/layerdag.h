@@ -32,13 +32,16 @@
 #define LD_LABEL_BUCKETS 8
 
 /* a training graph's profile (version 4): its layer count, attribute scale class and label
- * bucket (0 unlabeled). A sample draws one profile (of the label's bucket under --label) and every
+ * bucket (0 unlabeled), and (version 5) its token counts. A sample draws one profile (of the label's bucket under --label) and every
  * stage conditions on it: the layers left and the scale class are prefix features, so the size
  * stage's stop and layer sizes follow the drawn graph, not a hazard pooled over all graphs. */
 typedef struct syn_ld_profile {
     uint32_t layers;
     int32_t scale;
     int32_t bucket;
+    /* version 5: the graph's token counts; the token, edge and far-parent stages see their shares
+     * in place of the prefix's token histogram (which fed the stages' own draws back) */
+    uint32_t tok[ETK_SYNTH_N_TOKENS];
 } syn_ld_profile;
 
 typedef struct syn_layerdag {

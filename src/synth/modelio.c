@@ -1,4 +1,4 @@
-/* modelio.c — the synth model file: one JSON document, format "etkit-synth-model", version 4
+/* modelio.c — the synth model file: one JSON document, format "etkit-synth-model", version 5
  * (docs/synth.md "Model file"), written atomically; the reader checks every field and names the
  * file and the field in its errors. */
 #include <inttypes.h>
@@ -13,8 +13,10 @@
 #include "synth_internal.h"
 
 #define FORMAT "etkit-synth-model"
-#define VERSION 4 /* 2: the LayerDAG part gained the far-parent classifier; 3: the attribute scale classes;
-                   * 4: the LayerDAG graph profiles (layer count and scale class per training graph) */
+#define VERSION 5 /* 2: the LayerDAG part gained the far-parent classifier; 3: the attribute scale classes;
+                   * 4: the LayerDAG graph profiles (layer count and scale class per training graph);
+                   * 5: the LayerDAG token, edge and far-parent nets no longer read the whole prefix's
+                   *    token histogram (same layout, other meaning: a version-4 net would be fed zeros) */
 static const char *attr_names[ETK_SYNTH_N_ATTR] = {"flops", "tensor_bytes", "comm_bytes", "duration_us"};
 
 static json_t *hist_json(const shist *h)
@@ -196,8 +198,8 @@ int etk_synth_model_load(const char *path, etk_synth_model **out, etk_error *err
         goto done;
     }
     if (!json_is_integer(v) || json_integer_value(v) != VERSION) {
-        rc = bad(&r, "version", "wanted 4 (this etkit reads synth model files of version 4; refit older files with "
-                 "'etkit synth fit')");
+        rc = bad(&r, "version", "wanted 5 (this etkit reads synth model files of version 5; version 5 changed the "
+                 "inputs of the LayerDAG nets; refit older files with 'etkit synth fit')");
         goto done;
     }
     json_t *kind = json_object_get(root, "kind");
@@ -215,18 +217,18 @@ int etk_synth_model_load(const char *path, etk_synth_model **out, etk_error *err
     m->n_graphs = (uint32_t)json_integer_value(ng);
     if (!json_is_integer(nb) || json_integer_value(nb) != ETK_SYNTH_N_BINS || !json_is_integer(npb) ||
         json_integer_value(npb) != SYN_POS_BUCKETS || !json_is_integer(cap) || json_integer_value(cap) != SYN_SIZE_CAP) {
-        rc = bad(&r, "bins", "wanted bins 8, position_buckets 8, size_cap 4096 (the constants of version 4)");
+        rc = bad(&r, "bins", "wanted bins 8, position_buckets 8, size_cap 4096 (the constants of version 5)");
         goto done;
     }
     json_t *toks = json_object_get(root, "tokens");
     if (!json_is_array(toks) || json_array_size(toks) != ETK_SYNTH_N_TOKENS) {
-        rc = bad(&r, "tokens", "wanted the 43 token names of version 4");
+        rc = bad(&r, "tokens", "wanted the 43 token names of version 5");
         goto done;
     }
     for (int t = 0; t < ETK_SYNTH_N_TOKENS; t++) {
         json_t *s = json_array_get(toks, (size_t)t);
         if (!json_is_string(s) || strcmp(json_string_value(s), etk_synth_tok_name(t))) {
-            rc = bad(&r, "tokens", "wanted the token names of version 4 in their order");
+            rc = bad(&r, "tokens", "wanted the token names of version 5 in their order");
             goto done;
         }
     }
