@@ -22,6 +22,10 @@ set -eu
 BUILD=$1; SHARED=$2; OUT=$3; shift 3
 ETKIT="$BUILD/etkit"
 ROWS="$SHARED/spec/calibration-modern.json"
+# the plan options the rows' runs used that the rows file does not carry (docs/calibrate.md):
+# here Transformer Engine's TP communication overlap (tp_comm_overlap) of the TP > 1 training
+# rows; the entries that express a not-expressible row (GPT-OSS) name rows not in FIT_ROWS
+EXTRA="$(cd "$(dirname "$0")" && pwd)/calibration/modern-plan-extra.json"
 MAX_EVALS=${MAX_EVALS:-24}
 FIT_ROWS=nemo2407-gpt3-5b,nemo2407-gpt3-20b,nemo2407-llama2-7b,nemo2407-llama2-13b,\
 nemo2407-llama2-70b,nemo2407-nemotron-8b,nemo2407-nemotron-22b,nemo2407-nemotron-340b,\
@@ -35,7 +39,7 @@ H100_FP8=0.71; H200_FP8=0.73; B200_FP8=0.76
 H100_BWD=0.44; H200_BWD=0.44; B200_BWD=0.36
 mkdir -p "$OUT"
 NOTE1="NVIDIA H100 SXM (../shared/spec/hardware.md): dense figures, no sparsity; capacity as the device reports it (kernels-measured.md section 4)"
-"$ETKIT" calibrate "$ROWS" --gpu h100 --rows "$FIT_ROWS" --fit fp8_gemm_eff,attn_bwd_eff \
+"$ETKIT" calibrate "$ROWS" --plan-extra "$EXTRA" --gpu h100 --rows "$FIT_ROWS" --fit fp8_gemm_eff,attn_bwd_eff \
   --param fp8_gemm_eff=$H100_FP8 --param attn_bwd_eff=$H100_BWD \
   --max-evals "$MAX_EVALS" -o "$OUT/h100.yaml" --note "$NOTE1" \
   --note "made by bench/refit-presets.sh (starts: the measured figures fp8_gemm_eff $H100_FP8, attn_bwd_eff $H100_BWD; at most $MAX_EVALS evaluations)" "$@"
