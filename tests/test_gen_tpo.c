@@ -2,10 +2,13 @@
  * docs/gen.md "TP communication overlap"): with sequence parallelism each all-gather + column-
  * parallel GEMM and each row-parallel GEMM + reduce-scatter of a layer runs as TP chunks, the
  * exchange of one chunk beside the GEMM of another; in the backward the dgrad's reduce-scatter
- * runs beside the weight-gradient GEMMs (bulk). Checked: the step's FLOPs and bytes are those
- * without the flag (the chunks add up), the chunk counts in closed form, and the simulated times
- * of the pipelined pairs against the hand-computed pipeline on a cost model whose GEMM and
- * transfer times are known (FLOPs / 10^6 ns; ring all-gather (n - 1) S / B, reduce-scatter
+ * runs beside the weight-gradient GEMMs (bulk). Checked: the step's FLOPs and communicated bytes
+ * are those without the flag (the chunks add up), the chunk counts in closed form; each chunk is
+ * a GEMM of its own shape (1/n of the rows, the whole weight: its bytes and its compute-model
+ * time in closed form); and the simulated times of the pipelined pairs against the
+ * hand-computed pipeline on a cost model whose GEMM and transfer times are known (a GEMM of
+ * FLOPs F and bytes Y: (F + HALF Y) / 10^6 ns, i.e. 10^15 FLOP/s times the compute model's shape
+ * factor h / (h + HALF), h = F / Y; ring all-gather (n - 1) S / B, reduce-scatter
  * (n - 1) / n S / B). */
 #include "testutil.h"
 
@@ -15,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "etkit/compute.h"
 #include "etkit/gen.h"
 #include "gen_testlib.h"
 #include "etkit/net.h"
@@ -83,14 +87,17 @@ static void test_tpo_errors(void **state)
                            "--tp-comm-overlap is a training option"));
 }
 
-/* the hand cost model: B bytes per ns on the TP group's links, GEMMs at 10^15 FLOP/s */
-static uint64_t cns(uint64_t flops) { return (flops + 500000) / 1000000; }
+/* the hand cost model: B bytes per ns on the TP group's links, GEMMs at 10^15 FLOP/s times the
+ * shape factor h / (h + HALF) with h = FLOPs / bytes (the compute model's form with efficiency
+ * 1: a chunk of 1/n of the rows that reads the whole weight has a smaller h and runs slower per
+ * FLOP than the whole GEMM) */
+#define HALF 512
+static uint64_t cns2(uint64_t flops, uint64_t bytes) { return (flops + HALF * bytes + 500000) / 1000000; }
 static uint64_t h_compute(void *ctx, const etk_cluster *c, uint64_t flops, uint64_t bytes)
 {
     (void)ctx;
     (void)c;
-    (void)bytes;
-    return cns(flops);
+    return flops ? cns2(flops, bytes) : 0;
 }
 static uint64_t h_coll(void *ctx, const etk_cluster *c, etk_coll_type t, uint64_t bytes, const uint32_t *ranks,
                        uint32_t n)
@@ -139,8 +146,11 @@ static uint64_t end_of(const hsim *h, const char *name)
 static uint64_t dur(const hsim *h, const char *name)
 {
     const etk_node *n = node(h, name);
-    if (n->type == ETK_NODE_COMP)
-        return cns((uint64_t)gen_node_flops(n));
+    if (n->type == ETK_NODE_COMP) {
+        uint64_t f = (uint64_t)gen_node_flops(n), y = 0;
+        etk_node_u64(n, "tensor_size", &y);
+        return f ? cns2(f, y) : 0;
+    }
     int64_t t = 0, b = 0;
     etk_node_i64(n, "comm_type", &t);
     etk_node_i64(n, "comm_size", &b);
@@ -298,12 +308,84 @@ static void test_tpo_pipeline_times(void **state)
     }
 }
 
+static uint64_t node_u64(const etk_trace *tr, const char *name, const char *attr)
+{
+    for (size_t k = 0; k < tr->n_nodes; k++)
+        if (!strcmp(tr->nodes[k].name, name)) {
+            uint64_t v = 0;
+            assert_true(etk_node_u64(&tr->nodes[k], attr, &v));
+            return v;
+        }
+    fail_msg("no node %s", name);
+    return 0;
+}
+
+/* Each chunk is a GEMM of its own: llama2-7b (h = 4096), b = 1, s = 2048, TP n. Q (column
+ * parallel, AG+GEMM): the whole GEMM is M x K x N = s x 4096 x 4096/n; chunk r computes s/n rows
+ * and reads the whole weight: 2 (s/n K + K N + s/n N) bytes (BF16), 2 (s/n) K N FLOPs. The
+ * projection (row parallel, GEMM+RS): s x 4096/n x 4096, chunk s/n rows; its dgrad chunks (AG +
+ * dgrad) the same three matrices; the weight gradient (bulk, not chunked) keeps the whole
+ * GEMM's bytes. The compute model then times a chunk at the shape measure
+ * h = 1 / (n/s + 1/K + 1/N) (compute.h), here on an H100 at BF16 with explicit parameters:
+ * max(F / (peak gemm_eff h / (h + half)), bytes / (HBM mem_eff)) + launch. */
+static void test_tpo_chunk_shape(void **state)
+{
+    (void)state;
+    const uint64_t s = 2048, H = 4096;
+    etk_error err = {0};
+    etk_cluster cl;
+    if (etk_cluster_preset("dgx-h100", 1, &cl, &err))
+        fail_msg("%s", err.msg);
+    cl.precision = ETK_PREC_BF16;
+    etk_compute_params p = {.gemm_eff = 0.8, .gemm_half_dim = 512, .gemm_min_dim = 16, .mem_eff = 0.8,
+                            .score_mem_eff = 0.8, .attn_eff = 0.6, .launch_ns = 2000, .fp8_gemm_eff = 0.6,
+                            .fp8_gemm_half_dim = 64, .attn_bwd_eff = 0.6};
+    for (uint64_t n = 2; n <= 4; n += 2) {
+        char line[256];
+        snprintf(line, sizeof line, "--model llama2-7b --layers 1 --tp %" PRIu64 " --sp --global-batch 1 --seq 2048 --tp-comm-overlap", n);
+        etk_gen_config c;
+        etk_workload *w = NULL;
+        cfg_from(&c, line);
+        if (etk_gen_workload(&c, false, &w, &err))
+            fail_msg("%s", err.msg);
+        const etk_trace *tr = w->ranks[0];
+        uint64_t M = s / n;
+        struct {
+            const char *name;
+            uint64_t m, k, nn;
+        } g[] = {{"mb0.L0.q", M, H, H / n}, {"mb0.L0.proj", M, H / n, H}, {"mb0.L0.proj.dgrad", M, H / n, H}};
+        for (size_t i = 0; i < sizeof g / sizeof g[0]; i++)
+            for (uint64_t r = 0; r < n; r++) {
+                char nm[64];
+                snprintf(nm, sizeof nm, "%s.tp%" PRIu64, g[i].name, r);
+                uint64_t by = 2 * (g[i].m * g[i].k + g[i].k * g[i].nn + g[i].m * g[i].nn);
+                uint64_t fl = 2 * g[i].m * g[i].k * g[i].nn;
+                assert_int_equal(node_u64(tr, nm, "tensor_size"), by);
+                assert_int_equal(node_u64(tr, nm, "num_ops"), fl);
+                double h = 1 / (1.0 / (double)g[i].m + 1.0 / (double)g[i].k + 1.0 / (double)g[i].nn);
+                double tc = (double)fl / (989e12 * 0.8 * h / (h + 512)) * 1e9, tm = (double)by / (3350e9 * 0.8) * 1e9;
+                double want = (tc > tm ? tc : tm) + 2000;
+                etk_op_desc op;
+                etk_compute_op_from_node(node(&(hsim){.w = w}, nm), fl, by, &op);
+                uint64_t got = etk_compute_op_ns(&cl, &p, &op);
+                assert_true(fabs((double)got - want) <= 1);
+                /* slower per FLOP than the whole GEMM (s rows): n chunks take longer than it */
+                double hw = 1 / (1.0 / (double)s + 1.0 / (double)g[i].k + 1.0 / (double)g[i].nn);
+                assert_true(h < hw);
+            }
+        /* the wgrad (not chunked): the whole GEMM's bytes, s x 4096 x 4096/n */
+        assert_int_equal(node_u64(tr, "mb0.L0.q.wgrad", "tensor_size"), 2 * (s * H + H * H / n + s * H / n));
+        etk_workload_free(w);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_tpo_totals),
         cmocka_unit_test(test_tpo_errors),
         cmocka_unit_test(test_tpo_pipeline_times),
+        cmocka_unit_test(test_tpo_chunk_shape),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

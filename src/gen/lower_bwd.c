@@ -436,6 +436,15 @@ int low_lower_op_bwd(ctx *c, int j)
             F = &c->p->v[k];
             fbytes += F->bytes; /* all the chunks' */
         }
+    /* the chunks read the weight once each (low_tp_chunk_bytes): the unchunked GEMM's bytes are
+     * their sum less n - 1 weights */
+    uint64_t tpw = 0;
+    if (tpchunks)
+        for (int i = 0; i < op->nin; i++)
+            if (g->t[op->in[i]].weight)
+                tpw += (uint64_t)low_elems_rank(c, op->in[i], c->used[j][i]) * (uint64_t)(F->fp8 ? 1 : c->o->act_bytes);
+    if (tpchunks && tpw <= fbytes / (uint64_t)low_tp_of(c))
+        fbytes -= (uint64_t)(low_tp_of(c) - 1) * tpw;
     int32_t deps[MAX_CONTRIB * 2 + G_MAX_IN + 2];
     char name[96];
     if (op->kind == G_MATMUL && F && F->fp8 && c->o->fp8_cast_mb > 0) {
@@ -508,6 +517,9 @@ int low_lower_op_bwd(ctx *c, int j)
                 /* chunk r after gradient shard r (chunk 0: the local one; the FP8 cast of it) */
                 int64_t n = low_tp_of(c);
                 int32_t prev = NONE, k = NONE;
+                /* each chunk reads the whole weight (low_tp_chunk_bytes) */
+                uint64_t dw = (uint64_t)low_elems_rank(c, op->in[wi], c->used[j][wi]) *
+                              (uint64_t)(F && F->fp8 ? 1 : c->o->act_bytes);
                 char cn[128];
                 for (int64_t r = 0; r < n; r++) {
                     int cd = 0;
@@ -525,7 +537,7 @@ int low_lower_op_bwd(ctx *c, int j)
                     if ((k = low_emit(c, cn, ETK_NODE_COMP, P_BWD, cd, cdeps)) < 0)
                         return k;
                     c->p->v[k].flops = mm / (double)n;
-                    c->p->v[k].bytes = low_chunk_u64(fbytes, n, r);
+                    c->p->v[k].bytes = low_tp_chunk_bytes(fbytes, dw, n, r);
                     c->p->v[k].fp8 = F ? F->fp8 : 0;
                     prev = k;
                 }

@@ -141,6 +141,19 @@ uint64_t low_chunk_u64(uint64_t total, int64_t n, int64_t r)
     return total / (uint64_t)n + ((uint64_t)r < total % (uint64_t)n ? 1 : 0);
 }
 
+/* --tp-comm-overlap: the bytes of chunk r of n of a weight GEMM whose unchunked bytes are total,
+ * wbytes of them the weight's: Transformer Engine splits the activation rows (the sequence) in n,
+ * each chunk a GEMM of 1/n of the rows that reads the whole weight (its share of the activations
+ * and of the output, the weight whole). The chunks add up to total + (n - 1) wbytes; with the
+ * chunk's FLOPs (1/n) the compute model's shape measure h = FLOPs / bytes is then the chunk's,
+ * 1 / (n/M + 1/N + 1/K) for the M x K x N GEMM (docs/compute-model.md). */
+uint64_t low_tp_chunk_bytes(uint64_t total, uint64_t wbytes, int64_t n, int64_t r)
+{
+    if (wbytes > total)
+        wbytes = total;
+    return wbytes + low_chunk_u64(total - wbytes, n, r);
+}
+
 /* --tp-comm-overlap: the TP all-gather of activation tensor t (from its sequence-parallel shard
  * to the whole tensor) as Transformer Engine's ring exchange runs it beside a GEMM: tp - 1 steps,
  * each passing one rank's shard to the next rank, emitted as tp - 1 chained all-gathers of

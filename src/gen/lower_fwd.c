@@ -269,11 +269,13 @@ int low_lower_op_fwd(ctx *c, int pass, int j, int phase)
         bytes += (uint64_t)low_elems_rank(c, t, want[i]) * (uint64_t)(kf > 1 && c->o->kv_bytes ? c->o->kv_bytes : in_bytes) *
                  (uint64_t)kf;
     }
+    uint64_t wbytes = 0; /* the weights' share of bytes (a TP chunk reads them whole) */
     for (int i = 0; i < op->nin; i++)
         if (g->t[op->in[i]].weight) {
             c->used[j][i] = want[i];
-            bytes += (uint64_t)low_elems_rank(c, op->in[i], want[i]) * (uint64_t)in_bytes;
+            wbytes += (uint64_t)low_elems_rank(c, op->in[i], want[i]) * (uint64_t)in_bytes;
         }
+    bytes += wbytes;
     if (phase == P_RECOMP)
         deps[nd++] = DEP_GRAD;
     if (fp8 && c->o->fp8_cast_mb > 0) {
@@ -364,7 +366,8 @@ int low_lower_op_fwd(ctx *c, int pass, int j, int phase)
         if (gch)
             gch[r] = i;
         c->p->v[i].flops = flops / (double)nchunk;
-        c->p->v[i].bytes = rblk ? bytes / (uint64_t)nchunk : low_chunk_u64(bytes, nchunk, r);
+        c->p->v[i].bytes = rblk ? bytes / (uint64_t)nchunk
+                           : gch ? low_tp_chunk_bytes(bytes, wbytes, nchunk, r) : low_chunk_u64(bytes, nchunk, r);
         c->p->v[i].fp8 = fp8;
         c->p->v[i].grouped = op->kind == G_MATMUL && wi >= 0 && low_has_dim(&g->t[op->in[wi]], EXPERT_DIM);
         /* the attention core's non-GEMM ops (softmax, dropout) work on the b heads s^2 scores */

@@ -119,6 +119,7 @@ int32_t low_convert_fwd(ctx *c, int pass, int t, lay want, int phase);
 int32_t *low_tp_ag_chunks(ctx *c, const char *prefix, int t, int phase, int ndeps, const int32_t *deps);
 int32_t low_tp_rs_chunks(ctx *c, const char *prefix, int t, int phase, const int32_t *gemm);
 uint64_t low_chunk_u64(uint64_t total, int64_t n, int64_t r);
+uint64_t low_tp_chunk_bytes(uint64_t total, uint64_t wbytes, int64_t n, int64_t r);
 int low_tp_flush_wgrad(ctx *c, int t);
 bool low_token_share(const ctx *c, int s, const gtensor *O);
 lay low_einsum_lay_c(const ctx *c, lay LP, lay LQ, const gtensor *O);
