@@ -19,28 +19,28 @@ python3 "$HERE/bench/calibration_figures.py" "$ETKIT" "$SHARED/spec/calibration-
   fail "calibration_figures.py failed: $(tail -3 "$T/fig.err")"
 # column group rows mean% worst%
 cat >"$T/pins" <<'PINS'
-fitted all:all 47 7.86 34.08
+fitted all:all 47 7.70 34.03
 fitted gpu:A100 3 8.51 19.21
-fitted gpu:B200 5 18.66 34.08
-fitted gpu:H100 37 6.55 26.58
-fitted gpu:H200 2 4.27 4.28
-fitted set:mbridge-b200 5 18.66 34.08
-fitted set:mbridge-h100-fp8 7 11.54 26.58
-fitted set:megatron-lm-llama-h100-fp8 3 5.81 10.64
-fitted set:nemo-24.07-h100-fp8 12 5.22 14.01
-fitted set:nemo-longseq-h100-fp8 5 4.76 14.34
-fitted set:trtllm-0.9 15 6.11 19.21
-held_out all:all 47 9.15 34.08
+fitted gpu:B200 5 17.94 34.03
+fitted gpu:H100 37 6.42 26.83
+fitted gpu:H200 2 4.41 5.39
+fitted set:mbridge-b200 5 17.94 34.03
+fitted set:mbridge-h100-fp8 7 12.57 26.83
+fitted set:megatron-lm-llama-h100-fp8 3 8.03 10.59
+fitted set:nemo-24.07-h100-fp8 12 3.70 13.24
+fitted set:nemo-longseq-h100-fp8 5 4.34 13.02
+fitted set:trtllm-0.9 15 6.26 19.21
+held_out all:all 47 8.60 34.03
 held_out gpu:A100 3 8.51 19.21
-held_out gpu:B200 5 18.66 34.08
-held_out gpu:H100 37 8.19 26.66
-held_out gpu:H200 2 4.27 4.28
-held_out set:mbridge-b200 5 18.66 34.08
-held_out set:mbridge-h100-fp8 7 11.78 26.66
-held_out set:megatron-lm-llama-h100-fp8 3 6.05 10.85
-held_out set:nemo-24.07-h100-fp8 12 8.36 17.10
-held_out set:nemo-longseq-h100-fp8 5 6.28 16.97
-held_out set:trtllm-0.9 15 6.97 19.21
+held_out gpu:B200 5 17.94 34.03
+held_out gpu:H100 37 7.57 26.72
+held_out gpu:H200 2 4.41 5.39
+held_out set:mbridge-b200 5 17.94 34.03
+held_out set:mbridge-h100-fp8 7 12.55 26.72
+held_out set:megatron-lm-llama-h100-fp8 3 7.84 10.55
+held_out set:nemo-24.07-h100-fp8 12 6.31 16.36
+held_out set:nemo-longseq-h100-fp8 5 6.10 16.77
+held_out set:trtllm-0.9 15 6.46 19.21
 PINS
 python3 - "$T/fig.json" "$T/pins" <<'PY' || fail "the calibration figures moved"
 import json, sys
