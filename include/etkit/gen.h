@@ -129,6 +129,9 @@ typedef struct etk_gen_config {
     uint32_t grad_bytes;     /* gradient accumulation/reduction precision: 4 (fp32, default) or 2 */
     bool fp8_weight_cache;   /* --fp8-weight-cache (fp8 training): count Transformer Engine's FP8
                               * copy and transpose of each FP8-GEMM weight beside the BF16 weight */
+    bool tp_comm_overlap;    /* --tp-comm-overlap (with --sp): Transformer Engine's userbuffers TP
+                              * communication overlap (all-gather+GEMM and GEMM+reduce-scatter run
+                              * as TP chunks, pipelined; the backward's bulk overlaps) */
     double dp_bucket_mb;     /* DP gradient bucket, MiB (default 25) */
     int rank_order[ETK_GEN_N_AXES]; /* axes fastest first (ETK_GEN_TP, ...) */
     char gpu[32];            /* GPU for the memory verdict (default "h100") */

@@ -62,6 +62,9 @@ static int check(etk_gen_config *c, bool summarize, etk_gen_summary *keep, etk_e
     if (c->fp8_weight_cache && strcmp(c->precision, "fp8"))
         return etk_err(err, ETK_EINVAL, "--fp8-weight-cache needs --precision fp8 (it counts the FP8 copies of "
                        "the weights that FP8 GEMMs read)");
+    if (c->tp_comm_overlap && !c->sp)
+        return etk_err(err, ETK_EINVAL, "--tp-comm-overlap needs --sp (it overlaps the sequence-parallel all-gathers "
+                       "and reduce-scatters of TP with the GEMMs)");
     if (c->sp && c->tp < 2)
         return etk_err(err, ETK_EINVAL, "--sp needs --tp > 1 (sequence parallelism shards along TP)");
     if (c->sp && m->seq % c->tp)

@@ -222,9 +222,12 @@ int etk_lower_section(const etk_graph *g, int sec, const glower_opts *o, etk_are
         c.ring[k] = etk_arena_alloc(a, sizeof(int32_t *) * (size_t)nt);
     c.ringk = etk_arena_alloc(a, (size_t)nt);
     c.fflops = etk_arena_alloc(a, sizeof(double) * (size_t)(nops ? nops : 1));
+    c.tpag[0] = etk_arena_alloc(a, sizeof(int32_t *) * (size_t)nt);
+    c.tpag[1] = etk_arena_alloc(a, sizeof(int32_t *) * (size_t)nt);
+    c.tpw = etk_arena_alloc(a, sizeof(tpwgrad) * (size_t)(nops ? nops : 1));
     if (!c.fflops || !c.ts[0] || !c.ts[1] || !c.prod_op || !c.used || !c.uinst[0] || !c.uinst[1] || !c.via_ag || !c.outL ||
         !c.grad || !c.regather || !c.cpg[0] || !c.cpg[1] || !c.cpmark || !c.ring[0] || !c.ring[1] || !c.ring[2] ||
-        !c.ringk || !c.fp8done[0] || !c.fp8done[1] || !c.fp8done[2] || !c.fp8L[0] || !c.fp8L[1] || !c.fp8L[2])
+        !c.ringk || !c.fp8done[0] || !c.fp8done[1] || !c.fp8done[2] || !c.fp8L[0] || !c.fp8L[1] || !c.fp8L[2] || !c.tpag[0] || !c.tpag[1] || !c.tpw)
         return etk_err(err, ETK_ENOMEM, "out of memory lowering %s", S->name);
     for (int t = 0; t < nt; t++) {
         c.ts[0][t].inst = NONE;
@@ -234,6 +237,7 @@ int etk_lower_section(const etk_graph *g, int sec, const glower_opts *o, etk_are
         c.cpg[0][t] = c.cpg[1][t] = NONE;
         c.ring[0][t] = c.ring[1][t] = c.ring[2][t] = NULL;
         c.ringk[t] = -1;
+        c.tpag[0][t] = c.tpag[1][t] = NULL;
         c.fp8done[0][t] = c.fp8done[1][t] = c.fp8done[2][t] = false;
     }
     memset(c.cpmark, 0, sizeof(*c.cpmark) * (size_t)nops);
@@ -288,6 +292,8 @@ int etk_lower_section(const etk_graph *g, int sec, const glower_opts *o, etk_are
     for (int j = nops - 1; j >= 0; j--)
         if ((rc = low_lower_op_bwd(&c, j)))
             return c.rc ? c.rc : rc;
+    if (c.ntpw && (rc = low_tp_flush_wgrad(&c, -1))) /* any held back whose input has no gradient */
+        return c.rc ? c.rc : rc;
     if (sec != G_SEC_EMBED) {
         lay L;
         int32_t tmp[MAX_CONTRIB * 2];

@@ -78,6 +78,7 @@ typedef struct glower_opts {
                          * and one backward (FlashAttention); not with cp_ring */
     int64_t ep;         /* expert parallel degree: weights with the expert dim 'e' hold 1/ep */
     bool sp;
+    bool tp_overlap;    /* --tp-comm-overlap: TE userbuffers TP overlap (lower_emit.c low_tp_*) */
     int recompute;      /* ETK_RECOMPUTE_* (full applies to transformer layers) */
     uint32_t rmods;     /* recompute modules (G_RMOD_*): their ops re-run, their outputs not kept */
     int act_bytes;      /* bytes per activation element (2) */

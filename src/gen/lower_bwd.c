@@ -19,8 +19,19 @@ void low_add_contrib(ctx *c, int t, int32_t inst, lay L)
     }
 }
 
-/* The gradient of tensor t in t's own layout: deps into out[], returns count (0: no gradient). */
+static int get_grad(ctx *c, int t, int32_t *out, lay *L);
+
+/* The gradient of tensor t in t's own layout: deps into out[], returns count (0: no gradient).
+ * With --tp-comm-overlap the weight gradients held back for t's reduce-scatter follow it. */
 int low_get_grad(ctx *c, int t, int32_t *out, lay *L)
+{
+    int n = get_grad(c, t, out, L);
+    if (n >= 0 && c->ntpw && low_tp_flush_wgrad(c, t))
+        return -1;
+    return n;
+}
+
+static int get_grad(ctx *c, int t, int32_t *out, lay *L)
 {
     contrib *g = &c->grad[t];
     if (g->n == 0)
@@ -296,6 +307,56 @@ static int flash_bwd(ctx *c, int lo, int hi)
     return 0;
 }
 
+/* The weight gradient GEMM of op w->j (grouped over the experts as its forward). */
+static int emit_wgrad(ctx *c, const tpwgrad *w)
+{
+    const gop *op = &c->S->ops[w->j];
+    int wi = c->g->t[op->in[0]].weight ? 0 : 1;
+    int32_t deps[MAX_CONTRIB * 2 + 2];
+    int nd = 0;
+    for (int k = 0; k < w->ngo; k++)
+        deps[nd++] = w->go[k];
+    deps[nd++] = w->av;
+    deps[nd++] = w->aglast; /* --tp-comm-overlap: the whole gathered output gradient */
+    char name[96];
+    snprintf(name, sizeof name, "%s.wgrad", op->name);
+    int k = low_emit(c, name, ETK_NODE_COMP, P_BWD, nd, deps);
+    if (k < 0)
+        return k;
+    ginst *I = &c->p->v[k];
+    I->flops = low_matmul_flops(c, op, c->used[w->j][0], c->used[w->j][1]) +
+               (op->bias >= 0 ? (double)low_elems_rank(c, op->out, c->outL[w->j]) : 0);
+    I->bytes = w->bytes;
+    I->fp8 = w->fp8;
+    I->grouped = w->grouped;
+    I->w[I->nw++] = op->in[wi];
+    if (op->bias >= 0)
+        I->w[I->nw++] = op->bias;
+    return 0;
+}
+
+/* --tp-comm-overlap: emit the held-back weight gradients of the ops reading tensor t (all of
+ * them with t < 0), in the order their backward ran. */
+int low_tp_flush_wgrad(ctx *c, int t)
+{
+    int n = 0;
+    for (int k = 0; k < c->ntpw; k++) {
+        const gop *op = &c->S->ops[c->tpw[k].j];
+        bool mine = t < 0;
+        for (int i = 0; i < op->nin && !mine; i++)
+            mine = op->in[i] == t;
+        if (!mine) {
+            c->tpw[n++] = c->tpw[k];
+            continue;
+        }
+        int rc = emit_wgrad(c, &c->tpw[k]);
+        if (rc)
+            return rc;
+    }
+    c->ntpw = n;
+    return 0;
+}
+
 int low_lower_op_bwd(ctx *c, int j)
 {
     const gop *op = &c->S->ops[j];
@@ -307,7 +368,36 @@ int low_lower_op_bwd(ctx *c, int j)
     }
     int32_t go[MAX_CONTRIB * 2];
     lay goL;
-    int ngo = low_get_grad(c, op->out, go, &goL);
+    int ngo;
+    /* --tp-comm-overlap: the output gradient of a row-parallel GEMM (attention projection, fc2)
+     * is all-gathered from the sequence-parallel shards in chunks, the dgrad GEMM chunk by chunk
+     * beside it (Transformer Engine's all-gather+GEMM, as in the forward) */
+    int32_t *bag = NULL, loc[MAX_CONTRIB];
+    int nloc = 0, wi0 = -1;
+    for (int i = 0; op->kind == G_MATMUL && i < op->nin; i++)
+        if (g->t[op->in[i]].weight)
+            wi0 = i;
+    const contrib *gc = &c->grad[op->out];
+    if (c->o->tp_overlap && wi0 >= 0 && op->nin == 2 && c->p->sec != G_SEC_HEAD && gc->n > 0 &&
+        !low_has_dim(&g->t[op->in[wi0]], EXPERT_DIM) && c->ts[0][op->out].L.partial &&
+        c->used[j][1 - wi0].split >= 0 && !low_is_dispatch(c, op)) {
+        bool same = true;
+        for (int k = 1; k < gc->n; k++)
+            same &= lay_eq(gc->L[k], gc->L[0]);
+        if (same && low_coll_for(gc->L[0], REP) == ETK_COLL_ALL_GATHER) {
+            nloc = gc->n;
+            memcpy(loc, gc->inst, sizeof(int32_t) * (size_t)nloc);
+            if (!(bag = low_tp_ag_chunks(c, "d", op->out, P_BWD, nloc, loc)))
+                return c->rc ? c->rc : ETK_ENOMEM;
+        }
+    }
+    if (bag) {
+        go[0] = bag[low_tp_of(c) - 1];
+        ngo = 1;
+        goL = REP;
+    } else {
+        ngo = low_get_grad(c, op->out, go, &goL);
+    }
     if (ngo < 0)
         return c->err->code;
     if (ngo == 0)
@@ -327,6 +417,10 @@ int low_lower_op_bwd(ctx *c, int j)
     uint64_t fbytes = 0; /* the forward op's bytes (all its CP-ring chunks) */
     char cp0[104];
     snprintf(cp0, sizeof cp0, "%s.cp0", op->name);
+    char tp0[104];
+    snprintf(tp0, sizeof tp0, "%s.tp", op->name);
+    size_t tpl = strlen(tp0);
+    bool tpchunks = false; /* --tp-comm-overlap: the forward GEMM ran in TP chunks */
     for (int k = 0; k < c->p->nfwd; k++)
         if (c->p->v[k].type == ETK_NODE_COMP && !strcmp(c->p->v[k].name, op->name)) {
             F = &c->p->v[k];
@@ -334,7 +428,23 @@ int low_lower_op_bwd(ctx *c, int j)
         } else if (c->p->v[k].type == ETK_NODE_COMP && !strcmp(c->p->v[k].name, cp0)) {
             F = &c->p->v[k];
             fbytes = F->bytes * (uint64_t)c->o->cp;
+        } else if (c->o->tp_overlap && c->p->v[k].type == ETK_NODE_COMP && !strncmp(c->p->v[k].name, tp0, tpl) &&
+                   c->p->v[k].name[tpl] >= '0' && c->p->v[k].name[tpl] <= '9') {
+            if (!tpchunks)
+                fbytes = 0;
+            tpchunks = true;
+            F = &c->p->v[k];
+            fbytes += F->bytes; /* all the chunks' */
         }
+    /* the chunks read the weight once each (low_tp_chunk_bytes): the unchunked GEMM's bytes are
+     * their sum less n - 1 weights */
+    uint64_t tpw = 0;
+    if (tpchunks)
+        for (int i = 0; i < op->nin; i++)
+            if (g->t[op->in[i]].weight)
+                tpw += (uint64_t)low_elems_rank(c, op->in[i], c->used[j][i]) * (uint64_t)(F->fp8 ? 1 : c->o->act_bytes);
+    if (tpchunks && tpw <= fbytes / (uint64_t)low_tp_of(c))
+        fbytes -= (uint64_t)(low_tp_of(c) - 1) * tpw;
     int32_t deps[MAX_CONTRIB * 2 + G_MAX_IN + 2];
     char name[96];
     if (op->kind == G_MATMUL && F && F->fp8 && c->o->fp8_cast_mb > 0) {
@@ -346,7 +456,7 @@ int low_lower_op_bwd(ctx *c, int j)
          * output gradient again and the activation input (once per backward pass: Megatron's
          * fused linear_qkv and linear_fc1 read one copy, as in the forward) */
         snprintf(name, sizeof name, "%s.fp8_cast_grad", op->name);
-        int32_t k = low_emit(c, name, ETK_NODE_COMP, P_BWD, ngo, go);
+        int32_t k = bag ? low_emit(c, name, ETK_NODE_COMP, P_BWD, nloc, loc) : low_emit(c, name, ETK_NODE_COMP, P_BWD, ngo, go);
         if (k < 0)
             return k;
         uint64_t cb = 2 * (uint64_t)low_elems_rank(c, op->out, goL) * FP8_CAST_BYTES;
@@ -371,6 +481,17 @@ int low_lower_op_bwd(ctx *c, int j)
             if (g->t[op->in[i]].weight)
                 wi = i;
         double mm = low_matmul_flops(c, op, c->used[j][0], c->used[j][1]);
+        int32_t aglast = bag ? bag[low_tp_of(c) - 1] : NONE;
+        /* --tp-comm-overlap: a column-parallel GEMM with a sequence-parallel input (QKV, fc1):
+         * Transformer Engine all-gathers the saved input for the wgrad beside the dgrad, and
+         * reduce-scatters the dgrad's output beside the wgrad (bulk overlaps): the input's
+         * all-gather is issued before the dgrad, the wgrad held back until that reduce-scatter
+         * is issued (low_tp_flush_wgrad) */
+        bool bulk = c->o->tp_overlap && wi >= 0 && c->p->sec != G_SEC_HEAD && c->via_ag[j][1 - wi] &&
+                    !low_has_dim(&g->t[op->in[wi]], EXPERT_DIM) && c->ntpw < c->S->nops;
+        int32_t avw = NONE;
+        if (bulk && (avw = avail(c, j, 1 - wi)) < 0 && avw != NONE && avw != DEP_IN && avw != DEP_GRAD)
+            return avw;
         for (int i = 0; i < 2; i++) {
             if (i == wi)
                 continue;
@@ -392,6 +513,38 @@ int low_lower_op_bwd(ctx *c, int j)
                     return rc;
                 continue;
             }
+            if (bag && wi >= 0) {
+                /* chunk r after gradient shard r (chunk 0: the local one; the FP8 cast of it) */
+                int64_t n = low_tp_of(c);
+                int32_t prev = NONE, k = NONE;
+                /* each chunk reads the whole weight (low_tp_chunk_bytes) */
+                uint64_t dw = (uint64_t)low_elems_rank(c, op->in[wi], c->used[j][wi]) *
+                              (uint64_t)(F && F->fp8 ? 1 : c->o->act_bytes);
+                char cn[128];
+                for (int64_t r = 0; r < n; r++) {
+                    int cd = 0;
+                    int32_t cdeps[MAX_CONTRIB + 4];
+                    if (ngo == 1 && go[0] != aglast)
+                        cdeps[cd++] = go[0]; /* the FP8 cast */
+                    if (r == 0)
+                        for (int q = 0; q < nloc; q++)
+                            cdeps[cd++] = loc[q];
+                    else
+                        cdeps[cd++] = bag[r];
+                    cdeps[cd++] = av;
+                    cdeps[cd++] = prev;
+                    snprintf(cn, sizeof cn, "%s.tp%lld", name, (long long)r);
+                    if ((k = low_emit(c, cn, ETK_NODE_COMP, P_BWD, cd, cdeps)) < 0)
+                        return k;
+                    c->p->v[k].flops = mm / (double)n;
+                    c->p->v[k].bytes = low_tp_chunk_bytes(fbytes, dw, n, r);
+                    c->p->v[k].fp8 = F ? F->fp8 : 0;
+                    prev = k;
+                }
+                lay gl = low_einsum_lay_c(c, goL, c->used[j][other], &g->t[op->in[i]]);
+                low_add_contrib(c, op->in[i], k, gl);
+                continue;
+            }
             int k = low_emit(c, name, ETK_NODE_COMP, P_BWD, nd, deps);
             if (k < 0)
                 return k;
@@ -405,25 +558,19 @@ int low_lower_op_bwd(ctx *c, int j)
             low_add_contrib(c, op->in[i], k, gl);
         }
         if (wi >= 0) {
-            int ai = 1 - wi, nd = 0;
-            for (int k = 0; k < ngo; k++)
-                deps[nd++] = go[k];
-            int32_t av = avail(c, j, ai);
+            int ai = 1 - wi;
+            int32_t av = bulk ? avw : avail(c, j, ai);
             if (av < 0 && av != NONE && av != DEP_IN && av != DEP_GRAD)
                 return av;
-            deps[nd++] = av;
-            snprintf(name, sizeof name, "%s.wgrad", op->name);
-            int k = low_emit(c, name, ETK_NODE_COMP, P_BWD, nd, deps);
-            if (k < 0)
-                return k;
-            ginst *I = &c->p->v[k];
-            I->flops = mm + (op->bias >= 0 ? (double)low_elems_rank(c, op->out, c->outL[j]) : 0);
-            I->bytes = F ? F->bytes : 0;
-            I->fp8 = F ? F->fp8 : 0;
-            I->grouped = F ? F->grouped : 0;
-            I->w[I->nw++] = op->in[wi];
-            if (op->bias >= 0)
-                I->w[I->nw++] = op->bias;
+            tpwgrad w = {.j = j, .ngo = ngo, .av = av, .aglast = aglast,
+                         .bytes = tpchunks ? fbytes : F ? F->bytes : 0, .fp8 = F ? F->fp8 : 0,
+                         .grouped = F ? F->grouped : 0};
+            memcpy(w.go, go, sizeof(int32_t) * (size_t)ngo);
+            if (bulk) {
+                c->tpw[c->ntpw++] = w;
+                return 0;
+            }
+            return emit_wgrad(c, &w);
         }
         return 0;
     }

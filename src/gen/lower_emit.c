@@ -135,6 +135,83 @@ int32_t low_convert(ctx *c, int t, lay a, lay b, int phase, const char *prefix, 
     return i;
 }
 
+/* Chunk r of n of an integer total: the first total mod n chunks one more (the sum is total). */
+uint64_t low_chunk_u64(uint64_t total, int64_t n, int64_t r)
+{
+    return total / (uint64_t)n + ((uint64_t)r < total % (uint64_t)n ? 1 : 0);
+}
+
+/* --tp-comm-overlap: the bytes of chunk r of n of a weight GEMM whose unchunked bytes are total,
+ * wbytes of them the weight's: Transformer Engine splits the activation rows (the sequence) in n,
+ * each chunk a GEMM of 1/n of the rows that reads the whole weight (its share of the activations
+ * and of the output, the weight whole). The chunks add up to total + (n - 1) wbytes; with the
+ * chunk's FLOPs (1/n) the compute model's shape measure h = FLOPs / bytes is then the chunk's,
+ * 1 / (n/M + 1/N + 1/K) for the M x K x N GEMM (docs/compute-model.md). */
+uint64_t low_tp_chunk_bytes(uint64_t total, uint64_t wbytes, int64_t n, int64_t r)
+{
+    if (wbytes > total)
+        wbytes = total;
+    return wbytes + low_chunk_u64(total - wbytes, n, r);
+}
+
+/* --tp-comm-overlap: the TP all-gather of activation tensor t (from its sequence-parallel shard
+ * to the whole tensor) as Transformer Engine's ring exchange runs it beside a GEMM: tp - 1 steps,
+ * each passing one rank's shard to the next rank, emitted as tp - 1 chained all-gathers of
+ * 1/(tp - 1) of the per-rank shard each (ASTRA-sim's all-gather carries the shard; a ring
+ * all-gather of S/(tp - 1) moves (tp - 1) S/(tp - 1) = S per rank: one ring step of the whole
+ * all-gather's (tp - 1) S). The bytes of the chunks add up to the single all-gather's. Returns an
+ * array of tp instructions: [0] NONE (the GEMM's first chunk works on the local shard), [r] the
+ * chunk after which shard r has arrived; NULL on error (c->rc). */
+int32_t *low_tp_ag_chunks(ctx *c, const char *prefix, int t, int phase, int ndeps, const int32_t *deps)
+{
+    int64_t n = low_tp_of(c);
+    int32_t *a = etk_arena_alloc(c->a, sizeof(int32_t) * (size_t)n);
+    if (!a) {
+        c->rc = etk_err(c->err, ETK_ENOMEM, "out of memory lowering %s", c->S->name);
+        return NULL;
+    }
+    a[0] = NONE;
+    uint64_t shard = (uint64_t)(low_t_elems(c, t) * c->o->act_bytes / n);
+    for (int64_t r = 1; r < n; r++) {
+        char name[112];
+        snprintf(name, sizeof name, "%s%s.all_gather.tp%lld", prefix, low_shortname(c->g->t[t].name), (long long)r);
+        int32_t i = r == 1 ? low_emit(c, name, ETK_NODE_COLL, phase, ndeps, deps) : low_emit(c, name, ETK_NODE_COLL, phase, 1, &a[r - 1]);
+        if (i < 0) {
+            if (!c->rc)
+                c->rc = ETK_ENOMEM;
+            return NULL;
+        }
+        c->p->v[i].coll = ETK_COLL_ALL_GATHER;
+        c->p->v[i].comm_bytes = (int64_t)low_chunk_u64(shard, n - 1, r - 1);
+        a[r] = i;
+    }
+    return a;
+}
+
+/* --tp-comm-overlap: the reduce-scatter of a row-parallel GEMM's partial output t (its tp chunk
+ * GEMMs gemm[0..tp-1]) as tp chained reduce-scatters of 1/tp of the buffer each, chunk r after
+ * GEMM chunk r: the exchange of one chunk's partial sums runs beside the next chunk's GEMM
+ * (Transformer Engine's GEMM+reduce-scatter). The bytes add up to the single reduce-scatter's.
+ * Returns the last chunk (after it every chunk is reduced), or a negative error. */
+int32_t low_tp_rs_chunks(ctx *c, const char *prefix, int t, int phase, const int32_t *gemm)
+{
+    int64_t n = low_tp_of(c);
+    uint64_t full = (uint64_t)(low_t_elems(c, t) * c->o->act_bytes);
+    int32_t prev = NONE;
+    for (int64_t r = 0; r < n; r++) {
+        char name[112];
+        snprintf(name, sizeof name, "%s%s.reduce_scatter.tp%lld", prefix, low_shortname(c->g->t[t].name), (long long)r);
+        int32_t deps[2] = {gemm[r], prev};
+        int32_t i = low_emit(c, name, ETK_NODE_COLL, phase, 2, deps);
+        if (i < 0)
+            return c->rc ? c->rc : ETK_ENOMEM;
+        c->p->v[i].coll = ETK_COLL_REDUCE_SCATTER;
+        c->p->v[i].comm_bytes = (int64_t)low_chunk_u64(full, n, r);
+        prev = i;
+    }
+    return prev;
+}
+
 int32_t low_convert_fwd(ctx *c, int pass, int t, lay want, int phase)
 {
     tstate *s = &c->ts[pass][t];

@@ -75,6 +75,31 @@ static int flash_fwd(ctx *c, int pass, int lo, int hi, int phase)
     return 0;
 }
 
+/* --tp-comm-overlap: the chunked all-gather of tensor t for a column-parallel GEMM (made once per
+ * pass, shared by the GEMMs reading it: Megatron's fused linear_qkv and linear_fc1); NULL with
+ * c->rc 0 when t was already gathered whole for another consumer (the GEMM then reads that) */
+static int32_t *tp_ag_fwd(ctx *c, int pass, int t, lay want, int phase)
+{
+    if (c->tpag[pass][t])
+        return c->tpag[pass][t];
+    tstate *s = &c->ts[pass][t];
+    for (int k = 0; k < s->nconv; k++)
+        if (lay_eq(s->cto[k], want))
+            return NULL;
+    int32_t deps[2] = {s->inst, phase == P_RECOMP ? DEP_GRAD : NONE};
+    int32_t *a = low_tp_ag_chunks(c, phase == P_RECOMP ? "recompute." : "", t, phase, 2, deps);
+    if (!a)
+        return NULL;
+    a[0] = s->inst;
+    /* whole once the last chunk has arrived (the chunks are chained) */
+    if (s->nconv < MAX_CONV) {
+        s->cto[s->nconv] = want;
+        s->cinst[s->nconv++] = a[low_tp_of(c) - 1];
+    }
+    c->tpag[pass][t] = a;
+    return a;
+}
+
 /* Forward (or recompute) lowering of op j. */
 int low_lower_op_fwd(ctx *c, int pass, int j, int phase)
 {
@@ -183,6 +208,15 @@ int low_lower_op_fwd(ctx *c, int pass, int j, int phase)
     int nd = 0;
     uint64_t bytes = 0;
     int32_t *rblk = NULL; /* --cp-comm ring: the K/V blocks this op works through */
+    /* --tp-comm-overlap (Transformer Engine's userbuffers): a weight GEMM of a layer (not the
+     * head: Megatron's output layer is no TE module; not the experts' grouped GEMMs) runs as tp
+     * chunks when its input is all-gathered (column parallel: chunk r after shard r arrives) or
+     * its partial output reduce-scattered (row parallel: chunk r's partial sums exchanged beside
+     * chunk r + 1's GEMM) */
+    bool tpo = c->o->tp_overlap && op->kind == G_MATMUL && wi >= 0 && nact == 1 && c->p->sec != G_SEC_HEAD &&
+               !low_has_dim(&g->t[op->in[wi]], EXPERT_DIM) && !op->region;
+    int32_t *agc = NULL;
+    int adi = -1;
     for (int k = 0; k < nact; k++) {
         int i = act[k], t = op->in[i];
         lay have = ts[t].L;
@@ -196,7 +230,16 @@ int low_lower_op_fwd(ctx *c, int pass, int j, int phase)
             low_coll_for(have, want[i]) >= 0)
             return etk_err(c->err, ETK_EFORMAT, "%s: op %s: --attention flash: tensor %s changes layout inside the "
                            "attention region (it cannot be fused)", g->file, op->name, g->t[t].name);
-        int32_t d = low_convert_fwd(c, pass, t, want[i], phase);
+        int32_t d;
+        if (tpo && !have.partial && have.split >= 0 && low_coll_for(have, want[i]) == ETK_COLL_ALL_GATHER &&
+            !low_needs_cp(c, op, i) && (agc = tp_ag_fwd(c, pass, t, want[i], phase))) {
+            d = agc[low_tp_of(c) - 1];
+            adi = nd;
+        } else if (c->rc) {
+            return c->rc;
+        } else {
+            d = low_convert_fwd(c, pass, t, want[i], phase);
+        }
         if (d < 0 && d != NONE && d != DEP_IN && d != DEP_GRAD)
             return d;
         bool cpg = low_needs_cp(c, op, i);
@@ -226,11 +269,13 @@ int low_lower_op_fwd(ctx *c, int pass, int j, int phase)
         bytes += (uint64_t)low_elems_rank(c, t, want[i]) * (uint64_t)(kf > 1 && c->o->kv_bytes ? c->o->kv_bytes : in_bytes) *
                  (uint64_t)kf;
     }
+    uint64_t wbytes = 0; /* the weights' share of bytes (a TP chunk reads them whole) */
     for (int i = 0; i < op->nin; i++)
         if (g->t[op->in[i]].weight) {
             c->used[j][i] = want[i];
-            bytes += (uint64_t)low_elems_rank(c, op->in[i], want[i]) * (uint64_t)in_bytes;
+            wbytes += (uint64_t)low_elems_rank(c, op->in[i], want[i]) * (uint64_t)in_bytes;
         }
+    bytes += wbytes;
     if (phase == P_RECOMP)
         deps[nd++] = DEP_GRAD;
     if (fp8 && c->o->fp8_cast_mb > 0) {
@@ -250,6 +295,8 @@ int low_lower_op_fwd(ctx *c, int pass, int j, int phase)
         }
         if (phase == P_FWD && wi >= 0)
             cb += (uint64_t)low_elems_rank(c, op->in[wi], want[wi]) * FP8_CAST_BYTES / (uint64_t)c->o->fp8_cast_mb;
+        if (agc)
+            deps[adi] = agc[0]; /* the local shard is cast (then each chunk as it arrives) */
         char cn[104];
         snprintf(cn, sizeof cn, "%s%s.fp8_cast", phase == P_RECOMP ? "recompute." : "", op->name);
         int32_t ci = low_emit(c, cn, ETK_NODE_COMP, phase, nd, deps);
@@ -293,21 +340,34 @@ int low_lower_op_fwd(ctx *c, int pass, int j, int phase)
     char name[96];
     /* with the CP ring, one partial product per K/V block as it arrives (blockwise attention:
      * the online softmax accumulates them in order); the FLOPs and bytes split evenly */
-    int64_t nchunk = rblk ? c->o->cp : 1;
+    bool rsc = tpo && !rblk && out.partial && c->stream.split >= 0 && lay_eq(low_resolve_default(c, op->out), c->stream);
+    int64_t nchunk = rblk ? c->o->cp : agc || rsc ? low_tp_of(c) : 1;
+    int32_t *gch = NULL; /* --tp-comm-overlap: the GEMM's chunks */
+    if (nchunk > 1 && !rblk && !(gch = etk_arena_alloc(c->a, sizeof(int32_t) * (size_t)nchunk)))
+        return c->rc = etk_err(c->err, ETK_ENOMEM, "out of memory lowering %s", c->S->name);
     int32_t i = NONE;
     for (int64_t r = 0; r < nchunk; r++) {
         if (rblk) {
             deps[nd] = rblk[r];
             deps[nd + 1] = i;
             snprintf(name, sizeof name, "%s%s.cp%lld", phase == P_RECOMP ? "recompute." : "", op->name, (long long)r);
+        } else if (gch) {
+            if (agc)
+                deps[adi] = r ? agc[r] : agc[0];
+            deps[nd] = i; /* chunks in order */
+            deps[nd + 1] = NONE;
+            snprintf(name, sizeof name, "%s%s.tp%lld", phase == P_RECOMP ? "recompute." : "", op->name, (long long)r);
         } else {
             snprintf(name, sizeof name, "%s%s", phase == P_RECOMP ? "recompute." : "", op->name);
         }
-        i = low_emit(c, name, ETK_NODE_COMP, phase, nd + (rblk ? 2 : 0), deps);
+        i = low_emit(c, name, ETK_NODE_COMP, phase, nd + (nchunk > 1 ? 2 : 0), deps);
         if (i < 0)
             return i;
+        if (gch)
+            gch[r] = i;
         c->p->v[i].flops = flops / (double)nchunk;
-        c->p->v[i].bytes = bytes / (uint64_t)nchunk;
+        c->p->v[i].bytes = rblk ? bytes / (uint64_t)nchunk
+                           : gch ? low_tp_chunk_bytes(bytes, wbytes, nchunk, r) : low_chunk_u64(bytes, nchunk, r);
         c->p->v[i].fp8 = fp8;
         c->p->v[i].grouped = op->kind == G_MATMUL && wi >= 0 && low_has_dim(&g->t[op->in[wi]], EXPERT_DIM);
         /* the attention core's non-GEMM ops (softmax, dropout) work on the b heads s^2 scores */
@@ -339,5 +399,13 @@ int low_lower_op_fwd(ctx *c, int pass, int j, int phase)
     ts[op->out].L = out;
     ts[op->out].nconv = 0;
     c->outL[j] = out;
+    if (rsc) { /* the reduce-scatter to the residual stream's layout, chunk by chunk */
+        int32_t rs = low_tp_rs_chunks(c, phase == P_RECOMP ? "recompute." : "", op->out, phase, gch);
+        if (rs < 0)
+            return c->rc ? c->rc : rs;
+        ts[op->out].cto[0] = c->stream;
+        ts[op->out].cinst[0] = rs;
+        ts[op->out].nconv = 1;
+    }
     return 0;
 }

@@ -48,6 +48,16 @@ typedef struct {
     lay L[MAX_CONTRIB];
 } contrib;
 
+/* --tp-comm-overlap: a weight gradient GEMM held back until the reduce-scatter of its op's input
+ * gradient is issued (Transformer Engine's bulk overlap of that reduce-scatter with wgrad) */
+typedef struct {
+    int j, ngo;
+    int32_t go[MAX_CONTRIB * 2];
+    int32_t av, aglast;
+    uint64_t bytes;
+    uint8_t fp8, grouped;
+} tpwgrad;
+
 typedef struct {
     const etk_graph *g;
     const gsection *S;
@@ -89,6 +99,10 @@ typedef struct {
     int fz_nd;
     int32_t *fz_blk[G_MAX_IN * 2]; /* and, with --cp-comm ring, the K/V blocks it works through */
     int fz_nblk;
+    int32_t **tpag[2];   /* --tp-comm-overlap, per pass (forward, recompute), per tensor: its TP
+                          * all-gather in chunks ([0] the local shard, [1..tp-1] the chunks), NULL */
+    tpwgrad *tpw;        /* --tp-comm-overlap: held-back weight gradients (one per op at most) */
+    int ntpw;
 } ctx;
 
 const char *low_shortname(const char *n);
@@ -102,6 +116,11 @@ int low_coll_for(lay a, lay b);
 int32_t low_convert(ctx *c, int t, lay a, lay b, int phase, const char *prefix, int ndeps,
                     const int32_t *deps, int forced_coll);
 int32_t low_convert_fwd(ctx *c, int pass, int t, lay want, int phase);
+int32_t *low_tp_ag_chunks(ctx *c, const char *prefix, int t, int phase, int ndeps, const int32_t *deps);
+int32_t low_tp_rs_chunks(ctx *c, const char *prefix, int t, int phase, const int32_t *gemm);
+uint64_t low_chunk_u64(uint64_t total, int64_t n, int64_t r);
+uint64_t low_tp_chunk_bytes(uint64_t total, uint64_t wbytes, int64_t n, int64_t r);
+int low_tp_flush_wgrad(ctx *c, int t);
 bool low_token_share(const ctx *c, int s, const gtensor *O);
 lay low_einsum_lay_c(const ctx *c, lay LP, lay LQ, const gtensor *O);
 double low_matmul_flops(const ctx *c, const gop *op, lay LA, lay LB);

@@ -40,7 +40,7 @@ static const struct {
     {"model", true}, {"model-file", true}, {"layers", true}, {"hidden", true}, {"heads", true},
     {"kv-heads", true}, {"ffn", true}, {"vocab", true}, {"seq", true}, {"dp", true}, {"tp", true}, {"cp", true}, {"cp-comm", true}, {"ep", true}, {"etp", true}, {"moe-imbalance", true}, {"moe-max-nodes", true}, {"gpus-per-node", true}, {"attention", true},
     {"pp", true}, {"sp", false}, {"micro-batch", true}, {"global-batch", true}, {"schedule", true}, {"vpp", true}, {"first-stage-layers", true}, {"last-stage-layers", true},
-    {"zero", true}, {"fsdp", false}, {"recompute", true}, {"recompute-modules", true}, {"recompute-num-layers", true}, {"recompute-stage-layers", true}, {"precision", true}, {"grad-precision", true}, {"fp8-weight-cache", false},
+    {"zero", true}, {"fsdp", false}, {"recompute", true}, {"recompute-modules", true}, {"recompute-num-layers", true}, {"recompute-stage-layers", true}, {"precision", true}, {"grad-precision", true}, {"fp8-weight-cache", false}, {"tp-comm-overlap", false},
     {"dp-bucket-mb", true}, {"rank-order", true}, {"gpu", true},
     {"mode", true}, {"prompt-len", true}, {"decode-steps", true}, {"batch", true}, {"micro-batches", true},
     {"kv-precision", true},
@@ -49,7 +49,7 @@ static const struct {
 /* flags that only make sense in one mode: the first one given is remembered and refused by
  * etk_gen_check in the other mode (whatever the order of --mode and the flag) */
 static const char *const training_only[] = {"sp", "cp", "micro-batch", "global-batch", "schedule", "vpp", "zero",
-                                            "fsdp", "recompute", "recompute-modules", "recompute-num-layers", "recompute-stage-layers", "grad-precision", "fp8-weight-cache", "dp-bucket-mb", "etp", "moe-imbalance",
+                                            "fsdp", "recompute", "recompute-modules", "recompute-num-layers", "recompute-stage-layers", "grad-precision", "fp8-weight-cache", "tp-comm-overlap", "dp-bucket-mb", "etp", "moe-imbalance",
                                             "moe-max-nodes", NULL};
 static const char *const inference_only[] = {"prompt-len", "decode-steps", "batch", "micro-batches", "kv-precision",
                                              NULL};
@@ -121,6 +121,11 @@ const char *etk_gen_options_help(void)
            "                       transpose of each FP8-GEMM weight beside its BF16 weight (+2 bytes\n"
            "                       per element; Megatron without --fp8-param-gather). Default: 2 bytes\n"
            "                       per weight element, as FP8 primary weights (1) + transpose (1)\n"
+           "  --tp-comm-overlap    with --sp: Transformer Engine's TP communication overlap\n"
+           "                       (Megatron --tp-comm-overlap, userbuffers): each all-gather+GEMM\n"
+           "                       and GEMM+reduce-scatter of a layer runs as TP chunks, the transfer\n"
+           "                       of one chunk beside the GEMM of another; in the backward the\n"
+           "                       input-gradient reduce-scatter runs beside the weight-gradient GEMMs\n"
            "  --dp-bucket-mb X     DP gradient bucket in MiB (default 25)\n"
            "  --rank-order A,B,..  axes fastest first (default tp,cp,dp,pp; cp, if omitted, follows tp)\n"
            "  --gpu NAME           a100 | h100 (default) | h200 | b200 | mi300x: memory capacity\n"
@@ -291,6 +296,10 @@ int etk_gen_set(etk_gen_config *c, const char *name, const char *v, etk_error *e
     }
     if (!strcmp(name, "fp8-weight-cache")) {
         c->fp8_weight_cache = true;
+        return 0;
+    }
+    if (!strcmp(name, "tp-comm-overlap")) {
+        c->tp_comm_overlap = true;
         return 0;
     }
     if (!strcmp(name, "vpp"))
