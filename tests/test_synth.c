@@ -192,6 +192,18 @@ static void corpus(etk_synth_graph ***gs, size_t *n, uint32_t *world, uint32_t *
     }
 }
 
+/* the corpus above and the count model fitted to it (its two plans' rank classes) */
+static etk_synth_model *corpus_fit(etk_synth_graph ***gs, size_t *n)
+{
+    uint32_t world[2], inner[2];
+    corpus(gs, n, world, inner);
+    etk_synth_model *m = NULL;
+    etk_error err = {0};
+    if (etk_synth_fit(*gs, *n, world, 2, inner, 2, &m, &err))
+        fail_msg("%s", err.msg);
+    return m;
+}
+
 static void free_gs(etk_synth_graph **gs, size_t n)
 {
     for (size_t i = 0; i < n; i++)
@@ -306,11 +318,8 @@ static void test_assemble_valid_and_simulated(void **state)
     (void)state;
     etk_synth_graph **gs;
     size_t n;
-    uint32_t world[2], inner[2];
-    corpus(&gs, &n, world, inner);
-    etk_synth_model *m = NULL;
+    etk_synth_model *m = corpus_fit(&gs, &n);
     etk_error err = {0};
-    assert_int_equal(etk_synth_fit(gs, n, world, 2, inner, 2, &m, &err), 0);
     const uint32_t ranks[] = {1, 2, 3, 4, 8, 16};
     for (uint64_t seed = 1; seed <= 100; seed++) {
         etk_synth_sample_opts o = {.seed = seed};
@@ -388,11 +397,8 @@ static void test_model_file(void **state)
     (void)state;
     etk_synth_graph **gs;
     size_t n;
-    uint32_t world[2], inner[2];
-    corpus(&gs, &n, world, inner);
-    etk_synth_model *m = NULL, *m2 = NULL;
+    etk_synth_model *m = corpus_fit(&gs, &n), *m2 = NULL;
     etk_error err = {0};
-    assert_int_equal(etk_synth_fit(gs, n, world, 2, inner, 2, &m, &err), 0);
     char path[512];
     snprintf(path, sizeof path, "%s/model.json", tu_tmpdir());
     assert_int_equal(etk_synth_model_save(m, path, &err), 0);
@@ -576,11 +582,8 @@ static void test_layerdag(void **state)
     (void)state;
     etk_synth_graph **gs;
     size_t n;
-    uint32_t world[2], inner[2];
-    corpus(&gs, &n, world, inner);
-    etk_synth_model *m = NULL, *m2 = NULL, *m3 = NULL;
+    etk_synth_model *m = corpus_fit(&gs, &n), *m2 = NULL, *m3 = NULL;
     etk_error err = {0};
-    assert_int_equal(etk_synth_fit(gs, n, world, 2, inner, 2, &m, &err), 0);
     assert_int_equal(etk_synth_train_layerdag(m, gs, n, 3, 1, &err), 0);
     assert_true(etk_synth_model_has_layerdag(m));
     double loss[3];
@@ -594,7 +597,10 @@ static void test_layerdag(void **state)
     assert_int_equal(etk_synth_model_load(path, &m2, &err), 0);
     assert_true(etk_synth_model_has_layerdag(m2));
     /* a second training with the same seed gives the same networks: same samples */
-    assert_int_equal(etk_synth_fit(gs, n, world, 2, inner, 2, &m3, &err), 0);
+    etk_synth_graph **gs3;
+    size_t n3;
+    m3 = corpus_fit(&gs3, &n3);
+    free_gs(gs3, n3);
     assert_int_equal(etk_synth_train_layerdag(m3, gs, n, 3, 1, &err), 0);
     for (uint64_t seed = 1; seed <= 6; seed++) {
         etk_synth_sample_opts o = {.seed = seed, .max_nodes = 120};
@@ -671,11 +677,8 @@ static void test_collapse(void **state)
     (void)state;
     etk_synth_graph **gs;
     size_t n;
-    uint32_t world[2], inner[2];
-    corpus(&gs, &n, world, inner);
-    etk_synth_model *m = NULL;
+    etk_synth_model *m = corpus_fit(&gs, &n);
     etk_error err = {0};
-    assert_int_equal(etk_synth_fit(gs, n, world, 2, inner, 2, &m, &err), 0);
     assert_int_equal(etk_synth_train_layerdag(m, gs, n, 2, 1, &err), 0);
     int ar = etk_synth_tok_parse("COLL:ALL_REDUCE:inner"), gemm = etk_synth_tok_parse("COMP:gemm");
     syn_mlp *sz = &m->ld->size, *tk = &m->ld->tok;
@@ -734,11 +737,8 @@ static void test_random_er(void **state)
     assert_int_equal(k, 50 * 49 / 2);
     etk_synth_graph **gs;
     size_t n;
-    uint32_t world[2], inner[2];
-    corpus(&gs, &n, world, inner);
-    etk_synth_model *m = NULL;
+    etk_synth_model *m = corpus_fit(&gs, &n);
     etk_error err = {0};
-    assert_int_equal(etk_synth_fit(gs, n, world, 2, inner, 2, &m, &err), 0);
     /* two nodes, one edge: the only forward pair, two layers */
     uint16_t tok[2] = {0, 0};
     double val[2 * ETK_SYNTH_N_ATTR] = {0};
