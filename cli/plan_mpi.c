@@ -74,11 +74,23 @@ enum { CHUNK1 = 64, LOW1 = CHUNK1 / 2 };
 
 /* a worker process's message: the results of the rows it finished since its last message; want:
  * for how many of its threads it asks for work (0: none, the message only carries results, and
- * rank 0 does not answer); final: its last message of the phase. 16 bytes, so the rows after it
- * stay aligned. */
+ * rank 0 does not answer); final: its last message of the phase; idle: how many of its threads
+ * have no row, running or queued, when it sends (rank 0's "end zone", serve). 16 bytes, so the
+ * rows after it stay aligned. */
 typedef struct {
-    uint32_t final, n, want, reserved;
+    uint32_t final, n, want, idle;
 } msg_head;
+
+/* Rank 0's reply: [phase | LAZY, rows...]. No rows and no LAZY: no more work this phase. LAZY
+ * (s30): rank 0 is in the phase's "end zone" (few rows left: phase 1 fewer than LOW1 per worker
+ * thread of all processes, phase 2 at most two per worker thread that can still reach the top k);
+ * from then on the process asks only for threads that have nothing to do, and rank 0 gives rows
+ * only to those (none: the reply defers; the process asks again when a thread runs dry). Before,
+ * a remote process held its rows ahead (phase 1: up to 32 per thread, phase 2: one per thread)
+ * to the end, and rank 0's workers idled at each phase's end while it worked them off
+ * (0.2-0.5 s a run near idle, bench/RESULTS.md "s29-plan"); now the last rows go to whoever
+ * is free. */
+enum { LAZY = 0x100 };
 
 /* -j as the number of workers per process (search.c's bounds) */
 static uint32_t n_threads(const etk_plan_opts *o)
@@ -295,7 +307,26 @@ typedef struct {
     long row_n;
     double exit_s;   /* sum of the times local workers ran out of work this phase, and how many */
     long exits;
+    bool end;        /* this phase's end zone reached (end_zone; stays so to the phase's end) */
+    double end_wait[2]; /* local workers' idle time at each phase's end (ETK_PLAN_MPI_STATS) */
 } queue;
+
+/* whether the phase is in its end zone (see LAZY; under q->mu) */
+static bool end_zone(queue *q)
+{
+    if (q->end || q->stop)
+        return q->end;
+    size_t lim = q->phase == 1 ? (size_t)q->workers * LOW1 : 2 * (size_t)q->workers, left = 0;
+    if (q->phase == 1) {
+        left = etk_plan_n_rows(q->s) - q->next;
+    } else {
+        double kth = etk_plan_topk_kth(&q->tk);
+        while (left <= lim && etk_plan_worth(q->s, q->next + left, kth))
+            left++;
+    }
+    q->end = left <= lim;
+    return q->end;
+}
 
 /* up to max flat row indices of the next work (phase 2: while worth it); returns the count */
 static uint32_t take(queue *q, uint32_t *out, uint32_t max)
@@ -461,7 +492,9 @@ static int serve(queue *q, int size, const etk_plan_opts *o, mpi_stats *st0)
              * out, rank 0 waits for nothing but their last results */
             pthread_mutex_lock(&q->mu);
             long cap = NAP_URGENT;
-            if (!q->stop && q->phase == 1) {
+            if (end_zone(q)) {
+                cap = NAP_URGENT; /* the requests come from threads without work */
+            } else if (!q->stop && q->phase == 1) {
                 cap = NAP_SLACK1;
             } else if (!q->stop) { /* an eighth of rank 0's mean row so far, 1-4 ms */
                 double eighth = q->row_n ? 0.125e9 * q->row_s / (double)q->row_n : 0;
@@ -487,9 +520,15 @@ static int serve(queue *q, int size, const etk_plan_opts *o, mpi_stats *st0)
         size_t n_in = ((size_t)bytes - sizeof h) / sizeof(wire_row);
         /* phase 1: a chunk per thread asked for (up to 64 rows, a quarter of what is left per
          * worker near the end); phase 2: one row per thread */
-        uint32_t per = 1, max = 0, n = 0;
+        uint32_t per = 1, max = 0, n = 0, lazy = 0;
         if (!h.final && h.want) {
             uint32_t want = h.want > 64 ? 64 : h.want;
+            pthread_mutex_lock(&q->mu);
+            if (end_zone(q)) { /* rows only for the threads without any */
+                lazy = LAZY;
+                want = h.idle < want ? h.idle : want;
+            }
+            pthread_mutex_unlock(&q->mu);
             if (q->phase == 1) {
                 size_t left = (etk_plan_n_rows(q->s) - q->next) / (4 * (size_t)q->workers);
                 per = left >= CHUNK1 ? CHUNK1 : left < 1 ? 1 : (uint32_t)left;
@@ -505,6 +544,8 @@ static int serve(queue *q, int size, const etk_plan_opts *o, mpi_stats *st0)
             merge(q, rows[i].flat, &rows[i].row, o);
         if (max)
             n = take(q, (uint32_t *)work + 1, max);
+        if (lazy && !n && q->stop)
+            lazy = 0; /* nothing was to defer: no more work */
         pthread_mutex_unlock(&q->mu);
         if (q->phase == 1) {
             st0->bare1 += !h.want;
@@ -516,16 +557,23 @@ static int serve(queue *q, int size, const etk_plan_opts *o, mpi_stats *st0)
         }
         if (!h.want)
             continue;
-        ((uint32_t *)work)[0] = (uint32_t)q->phase;
+        if (!work && reserve(&work, &wcap, sizeof(uint32_t))) { /* a deferral (no rows asked for) */
+            fprintf(stderr, "etkit plan: error: rank 0: out of memory\n");
+            MPI_Abort(MPI_COMM_WORLD, 2);
+        }
+        ((uint32_t *)work)[0] = (uint32_t)q->phase | lazy;
         send_napped(work, (int)(n + 1), MPI_UINT32_T, st.MPI_SOURCE, TAG_WORK + q->phase);
     }
     for (uint32_t i = 0; i < started; i++)
         pthread_join(th[i], NULL);
     if (!started)
         local_worker(q);
-    q->local.wait += (double)q->exits * now_s() - q->exit_s; /* the workers' idle end of the phase */
+    double idle = (double)q->exits * now_s() - q->exit_s; /* the workers' idle end of the phase */
+    q->local.wait += idle;
+    q->end_wait[q->phase == 1 ? 0 : 1] = idle;
     q->exit_s = 0;
     q->exits = 0;
+    q->end = false;
     free(buf);
     free(work);
     return rc;
@@ -545,6 +593,7 @@ typedef struct {
     uint32_t *pend;    /* flat rows to do: [head, tail) (at most n_rows a phase) */
     size_t head, tail;
     bool no_more;
+    bool lazy;         /* rank 0 is in the phase's end zone: ask only for threads without work (LAZY) */
     uint32_t busy;     /* threads on a row */
     wire_row *out;     /* finished, not sent */
     size_t n_out, cap_out;
@@ -560,6 +609,8 @@ static void *remote_worker(void *arg)
     pthread_mutex_lock(&R->mu);
     for (;;) {
         double t0 = now_s();
+        if (R->head == R->tail && !R->no_more && R->lazy)
+            pthread_cond_signal(&R->cv_main); /* out of work: the main thread asks for this thread */
         while (R->head == R->tail && !R->no_more)
             pthread_cond_wait(&R->cv, &R->mu);
         wait += now_s() - t0;
@@ -616,6 +667,7 @@ static int work_phase(remote *R, int phase)
     R->phase = phase;
     R->head = R->tail = 0;
     R->no_more = false;
+    R->lazy = false;
     R->n_out = 0;
     R->busy = 0;
     pthread_t th[64];
@@ -643,10 +695,13 @@ static int work_phase(remote *R, int phase)
                 size_t n = got > 1 ? (size_t)got - 1 : 0;
                 in_flight = false;
                 event = true;
+                bool lazy = got >= 1 && (work[0] & LAZY);
                 pthread_mutex_lock(&R->mu);
                 for (size_t i = 0; i < n && R->tail < etk_plan_n_rows(R->s); i++)
                     R->pend[R->tail++] = work[1 + i];
-                if (!n)
+                if (lazy)
+                    R->lazy = true; /* to the phase's end */
+                else if (!n)
                     R->no_more = true;
                 pthread_cond_broadcast(&R->cv);
                 pthread_mutex_unlock(&R->mu);
@@ -655,9 +710,11 @@ static int work_phase(remote *R, int phase)
         pthread_mutex_lock(&R->mu);
         size_t queued = R->tail - R->head, n_out = R->n_out;
         bool done = R->no_more && !queued && !R->busy, oom = R->oom;
-        uint32_t want = 0;
+        uint32_t want = 0, idle = started > R->busy + queued ? started - R->busy - (uint32_t)queued : 0;
         if (!in_flight && !R->no_more) {
-            if (phase == 1)
+            if (R->lazy)
+                want = idle;
+            else if (phase == 1)
                 want = queued < (size_t)started * LOW1 ? started : 0;
             else
                 want = queued < started ? started - (uint32_t)queued : 0;
@@ -678,7 +735,7 @@ static int work_phase(remote *R, int phase)
             MPI_Abort(MPI_COMM_WORLD, 2);
         }
         if (send) {
-            msg_head h = {done, (uint32_t)n_out, want, 0};
+            msg_head h = {done, (uint32_t)n_out, want, idle};
             memcpy(msg, &h, sizeof h);
             if (want) /* posted before the request goes out */
                 MPI_Irecv(work, (int)wcap, MPI_UINT32_T, 0, TAG_WORK + phase, MPI_COMM_WORLD, &rreq);
@@ -826,6 +883,9 @@ int plan_mpi_search(const etk_plan_space *sp, const etk_plan_job *jobs, uint32_t
     g_workers_cpu = q.local.cpu;
     print_stats(0, "local workers", &q.local, now_s() - t_start);
     print_stats(0, "server", &served, now_s() - t_start);
+    if (getenv("ETK_PLAN_MPI_STATS"))
+        fprintf(stderr, "etkit plan: rank 0 phase ends: local workers idle %.3f s (phase 1), %.3f s (phase 2)\n",
+                q.end_wait[0], q.end_wait[1]);
     if (rc)
         rc = etk_err(err, ETK_ENOMEM, "plan search: out of memory");
     else
