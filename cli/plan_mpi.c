@@ -32,6 +32,10 @@ int plan_mpi_init(int *rank, int *size)
     *size = 1;
     return 0;
 }
+int plan_mpi_early_rank(void)
+{
+    return -1;
+}
 void plan_mpi_finalize(void) {}
 void plan_mpi_mark(plan_mpi_step step)
 {
@@ -196,9 +200,18 @@ static void print_timeline(void)
                 "started)\n", g_rank, t_proc - t0, (long)getppid());
     else
         prev.wall = marks[0].wall;
-    for (int i = 0; i < PLAN_MPI_N_MARKS; i++) {
-        if (!marked[i])
-            continue;
+    /* in the order of time: with the search started before MPI_Init (plan_mpi_early_rank) the
+     * plan space is built before MPI_Init is done */
+    int idx[PLAN_MPI_N_MARKS], n = 0;
+    for (int i = 0; i < PLAN_MPI_N_MARKS; i++)
+        if (marked[i]) {
+            int j = n++;
+            for (; j > 0 && marks[idx[j - 1]].wall > marks[i].wall; j--)
+                idx[j] = idx[j - 1];
+            idx[j] = i;
+        }
+    for (int k = 0; k < n; k++) {
+        int i = idx[k];
         const mark *m = &marks[i];
         fprintf(stderr, "etkit plan: rank %d at %.3f s: %s (step %.3f s wall, %.3f s CPU, main thread %.3f s)\n",
                 g_rank, m->wall - t0, what[i], m->wall - prev.wall, m->cpu - prev.cpu, m->main_cpu - prev.main_cpu);
@@ -276,6 +289,53 @@ int plan_mpi_init(int *rank, int *size)
     return 0;
 }
 
+/* The search starts before MPI_Init (s30): the plan space, the presets and phase 1's first rows need
+ * no MPI, so every process builds its space and starts its worker threads first, and its main
+ * thread then calls MPI_Init while they work (MPI_THREAD_FUNNELED: the other threads never call
+ * MPI, so they may exist during MPI_Init). Rank 0 starts on phase 1's rows from the front; a
+ * process of rank r > 0 on a block of rows at the end that no one else takes (claimed_rows), and
+ * asks rank 0 for more once MPI is up. MPI_Init (0.1-0.2 s wall per process with ob1,
+ * bench/RESULTS.md "s29-plan") so overlaps the search instead of preceding it. That needs each
+ * process's rank and the number of processes before MPI_Init: Open MPI's launcher gives them
+ * (OMPI_COMM_WORLD_RANK, OMPI_COMM_WORLD_SIZE), and after MPI_Init they are checked against
+ * MPI's. Only on one node (OMPI_COMM_WORLD_LOCAL_SIZE = OMPI_COMM_WORLD_SIZE, where etkit also
+ * asks for ob1): there Open MPI 4.1.4's MPI_Init was checked to patch no code that the threads
+ * run (its memory hooks, for RDMA registration caches, leave munmap and madvise as they were:
+ * their first bytes compared before and after MPI_Init); across nodes (InfiniBand's registration
+ * caches) MPI_Init comes first, as before. Returns the rank, or -1: MPI_Init first. */
+int plan_mpi_early_rank(void)
+{
+    const char *all = getenv("OMPI_COMM_WORLD_SIZE"), *local = getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+    const char *r = getenv("OMPI_COMM_WORLD_RANK"), *opt = getenv("ETK_PLAN_MPI_EARLY");
+    if (inited || !all || !local || !r || strcmp(all, local) || atoi(all) < 2 || (opt && !strcmp(opt, "0")))
+        return -1;
+    int rank = atoi(r);
+    return rank >= 0 && rank < atoi(all) ? rank : -1;
+}
+
+/* rows at the end of phase 1 that a process of rank > 0 takes before MPI_Init (each its own
+ * block of this many; rank 0 stops before them): two chunks per thread (~0.3 s of work with
+ * one thread on the issue's case), at most a quarter of the rows per process */
+static size_t claimed_rows(size_t n_rows, int size, uint32_t threads)
+{
+    size_t c = 2 * (size_t)CHUNK1 * threads, cap = n_rows / (4 * (size_t)size);
+    return c < cap ? c : cap;
+}
+
+/* MPI_Init once the threads work (plan_mpi_early_rank); a process whose rank or size from the
+ * environment is not MPI's stops them all */
+static void init_late(int rank, int size)
+{
+    int r, n;
+    if (plan_mpi_init(&r, &n))
+        exit(2); /* plan_mpi_init said why; the worker threads are running */
+    if (r != rank || n != size) {
+        fprintf(stderr, "etkit plan: error: rank %d of %d from the launcher's environment, %d of %d from MPI: "
+                "run with ETK_PLAN_MPI_EARLY=0\n", rank, size, r, n);
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+}
+
 void plan_mpi_finalize(void)
 {
     if (!inited)
@@ -308,6 +368,8 @@ typedef struct {
     double exit_s;   /* sum of the times local workers ran out of work this phase, and how many */
     long exits;
     bool end;        /* this phase's end zone reached (end_zone; stays so to the phase's end) */
+    size_t end1;     /* phase 1: rank 0 hands out rows before this (the rest are claimed_rows) */
+    int init_rank;   /* >= 0: MPI_Init after the workers start (init_late) */
     double end_wait[2]; /* local workers' idle time at each phase's end (ETK_PLAN_MPI_STATS) */
 } queue;
 
@@ -318,7 +380,7 @@ static bool end_zone(queue *q)
         return q->end;
     size_t lim = q->phase == 1 ? (size_t)q->workers * LOW1 : 2 * (size_t)q->workers, left = 0;
     if (q->phase == 1) {
-        left = etk_plan_n_rows(q->s) - q->next;
+        left = q->end1 - q->next;
     } else {
         double kth = etk_plan_topk_kth(&q->tk);
         while (left <= lim && etk_plan_worth(q->s, q->next + left, kth))
@@ -335,7 +397,7 @@ static uint32_t take(queue *q, uint32_t *out, uint32_t max)
     etk_plan_search_state *s = q->s;
     const uint32_t *order = etk_plan_order(s);
     while (n < max && !q->stop) {
-        if (q->phase == 1 ? q->next >= etk_plan_n_rows(s) : !etk_plan_worth(s, q->next, etk_plan_topk_kth(&q->tk))) {
+        if (q->phase == 1 ? q->next >= q->end1 : !etk_plan_worth(s, q->next, etk_plan_topk_kth(&q->tk))) {
             q->stop = true;
             break;
         }
@@ -479,6 +541,10 @@ static int serve(queue *q, int size, const etk_plan_opts *o, mpi_stats *st0)
     pthread_mutex_lock(&q->mu);
     q->local.threads = started ? started : 1; /* none started: the main thread works after serving */
     pthread_mutex_unlock(&q->mu);
+    if (q->init_rank >= 0) {
+        init_late(q->init_rank, size);
+        q->init_rank = -1;
+    }
     int active = size - 1, rc = 0;
     void *buf = NULL, *work = NULL;
     size_t cap = 0, wcap = 0;
@@ -530,7 +596,7 @@ static int serve(queue *q, int size, const etk_plan_opts *o, mpi_stats *st0)
             }
             pthread_mutex_unlock(&q->mu);
             if (q->phase == 1) {
-                size_t left = (etk_plan_n_rows(q->s) - q->next) / (4 * (size_t)q->workers);
+                size_t left = (q->end1 - q->next) / (4 * (size_t)q->workers);
                 per = left >= CHUNK1 ? CHUNK1 : left < 1 ? 1 : (uint32_t)left;
             }
             max = want * per;
@@ -594,6 +660,8 @@ typedef struct {
     size_t head, tail;
     bool no_more;
     bool lazy;         /* rank 0 is in the phase's end zone: ask only for threads without work (LAZY) */
+    size_t claim0, n_claim; /* phase 1: rows [claim0, claim0 + n_claim) taken before MPI_Init */
+    int init_rank, size;    /* init_rank >= 0: MPI_Init after the threads start (init_late) */
     uint32_t busy;     /* threads on a row */
     wire_row *out;     /* finished, not sent */
     size_t n_out, cap_out;
@@ -670,6 +738,8 @@ static int work_phase(remote *R, int phase)
     R->lazy = false;
     R->n_out = 0;
     R->busy = 0;
+    for (size_t i = 0; phase == 1 && i < R->n_claim && R->claim0 + i < etk_plan_n_rows(R->s); i++)
+        R->pend[R->tail++] = (uint32_t)(R->claim0 + i);
     pthread_t th[64];
     uint32_t started = 0;
     while (started < N && pthread_create(&th[started], NULL, remote_worker, R) == 0)
@@ -679,6 +749,10 @@ static int work_phase(remote *R, int phase)
         return -1;
     }
     R->ms->threads = started;
+    if (R->init_rank >= 0) {
+        init_late(R->init_rank, R->size);
+        R->init_rank = -1;
+    }
     MPI_Request rreq = MPI_REQUEST_NULL;
     bool in_flight = false;
     long wait = 0;
@@ -779,13 +853,19 @@ static int work_phase(remote *R, int phase)
     return rc;
 }
 
-static int work_loop(etk_plan_search_state *s, uint32_t threads, mpi_stats *ms)
+static int work_loop(etk_plan_search_state *s, uint32_t threads, mpi_stats *ms, int early_rank, int size)
 {
     remote R;
     memset(&R, 0, sizeof R);
     R.s = s;
     R.threads = threads;
     R.ms = ms;
+    R.init_rank = early_rank;
+    R.size = size;
+    if (early_rank > 0) {
+        R.n_claim = claimed_rows(etk_plan_n_rows(s), size, threads);
+        R.claim0 = etk_plan_n_rows(s) - (size_t)early_rank * R.n_claim;
+    }
     R.pend = malloc((etk_plan_n_rows(s) ? etk_plan_n_rows(s) : 1) * sizeof *R.pend);
     pthread_mutex_init(&R.mu, NULL);
     pthread_cond_init(&R.cv, NULL);
@@ -824,14 +904,27 @@ static void print_stats(int rank, const char *who, const mpi_stats *ms, double w
 int plan_mpi_search(const etk_plan_space *sp, const etk_plan_job *jobs, uint32_t n_jobs, const etk_plan_opts *o,
                     etk_plan_result *res, etk_error *err)
 {
-    int rank, size;
+    int rank, size, early = plan_mpi_early_rank();
     memset(res, 0, sizeof *res);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    if (early >= 0) {
+        rank = early;
+        size = atoi(getenv("OMPI_COMM_WORLD_SIZE")); /* plan_mpi_early_rank: set, >= 2 */
+        g_rank = rank;
+        unbind(); /* before the threads start: they inherit this thread's CPUs */
+    } else {
+        if (!inited) {
+            int rc = plan_mpi_init(&rank, &size);
+            if (rc)
+                return etk_err(err, ETK_EINVAL, "plan search: MPI_Init failed");
+        }
+        MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+        MPI_Comm_size(MPI_COMM_WORLD, &size);
+    }
     etk_plan_search_state *s;
     int rc = etk_plan_begin(sp, jobs, n_jobs, o, &s, err);
     if (rc) {
-        MPI_Abort(MPI_COMM_WORLD, 2); /* every process fails alike (same inputs); be sure none waits */
+        if (inited) /* before MPI_Init every process just fails alike (same inputs) */
+            MPI_Abort(MPI_COMM_WORLD, 2); /* every process fails alike (same inputs); be sure none waits */
         return rc;
     }
     plan_mpi_mark(PLAN_MPI_SPACE);
@@ -839,7 +932,7 @@ int plan_mpi_search(const etk_plan_space *sp, const etk_plan_job *jobs, uint32_t
     if (rank) {
         mpi_stats ms;
         memset(&ms, 0, sizeof ms);
-        if (work_loop(s, n_threads(o), &ms)) {
+        if (work_loop(s, n_threads(o), &ms, early, size)) {
             /* rank 0 would wait for this process forever */
             fprintf(stderr, "etkit plan: error: rank %d: out of memory or no thread\n", rank);
             MPI_Abort(MPI_COMM_WORLD, 2);
@@ -866,6 +959,8 @@ int plan_mpi_search(const etk_plan_space *sp, const etk_plan_job *jobs, uint32_t
     }
     q.phase = 1;
     q.total = etk_plan_n_rows(s);
+    q.end1 = q.total - (early >= 0 ? (size_t)(size - 1) * claimed_rows(q.total, size, q.threads) : 0);
+    q.init_rank = early;
     rc = serve(&q, size, o, &served);
     plan_mpi_mark(PLAN_MPI_PHASE1);
     if (!rc) {
