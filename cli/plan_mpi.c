@@ -5,7 +5,8 @@
  * than others do not leave processes idle (dynamic load balancing). Every process runs -j N
  * worker threads (rank 0's beside its serving main thread); only main threads call MPI
  * (MPI_THREAD_FUNNELED), polling with short sleeps so that they do not take a core from the
- * workers. The result is etk_plan_finish's on
+ * workers. On one node the workers start before MPI_Init (plan_mpi_early_rank), and near each
+ * phase's end rank 0 hands rows only to threads without any (LAZY). The result is etk_plan_finish's on
  * rank 0's rows: the same as a single process (search.c explains why the order does not matter). */
 #define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #include <stdlib.h>
@@ -315,7 +316,7 @@ int plan_mpi_early_rank(void)
 
 /* rows at the end of phase 1 that a process of rank > 0 takes before MPI_Init (each its own
  * block of this many; rank 0 stops before them): two chunks per thread (~0.3 s of work with
- * one thread on the issue's case), at most a quarter of the rows per process */
+ * one thread on the issue's case), at most 1/(4K) of the rows each with K processes */
 static size_t claimed_rows(size_t n_rows, int size, uint32_t threads)
 {
     size_t c = 2 * (size_t)CHUNK1 * threads, cap = n_rows / (4 * (size_t)size);
