@@ -80,8 +80,9 @@ enum { CHUNK1 = 64, LOW1 = CHUNK1 / 2 };
 /* a worker process's message: the results of the rows it finished since its last message; want:
  * for how many of its threads it asks for work (0: none, the message only carries results, and
  * rank 0 does not answer); final: its last message of the phase; idle: how many of its threads
- * have no row, running or queued, when it sends (rank 0's "end zone", serve). 16 bytes, so the
- * rows after it stay aligned. */
+ * will soon have nothing to do when it sends (phase 2: no row running or queued; phase 1: none
+ * queued beyond the one running; rank 0's "end zone", serve). 16 bytes, so the rows after it
+ * stay aligned. */
 typedef struct {
     uint32_t final, n, want, idle;
 } msg_head;
@@ -89,8 +90,9 @@ typedef struct {
 /* Rank 0's reply: [phase | LAZY, rows...]. No rows and no LAZY: no more work this phase. LAZY
  * (s30): rank 0 is in the phase's "end zone" (few rows left: phase 1 fewer than LOW1 per worker
  * thread of all processes, phase 2 at most two per worker thread that can still reach the top k);
- * from then on the process asks only for threads that have nothing to do, and rank 0 gives rows
- * only to those (none: the reply defers; the process asks again when a thread runs dry). Before,
+ * from then on the process asks only for threads that have nothing to do (phase 1: nothing
+ * queued beyond the row running, ~2 ms, which hides the round trip), and rank 0 gives rows only
+ * to those (none: the reply defers; the process asks again when a thread runs dry). Before,
  * a remote process held its rows ahead (phase 1: up to 32 per thread, phase 2: one per thread)
  * to the end, and rank 0's workers idled at each phase's end while it worked them off
  * (0.2-0.5 s a run near idle, bench/RESULTS.md "s29-plan"); now the last rows go to whoever
@@ -785,7 +787,11 @@ static int work_phase(remote *R, int phase)
         pthread_mutex_lock(&R->mu);
         size_t queued = R->tail - R->head, n_out = R->n_out;
         bool done = R->no_more && !queued && !R->busy, oom = R->oom;
-        uint32_t want = 0, idle = started > R->busy + queued ? started - R->busy - (uint32_t)queued : 0;
+        /* threads that will have nothing to do: phase 2, without a row running or queued; phase 1
+         * (rows of ~2 ms), without a row queued beyond the one running, so that the round trip
+         * is hidden behind that row */
+        size_t held = phase == 1 ? queued : queued + R->busy;
+        uint32_t want = 0, idle = started > held ? started - (uint32_t)held : 0;
         if (!in_flight && !R->no_more) {
             if (R->lazy)
                 want = idle;
