@@ -942,6 +942,8 @@ int plan_mpi_search(const etk_plan_space *sp, const etk_plan_job *jobs, uint32_t
         if (work_loop(s, n_threads(o), &ms, early, size)) {
             /* rank 0 would wait for this process forever */
             fprintf(stderr, "etkit plan: error: rank %d: out of memory or no thread\n", rank);
+            if (!inited)
+                exit(2); /* before MPI_Init (plan_mpi_early_rank): mpirun ends the others */
             MPI_Abort(MPI_COMM_WORLD, 2);
         }
         g_workers_cpu = ms.cpu;
