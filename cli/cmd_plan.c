@@ -517,7 +517,7 @@ int cmd_plan(int argc, char **argv)
     int mrank = 0, msize = 1;
     bool mpi = !rc && plan_mpi_launched();
     plan_mpi_mark(PLAN_MPI_PARSED);
-    if (mpi)
+    if (mpi && (mrank = plan_mpi_early_rank()) < 0) /* else plan_mpi_search calls MPI_Init */
         rc = plan_mpi_init(&mrank, &msize);
     progress_state ps;
     memset(&ps, 0, sizeof ps);
@@ -548,7 +548,9 @@ int cmd_plan(int argc, char **argv)
     free(jobs);
     free(comp);
     plan_mpi_mark(PLAN_MPI_OUTPUT);
-    if (mpi)
+    if (mpi) {
+        fflush(stdout); /* the table is out before MPI_Finalize and mpirun's teardown */
         plan_mpi_finalize();
+    }
     return rc;
 }

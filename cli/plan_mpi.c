@@ -5,7 +5,8 @@
  * than others do not leave processes idle (dynamic load balancing). Every process runs -j N
  * worker threads (rank 0's beside its serving main thread); only main threads call MPI
  * (MPI_THREAD_FUNNELED), polling with short sleeps so that they do not take a core from the
- * workers. The result is etk_plan_finish's on
+ * workers. On one node the workers start before MPI_Init (plan_mpi_early_rank), and near each
+ * phase's end rank 0 hands rows only to threads without any (LAZY). The result is etk_plan_finish's on
  * rank 0's rows: the same as a single process (search.c explains why the order does not matter). */
 #define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #include <stdlib.h>
@@ -31,6 +32,10 @@ int plan_mpi_init(int *rank, int *size)
     *rank = 0;
     *size = 1;
     return 0;
+}
+int plan_mpi_early_rank(void)
+{
+    return -1;
 }
 void plan_mpi_finalize(void) {}
 void plan_mpi_mark(plan_mpi_step step)
@@ -74,11 +79,25 @@ enum { CHUNK1 = 64, LOW1 = CHUNK1 / 2 };
 
 /* a worker process's message: the results of the rows it finished since its last message; want:
  * for how many of its threads it asks for work (0: none, the message only carries results, and
- * rank 0 does not answer); final: its last message of the phase. 16 bytes, so the rows after it
+ * rank 0 does not answer); final: its last message of the phase; idle: how many of its threads
+ * will soon have nothing to do when it sends (phase 2: no row running or queued; phase 1: none
+ * queued beyond the one running; rank 0's "end zone", serve). 16 bytes, so the rows after it
  * stay aligned. */
 typedef struct {
-    uint32_t final, n, want, reserved;
+    uint32_t final, n, want, idle;
 } msg_head;
+
+/* Rank 0's reply: [phase | LAZY, rows...]. No rows and no LAZY: no more work this phase. LAZY
+ * (s30): rank 0 is in the phase's "end zone" (few rows left: phase 1 fewer than LOW1 per worker
+ * thread of all processes, phase 2 at most two per worker thread that can still reach the top k);
+ * from then on the process asks only for threads that have nothing to do (phase 1: nothing
+ * queued beyond the row running, ~2 ms, which hides the round trip), and rank 0 gives rows only
+ * to those (none: the reply defers; the process asks again when a thread runs dry). Before,
+ * a remote process held its rows ahead (phase 1: up to 32 per thread, phase 2: one per thread)
+ * to the end, and rank 0's workers idled at each phase's end while it worked them off
+ * (0.2-0.5 s a run near idle, bench/RESULTS.md "s29-plan"); now the last rows go to whoever
+ * is free. */
+enum { LAZY = 0x100 };
 
 /* -j as the number of workers per process (search.c's bounds) */
 static uint32_t n_threads(const etk_plan_opts *o)
@@ -184,9 +203,18 @@ static void print_timeline(void)
                 "started)\n", g_rank, t_proc - t0, (long)getppid());
     else
         prev.wall = marks[0].wall;
-    for (int i = 0; i < PLAN_MPI_N_MARKS; i++) {
-        if (!marked[i])
-            continue;
+    /* in the order of time: with the search started before MPI_Init (plan_mpi_early_rank) the
+     * plan space is built before MPI_Init is done */
+    int idx[PLAN_MPI_N_MARKS], n = 0;
+    for (int i = 0; i < PLAN_MPI_N_MARKS; i++)
+        if (marked[i]) {
+            int j = n++;
+            for (; j > 0 && marks[idx[j - 1]].wall > marks[i].wall; j--)
+                idx[j] = idx[j - 1];
+            idx[j] = i;
+        }
+    for (int k = 0; k < n; k++) {
+        int i = idx[k];
         const mark *m = &marks[i];
         fprintf(stderr, "etkit plan: rank %d at %.3f s: %s (step %.3f s wall, %.3f s CPU, main thread %.3f s)\n",
                 g_rank, m->wall - t0, what[i], m->wall - prev.wall, m->cpu - prev.cpu, m->main_cpu - prev.main_cpu);
@@ -264,6 +292,53 @@ int plan_mpi_init(int *rank, int *size)
     return 0;
 }
 
+/* The search starts before MPI_Init (s30): the plan space, the presets and phase 1's first rows need
+ * no MPI, so every process builds its space and starts its worker threads first, and its main
+ * thread then calls MPI_Init while they work (MPI_THREAD_FUNNELED: the other threads never call
+ * MPI, so they may exist during MPI_Init). Rank 0 starts on phase 1's rows from the front; a
+ * process of rank r > 0 on a block of rows at the end that no one else takes (claimed_rows), and
+ * asks rank 0 for more once MPI is up. MPI_Init (0.1-0.2 s wall per process with ob1,
+ * bench/RESULTS.md "s29-plan") so overlaps the search instead of preceding it. That needs each
+ * process's rank and the number of processes before MPI_Init: Open MPI's launcher gives them
+ * (OMPI_COMM_WORLD_RANK, OMPI_COMM_WORLD_SIZE), and after MPI_Init they are checked against
+ * MPI's. Only on one node (OMPI_COMM_WORLD_LOCAL_SIZE = OMPI_COMM_WORLD_SIZE, where etkit also
+ * asks for ob1): there Open MPI 4.1.4's MPI_Init was checked to patch no code that the threads
+ * run (its memory hooks, for RDMA registration caches, leave munmap and madvise as they were:
+ * their first bytes compared before and after MPI_Init); across nodes (InfiniBand's registration
+ * caches) MPI_Init comes first, as before. Returns the rank, or -1: MPI_Init first. */
+int plan_mpi_early_rank(void)
+{
+    const char *all = getenv("OMPI_COMM_WORLD_SIZE"), *local = getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+    const char *r = getenv("OMPI_COMM_WORLD_RANK"), *opt = getenv("ETK_PLAN_MPI_EARLY");
+    if (inited || !all || !local || !r || strcmp(all, local) || atoi(all) < 2 || (opt && !strcmp(opt, "0")))
+        return -1;
+    int rank = atoi(r);
+    return rank >= 0 && rank < atoi(all) ? rank : -1;
+}
+
+/* rows at the end of phase 1 that a process of rank > 0 takes before MPI_Init (each its own
+ * block of this many; rank 0 stops before them): two chunks per thread (~0.3 s of work with
+ * one thread on the issue's case), at most 1/(4K) of the rows each with K processes */
+static size_t claimed_rows(size_t n_rows, int size, uint32_t threads)
+{
+    size_t c = 2 * (size_t)CHUNK1 * threads, cap = n_rows / (4 * (size_t)size);
+    return c < cap ? c : cap;
+}
+
+/* MPI_Init once the threads work (plan_mpi_early_rank); a process whose rank or size from the
+ * environment is not MPI's stops them all */
+static void init_late(int rank, int size)
+{
+    int r, n;
+    if (plan_mpi_init(&r, &n))
+        exit(2); /* plan_mpi_init said why; the worker threads are running */
+    if (r != rank || n != size) {
+        fprintf(stderr, "etkit plan: error: rank %d of %d from the launcher's environment, %d of %d from MPI: "
+                "run with ETK_PLAN_MPI_EARLY=0\n", rank, size, r, n);
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+}
+
 void plan_mpi_finalize(void)
 {
     if (!inited)
@@ -295,7 +370,28 @@ typedef struct {
     long row_n;
     double exit_s;   /* sum of the times local workers ran out of work this phase, and how many */
     long exits;
+    bool end;        /* this phase's end zone reached (end_zone; stays so to the phase's end) */
+    size_t end1;     /* phase 1: rank 0 hands out rows before this (the rest are claimed_rows) */
+    int init_rank;   /* >= 0: MPI_Init after the workers start (init_late) */
+    double end_wait[2]; /* local workers' idle time at each phase's end (ETK_PLAN_MPI_STATS) */
 } queue;
+
+/* whether the phase is in its end zone (see LAZY; under q->mu) */
+static bool end_zone(queue *q)
+{
+    if (q->end || q->stop)
+        return q->end;
+    size_t lim = q->phase == 1 ? (size_t)q->workers * LOW1 : 2 * (size_t)q->workers, left = 0;
+    if (q->phase == 1) {
+        left = q->end1 - q->next;
+    } else {
+        double kth = etk_plan_topk_kth(&q->tk);
+        while (left <= lim && etk_plan_worth(q->s, q->next + left, kth))
+            left++;
+    }
+    q->end = left <= lim;
+    return q->end;
+}
 
 /* up to max flat row indices of the next work (phase 2: while worth it); returns the count */
 static uint32_t take(queue *q, uint32_t *out, uint32_t max)
@@ -304,7 +400,7 @@ static uint32_t take(queue *q, uint32_t *out, uint32_t max)
     etk_plan_search_state *s = q->s;
     const uint32_t *order = etk_plan_order(s);
     while (n < max && !q->stop) {
-        if (q->phase == 1 ? q->next >= etk_plan_n_rows(s) : !etk_plan_worth(s, q->next, etk_plan_topk_kth(&q->tk))) {
+        if (q->phase == 1 ? q->next >= q->end1 : !etk_plan_worth(s, q->next, etk_plan_topk_kth(&q->tk))) {
             q->stop = true;
             break;
         }
@@ -448,6 +544,10 @@ static int serve(queue *q, int size, const etk_plan_opts *o, mpi_stats *st0)
     pthread_mutex_lock(&q->mu);
     q->local.threads = started ? started : 1; /* none started: the main thread works after serving */
     pthread_mutex_unlock(&q->mu);
+    if (q->init_rank >= 0) {
+        init_late(q->init_rank, size);
+        q->init_rank = -1;
+    }
     int active = size - 1, rc = 0;
     void *buf = NULL, *work = NULL;
     size_t cap = 0, wcap = 0;
@@ -461,7 +561,9 @@ static int serve(queue *q, int size, const etk_plan_opts *o, mpi_stats *st0)
              * out, rank 0 waits for nothing but their last results */
             pthread_mutex_lock(&q->mu);
             long cap = NAP_URGENT;
-            if (!q->stop && q->phase == 1) {
+            if (end_zone(q)) {
+                cap = NAP_URGENT; /* the requests come from threads without work */
+            } else if (!q->stop && q->phase == 1) {
                 cap = NAP_SLACK1;
             } else if (!q->stop) { /* an eighth of rank 0's mean row so far, 1-4 ms */
                 double eighth = q->row_n ? 0.125e9 * q->row_s / (double)q->row_n : 0;
@@ -487,11 +589,17 @@ static int serve(queue *q, int size, const etk_plan_opts *o, mpi_stats *st0)
         size_t n_in = ((size_t)bytes - sizeof h) / sizeof(wire_row);
         /* phase 1: a chunk per thread asked for (up to 64 rows, a quarter of what is left per
          * worker near the end); phase 2: one row per thread */
-        uint32_t per = 1, max = 0, n = 0;
+        uint32_t per = 1, max = 0, n = 0, lazy = 0;
         if (!h.final && h.want) {
             uint32_t want = h.want > 64 ? 64 : h.want;
+            pthread_mutex_lock(&q->mu);
+            if (end_zone(q)) { /* rows only for the threads without any */
+                lazy = LAZY;
+                want = h.idle < want ? h.idle : want;
+            }
+            pthread_mutex_unlock(&q->mu);
             if (q->phase == 1) {
-                size_t left = (etk_plan_n_rows(q->s) - q->next) / (4 * (size_t)q->workers);
+                size_t left = (q->end1 - q->next) / (4 * (size_t)q->workers);
                 per = left >= CHUNK1 ? CHUNK1 : left < 1 ? 1 : (uint32_t)left;
             }
             max = want * per;
@@ -505,6 +613,8 @@ static int serve(queue *q, int size, const etk_plan_opts *o, mpi_stats *st0)
             merge(q, rows[i].flat, &rows[i].row, o);
         if (max)
             n = take(q, (uint32_t *)work + 1, max);
+        if (lazy && !n && q->stop)
+            lazy = 0; /* nothing was to defer: no more work */
         pthread_mutex_unlock(&q->mu);
         if (q->phase == 1) {
             st0->bare1 += !h.want;
@@ -516,16 +626,23 @@ static int serve(queue *q, int size, const etk_plan_opts *o, mpi_stats *st0)
         }
         if (!h.want)
             continue;
-        ((uint32_t *)work)[0] = (uint32_t)q->phase;
+        if (!work && reserve(&work, &wcap, sizeof(uint32_t))) { /* a deferral (no rows asked for) */
+            fprintf(stderr, "etkit plan: error: rank 0: out of memory\n");
+            MPI_Abort(MPI_COMM_WORLD, 2);
+        }
+        ((uint32_t *)work)[0] = (uint32_t)q->phase | lazy;
         send_napped(work, (int)(n + 1), MPI_UINT32_T, st.MPI_SOURCE, TAG_WORK + q->phase);
     }
     for (uint32_t i = 0; i < started; i++)
         pthread_join(th[i], NULL);
     if (!started)
         local_worker(q);
-    q->local.wait += (double)q->exits * now_s() - q->exit_s; /* the workers' idle end of the phase */
+    double idle = (double)q->exits * now_s() - q->exit_s; /* the workers' idle end of the phase */
+    q->local.wait += idle;
+    q->end_wait[q->phase == 1 ? 0 : 1] = idle;
     q->exit_s = 0;
     q->exits = 0;
+    q->end = false;
     free(buf);
     free(work);
     return rc;
@@ -545,6 +662,9 @@ typedef struct {
     uint32_t *pend;    /* flat rows to do: [head, tail) (at most n_rows a phase) */
     size_t head, tail;
     bool no_more;
+    bool lazy;         /* rank 0 is in the phase's end zone: ask only for threads without work (LAZY) */
+    size_t claim0, n_claim; /* phase 1: rows [claim0, claim0 + n_claim) taken before MPI_Init */
+    int init_rank, size;    /* init_rank >= 0: MPI_Init after the threads start (init_late) */
     uint32_t busy;     /* threads on a row */
     wire_row *out;     /* finished, not sent */
     size_t n_out, cap_out;
@@ -560,6 +680,8 @@ static void *remote_worker(void *arg)
     pthread_mutex_lock(&R->mu);
     for (;;) {
         double t0 = now_s();
+        if (R->head == R->tail && !R->no_more && R->lazy)
+            pthread_cond_signal(&R->cv_main); /* out of work: the main thread asks for this thread */
         while (R->head == R->tail && !R->no_more)
             pthread_cond_wait(&R->cv, &R->mu);
         wait += now_s() - t0;
@@ -616,8 +738,11 @@ static int work_phase(remote *R, int phase)
     R->phase = phase;
     R->head = R->tail = 0;
     R->no_more = false;
+    R->lazy = false;
     R->n_out = 0;
     R->busy = 0;
+    for (size_t i = 0; phase == 1 && i < R->n_claim && R->claim0 + i < etk_plan_n_rows(R->s); i++)
+        R->pend[R->tail++] = (uint32_t)(R->claim0 + i);
     pthread_t th[64];
     uint32_t started = 0;
     while (started < N && pthread_create(&th[started], NULL, remote_worker, R) == 0)
@@ -627,6 +752,10 @@ static int work_phase(remote *R, int phase)
         return -1;
     }
     R->ms->threads = started;
+    if (R->init_rank >= 0) {
+        init_late(R->init_rank, R->size);
+        R->init_rank = -1;
+    }
     MPI_Request rreq = MPI_REQUEST_NULL;
     bool in_flight = false;
     long wait = 0;
@@ -643,10 +772,13 @@ static int work_phase(remote *R, int phase)
                 size_t n = got > 1 ? (size_t)got - 1 : 0;
                 in_flight = false;
                 event = true;
+                bool lazy = got >= 1 && (work[0] & LAZY);
                 pthread_mutex_lock(&R->mu);
                 for (size_t i = 0; i < n && R->tail < etk_plan_n_rows(R->s); i++)
                     R->pend[R->tail++] = work[1 + i];
-                if (!n)
+                if (lazy)
+                    R->lazy = true; /* to the phase's end */
+                else if (!n)
                     R->no_more = true;
                 pthread_cond_broadcast(&R->cv);
                 pthread_mutex_unlock(&R->mu);
@@ -655,9 +787,15 @@ static int work_phase(remote *R, int phase)
         pthread_mutex_lock(&R->mu);
         size_t queued = R->tail - R->head, n_out = R->n_out;
         bool done = R->no_more && !queued && !R->busy, oom = R->oom;
-        uint32_t want = 0;
+        /* threads that will have nothing to do: phase 2, without a row running or queued; phase 1
+         * (rows of ~2 ms), without a row queued beyond the one running, so that the round trip
+         * is hidden behind that row */
+        size_t held = phase == 1 ? queued : queued + R->busy;
+        uint32_t want = 0, idle = started > held ? started - (uint32_t)held : 0;
         if (!in_flight && !R->no_more) {
-            if (phase == 1)
+            if (R->lazy)
+                want = idle;
+            else if (phase == 1)
                 want = queued < (size_t)started * LOW1 ? started : 0;
             else
                 want = queued < started ? started - (uint32_t)queued : 0;
@@ -678,7 +816,7 @@ static int work_phase(remote *R, int phase)
             MPI_Abort(MPI_COMM_WORLD, 2);
         }
         if (send) {
-            msg_head h = {done, (uint32_t)n_out, want, 0};
+            msg_head h = {done, (uint32_t)n_out, want, idle};
             memcpy(msg, &h, sizeof h);
             if (want) /* posted before the request goes out */
                 MPI_Irecv(work, (int)wcap, MPI_UINT32_T, 0, TAG_WORK + phase, MPI_COMM_WORLD, &rreq);
@@ -722,13 +860,19 @@ static int work_phase(remote *R, int phase)
     return rc;
 }
 
-static int work_loop(etk_plan_search_state *s, uint32_t threads, mpi_stats *ms)
+static int work_loop(etk_plan_search_state *s, uint32_t threads, mpi_stats *ms, int early_rank, int size)
 {
     remote R;
     memset(&R, 0, sizeof R);
     R.s = s;
     R.threads = threads;
     R.ms = ms;
+    R.init_rank = early_rank;
+    R.size = size;
+    if (early_rank > 0) {
+        R.n_claim = claimed_rows(etk_plan_n_rows(s), size, threads);
+        R.claim0 = etk_plan_n_rows(s) - (size_t)early_rank * R.n_claim;
+    }
     R.pend = malloc((etk_plan_n_rows(s) ? etk_plan_n_rows(s) : 1) * sizeof *R.pend);
     pthread_mutex_init(&R.mu, NULL);
     pthread_cond_init(&R.cv, NULL);
@@ -767,14 +911,27 @@ static void print_stats(int rank, const char *who, const mpi_stats *ms, double w
 int plan_mpi_search(const etk_plan_space *sp, const etk_plan_job *jobs, uint32_t n_jobs, const etk_plan_opts *o,
                     etk_plan_result *res, etk_error *err)
 {
-    int rank, size;
+    int rank, size, early = plan_mpi_early_rank();
     memset(res, 0, sizeof *res);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    if (early >= 0) {
+        rank = early;
+        size = atoi(getenv("OMPI_COMM_WORLD_SIZE")); /* plan_mpi_early_rank: set, >= 2 */
+        g_rank = rank;
+        unbind(); /* before the threads start: they inherit this thread's CPUs */
+    } else {
+        if (!inited) {
+            int rc = plan_mpi_init(&rank, &size);
+            if (rc)
+                return etk_err(err, ETK_EINVAL, "plan search: MPI_Init failed");
+        }
+        MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+        MPI_Comm_size(MPI_COMM_WORLD, &size);
+    }
     etk_plan_search_state *s;
     int rc = etk_plan_begin(sp, jobs, n_jobs, o, &s, err);
     if (rc) {
-        MPI_Abort(MPI_COMM_WORLD, 2); /* every process fails alike (same inputs); be sure none waits */
+        if (inited) /* before MPI_Init every process just fails alike (same inputs) */
+            MPI_Abort(MPI_COMM_WORLD, 2); /* every process fails alike (same inputs); be sure none waits */
         return rc;
     }
     plan_mpi_mark(PLAN_MPI_SPACE);
@@ -782,9 +939,11 @@ int plan_mpi_search(const etk_plan_space *sp, const etk_plan_job *jobs, uint32_t
     if (rank) {
         mpi_stats ms;
         memset(&ms, 0, sizeof ms);
-        if (work_loop(s, n_threads(o), &ms)) {
+        if (work_loop(s, n_threads(o), &ms, early, size)) {
             /* rank 0 would wait for this process forever */
             fprintf(stderr, "etkit plan: error: rank %d: out of memory or no thread\n", rank);
+            if (!inited)
+                exit(2); /* before MPI_Init (plan_mpi_early_rank): mpirun ends the others */
             MPI_Abort(MPI_COMM_WORLD, 2);
         }
         g_workers_cpu = ms.cpu;
@@ -809,6 +968,8 @@ int plan_mpi_search(const etk_plan_space *sp, const etk_plan_job *jobs, uint32_t
     }
     q.phase = 1;
     q.total = etk_plan_n_rows(s);
+    q.end1 = q.total - (early >= 0 ? (size_t)(size - 1) * claimed_rows(q.total, size, q.threads) : 0);
+    q.init_rank = early;
     rc = serve(&q, size, o, &served);
     plan_mpi_mark(PLAN_MPI_PHASE1);
     if (!rc) {
@@ -826,6 +987,9 @@ int plan_mpi_search(const etk_plan_space *sp, const etk_plan_job *jobs, uint32_t
     g_workers_cpu = q.local.cpu;
     print_stats(0, "local workers", &q.local, now_s() - t_start);
     print_stats(0, "server", &served, now_s() - t_start);
+    if (getenv("ETK_PLAN_MPI_STATS"))
+        fprintf(stderr, "etkit plan: rank 0 phase ends: local workers idle %.3f s (phase 1), %.3f s (phase 2)\n",
+                q.end_wait[0], q.end_wait[1]);
     if (rc)
         rc = etk_err(err, ETK_ENOMEM, "plan search: out of memory");
     else

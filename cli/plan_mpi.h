@@ -13,6 +13,11 @@
 bool plan_mpi_launched(void);
 /* MPI_Init (once). Returns 0, or 2 with a message. *rank, *size: this process and all. */
 int plan_mpi_init(int *rank, int *size);
+/* This process's rank when the search can start before MPI_Init (Open MPI's launcher, all
+ * processes on one node; ETK_PLAN_MPI_EARLY=0 turns it off): plan_mpi_search then calls MPI_Init
+ * itself once the worker threads run, and plan_mpi_init must not be called before it; -1: call
+ * plan_mpi_init first. */
+int plan_mpi_early_rank(void);
 /* MPI_Finalize; with ETK_PLAN_MPI_STATS set, then prints this process's timeline (plan_mpi_mark) */
 void plan_mpi_finalize(void);
 /* The steps of a process's timeline that ETK_PLAN_MPI_STATS prints (docs/plan.md "Parallel

@@ -274,11 +274,17 @@ if command -v mpirun >/dev/null && ldd "$ETKIT" 2>/dev/null | grep -q libmpi; th
   # decreasing, each step's wall time the difference of its "at" times, the steps' CPU summing to
   # the process's CPU, and that CPU split into the worker threads' (as the workers line counts
   # them), the main thread's and the rest (docs/plan.md "Parallel search")
-  python3 - "$T/mpis.txt" <<'EOF2' || fail "mpirun -np 2 -j 2: ETK_PLAN_MPI_STATS timeline wrong: $(grep "rank . at\|rank . CPU" "$T/mpis.txt")"
+  # s30: on one node the plan space is built and the workers start before MPI_Init (it overlaps
+  # the search); ETK_PLAN_MPI_EARLY=0 keeps MPI_Init first, with the same CSV
+  $MPI -np 2 -x ETK_PLAN_MPI_EARLY=0 -x ETK_PLAN_MPI_STATS=1 "$ETKIT" plan $W -j 2 --quiet --csv "$T/mpie.csv" \
+    >"$T/mpie.txt" 2>&1 || fail "mpirun -np 2 etkit plan -j 2 (ETK_PLAN_MPI_EARLY=0) failed: $(tail -3 "$T/mpie.txt")"
+  cmp -s "$T/j1.csv" "$T/mpie.csv" || fail "plan: CSV with mpirun -np 2 -j 2 and ETK_PLAN_MPI_EARLY=0 differs from -j 1"
+  for f in mpis mpie; do
+  python3 - "$T/$f.txt" "$f" <<'EOF2' || fail "mpirun -np 2 -j 2 ($f): ETK_PLAN_MPI_STATS timeline wrong: $(grep "rank . at\|rank . CPU" "$T/$f.txt")"
 import re, sys
 txt = open(sys.argv[1]).read()
-steps = ["process started", "etkit plan entered", "flags, presets, clusters parsed", "MPI_Init done",
-         "plan space built", "phase 1 (assess) done", "phase 2 (simulate) done", "result gathered",
+init = ["plan space built", "MPI_Init done"] if sys.argv[2] == "mpis" else ["MPI_Init done", "plan space built"]
+steps = ["process started", "etkit plan entered", "flags, presets, clusters parsed"] + init + ["phase 1 (assess) done", "phase 2 (simulate) done", "result gathered",
          "output written", "MPI_Finalize done"]
 for rank in (0, 1):
     got = re.findall(r"rank %d at ([0-9.]+) s: ([^\n]+?) \((?:step ([0-9.]+) s wall, ([0-9.]+) s CPU, main thread ([0-9.]+) s|times)" % rank, txt)
@@ -306,6 +312,7 @@ for rank in (0, 1):
     if m.group(5) != "ob1 (all processes on one node)":
         print("rank %d: PML %s" % (rank, m.group(5))); sys.exit(1)
 EOF2
+  done
   # one node: etkit asks Open MPI for the ob1 PML only, so MPI_Init opens no other (with Debian's
   # defaults it also opened cm and its MTLs: MPI_Init 0.29-0.45 -> 0.10-0.22 s, bench/RESULTS.md "s29-plan");
   # ETK_PLAN_MPI_PML=default and a user's OMPI_MCA_pml leave the choice to Open MPI / the user
