@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "plan_mpi.h"
+#include "plan_mpi_timeline.h"
 
 bool plan_mpi_launched(void)
 {
@@ -113,14 +114,6 @@ typedef struct {
     long msgs1, bare1, rows1;  /* rank 0's server, phase 1: messages, those without a request, rows in them */
 } mpi_stats;
 
-/* CPU seconds of the calling thread */
-static double cpu_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 static double now_s(void)
 {
     struct timespec ts;
@@ -128,103 +121,9 @@ static double now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-/* ---- ETK_PLAN_MPI_STATS's timeline (plan_mpi_mark; printed by plan_mpi_finalize) ---- */
-
-/* seconds on the clock of /proc/PID/stat's start times (since boot, CLOCK_BOOTTIME on Linux) */
-static double boot_s(void)
-{
-    struct timespec ts;
-#ifdef CLOCK_BOOTTIME
-    clock_gettime(CLOCK_BOOTTIME, &ts);
-#else
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-#endif
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-/* when process pid started, in boot_s's seconds; -1 when unknown (no /proc) */
-static double started_at(long pid)
-{
-    char path[64], buf[1024];
-    snprintf(path, sizeof path, "/proc/%ld/stat", pid);
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return -1;
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = 0;
-    const char *p = strrchr(buf, ')'); /* the command name may hold spaces and parentheses */
-    unsigned long long start = 0;
-    /* after the name: state (field 3) ... starttime (field 22) */
-    if (!p || sscanf(p + 1, " %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %llu",
-                     &start) != 1)
-        return -1;
-    long hz = sysconf(_SC_CLK_TCK);
-    return hz > 0 ? (double)start / (double)hz : -1;
-}
-
-typedef struct {
-    double wall, cpu, main_cpu; /* boot_s; the process's user + system CPU; the marking thread's */
-    long minflt, csw;
-} mark;
-static mark marks[PLAN_MPI_N_MARKS];
-static bool marked[PLAN_MPI_N_MARKS];
 static double g_workers_cpu; /* this process's worker threads, all phases */
 static const char *g_pml = "Open MPI's choice"; /* which PML, and why (one_node_pml) */
 static int g_rank;
-
-static double tv_s(struct timeval t)
-{
-    return (double)t.tv_sec + (double)t.tv_usec * 1e-6;
-}
-
-void plan_mpi_mark(plan_mpi_step step)
-{
-    if ((unsigned)step >= PLAN_MPI_N_MARKS)
-        return;
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-    marks[step] = (mark){boot_s(), tv_s(ru.ru_utime) + tv_s(ru.ru_stime), cpu_s(), ru.ru_minflt,
-                         ru.ru_nvcsw + ru.ru_nivcsw};
-    marked[step] = true;
-}
-
-static void print_timeline(void)
-{
-    static const char *const what[PLAN_MPI_N_MARKS] = {
-        "etkit plan entered", "flags, presets, clusters parsed", "MPI_Init done", "plan space built",
-        "phase 1 (assess) done", "phase 2 (simulate) done", "result gathered", "output written",
-        "MPI_Finalize done"};
-    double t_proc = started_at((long)getpid()), t_launch = started_at((long)getppid());
-    double t0 = t_launch >= 0 ? t_launch : t_proc;
-    mark prev = {t_proc, 0, 0, 0, 0};
-    if (t_proc >= 0)
-        fprintf(stderr, "etkit plan: rank %d at %.3f s: process started (times since its launcher, pid %ld, "
-                "started)\n", g_rank, t_proc - t0, (long)getppid());
-    else
-        prev.wall = marks[0].wall;
-    /* in the order of time: with the search started before MPI_Init (plan_mpi_early_rank) the
-     * plan space is built before MPI_Init is done */
-    int idx[PLAN_MPI_N_MARKS], n = 0;
-    for (int i = 0; i < PLAN_MPI_N_MARKS; i++)
-        if (marked[i]) {
-            int j = n++;
-            for (; j > 0 && marks[idx[j - 1]].wall > marks[i].wall; j--)
-                idx[j] = idx[j - 1];
-            idx[j] = i;
-        }
-    for (int k = 0; k < n; k++) {
-        int i = idx[k];
-        const mark *m = &marks[i];
-        fprintf(stderr, "etkit plan: rank %d at %.3f s: %s (step %.3f s wall, %.3f s CPU, main thread %.3f s)\n",
-                g_rank, m->wall - t0, what[i], m->wall - prev.wall, m->cpu - prev.cpu, m->main_cpu - prev.main_cpu);
-        prev = *m;
-    }
-    double other = prev.cpu - prev.main_cpu - g_workers_cpu;
-    fprintf(stderr, "etkit plan: rank %d CPU %.3f s: worker threads %.3f s, main thread %.3f s, other threads "
-            "(Open MPI's) %.3f s; %ld page faults, %ld context switches; PML %s\n", g_rank, prev.cpu, g_workers_cpu,
-            prev.main_cpu, other > 0 ? other : 0, prev.minflt, prev.csw, g_pml);
-}
 
 static int inited;
 
@@ -347,7 +246,7 @@ void plan_mpi_finalize(void)
     inited = 0;
     plan_mpi_mark(PLAN_MPI_FINALIZE);
     if (getenv("ETK_PLAN_MPI_STATS"))
-        print_timeline();
+        plan_mpi_timeline_print(g_rank, g_workers_cpu, g_pml);
 }
 
 typedef struct {
@@ -454,7 +353,7 @@ static void *local_worker(void *arg)
             q->exits++;
             q->local.busy += busy;
             q->local.rows += rows;
-            q->local.cpu += cpu_s(); /* threads per phase */
+            q->local.cpu += plan_mpi_thread_cpu_s(); /* threads per phase */
             pthread_mutex_unlock(&q->mu);
             return NULL;
         }
@@ -721,7 +620,7 @@ static void *remote_worker(void *arg)
     R->ms->busy += busy;
     R->ms->wait += wait;
     R->ms->rows += rows;
-    R->ms->cpu += cpu_s();
+    R->ms->cpu += plan_mpi_thread_cpu_s();
     pthread_mutex_unlock(&R->mu);
     return NULL;
 }
@@ -947,7 +846,7 @@ int plan_mpi_search(const etk_plan_space *sp, const etk_plan_job *jobs, uint32_t
             MPI_Abort(MPI_COMM_WORLD, 2);
         }
         g_workers_cpu = ms.cpu;
-        ms.main_cpu = cpu_s(); /* since the process started: MPI_Init, the set-up, the serving */
+        ms.main_cpu = plan_mpi_thread_cpu_s(); /* since the process started: MPI_Init, the set-up, the serving */
         ms.cpu += ms.main_cpu; /* the threads' and the main thread's */
         print_stats(rank, "workers", &ms, now_s() - t_start);
         etk_plan_state_free(s);
@@ -983,7 +882,7 @@ int plan_mpi_search(const etk_plan_space *sp, const etk_plan_job *jobs, uint32_t
         rc = serve(&q, size, o, &served);
         plan_mpi_mark(PLAN_MPI_PHASE2);
     }
-    served.cpu = cpu_s();
+    served.cpu = plan_mpi_thread_cpu_s();
     g_workers_cpu = q.local.cpu;
     print_stats(0, "local workers", &q.local, now_s() - t_start);
     print_stats(0, "server", &served, now_s() - t_start);
