@@ -721,6 +721,64 @@ static void test_collapse(void **state)
     free_gs(gs, n);
 }
 
+/* profile guidance (s31): the token stage's logits plus LD_GUIDE x log(profile share / marginal
+ * share), both add-1/2 smoothed over the 43 tokens. Hand-set: training marginal 300 GEMMs and 100
+ * all-reduces, every profile 10 GEMMs and 30 all-reduces, the token net's output the log of the
+ * smoothed marginal shares whatever its input (what an unconditioned net would learn): with
+ * LD_GUIDE = 1/2 the draws follow p_t ~ sqrt(marginal share x profile share), by hand (Python,
+ * shares (x + 1/2) / (421.5) and (x + 1/2) / (61.5)): GEMM 0.42543, all-reduce 0.41931, each of the
+ * 41 others 0.0037868 (unguided: GEMM 0.71293, all-reduce 0.23843); 2,560 draws, within 4 sd. */
+static void test_guide(void **state)
+{
+    (void)state;
+    etk_synth_graph **gs;
+    size_t n;
+    etk_synth_model *m = corpus_fit(&gs, &n);
+    etk_error err = {0};
+    assert_int_equal(etk_synth_train_layerdag(m, gs, n, 2, 1, &err), 0);
+    int ar = etk_synth_tok_parse("COLL:ALL_REDUCE:inner"), gemm = etk_synth_tok_parse("COMP:gemm"), other = gemm == 0 ? 1 : 0;
+    assert_int_equal(ETK_SYNTH_N_TOKENS, 43);
+    memset(m->tok_marginal, 0, sizeof m->tok_marginal);
+    m->tok_marginal[gemm] = 300, m->tok_marginal[ar] = 100;
+    for (uint32_t i = 0; i < m->ld->n_prof; i++) {
+        memset(m->ld->prof[i].tok, 0, sizeof m->ld->prof[i].tok);
+        m->ld->prof[i].tok[gemm] = 10, m->ld->prof[i].tok[ar] = 30;
+    }
+    double g[ETK_SYNTH_N_TOKENS];
+    syn_ld_guide(m, &m->ld->prof[0], g);
+    assert_true(fabs(g[gemm] - (-0.7146449470911733)) < 1e-12);
+    assert_true(fabs(g[ar] - (0.36617577937183665)) < 1e-12);
+    assert_true(fabs(g[other] - (0.962391301314719)) < 1e-12);
+    /* layers of 8 nodes; the token net's logits the log smoothed marginal */
+    syn_mlp *sz = &m->ld->size, *tk = &m->ld->tok;
+    double *w2 = sz->w + (size_t)sz->n_hid * sz->n_in + sz->n_hid, *b2 = w2 + (size_t)sz->n_out * sz->n_hid;
+    memset(w2, 0, ((size_t)sz->n_out * sz->n_hid + sz->n_out) * sizeof *w2);
+    b2[8] = 30;
+    memset(tk->w, 0, tk->n_par * sizeof *tk->w);
+    double *tb2 = tk->w + (size_t)tk->n_hid * tk->n_in + tk->n_hid + (size_t)tk->n_out * tk->n_hid;
+    for (int t = 0; t < ETK_SYNTH_N_TOKENS; t++)
+        tb2[t] = log((m->tok_marginal[t] + 0.5) / (400 + 0.5 * ETK_SYNTH_N_TOKENS));
+    double cnt[3] = {0}, tot = 0;
+    for (uint64_t seed = 1; seed <= 10; seed++) {
+        etk_synth_sample_opts o = {.seed = seed, .max_nodes = 256, .max_tries = 3};
+        etk_synth_graph *s = NULL;
+        assert_int_equal(etk_synth_sample_graph(m, &o, &s, NULL, &err), 0);
+        for (uint32_t i = 0; i < s->n; i++)
+            cnt[s->tok[i] == gemm ? 0 : s->tok[i] == ar ? 1 : 2]++;
+        tot += s->n;
+        etk_synth_graph_free(s);
+    }
+    const double want[3] = {0.4254254848515781, 0.4193141955388819, 41 * 0.003786837063647288};
+    assert_true(tot == 2560); /* 10 samples of 32 layers of 8 (max_nodes) */
+    for (int k = 0; k < 3; k++) {
+        double sd = sqrt(want[k] * (1 - want[k]) / tot);
+        if (fabs(cnt[k] / tot - want[k]) > 4 * sd)
+            fail_msg("guided share %d: %.4f of %.0f draws, want %.4f +- %.4f", k, cnt[k] / tot, tot, want[k], 4 * sd);
+    }
+    etk_synth_model_free(m);
+    free_gs(gs, n);
+}
+
 /* the random-DAG baseline: forward pairs decoded in order, node and edge counts of the graph */
 static void test_random_er(void **state)
 {
@@ -1178,6 +1236,7 @@ int main(void)
         cmocka_unit_test(test_regressor), cmocka_unit_test(test_label_attrs),
         cmocka_unit_test(test_scale_classes),   cmocka_unit_test(test_profiles), cmocka_unit_test(test_average),
         cmocka_unit_test(test_collapse),
+        cmocka_unit_test(test_guide),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

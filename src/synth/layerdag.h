@@ -30,6 +30,10 @@
 /* labeled models: attribute bin codes given (token, label bucket): the buckets cut the training
  * graphs' labels at their 1/8 ... 7/8 quantiles */
 #define LD_LABEL_BUCKETS 8
+/* profile guidance (s31): the token stage's logits gain LD_GUIDE x log(profile share / training
+ * marginal share) per token (both add-1/2 smoothed); chosen on a validation split carved from the
+ * training split (docs/synth.md "Profile guidance") */
+#define LD_GUIDE 0.5
 
 /* a training graph's profile (version 4): its layer count, attribute scale class and label
  * bucket (0 unlabeled), and (version 5) its token counts. A sample draws one profile (of the label's bucket under --label) and every
@@ -75,6 +79,10 @@ void syn_ld_free(syn_layerdag *ld);
 /* a profile drawn uniformly among the training graphs' (those of label bucket `bucket` when
  * some are, bucket -1: all) */
 const syn_ld_profile *syn_ld_profile_draw(const syn_layerdag *ld, int bucket, srng *r);
+/* the profile guidance of the token stage: g[t] = LD_GUIDE x log(((c_t + 1/2) / (C + T/2)) /
+ * ((M_t + 1/2) / (M + T/2))), c the profile's token counts (C their sum), M the training
+ * marginal's (m->tok_marginal), T the number of tokens */
+void syn_ld_guide(const etk_synth_model *m, const syn_ld_profile *pf, double *g);
 /* the label bucket (0 .. LD_LABEL_BUCKETS - 1) of a label in a labeled model's range */
 int syn_ld_label_bucket(const syn_layerdag *ld, double label_ns);
 /* a node's attribute values: bins from the label bucket's table of a labeled model given a label
