@@ -238,6 +238,14 @@ static void test_epo_hand(void **state)
         assert_int_equal(hand_step(e, A, true, NULL), t2);
         assert_int_equal(hand_step(b, A, true, NULL), t1);
     }
+    /* interleaved PP 2: pairs on both stages, sends and receives between them; folded ==
+     * unfolded, and the overlap does not make the step longer here */
+    const char *pp = "--model mixtral-8x7b --layers 4 --dp 2 --ep 2 --pp 2 --vpp 2 --global-batch 8 --seq 512";
+    char ppe[256];
+    snprintf(ppe, sizeof ppe, "%s --ep-comm-overlap", pp);
+    uint64_t u = hand_step(ppe, A, false, NULL);
+    assert_int_equal(hand_step(ppe, A, true, NULL), u);
+    assert_true(u < hand_step(pp, A, false, NULL));
 }
 
 int main(void)
