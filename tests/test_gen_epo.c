@@ -29,8 +29,8 @@ static void test_epo_totals(void **state)
     const char *cases[] = {
         "--model mixtral-8x7b --layers 2 --dp 2 --ep 2 --global-batch 6 --seq 1024",
         "--model mixtral-8x7b --layers 4 --tp 2 --sp --dp 2 --ep 4 --pp 2 --vpp 2 --global-batch 8 --seq 1024",
-        "--model mixtral-8x7b --layers 4 --dp 4 --ep 4 --pp 2 --vpp 2 --global-batch 16 --seq 1024 --zero 1 "
-        "--recompute selective",
+        ("--model mixtral-8x7b --layers 4 --dp 4 --ep 4 --pp 2 --vpp 2 --global-batch 16 --seq 1024 --zero 1 "
+         "--recompute selective"),
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char line[512];
@@ -63,8 +63,8 @@ static void test_epo_totals(void **state)
     }
     const char *plans[] = {
         "--model mixtral-8x7b --layers 2 --dp 2 --ep 2 --global-batch 6 --seq 1024 --ep-comm-overlap",
-        "--model mixtral-8x7b --layers 4 --tp 2 --sp --dp 2 --ep 4 --pp 2 --vpp 2 --global-batch 8 --seq 1024 "
-        "--ep-comm-overlap",
+        ("--model mixtral-8x7b --layers 4 --tp 2 --sp --dp 2 --ep 4 --pp 2 --vpp 2 --global-batch 8 --seq 1024 "
+         "--ep-comm-overlap"),
         "--model mixtral-8x7b --layers 8 --dp 2 --ep 2 --pp 4 --vpp 2 --global-batch 16 --seq 512 --ep-comm-overlap",
         "--model mixtral-8x7b --layers 4 --dp 2 --ep 2 --pp 2 --vpp 2 --global-batch 4 --seq 512 --ep-comm-overlap",
     };
