@@ -132,6 +132,11 @@ typedef struct etk_gen_config {
     bool tp_comm_overlap;    /* --tp-comm-overlap (with --sp): Transformer Engine's userbuffers TP
                               * communication overlap (all-gather+GEMM and GEMM+reduce-scatter run
                               * as TP chunks, pipelined; the backward's bulk overlaps) */
+    bool ep_comm_overlap;    /* --ep-comm-overlap (with --ep > 1): Megatron's
+                              * --overlap-moe-expert-parallel-comm, the combined 1F1B schedule:
+                              * each steady-state forward runs beside a backward, layer by layer,
+                              * one's EP all-to-alls beside the other's compute; one more warm-up
+                              * forward per stage (docs/gen.md "EP communication overlap") */
     double dp_bucket_mb;     /* DP gradient bucket, MiB (default 25) */
     int rank_order[ETK_GEN_N_AXES]; /* axes fastest first (ETK_GEN_TP, ...) */
     char gpu[32];            /* GPU for the memory verdict (default "h100") */

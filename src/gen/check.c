@@ -151,6 +151,27 @@ static int check(etk_gen_config *c, bool summarize, etk_gen_summary *keep, etk_e
                            "--vpp %u: the %u micro-batches per step must be a multiple of --pp %u (interleaved 1F1B)",
                            c->vpp, c->micro_batches, c->pp);
     }
+    /* --ep-comm-overlap: Megatron's --overlap-moe-expert-parallel-comm refuses these (recalled
+     * from megatron/training/arguments.py, not checked against a release: EP > 1, no full
+     * recompute, a virtual pipeline when PP > 1); 1f1b only and no ZeRO-3 are etkit's (the combined
+     * schedule is a 1F1B one; ZeRO-3's per-section gathers are not paired) */
+    if (c->ep_comm_overlap) {
+        if (c->ep < 2)
+            return etk_err(err, ETK_EINVAL, "--ep-comm-overlap needs --ep > 1 (it overlaps the expert-parallel "
+                           "all-to-alls of one micro-batch with the compute of another)");
+        if (c->schedule != ETK_SCHED_1F1B)
+            return etk_err(err, ETK_EINVAL, "--ep-comm-overlap runs Megatron's combined 1F1B schedule: not with "
+                           "--schedule %s", c->schedule == ETK_SCHED_GPIPE ? "gpipe" : "zb-h1");
+        if (c->pp > 1 && c->vpp < 2)
+            return etk_err(err, ETK_EINVAL, "--ep-comm-overlap with --pp %u needs --vpp > 1 (Megatron runs the EP "
+                           "all-to-all overlap in the interleaved pipeline schedule only)", c->pp);
+        if (c->recompute == ETK_RECOMPUTE_FULL)
+            return etk_err(err, ETK_EINVAL, "--ep-comm-overlap: not with --recompute full (Megatron refuses full "
+                           "recomputation with the EP all-to-all overlap)");
+        if (c->zero == 3)
+            return etk_err(err, ETK_EINVAL, "--ep-comm-overlap: not with --zero 3 / --fsdp (the per-layer parameter "
+                           "gathers of two paired micro-batches are not modelled)");
+    }
     if (c->recompute_layers && c->recompute != ETK_RECOMPUTE_FULL)
         return etk_err(err, ETK_EINVAL, "--recompute-num-layers %u needs --recompute full (it says how many layers of "
                        "each model chunk are recomputed in full)", c->recompute_layers);
@@ -234,7 +255,7 @@ static int infer_check(etk_gen_config *c, bool summarize, etk_gen_summary *keep,
     const etk_model *m = &c->model;
     /* library callers may set the fields without etk_gen_set (which refuses the flags) */
     const char *train = c->zero ? "--zero" : c->sp ? "--sp" : c->cp > 1 ? "--cp" : c->recompute ? "--recompute"
-                        : c->vpp > 1 ? "--vpp" : c->schedule != ETK_SCHED_1F1B ? "--schedule"
+                        : c->vpp > 1 ? "--vpp" : c->ep_comm_overlap ? "--ep-comm-overlap" : c->schedule != ETK_SCHED_1F1B ? "--schedule"
                         : c->micro_batches != 1 ? "--micro-batch/--global-batch" : NULL;
     if (train)
         return etk_err(err, ETK_EINVAL, "%s is a training option: not with --mode inference", train);

@@ -72,6 +72,138 @@ static uint64_t emit_w_unit(emitter *E, const int *cbeg, uint32_t j, uint64_t pr
     return E->unit_last ? E->unit_last : prev;
 }
 
+/* micro-batch of schedule unit k (forward or backward): (k / (p v)) p + k mod p */
+static uint32_t unit_mb(const gen *G, uint32_t k)
+{
+    return (k / (G->p * G->v)) * G->p + k % G->p;
+}
+
+/* Forward unit k: the activation received from the previous virtual stage (0 on the first). */
+static uint64_t fwd_recv(emitter *E, uint32_t k)
+{
+    gen *G = E->G;
+    uint32_t ch = (k / G->p) % G->v, j = unit_mb(G, k), q = ch * G->p + E->stage;
+    if (q == 0)
+        return 0;
+    char name[96];
+    uint64_t in = E->next_id;
+    p2p_name(name, sizeof name, j, G->v > 1 ? (int)ch : -1, "recv_activation");
+    E->phase = P_FWD;
+    gen_put_p2p(E, name, false, E->prev_rank, (int64_t)G->prog[G_SEC_LAYER].out_bytes,
+                (int32_t)(2 * ((q - 1) * G->m + j)), NULL, 0);
+    return in;
+}
+
+/* Forward unit k: its output (id `in`) sent to the next virtual stage (none on the last). */
+static void fwd_send(emitter *E, uint32_t k, uint64_t in)
+{
+    gen *G = E->G;
+    uint32_t ch = (k / G->p) % G->v, j = unit_mb(G, k), q = ch * G->p + E->stage;
+    if (q + 1 >= G->p * G->v)
+        return;
+    char name[96];
+    uint64_t d = in;
+    p2p_name(name, sizeof name, j, G->v > 1 ? (int)ch : -1, "send_activation");
+    gen_put_p2p(E, name, true, E->next_rank, (int64_t)G->prog[G_SEC_LAYER].out_bytes, (int32_t)(2 * (q * G->m + j)),
+                &d, d ? 1 : 0);
+}
+
+/* Backward unit k: the output gradient (received from the next virtual stage, or the loss on
+ * the last) into gd; returns its count. */
+static int bwd_start(emitter *E, uint32_t k, uint64_t *gd)
+{
+    gen *G = E->G;
+    uint32_t ch = G->v - 1 - (k / G->p) % G->v, j = unit_mb(G, k), q = ch * G->p + E->stage;
+    if (q + 1 < G->p * G->v) {
+        char name[96];
+        gd[0] = E->next_id;
+        p2p_name(name, sizeof name, j, G->v > 1 ? (int)ch : -1, "recv_gradient");
+        E->phase = P_BWD;
+        gen_put_p2p(E, name, false, E->next_rank, (int64_t)G->prog[G_SEC_LAYER].out_bytes,
+                    (int32_t)(2 * (q * G->m + j) + 1), NULL, 0);
+    } else {
+        /* the loss starts the backward pass */
+        size_t hk = (size_t)(E->nsi - 1) * G->m + j;
+        gd[0] = E->fbase[hk] + (uint64_t)G->prog[G_SEC_HEAD].fwd_out;
+    }
+    return 1;
+}
+
+/* Backward of section instance si for micro-batch j on the gradient gd (ngd ids, updated). */
+static int bwd_step(emitter *E, int si, uint32_t j, uint64_t *gd, int ngd, int mode)
+{
+    uint64_t o[16];
+    int n = gen_emit_bwd(E, si, j, gd, ngd, o, j == E->G->m - 1, mode);
+    if (n > 0) {
+        memcpy(gd, o, sizeof(uint64_t) * (size_t)n);
+        return n;
+    }
+    return ngd;
+}
+
+/* Backward unit k: the input gradient sent to the previous virtual stage (none on the first). */
+static void bwd_send(emitter *E, uint32_t k, uint64_t *gd, int ngd)
+{
+    gen *G = E->G;
+    uint32_t ch = G->v - 1 - (k / G->p) % G->v, j = unit_mb(G, k), q = ch * G->p + E->stage;
+    if (q == 0)
+        return;
+    char name[96];
+    p2p_name(name, sizeof name, j, G->v > 1 ? (int)ch : -1, "send_gradient");
+    E->phase = P_BWD;
+    gen_put_p2p(E, name, true, E->prev_rank, (int64_t)G->prog[G_SEC_LAYER].out_bytes,
+                (int32_t)(2 * ((q - 1) * G->m + j) + 1), gd, (uint32_t)ngd);
+}
+
+/* --ep-comm-overlap (Megatron's combined 1F1B, docs/gen.md "EP communication overlap"): forward
+ * unit kf and backward unit kb as one unit, layer by layer: the forward of the chunk's i-th
+ * section instance, then the backward of its i-th from the end (Megatron pairs forward layer i
+ * with backward layer n - 1 - i), each chain on its own data dependencies, so the simulator's
+ * compute stream runs one chain's work while the other's all-to-all is on the EP stream. Both
+ * chains start after the previous unit (ends e[0], e[1]); e gets this unit's two ends. */
+static void emit_pair(emitter *E, const int *cbeg, uint32_t kf, uint32_t kb, uint64_t e[2])
+{
+    gen *G = E->G;
+    uint32_t V = G->p * G->v;
+    uint32_t chf = (kf / G->p) % G->v, jf = unit_mb(G, kf);
+    uint32_t chb = G->v - 1 - (kb / G->p) % G->v, jb = unit_mb(G, kb);
+    /* each chain's first node waits for the previous unit: its receive, or its first section */
+    bool fctrl = chf * G->p + E->stage == 0, bctrl = chb * G->p + E->stage == V - 1;
+    E->pending_ctrl = e[0];
+    E->pending_ctrl2 = e[1];
+    uint64_t in = fwd_recv(E, kf);
+    E->pending_ctrl = e[0];
+    E->pending_ctrl2 = e[1];
+    uint64_t gd[16];
+    int ngd = bwd_start(E, kb, gd);
+    E->pending_ctrl = E->pending_ctrl2 = 0;
+    int nF = cbeg[chf + 1] - cbeg[chf], nB = cbeg[chb + 1] - cbeg[chb];
+    for (int i = 0; i < (nF > nB ? nF : nB) && !E->rc; i++) {
+        if (i < nF) {
+            if (fctrl) {
+                E->pending_ctrl = e[0];
+                E->pending_ctrl2 = e[1];
+                fctrl = false;
+            }
+            in = emit_fwd(E, cbeg[chf] + i, jf, in);
+            if (i == nF - 1)
+                fwd_send(E, kf, in);
+        }
+        if (i < nB) {
+            if (bctrl) {
+                E->pending_ctrl = e[0];
+                E->pending_ctrl2 = e[1];
+                bctrl = false;
+            }
+            ngd = bwd_step(E, cbeg[chb + 1] - 1 - i, jb, gd, ngd, BW_ALL);
+            if (i == nB - 1)
+                bwd_send(E, kb, gd, ngd);
+        }
+    }
+    e[0] = in;
+    e[1] = gd[ngd - 1];
+}
+
 /* Emit every node of stage `stage` for the rank at (tp_i, cp_i, dp_i). */
 int gen_emit_stage(gen *G, uint32_t stage, uint32_t tp_i, uint32_t cp_i, uint32_t dp_i, put_fn put, void *u,
                    etk_gen_stage *st, etk_error *err)
@@ -144,10 +276,15 @@ int gen_emit_stage(gen *G, uint32_t stage, uint32_t tp_i, uint32_t cp_i, uint32_
         warm = p - stage - 1 < m ? p - stage - 1 : m;
     else
         warm = (p - stage - 1) * 2 + (v - 1) * p < total ? (p - stage - 1) * 2 + (v - 1) * p : total;
+    /* --ep-comm-overlap (Megatron's combined 1F1B): one more warm-up forward, so that each
+     * steady-state forward has a backward of an earlier unit to run beside (without it the last
+     * stage's forward would be paired with its own backward) */
+    bool epo = c->ep_comm_overlap && c->schedule == ETK_SCHED_1F1B;
+    if (epo && warm < total)
+        warm++;
     uint32_t nf = 0, nb = 0, nw = 0;
     bool zb = c->schedule == ETK_SCHED_ZBH1;
     uint64_t unit_end = 0;
-    int64_t msg = (int64_t)G->prog[G_SEC_LAYER].out_bytes;
     {   /* static memory, allocated by the stage's first node */
         etk_gen_stage ms;
         memset(&ms, 0, sizeof ms);
@@ -156,7 +293,7 @@ int gen_emit_stage(gen *G, uint32_t stage, uint32_t tp_i, uint32_t cp_i, uint32_
                               ms.comm_buffer_bytes;
         E.opt_step_bytes = ms.optimizer_step_bytes;
     }
-    char name[96];
+    uint64_t unit_end2 = 0; /* a paired unit's second end (--ep-comm-overlap) */
     for (uint32_t u2 = 0; u2 < 2 * total && !E.rc; u2++) {
         bool fwd;
         if (nf < warm)
@@ -168,58 +305,36 @@ int gen_emit_stage(gen *G, uint32_t stage, uint32_t tp_i, uint32_t cp_i, uint32_
         else
             fwd = (nf - warm) == nb; /* steady state: one forward, then one backward */
         E.pending_ctrl = unit_end;
+        E.pending_ctrl2 = unit_end2;
+        unit_end2 = 0;
+        if (fwd && epo && nf >= warm && nb < total) {
+            /* --ep-comm-overlap: the steady-state forward and the backward after it as one unit */
+            uint64_t e[2] = {unit_end, E.pending_ctrl2};
+            emit_pair(&E, cbeg, nf++, nb++, e);
+            unit_end = e[0];
+            unit_end2 = e[1];
+            u2++;
+            continue;
+        }
         uint32_t kk = fwd ? nf++ : nb++;
-        uint32_t ch = (kk / p) % v, j = (kk / (p * v)) * p + kk % p;
-        if (!fwd)
-            ch = v - 1 - ch;
-        uint32_t q = ch * p + stage;
         if (fwd) {
-            uint64_t in = 0;
-            if (q > 0) {
-                in = E.next_id;
-                p2p_name(name, sizeof name, j, v > 1 ? (int)ch : -1, "recv_activation");
-                E.phase = P_FWD;
-                gen_put_p2p(&E, name, false, E.prev_rank, msg, (int32_t)(2 * ((q - 1) * m + j)), NULL, 0);
-            }
+            uint64_t in = fwd_recv(&E, kk);
+            uint32_t ch = (kk / p) % v;
             for (int si = cbeg[ch]; si < cbeg[ch + 1] && !E.rc; si++)
-                in = emit_fwd(&E, si, j, in);
+                in = emit_fwd(&E, si, unit_mb(G, kk), in);
             /* the next unit waits for this unit's compute, not for its send: a send and the
              * next receive are posted together (Megatron's send_forward_recv_backward), so
              * rendezvous sends cannot deadlock adjacent stages */
             unit_end = in;
-            if (q + 1 < V) {
-                uint64_t d = in;
-                p2p_name(name, sizeof name, j, v > 1 ? (int)ch : -1, "send_activation");
-                gen_put_p2p(&E, name, true, E.next_rank, msg, (int32_t)(2 * (q * m + j)), &d, d ? 1 : 0);
-            }
+            fwd_send(&E, kk, in);
         } else {
-            bool last = j == m - 1; /* this chunk's last micro-batch: its gradients are final */
             uint64_t gd[16];
-            int ngd = 0;
-            if (q + 1 < V) {
-                gd[ngd++] = E.next_id;
-                p2p_name(name, sizeof name, j, v > 1 ? (int)ch : -1, "recv_gradient");
-                E.phase = P_BWD;
-                gen_put_p2p(&E, name, false, E.next_rank, msg, (int32_t)(2 * (q * m + j) + 1), NULL, 0);
-            } else {
-                /* the loss starts the backward pass */
-                size_t hk = (size_t)(E.nsi - 1) * m + j;
-                gd[ngd++] = E.fbase[hk] + (uint64_t)G->prog[G_SEC_HEAD].fwd_out;
-            }
-            for (int si = cbeg[ch + 1] - 1; si >= cbeg[ch] && !E.rc; si--) {
-                uint64_t o[16];
-                int n = gen_emit_bwd(&E, si, j, gd, ngd, o, last, zb ? BW_B : BW_ALL);
-                if (n > 0) {
-                    memcpy(gd, o, sizeof(uint64_t) * (size_t)n);
-                    ngd = n;
-                }
-            }
+            int ngd = bwd_start(&E, kk, gd);
+            uint32_t ch = v - 1 - (kk / p) % v, j = unit_mb(G, kk);
+            for (int si = cbeg[ch + 1] - 1; si >= cbeg[ch] && !E.rc; si--)
+                ngd = bwd_step(&E, si, j, gd, ngd, zb ? BW_B : BW_ALL);
             unit_end = gd[ngd - 1];
-            if (q > 0) {
-                p2p_name(name, sizeof name, j, v > 1 ? (int)ch : -1, "send_gradient");
-                E.phase = P_BWD;
-                gen_put_p2p(&E, name, true, E.prev_rank, msg, (int32_t)(2 * ((q - 1) * m + j) + 1), gd, (uint32_t)ngd);
-            }
+            bwd_send(&E, kk, gd, ngd);
             /* zb-h1: the W unit of micro-batch j - stage (stage s defers its weight gradients by
              * s micro-batches: activations held stay within 1F1B's peak of p micro-batches) */
             while (zb && nw < nb && nb - nw > stage && !E.rc)

@@ -406,12 +406,18 @@ void gen_stage_memory(gen *G, uint32_t s, etk_gen_stage *st)
         warm = G->p - s - 1;
     else
         warm = (G->p - s - 1) * 2 + (G->v - 1) * G->p;
+    /* --ep-comm-overlap: one more warm-up forward (emit.c), one more unit held */
+    bool epo = c->ep_comm_overlap && c->schedule == ETK_SCHED_1F1B;
+    if (epo)
+        warm++;
     st->in_flight = warm + 1 < total ? warm + 1 : total;
     /* the head is in the last chunk of the last stage: interleaved 1F1B runs that chunk's
      * forward and backward back to back in the steady state (its warm-up, (v - 1) p units, fills
-     * the earlier chunks), so one micro-batch of it is held, not in_flight / v */
+     * the earlier chunks), so one micro-batch of it is held, not in_flight / v; two with
+     * --ep-comm-overlap (the next micro-batch's forward before this one's backward) */
     bool head1 = c->schedule == ETK_SCHED_1F1B && G->v > 1;
-    st->act_bytes = act * st->in_flight / G->v + (head1 ? head : head * st->in_flight / G->v);
+    uint64_t nhead = epo && st->in_flight > 1 ? 2 : 1;
+    st->act_bytes = act * st->in_flight / G->v + (head1 ? head * nhead : head * st->in_flight / G->v);
     st->act_layers_bytes = act_layers * st->in_flight / G->v;
     uint64_t msg = G->prog[G_SEC_LAYER].out_bytes;
     st->comm_buffer_bytes = (s > 0 ? msg : 0) + (s + 1 < G->p ? msg : 0);
