@@ -9,9 +9,10 @@
  *   engine.c   the event loop: event heap, completions, etk_sim_run_until, etk_sim_finish
  *   streams.c  stream scheduling: ready heaps per stream kind, issuing nodes to lanes
  *   coll.c     collective instances and send/recv channel matching, collective cost cache
+ *   host.c     the host thread that issues each rank's nodes (compute.host_op_ns > 0)
  *   pool.c     growable arrays, the huge-page block (sim_grow, sim_reserve), the event heap
  *   util/kmap.h  the hash table (ids, group names, channels, cost cache)
- * setup -> coll -> pool; engine -> streams -> coll -> pool; build -> pool;
+ * setup -> coll -> pool; engine -> streams -> coll -> pool; engine, setup -> host; build -> pool;
  * report.c, timeline.c, phases.c, memory.c read the state; fold.c decides classes first. */
 #ifndef ETK_SIM_INTERNAL_H
 #define ETK_SIM_INTERNAL_H
