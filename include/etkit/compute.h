@@ -99,6 +99,13 @@ typedef struct etk_compute_params {
     double grouped_fp8_wgrad_factor; /* an FP8 grouped GEMM's weight gradient (gemm_wgrad: the
                                 experts' wgrad, scaled along the token dimension) takes this
                                 times the time of its forward at the same FLOPs (0: 1) */
+    double host_op_ns;       /* the host (CPU) thread's cost to issue one kernel (eager PyTorch:
+                                the Python op, dispatcher, Transformer Engine and launch), ns;
+                                each GPU node of a rank is issued in trace order by one host
+                                thread at this cost (times its host_ops attribute, default 1) and
+                                cannot start before; a node marked host_sync makes the host wait
+                                for its completion (the MoE token-count copy). 0: the host is
+                                always ahead (CUDA graphs; the simulator's old behaviour) */
 } etk_compute_params;
 
 /* FlashAttention's tile (query and key block), for sliding windows: FA2/FA3 tiles are 64-192

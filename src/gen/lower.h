@@ -27,6 +27,8 @@ typedef struct ginst {
     uint8_t wgrad;      /* COMP: that grouped GEMM is the experts' weight gradient (gemm_wgrad) */
     uint8_t causal;     /* COMP: that kernel under a causal mask (attn_causal: the kernel skips the
                            masked half of the s^2 work; every section but decode) */
+    uint8_t host_sync;  /* COMP: the host waits for its completion (host_sync: the MoE dispatch,
+                           after which Megatron copies the per-expert token counts to the host) */
     uint8_t grp;        /* COLL: GRP_TP, GRP_CP or GRP_EP */
     uint8_t peer;       /* SEND/RECV: PEER_CP_NEXT or PEER_CP_PREV */
     int32_t tag;        /* SEND/RECV: comm_tag (ETK_GEN_CP_TAG_BASE + ..., gen.h) */

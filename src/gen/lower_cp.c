@@ -40,6 +40,19 @@ bool low_is_dispatch(const ctx *c, const gop *op)
             return false;
     return true;
 }
+/* The same op with or without expert parallelism: Megatron's dropless dispatchers copy the
+ * per-expert token counts to the host before they permute (all-to-all split sizes, the grouped
+ * GEMM's m_splits), so the host waits for the routing to finish in every MoE layer's forward:
+ * the dispatch node is marked host_sync (the host model, compute.host_op_ns). */
+bool low_is_moe_dispatch(const ctx *c, const gop *op)
+{
+    if (op->kind == G_MATMUL || !low_has_dim(&c->g->t[op->out], EXPERT_DIM))
+        return false;
+    for (int i = 0; i < op->nin; i++)
+        if (low_has_dim(&c->g->t[op->in[i]], EXPERT_DIM))
+            return false;
+    return true;
+}
 bool low_is_combine_in(const ctx *c, const gop *op, int i)
 {
     return c->o->ep > 1 && op->kind != G_MATMUL && !c->g->t[op->in[i]].weight &&

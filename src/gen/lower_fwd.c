@@ -375,6 +375,8 @@ int low_lower_op_fwd(ctx *c, int pass, int j, int phase)
         for (int k = 0; k < op->nin; k++)
             c->p->v[i].uses_w |= g->t[op->in[k]].weight;
     }
+    if (low_is_moe_dispatch(c, op))
+        c->p->v[i].host_sync = 1;
     int32_t last = i;
     /* vocabulary-parallel cross entropy: all-reduces of [b, s] fp32 statistics (max, sum of
      * exponentials, target logit) over the TP group */

@@ -127,6 +127,7 @@ double low_matmul_flops(const ctx *c, const gop *op, lay LA, lay LB);
 lay low_resolve_default(const ctx *c, int t);
 void low_routing(ctx *c);
 bool low_is_dispatch(const ctx *c, const gop *op);
+bool low_is_moe_dispatch(const ctx *c, const gop *op);
 bool low_is_combine_in(const ctx *c, const gop *op, int i);
 int32_t low_ep_a2a(ctx *c, const char *what, int t, lay L, int phase, int ndeps, const int32_t *deps);
 bool low_needs_cp(const ctx *c, const gop *op, int i);

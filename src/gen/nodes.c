@@ -115,7 +115,7 @@ int gen_put_comp(emitter *E, const char *name, const ginst *I, uint64_t *deps, u
      * either way (docs/astra-compat.md); the summary's FLOPs leave it out */
     int64_t ops = (int64_t)(I->flops + 0.5);
     bool min_op = ops == 0 && I->bytes > 0;
-    etk_attr a[16] = {etk_attr_bool("is_cpu_op", false), etk_attr_i64("num_ops", min_op ? 1 : ops),
+    etk_attr a[18] = {etk_attr_bool("is_cpu_op", false), etk_attr_i64("num_ops", min_op ? 1 : ops),
                       etk_attr_u64("tensor_size", I->bytes)};
     uint32_t n = 3;
     if (I->gemm_m > 0) { /* an expert GEMM: one expert's shape, the rank's experts (grouped GEMM) */
@@ -144,6 +144,8 @@ int gen_put_comp(emitter *E, const char *name, const ginst *I, uint64_t *deps, u
         a[n++] = etk_attr_i64("attn_s", I->attn_s);
     if (I->attn && I->attn_d > 0)
         a[n++] = etk_attr_i64("attn_d", I->attn_d);
+    if (I->host_sync) /* the host waits for it (the MoE token counts; the host model) */
+        a[n++] = etk_attr_bool("host_sync", true);
     int rc = put_node(E, name, ETK_NODE_COMP, deps, nd, a, n);
     if (!rc && min_op && E->st) { /* not a real FLOP: the summary leaves it out */
         E->st->flops -= 1;

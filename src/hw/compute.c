@@ -37,6 +37,7 @@ void etk_compute_defaults(const etk_gpu *gpu, etk_compute_params *p)
     p->attn_half_seq = 0;
     p->attn_ref_seq = 0;
     p->grouped_fp8_wgrad_factor = 1; /* no measured figure but B200's (below) */
+    p->host_op_ns = 0;       /* off: the host is taken to run ahead (docs/compute-model.md, "The host") */
     p->attn_half_dim = 54;   /* FA3 fwd hd64 / hd256 against hd128: 0.77 / 1.17 (sec. 3) */
     if (!gpu)
         return;
@@ -104,6 +105,7 @@ static const field fields[] = {
     {"attn_half_dim", F(attn_half_dim), 0, 1e9, false, "a head dimension in [0, 1e9]"},
     {"attn_ref_seq", F(attn_ref_seq), 0, 1e9, false, "a sequence length in [0, 1e9]"},
     {"grouped_fp8_wgrad_factor", F(grouped_fp8_wgrad_factor), 0, 100, false, "a factor in [0, 100] (0: 1)"},
+    {"host_op_ns", F(host_op_ns), 0, 1e9, false, "nanoseconds in [0, 1e9] (0: the host never delays a kernel)"},
 };
 #undef F
 #define N_FIELDS (sizeof fields / sizeof fields[0])

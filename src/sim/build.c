@@ -77,6 +77,7 @@ int etk_sim_new(const etk_cluster *c, uint32_t n_ranks, const etk_groups *groups
         }
         s->comp = *s->o.compute;
         s->o.compute = &s->comp;
+        s->host_on = s->comp.host_op_ns > 0; /* host.c */
     }
     if (s->o.rank_speed && s->o.n_rank_speed) {
         uint32_t m = s->o.n_rank_speed < n_ranks ? s->o.n_rank_speed : n_ranks;
@@ -134,6 +135,7 @@ int etk_sim_new(const etk_cluster *c, uint32_t n_ranks, const etk_groups *groups
         s->cls[i] = s->rep[i] = s->all_ranks[i] = i;
         s->csize[i] = 1;
         s->r[i].simulated = true;
+        s->r[i].host_wait = SIM_NONE;
     }
     s->n_classes = n_ranks;
     /* group 0: all ranks, unless the file gives "0" or "" explicitly */
@@ -254,6 +256,7 @@ void etk_sim_free(etk_sim *s)
             free(R->dense);
         for (int k = 0; k < K_COUNT; k++)
             free(R->ready[k].a);
+        free(R->host_blocked.a);
         free(R->lane_key);
         free(R->lane_busy);
     }

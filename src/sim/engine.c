@@ -43,6 +43,8 @@ static void complete(etk_sim *s, uint32_t r, uint32_t i, uint64_t t)
     } else {
         R->st.flops += n->flops;
     }
+    if ((n->host_ns & SIM_HOST_SYNC) && s->host_on && R->host_wait == i)
+        sim_host_resume(s, r, t); /* the host waited for this node: it issues the next ones */
     /* a rank without successor edges has succ == NULL: no pointer arithmetic on it (UB) */
     const uint32_t *sc = n->n_succ ? R->succ + n->succ_begin : NULL;
     for (uint32_t k = 0; k < n->n_succ; k++)
@@ -102,6 +104,9 @@ static int handle(etk_sim *s, const sevent *e, etk_error *err)
         }
         return 0;
     }
+    case EV_HOST: /* the host thread issues a node whose dependencies are done */
+        make_ready_now(s, e->a, e->b);
+        return 0;
     case EV_P2P: { /* a receive's message has arrived */
         srank *R = &s->r[e->a];
         snode *n = &R->nodes[e->b];
@@ -287,6 +292,13 @@ static size_t describe_block(const etk_sim *s, uint32_t r, char *buf, size_t len
                 snd ? "recv" : "send");
             shown++;
         }
+    }
+    if (!shown && R->host_blocked.n && R->host_wait != SIM_NONE) {
+        /* host.c: ready nodes behind a host_sync node that cannot complete */
+        PUT(" node id %" PRIu64 " waits for the host thread, which waits for host_sync node id %" PRIu64
+            " (a host_sync node that depends on a later node in trace order never completes)",
+            R->nodes[R->host_blocked.a[0].idx].id, R->nodes[R->host_wait].id);
+        shown++;
     }
     if (!shown) {
         /* nothing issued: name the first waiting node and an unfinished dependency */

@@ -9,9 +9,10 @@
  *   engine.c   the event loop: event heap, completions, etk_sim_run_until, etk_sim_finish
  *   streams.c  stream scheduling: ready heaps per stream kind, issuing nodes to lanes
  *   coll.c     collective instances and send/recv channel matching, collective cost cache
+ *   host.c     the host thread that issues each rank's nodes (compute.host_op_ns > 0)
  *   pool.c     growable arrays, the huge-page block (sim_grow, sim_reserve), the event heap
  *   util/kmap.h  the hash table (ids, group names, channels, cost cache)
- * setup -> coll -> pool; engine -> streams -> coll -> pool; build -> pool;
+ * setup -> coll -> pool; engine -> streams -> coll -> pool; engine, setup -> host; build -> pool;
  * report.c, timeline.c, phases.c, memory.c read the state; fold.c decides classes first. */
 #ifndef ETK_SIM_INTERNAL_H
 #define ETK_SIM_INTERNAL_H
@@ -33,6 +34,8 @@
  * 32 peers by its ring tests, and the ring's two messages then shared a stream. */
 #define SIM_MAX_LANES 65535u
 enum { K_CPU = 0, K_COMP = 1, K_COMM = 2, K_RECV = 3, K_FREE = 4, K_COPY = 5, K_COUNT = 6 };
+#define SIM_HOST_SYNC (1ull << 63)
+#define SIM_HOST_VAL(x) ((x) & ~SIM_HOST_SYNC)
 enum { ST_WAIT = 0, ST_READY = 1, ST_ISSUED = 2, ST_DONE = 3 };
 
 /* The longest simulated time accepted (ns): 10^18 ns = 31.7 years; past it an input is out of
@@ -48,6 +51,9 @@ typedef struct snode {
     uint64_t bytes;    /* comm bytes (COLL/SEND/RECV), tensor bytes otherwise */
     uint64_t flops;
     uint64_t mem_alloc, mem_free; /* mem_alloc_bytes / mem_free_bytes attributes (memory.c) */
+    uint64_t host_ns;  /* host model (etk_sim.host_on): until the host thread reaches the node, its
+                        * issue cost in ns (0: not issued by the host); then the time it is issued
+                        * (SIM_HOST_SYNC: a host_sync node; the host waits for its completion) */
     const etk_node *src;
     uint32_t succ_begin, n_succ; /* CSR into srank.succ */
     uint32_t extra;              /* overflow successor list head (srank.xe), SIM_NONE if none */
@@ -103,6 +109,12 @@ typedef struct srank {
     uint64_t missing;
     uint64_t ctrl_dropped;
     uint64_t mem_cur;  /* bytes allocated now (memory.c) */
+    /* host model (host.c): the host thread issues the rank's nodes in trace order */
+    uint64_t host_t;      /* when the host issued the last node it reached */
+    uint32_t host_next;   /* the next node index it has not reached */
+    uint32_t host_wait;   /* a host_sync node it waits for (SIM_NONE: none) */
+    uheap host_blocked;   /* nodes whose dependencies are done but the host has not reached them
+                           * (behind host_wait), by index */
     bool dirty, simulated;
 } srank;
 
@@ -148,7 +160,7 @@ typedef struct sevent {
     uint32_t kind;
 } sevent;
 
-enum { EV_NODE = 0, EV_COLL = 1, EV_P2P = 2 };
+enum { EV_NODE = 0, EV_COLL = 1, EV_P2P = 2, EV_HOST = 3 };
 
 struct etk_sim {
     etk_cluster cl;
@@ -200,6 +212,7 @@ struct etk_sim {
     etk_compute_params comp; /* copy of *o.compute (o.compute points here) */
     double *speed;           /* copy of o.rank_speed (o.rank_speed points here) */
     bool mem_tracked;        /* some node has mem_alloc_bytes / mem_free_bytes */
+    bool host_on;            /* host model: compute.host_op_ns > 0 (host.c) */
 };
 
 
@@ -280,10 +293,28 @@ static inline void mark_dirty(etk_sim *s, uint32_t r)
     s->dirty[s->n_dirty++] = r;
 }
 
+/* host.c: the host thread. sim_host_gate: node i's dependencies are done at s->now; true if it
+ * must wait for the host (an EV_HOST event at its issue time, or blocked behind a host_sync);
+ * sim_host_resume: the host_sync node the host waited for completed at t. */
+bool sim_host_gate(etk_sim *s, uint32_t r, uint32_t i);
+void sim_host_resume(etk_sim *s, uint32_t r, uint64_t t);
+
+static inline void make_ready_now(etk_sim *s, uint32_t r, uint32_t i)
+{
+    srank *R = &s->r[r];
+    snode *n = &R->nodes[i];
+    n->state = ST_READY;
+    if (uheap_push(&R->ready[n->kind], n->id, i) != 0)
+        s->broken = true;
+    mark_dirty(s, r);
+}
+
 static inline void make_ready(etk_sim *s, uint32_t r, uint32_t i)
 {
     srank *R = &s->r[r];
     snode *n = &R->nodes[i];
+    if (s->host_on && n->host_ns && sim_host_gate(s, r, i))
+        return;
     n->state = ST_READY;
     if (uheap_push(&R->ready[n->kind], n->id, i) != 0)
         s->broken = true;

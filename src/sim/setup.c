@@ -223,6 +223,19 @@ static int setup_node(etk_sim *s, uint32_t rank, snode *n, const etk_node *e, et
         if (o)
             return sim_oom(err);
     }
+    if (s->host_on && n->kind != K_CPU && n->kind != K_FREE) {
+        /* host model (host.c): the host thread's cost to issue this node: host_op_ns times the
+         * kernels it stands for (attribute host_ops, default 1; 0: not issued by the host) */
+        int64_t ops = 1;
+        if (etk_node_i64(e, "host_ops", &ops) && (ops < 0 || ops > 1000000))
+            return etk_err(err, ETK_EFORMAT,
+                           "rank %u node id %" PRIu64 " (%s): host_ops %" PRId64 " is not a kernel count in [0, 1e6]",
+                           rank, e->id, tp, ops);
+        n->host_ns = (uint64_t)llround(s->comp.host_op_ns * (double)ops);
+        bool hs = false;
+        if (etk_node_bool(e, "host_sync", &hs) && hs)
+            n->host_ns |= SIM_HOST_SYNC;
+    }
     if (n->dur_ns > SIM_MAX_NS) /* 10^18 ns = 31.7 years: an input out of range, not a step time */
         return etk_err(err, ETK_EINVAL,
                        "rank %u node id %" PRIu64 " (%s): simulated duration %.3g ns is past 1e18 ns (31.7 years): "
