@@ -18,6 +18,22 @@ typedef struct sb_node {
     char pg[32];
 } sb_node;
 
+/* a one-dimension switch of n GPUs: 100 GB/s links of 1 ns, 10^15 FLOP/s, 1 TB/s HBM, efficiency 1
+ * (the hand-computed cases of test_sim_fold and test_sim_host) */
+static inline etk_cluster sb_cluster(uint32_t n)
+{
+    etk_cluster c;
+    memset(&c, 0, sizeof c);
+    snprintf(c.name, sizeof c.name, "test");
+    c.n_dims = 1;
+    c.dims[0] = (etk_net_dim){.size = n, .topo = ETK_TOPO_SWITCH, .bw_Bps = 1e11, .latency_ns = 1};
+    c.n_npus = n;
+    c.gpu.peak_flops[0] = 1e15;
+    c.gpu.hbm_bw_Bps = 1e12;
+    c.compute_efficiency = 1;
+    return c;
+}
+
 static inline sb_node *sb_begin(sb_node *b, uint64_t id, int type, const char *name)
 {
     memset(b, 0, sizeof *b);

@@ -40,23 +40,9 @@ static uint64_t f_comp(void *ctx, const etk_cluster *c, uint64_t flops, uint64_t
 }
 static const etk_sim_costs fcosts = {f_coll, f_p2p, f_comp, NULL};
 
-static etk_cluster cl(uint32_t n)
-{
-    etk_cluster c;
-    memset(&c, 0, sizeof c);
-    snprintf(c.name, sizeof c.name, "test");
-    c.n_dims = 1;
-    c.dims[0] = (etk_net_dim){.size = n, .topo = ETK_TOPO_SWITCH, .bw_Bps = 1e11, .latency_ns = 1};
-    c.n_npus = n;
-    c.gpu.peak_flops[0] = 1e15;
-    c.gpu.hbm_bw_Bps = 1e12;
-    c.compute_efficiency = 1;
-    return c;
-}
-
 static etk_sim *sim(const etk_workload *w, bool no_fold, etk_error *err)
 {
-    etk_cluster c = cl(w->n_ranks);
+    etk_cluster c = sb_cluster(w->n_ranks);
     etk_sim_opts o = {.no_fold = no_fold, .costs = &fcosts};
     etk_sim *s = NULL;
     if (etk_sim_workload(w, &c, &o, &s, err) != 0)
@@ -141,7 +127,7 @@ static void test_fold_refused_when_asymmetric(void **st)
     node_size = 6;
     etk_error err = {0};
     etk_workload *w = sb_pipeline(4, 4, 4, 2, 100, 1 << 20, 64 << 20, false);
-    etk_cluster c = cl(64);
+    etk_cluster c = sb_cluster(64);
     etk_sim_opts o = {.costs = &fcosts};
     uint32_t *co = NULL, *cr = NULL;
     const char *why = NULL;

@@ -16,20 +16,6 @@
 #include "gen_testlib.h"
 #include "sim_testlib.h"
 
-static etk_cluster cl(uint32_t n)
-{
-    etk_cluster c;
-    memset(&c, 0, sizeof c);
-    snprintf(c.name, sizeof c.name, "test");
-    c.n_dims = 1;
-    c.dims[0] = (etk_net_dim){.size = n, .topo = ETK_TOPO_SWITCH, .bw_Bps = 1e11, .latency_ns = 1};
-    c.n_npus = n;
-    c.gpu.peak_flops[0] = 1e15;
-    c.gpu.hbm_bw_Bps = 1e12;
-    c.compute_efficiency = 1;
-    return c;
-}
-
 /* a GPU kernel of dur_us (replayed: the compute model leaves it as given), after `dep` (0: none);
  * sync: attribute host_sync; ops != NO: attribute host_ops */
 #define NO INT64_MIN
@@ -51,7 +37,7 @@ static void kern(etk_trace *t, uint64_t id, uint64_t dur_us, uint64_t dep, bool 
 /* simulate a one-rank workload with host_op_ns = c_ns; the step in ns (fails on error) */
 static uint64_t step1(etk_workload *w, double c_ns)
 {
-    etk_cluster c = cl(1);
+    etk_cluster c = sb_cluster(1);
     etk_compute_params p;
     etk_compute_defaults(NULL, &p);
     p.host_op_ns = c_ns;
@@ -167,7 +153,7 @@ static void fold_equal_pipeline(void **st)
 {
     (void)st;
     etk_workload *w = sb_pipeline(4, 2, 4, 4, 3, 1 << 20, 64 << 20, false);
-    etk_cluster c = cl(w->n_ranks);
+    etk_cluster c = sb_cluster(w->n_ranks);
     etk_compute_params p;
     etk_compute_defaults(NULL, &p);
     etk_error err = {0};
@@ -257,7 +243,7 @@ static void errors(void **st)
     /* host_ops out of range: the node is named */
     etk_workload *w = one_rank();
     kern(w->ranks[0], 1, 1, 0, false, -2);
-    etk_cluster c = cl(1);
+    etk_cluster c = sb_cluster(1);
     etk_compute_params p;
     etk_compute_defaults(NULL, &p);
     p.host_op_ns = 1000;
