@@ -126,7 +126,7 @@ const char *etk_gen_options_help(void)
            "                       and GEMM+reduce-scatter of a layer runs as TP chunks, the transfer\n"
            "                       of one chunk beside the GEMM of another; in the backward the\n"
            "                       input-gradient reduce-scatter runs beside the weight-gradient GEMMs\n"
-           "  --ep-comm-overlap    with --ep > 1: Megatron's --overlap-moe-expert-parallel-comm (combined\n"
+           "  --ep-comm-overlap    with --ep > 1: Megatron's overlap_moe_expert_parallel_comm (combined\n"
            "                       1F1B): each steady-state forward runs beside the backward of an\n"
            "                       earlier micro-batch layer by layer, the EP all-to-alls of one beside\n"
            "                       the compute of the other; one more warm-up forward per stage; 1f1b\n"
