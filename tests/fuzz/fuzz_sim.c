@@ -1,13 +1,16 @@
 /* fuzz_sim.c — libFuzzer target for the simulator: any bytes the reader accepts as a trace are
  * simulated as a one-rank workload (lenient dependencies, so absent ids and control cycles are
  * exercised too; and strict, where they must be errors) on a one-GPU cluster, with a timeline
- * and all three reports, without a crash, a leak or a hang (deadlocks must be reported). */
+ * and all three reports, without a crash, a leak or a hang (deadlocks must be reported); and
+ * once more with the compute model and its host thread on (host_op_ns > 0: the traces'
+ * host_ops and host_sync attributes, src/sim/host.c). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "etkit/compute.h"
 #include "etkit/sim.h"
 #include "fuzz_common.h"
 
@@ -35,8 +38,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     c.gpu.peak_flops[ETK_PREC_BF16] = 989e12;
     c.gpu.hbm_bw_Bps = 3.35e12;
     etk_workload w = {.n_ranks = 1, .ranks = &t, .prefix = "fuzz"};
-    for (int lenient = 0; lenient < 2; lenient++) {
-        etk_sim_opts o = {.missing_deps_ignore = lenient, .timeline = true, .quiet = true};
+    etk_compute_params host;
+    etk_compute_defaults(NULL, &host);
+    host.host_op_ns = 5000;
+    for (int pass = 0; pass < 3; pass++) {
+        int lenient = pass == 1;
+        etk_sim_opts o = {.missing_deps_ignore = lenient, .timeline = true, .quiet = true,
+                          .compute = pass == 2 ? &host : NULL};
         etk_sim *s = NULL;
         if (etk_sim_workload(&w, &c, &o, &s, &err) == 0) {
             static FILE *devnull; /* opened once */
