@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """bench/calibration_figures.py — the figures of bench/RESULTS.md ("Calibration") on the rows of
 calibration-modern.json: every row predicted with the presets as built (the `fitted` column: the
-H100 values fitted by bench/refit-presets.sh, H200/B200 transferred from them, A100 as fitted to
+H100 values fitted by bench/refit-presets.sh, H200 transferred from them, B200 its own measured
+figures (s32-b200), A100 as fitted to
 the Korthikanti rows), and `held-out`: each H100 set predicted with the parameters fitted without
 it (leave-one-set-out, LOSO_FILE: lines "SET NAME=VALUE ..." from `etkit calibrate --loso`);
 rows of other GPUs are never fitted to, so their held-out figure is their fitted one.

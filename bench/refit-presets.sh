@@ -11,9 +11,11 @@
 #    (kernels-measured.md: MAMF e4m3 1402.6 of 1979 = 0.71, section 1; in-step FlashAttention-3
 #    backward 0.44, section 3), with at most MAX_EVALS objective evaluations; writes
 #    <out-dir>/h100.yaml.
-# 2. H200 and B200: the same stack on other GPUs. Each parameter is the GPU's own measured figure
+# 2. H200: the same stack on another GPU. Each parameter is the GPU's own measured figure
 #    times the H100 ratio fitted / measured (a fraction of each GPU's peak and bandwidth, shared):
-#    B200's single set and H200's two rows are never fitted to, so their figures are transfers.
+#    H200's two rows are never fitted to, so its figures are transfers.
+# 3. B200: its own measured figures (MXFP8 GEMMs, in-step attention backward), neither fitted nor
+#    transferred (s32-b200; docs/compute-model.md): its single set is never fitted to.
 # FIT_ROWS: every H100 set is represented (so leave-one-set-out holds each set out); the rows
 # left out are the ones whose simulation costs seconds per evaluation (2048-step decodes, the
 # 405B/235B/DeepSeek-V3 plans, 1M-token sequences): they are predicted, not fitted to.
@@ -31,8 +33,9 @@ nemolong-h100-llama2-7b-256k,trt-h100-fp8-llama2-7b-b896-tp1-128-128,\
 trt-h100-fp8-llama2-7b-b84-tp1-2048-128,trt-h100-fp8-llama2-70b-b1024-tp2-128-128,\
 trt-h100-fp8-llama2-70b-b96-tp2-2048-128,trt-h100-fp8-mixtral-8x7b-b512-tp2-128-128
 # measured starting figures (kernels-measured.md sections 1 and 4; docs/compute-model.md)
-H100_FP8=0.71; H200_FP8=0.73; B200_FP8=0.76
+H100_FP8=0.71; H200_FP8=0.73
 H100_BWD=0.44; H200_BWD=0.44; B200_BWD=0.36
+B200_MXFP8=0.639   # B200's preset (below): TE MXFP8 GEMMs, kernels only, 2702 TFLOP/s at M 15872
 mkdir -p "$OUT"
 NOTE1="NVIDIA H100 SXM (../shared/spec/hardware.md): dense figures, no sparsity; capacity as the device reports it (kernels-measured.md section 4)"
 "$ETKIT" calibrate "$ROWS" --gpu h100 --rows "$FIT_ROWS" --fit fp8_gemm_eff,attn_bwd_eff \
@@ -52,5 +55,12 @@ transfer() { # gpu row fp8-measured attn-bwd-measured note
 }
 transfer h200 trt-h200-fp8-llama2-70b-b1024-tp1-128-128 $H200_FP8 $H200_BWD \
   "NVIDIA H200 SXM (../shared/spec/hardware.md): dense figures, no sparsity; capacity as the device reports it (kernels-measured.md section 4)"
-transfer b200 mb2511-b200-llama3-8b $B200_FP8 $B200_BWD \
-  "NVIDIA B200 (HGX) (../shared/spec/hardware.md): dense figures, no sparsity; capacity as the device reports it (kernels-measured.md section 4)"
+# B200: measured figures, neither fitted nor transferred (s32-b200): fp8_gemm_eff from Transformer
+# Engine's MXFP8 GEMMs, kernels only (prequantized), on the four LLM-shaped GEMMs of a layer at
+# M 15872 (B300, same 4500 TFLOP/s dense FP8 peak as B200 taken): 2702 TFLOP/s, which etkit's GEMM
+# formula (fp8_gemm_half_dim 150, launch 3 us) reproduces at 0.639 (kernels-measured.md section 1);
+# attn_bwd_eff the in-step FlashAttention-4 figure (834 TFLOP/s fwd+bwd, split as on H100, section 3).
+"$ETKIT" calibrate "$ROWS" --gpu b200 --rows mb2511-b200-llama3-8b \
+  --param fp8_gemm_eff=$B200_MXFP8 --param attn_bwd_eff=$B200_BWD -o "$OUT/b200.yaml" \
+  --note "NVIDIA B200 (HGX) (../shared/spec/hardware.md): dense figures, no sparsity; capacity as the device reports it (kernels-measured.md section 4)" \
+  --note "made by bench/refit-presets.sh: this GPU's measured figures, not fitted or transferred: fp8_gemm_eff $B200_MXFP8 (TE MXFP8 prequantized GEMMs, LLM shapes, kernels-measured.md section 1), attn_bwd_eff $B200_BWD (in-step FlashAttention-4, section 3)" >/dev/null

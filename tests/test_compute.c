@@ -342,6 +342,50 @@ static void fp8_layer_te_benchmark(void **st)
     assert_true(bf16 / (fwd + old) / 1.69 - 1 > 0.08);
 }
 
+static void b200_mxfp8_te_benchmark(void **st)
+{
+    (void)st;
+    /* The B200 preset's fp8_gemm_eff (presets/gpus/b200.yaml, bench/refit-presets.sh) is the
+     * measured MXFP8 kernel figure, not a fit: Transformer Engine's GEMM benchmark on a B300
+     * (kernels-measured.md section 1; taken at the B200's 4500 TFLOP/s dense FP8 peak), the four
+     * layer GEMMs at M 15872, hidden 4096, FFN 16384 (6.3909 TFLOP fprop), MXFP8 prequantized
+     * (kernels only): 2702 TFLOP/s. etkit's FP8 GEMM on the dgx-b200 preset (fp8_gemm_half_dim
+     * 150, launch 3 us) at 0.639: h = 1 / (1/M + 1/K + 1/N) = 2573.8, 1813.9, 2716.1, 2716.1,
+     * factors h / (h + 150) = 0.94493, 0.92362, 0.94766, 0.94766; 2 M N K / (4500e12 x 0.639 x
+     * factor) + 3 us = 0.59102 + 0.20353 + 0.78476 + 0.78476 = 2.36407 ms: 2703 TFLOP/s. With
+     * the generator's forward casts (4 B per element of X and W, 656,408,576 elements, at 0.8 of
+     * 8 TB/s: 0.41026 ms + 3 us) 2.77732 ms: 2301 TFLOP/s against the measured autocast MXFP8
+     * 2245 (the casts priced as delayed scaling's; MXFP8's block scales cost 2.5% more). */
+    etk_cluster c = preset("dgx-b200", ETK_PREC_BF16);
+    etk_compute_params p;
+    etk_error err = {0};
+    etk_compute_defaults(&c.gpu, &p);
+    for (uint32_t i = 0; i < c.gpu.n_compute; i++)
+        assert_int_equal(etk_compute_set_value(&p, c.gpu.compute[i].name, c.gpu.compute[i].value, &err), 0);
+    assert_true(p.fp8_gemm_eff == 0.639 && p.attn_bwd_eff == 0.36 && p.fp8_gemm_half_dim == 150 &&
+                p.launch_ns == 3000 && p.mem_eff == 0.8);
+    const int64_t M = 15872, sh[4][2] = {{4096, 12288}, {4096, 4096}, {4096, 16384}, {16384, 4096}};
+    const double want_ms[4] = {0.59102, 0.20353, 0.78476, 0.78476};
+    double gemm = 0, fl = 0, X = 0, W = 0;
+    for (int i = 0; i < 4; i++) {
+        int64_t K = sh[i][0], N = sh[i][1];
+        etk_op_desc op = {.kind = ETK_OP_GEMM, .m = M, .n = N, .k = K, .fp8 = true};
+        op.flops = 2ull * (uint64_t)(M * N * K);
+        op.bytes = (uint64_t)(M * K + K * N + 2 * M * N);
+        double t = (double)etk_compute_op_ns(&c, &p, &op);
+        assert_true(fabs(t / (want_ms[i] * 1e6) - 1) < 2e-5);
+        gemm += t, fl += (double)op.flops;
+        X += (double)(M * K), W += (double)(K * N);
+    }
+    assert_true(fabs(gemm / 2.36407e6 - 1) < 2e-5);
+    assert_true(fabs(fl / gemm / 1e3 / 2702 - 1) < 0.001); /* the measured kernels within 0.1% */
+    etk_op_desc cast = {.kind = ETK_OP_ELEMENTWISE};
+    cast.bytes = (uint64_t)(4 * (X + W));
+    double fwd = gemm + (double)etk_compute_op_ns(&c, &p, &cast);
+    assert_true(fabs(fwd / 2.77732e6 - 1) < 2e-5);
+    assert_true(fabs(fl / fwd / 1e3 / 2245 - 1) < 0.03);   /* autocast within 3% */
+}
+
 static void gemm_grouped_fp8_wgrad(void **st)
 {
     (void)st;
@@ -477,6 +521,7 @@ int main(void)
         cmocka_unit_test(gemm_fp8),
         cmocka_unit_test(gemm_grouped_experts),
         cmocka_unit_test(fp8_layer_te_benchmark),
+        cmocka_unit_test(b200_mxfp8_te_benchmark),
         cmocka_unit_test(gemm_grouped_fp8_wgrad),
         cmocka_unit_test(attention_causal_bwd_dim),
         cmocka_unit_test(gpu_capacities_as_reported),
