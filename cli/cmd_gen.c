@@ -299,7 +299,7 @@ int cmd_gen(int argc, char **argv)
     enum { O_OUT = 1000, O_SUMMARY, O_JSON, O_HELP, O_GEN };
     static const char *gen_opts[] = {"model", "model-file", "layers", "hidden", "heads", "kv-heads", "ffn", "vocab",
                                      "seq", "dp", "tp", "pp", "cp", "cp-comm", "ep", "etp", "moe-imbalance", "moe-max-nodes", "gpus-per-node", "attention", "sp", "micro-batch", "global-batch", "schedule", "vpp", "first-stage-layers", "last-stage-layers", "zero", "fsdp",
-                                     "recompute", "recompute-modules", "recompute-num-layers", "recompute-stage-layers", "precision", "grad-precision", "fp8-weight-cache", "tp-comm-overlap", "ep-comm-overlap", "dp-bucket-mb",
+                                     "recompute", "recompute-modules", "recompute-num-layers", "recompute-stage-layers", "precision", "grad-precision", "fp8-weight-cache", "tp-comm-overlap", "ep-comm-overlap", "unfused-loss", "dp-bucket-mb",
                                      "rank-order", "gpu", "mode", "prompt-len", "decode-steps", "batch", "micro-batches", "kv-precision"};
     enum { NG = sizeof gen_opts / sizeof gen_opts[0] };
     struct option opts[NG + 6];

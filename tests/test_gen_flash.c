@@ -534,12 +534,63 @@ static void test_window(void **state)
     assert_non_null(strstr(err.msg, "--cp-comm ring: model swa-oss.json has sliding-window layers (window 128)"));
 }
 
+/* ---------- --unfused-loss: Megatron's FP32 cross-entropy passes (lower_fwd.c low_loss_bytes) ---------- */
+static void test_unfused_loss(void **state)
+{
+    (void)state;
+    etk_gen_config c;
+    /* b 1, s 8192, vocab 128,256 over t 4: N = 8192 x 32,064 BF16 logits per rank; the [b, s]
+     * loss output is 2 bytes per token */
+    const int64_t n = 8192LL * (128256 / 4);
+    int k;
+    /* default: one read of the logits each way (a fused kernel), 2 bytes per logit + the output;
+     * the backward node moves what its forward did */
+    etk_workload *w = workload("--model llama3-8b --layers 2 --tp 4", &c);
+    assert_false(c.unfused_loss);
+    const etk_node *f = find(w, ".loss", &k);
+    assert_non_null(f);
+    assert_int_equal(k, 1);
+    assert_int_equal(i64_attr(f, "tensor_size"), 2 * n + 2 * 8192);
+    const int64_t flops = i64_attr(f, "num_ops");
+    const etk_node *bw = find(w, ".loss.bwd", &k);
+    assert_non_null(bw);
+    assert_int_equal(i64_attr(bw, "tensor_size"), 2 * n + 2 * 8192);
+    etk_workload_free(w);
+    /* --unfused-loss: the loss in FP32 (the model's save z:4) as Megatron's
+     * vocab_parallel_cross_entropy on output.float(): forward cast 2 + 4, max 4, subtract 8,
+     * exp 8, sum 4, divide 8 = 38 bytes per logit (+ the output); backward mul_ 8 and the cast
+     * back 4 + 2 = 14; the FLOPs do not change */
+    w = workload("--model llama3-8b --layers 2 --tp 4 --unfused-loss", &c);
+    assert_true(c.unfused_loss);
+    f = find(w, ".loss", &k);
+    assert_non_null(f);
+    assert_int_equal(k, 1);
+    assert_int_equal(i64_attr(f, "tensor_size"), 38 * n + 2 * 8192);
+    assert_int_equal(i64_attr(f, "num_ops"), flops);
+    bw = find(w, ".loss.bwd", &k);
+    assert_non_null(bw);
+    assert_int_equal(k, 1);
+    assert_int_equal(i64_attr(bw, "tensor_size"), 14 * n);
+    /* memory-bound on H100 (3.35 TB/s x mem_eff 0.80) + 3 us launch */
+    etk_cluster cl;
+    etk_compute_params p;
+    h100_compute(&cl, &p);
+    assert_true(cl.gpu.hbm_bw_Bps == 3.35e12 && p.mem_eff == 0.80 && p.launch_ns == 3000);
+    etk_op_desc d;
+    const uint64_t by = (uint64_t)i64_attr(f, "tensor_size");
+    etk_compute_op_from_node(f, (uint64_t)i64_attr(f, "num_ops"), by, &d);
+    const double want_ns = (38.0 * (double)n + 2 * 8192) / (3.35e12 * 0.80) * 1e9 + 3000;
+    assert_true(fabs((double)etk_compute_op_ns(&cl, &p, &d) - want_ns) < 2);
+    etk_workload_free(w);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fused_nodes), cmocka_unit_test(test_flops),     cmocka_unit_test(test_activations),
         cmocka_unit_test(test_cp),          cmocka_unit_test(test_clean),     cmocka_unit_test(test_node_time),
         cmocka_unit_test(test_run_default), cmocka_unit_test(test_bad_input), cmocka_unit_test(test_window),
+        cmocka_unit_test(test_unfused_loss),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -132,6 +132,10 @@ typedef struct etk_gen_config {
     bool tp_comm_overlap;    /* --tp-comm-overlap (with --sp): Transformer Engine's userbuffers TP
                               * communication overlap (all-gather+GEMM and GEMM+reduce-scatter run
                               * as TP chunks, pipelined; the backward's bulk overlaps) */
+    bool unfused_loss;       /* --unfused-loss: the loss moves the passes of Megatron-LM's
+                              * vocab_parallel_cross_entropy over the FP32 logits (52 bytes per BF16
+                              * logit) instead of one read each way (src/gen/lower_fwd.c
+                              * low_loss_bytes; docs/gen.md "The loss") */
     bool ep_comm_overlap;    /* --ep-comm-overlap (with --ep > 1): Megatron's
                               * --overlap-moe-expert-parallel-comm, the combined 1F1B schedule:
                               * each steady-state forward runs beside a backward, layer by layer,

@@ -84,6 +84,8 @@ typedef struct glower_opts {
     int recompute;      /* ETK_RECOMPUTE_* (full applies to transformer layers) */
     uint32_t rmods;     /* recompute modules (G_RMOD_*): their ops re-run, their outputs not kept */
     int act_bytes;      /* bytes per activation element (2) */
+    bool unfused_loss;  /* --unfused-loss: the loss's bytes are Megatron's FP32 vocab-parallel
+                         * cross-entropy passes (lower_fwd.c low_loss_bytes) */
     int gemm_bytes;     /* bytes per GEMM input element: 1 for FP8 GEMMs (0: act_bytes); FP8
                          * applies to the GEMMs with a weight outside the attention region and
                          * the head (Transformer Engine's linear layers) */

@@ -589,6 +589,8 @@ int low_lower_op_bwd(ctx *c, int j)
         return k;
     ginst *I = &c->p->v[k];
     I->bytes = F ? F->bytes : 0;
+    if (op->kind == G_LOSS && c->o->unfused_loss)
+        I->bytes = low_loss_bytes(c, op, c->used[j][0], true);
     I->scores = F ? F->scores : 0;
     if (op->kind == G_EMBEDDING)
         I->flops = (double)low_elems_rank(c, op->out, c->outL[j]); /* scatter-add of the gradient */

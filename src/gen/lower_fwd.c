@@ -100,6 +100,27 @@ static int32_t *tp_ag_fwd(ctx *c, int pass, int t, lay want, int phase)
     return a;
 }
 
+/* --unfused-loss: bytes per rank of the cross-entropy loss over its logits, as Megatron-LM
+ * computes it (tensor_parallel.vocab_parallel_cross_entropy on the logits cast to FP32 by
+ * GPTModel's `output.float()`: Megatron's default, --fp16-lm-cross-entropy off, no loss fusion).
+ * With e the loss's precision (the bytes of its saved input, `save: ["z:4"]`: 4; else the
+ * activation's) and a the logits' (act_bytes), per logit: forward the cast (a + e, when e != a),
+ * max (e), subtract the max (2e), exp in place (2e), sum (e), divide by the sum in place (2e):
+ * 8e (+ a + e); backward grad_input.mul_(grad_output) (2e) and the cast back (e + a). The [b, s]
+ * statistics and the target's logit (one element per token) are negligible. FP32 on BF16
+ * logits: 38 + 14 = 52 bytes per logit (the default: one read of the logits each way, 2 + 2).
+ * The passes are those etkit live recorded of Megatron's function (docs/live.md, s24). */
+uint64_t low_loss_bytes(const ctx *c, const gop *op, lay L, bool bwd)
+{
+    int a = c->o->act_bytes, e = a;
+    for (int k = 0; k < op->nsave; k++)
+        if (op->save[k] == op->in[0] && op->save_bytes[k] > 0)
+            e = op->save_bytes[k];
+    uint64_t n = (uint64_t)low_elems_rank(c, op->in[0], L);
+    uint64_t cast = e != a ? (uint64_t)(a + e) : 0;
+    return n * ((bwd ? 2 * (uint64_t)e : 8 * (uint64_t)e) + cast);
+}
+
 /* Forward (or recompute) lowering of op j. */
 int low_lower_op_fwd(ctx *c, int pass, int j, int phase)
 {
@@ -306,6 +327,8 @@ int low_lower_op_fwd(ctx *c, int pass, int j, int phase)
         deps[nd++] = ci;
     }
     int64_t oel = low_elems_rank(c, op->out, out);
+    if (op->kind == G_LOSS && c->o->unfused_loss) /* Megatron's cross-entropy passes (low_loss_bytes) */
+        bytes = low_loss_bytes(c, op, want[act[0]], false);
     bytes += (uint64_t)oel * (uint64_t)c->o->act_bytes;
     if (op->kind == G_DROPOUT)
         bytes += (uint64_t)oel; /* writes its 1-byte mask (read back by the backward node) */

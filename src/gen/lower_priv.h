@@ -110,6 +110,7 @@ int64_t low_tp_of(const ctx *c);
 bool low_has_dim(const gtensor *t, int d);
 int64_t low_t_elems(const ctx *c, int t);
 int64_t low_elems_rank(const ctx *c, int t, lay L);
+uint64_t low_loss_bytes(const ctx *c, const gop *op, lay L, bool bwd);
 lay low_weight_lay(const ctx *c, int t);
 int low_emit(ctx *c, const char *name, int type, int phase, int ndeps, const int32_t *deps);
 int low_coll_for(lay a, lay b);

@@ -40,7 +40,7 @@ static const struct {
     {"model", true}, {"model-file", true}, {"layers", true}, {"hidden", true}, {"heads", true},
     {"kv-heads", true}, {"ffn", true}, {"vocab", true}, {"seq", true}, {"dp", true}, {"tp", true}, {"cp", true}, {"cp-comm", true}, {"ep", true}, {"etp", true}, {"moe-imbalance", true}, {"moe-max-nodes", true}, {"gpus-per-node", true}, {"attention", true},
     {"pp", true}, {"sp", false}, {"micro-batch", true}, {"global-batch", true}, {"schedule", true}, {"vpp", true}, {"first-stage-layers", true}, {"last-stage-layers", true},
-    {"zero", true}, {"fsdp", false}, {"recompute", true}, {"recompute-modules", true}, {"recompute-num-layers", true}, {"recompute-stage-layers", true}, {"precision", true}, {"grad-precision", true}, {"fp8-weight-cache", false}, {"tp-comm-overlap", false}, {"ep-comm-overlap", false},
+    {"zero", true}, {"fsdp", false}, {"recompute", true}, {"recompute-modules", true}, {"recompute-num-layers", true}, {"recompute-stage-layers", true}, {"precision", true}, {"grad-precision", true}, {"fp8-weight-cache", false}, {"tp-comm-overlap", false}, {"ep-comm-overlap", false}, {"unfused-loss", false},
     {"dp-bucket-mb", true}, {"rank-order", true}, {"gpu", true},
     {"mode", true}, {"prompt-len", true}, {"decode-steps", true}, {"batch", true}, {"micro-batches", true},
     {"kv-precision", true},
@@ -49,7 +49,7 @@ static const struct {
 /* flags that only make sense in one mode: the first one given is remembered and refused by
  * etk_gen_check in the other mode (whatever the order of --mode and the flag) */
 static const char *const training_only[] = {"sp", "cp", "micro-batch", "global-batch", "schedule", "vpp", "zero",
-                                            "fsdp", "recompute", "recompute-modules", "recompute-num-layers", "recompute-stage-layers", "grad-precision", "fp8-weight-cache", "tp-comm-overlap", "ep-comm-overlap", "dp-bucket-mb", "etp", "moe-imbalance",
+                                            "fsdp", "recompute", "recompute-modules", "recompute-num-layers", "recompute-stage-layers", "grad-precision", "fp8-weight-cache", "tp-comm-overlap", "ep-comm-overlap", "unfused-loss", "dp-bucket-mb", "etp", "moe-imbalance",
                                             "moe-max-nodes", NULL};
 static const char *const inference_only[] = {"prompt-len", "decode-steps", "batch", "micro-batches", "kv-precision",
                                              NULL};
@@ -131,6 +131,10 @@ const char *etk_gen_options_help(void)
            "                       earlier micro-batch layer by layer, the EP all-to-alls of one beside\n"
            "                       the compute of the other; one more warm-up forward per stage; 1f1b\n"
            "                       only, --vpp when --pp > 1, no --recompute full, no --zero 3\n"
+           "  --unfused-loss       the loss as Megatron-LM's vocab_parallel_cross_entropy over the\n"
+           "                       logits cast to FP32 (unfused: cast, max, subtract, exp, sum, divide;\n"
+           "                       backward a multiply and the cast back): 52 bytes per BF16 logit\n"
+           "                       instead of one read of the logits each way (4)\n"
            "  --dp-bucket-mb X     DP gradient bucket in MiB (default 25)\n"
            "  --rank-order A,B,..  axes fastest first (default tp,cp,dp,pp; cp, if omitted, follows tp)\n"
            "  --gpu NAME           a100 | h100 (default) | h200 | b200 | mi300x: memory capacity\n"
@@ -309,6 +313,10 @@ int etk_gen_set(etk_gen_config *c, const char *name, const char *v, etk_error *e
     }
     if (!strcmp(name, "ep-comm-overlap")) {
         c->ep_comm_overlap = true;
+        return 0;
+    }
+    if (!strcmp(name, "unfused-loss")) {
+        c->unfused_loss = true;
         return 0;
     }
     if (!strcmp(name, "vpp"))

@@ -108,7 +108,7 @@ int gen_init(gen *G, const etk_gen_config *cfg, etk_error *err)
         }
     glower_opts o = {.tp = cfg->tp, .moe_imbalance = cfg->moe_imbalance, .moe_a2a_scale = moe_a2a_scale(cfg), .cp = G->cp, .cp_ring = cfg->cp_comm == ETK_CP_RING && G->cp > 1,
                      .flash = cfg->attention == ETK_ATTN_FLASH, .ep = G->ep, .sp = cfg->sp, .tp_overlap = cfg->tp_comm_overlap && cfg->sp && cfg->tp > 1, .recompute = cfg->recompute,
-                     .rmods = cfg->recompute_modules, .act_bytes = G->act_bytes,
+                     .rmods = cfg->recompute_modules, .act_bytes = G->act_bytes, .unfused_loss = cfg->unfused_loss,
                      .gemm_bytes = !strcmp(cfg->precision, "fp8") ? 1 : 0,
                      .fp8_cast_mb = !strcmp(cfg->precision, "fp8") ? (int64_t)cfg->micro_batches : 0};
     /* DeepSeek's first_k_dense_replace: the first dense_layers layers from the dense_layer section */
