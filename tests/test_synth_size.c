@@ -4,6 +4,7 @@
  * profile's layer count when the graph is still short; valid layered structure; deterministic
  * for a seed; the unconditioned path (nodes 0) untouched. */
 #include "testutil.h"
+#include "synth_testlib.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -15,35 +16,12 @@
 #include "../src/synth/nn.h"
 #include "../src/synth/synth_internal.h"
 
-/* 16 GEMM graphs: 8 of 3 layers, 8 of 12, layers of 1 or 2 nodes, every node a child of all the
- * nodes of the layer before (as tests/test_synth.c test_profiles) */
+/* the 16 graphs of synth_testlib.h: 8 of 3 layers (4 or 5 nodes), 8 of 12 (18 nodes) */
 enum { NG = 16 };
 static etk_synth_model *fit_small(etk_synth_graph **gs)
 {
     etk_error err = {0};
-    int gemm = etk_synth_tok_parse("COMP:gemm");
-    for (int g = 0; g < NG; g++) {
-        uint32_t L = g < NG / 2 ? 3 : 12, nn = 0, np = 0, prev_a = 0, prev_b = 0;
-        uint16_t tok[64];
-        double val[64 * ETK_SYNTH_N_ATTR] = {0};
-        uint32_t off[65], par[256];
-        off[0] = 0;
-        for (uint32_t l = 0; l < L; l++) {
-            uint32_t size = 1 + (uint32_t)((g + l * (l + 1) / 2) % 2), a = nn;
-            for (uint32_t k = 0; k < size; k++, nn++) {
-                tok[nn] = (uint16_t)gemm;
-                val[nn * ETK_SYNTH_N_ATTR + 0] = 1e6;
-                val[nn * ETK_SYNTH_N_ATTR + 1] = 100;
-                for (uint32_t q = prev_a; l && q < prev_b; q++)
-                    par[np++] = q;
-                off[nn + 1] = np;
-            }
-            prev_a = a, prev_b = nn;
-        }
-        gs[g] = NULL;
-        if (etk_synth_graph_build(nn, tok, val, off, par, &gs[g], NULL, &err))
-            fail_msg("build: %s", err.msg);
-    }
+    synth_chain_corpus(gs, NG, 1e6, 1e6);
     uint32_t world = 1;
     etk_synth_model *m = NULL;
     assert_int_equal(etk_synth_fit(gs, NG, &world, 1, NULL, 0, &m, &err), 0);
@@ -83,7 +61,7 @@ static bool same_graph(const etk_synth_graph *a, const etk_synth_graph *b)
            !memcmp(a->val, b->val, (size_t)a->n * ETK_SYNTH_N_ATTR * sizeof *a->val);
 }
 
-/* the trained model: exactly N nodes for N below, inside and far above the training sizes (3 to
+/* the trained model: exactly N nodes for N below, inside and far above the training sizes (4 to
  * 18 nodes), a valid layered graph, deterministic for the seed; nodes 0 is the unconditioned
  * sampler (its samples end at a profile's 3 or 12 layers) */
 static void test_exact_size(void **state)
@@ -122,8 +100,8 @@ static void test_exact_size(void **state)
 
 /* a hand-set size stage that always draws layers of 2 nodes: a graph of N nodes has ceil(N / 2)
  * layers, all of 2 nodes but the last, which is cut to N - 2 (ceil(N / 2) - 1) = 1 for odd N,
- * whatever the profile's layer count (3 or 12) or its scaled count (N / 6 x 3 or N / 18 x 12 for
- * this corpus' 6- and 18-node graphs) */
+ * whatever the profile's layer count (3 or 12) or its scaled count (3 N / 4, 3 N / 5 or 12 N / 18 for
+ * this corpus' 4-, 5- and 18-node graphs) */
 static void test_cut_by_hand(void **state)
 {
     (void)state;
