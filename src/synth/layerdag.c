@@ -544,15 +544,25 @@ int syn_ld_sample(const etk_synth_model *m, uint32_t max_nodes, uint32_t nodes, 
     /* same-size sampling (docs/synth.md "Same-size sampling"): the profile's layer count scaled
      * by nodes / (the profile's node count), so that its program is laid out over a graph of that
      * size, and layers added until the graph has `nodes` nodes (the last one cut; past the scaled
-     * count the layers-left feature is held at 1, the last layer's context) */
+     * count the layers-left feature is held at 1, the last layer's context). The stages see the
+     * profile's program phase: layer index, layers left and prefix node count stretched back by
+     * (profile layers / scaled layers) and (profile nodes / nodes), as a full-length graph of the
+     * profile would present them at that point */
     uint32_t L = pf->layers;
     if (nodes) {
         double pn = (double)syn_ld_prof_nodes(pf);
         L = (uint32_t)fmax(1.0, round(pf->layers * (double)nodes / (pn > 0 ? pn : 1.0)));
     }
     for (uint32_t l = 0; nodes ? n < nodes : l < L; l++) {
-        features(f, l, n_prev, hist_prev, hist_all, n_prev, n, ld->labeled ? label_ns : 0, ld->label_min_ns,
-                 ld->label_max_ns, L > l ? L - l : nodes ? 1 : 0, pf->scale);
+        uint32_t fl = l, fleft = L > l ? L - l : nodes ? 1 : 0, fn = n;
+        if (nodes) {
+            double w = (double)pf->layers / L;
+            fl = (uint32_t)lround(l * w);
+            fleft = L > l ? (uint32_t)fmax(1.0, round((L - l) * w)) : 1;
+            fn = (uint32_t)lround(n * (double)syn_ld_prof_nodes(pf) / nodes);
+        }
+        features(f, fl, n_prev, hist_prev, hist_all, n_prev, fn, ld->labeled ? label_ns : 0, ld->label_min_ns,
+                 ld->label_max_ns, fleft, pf->scale);
         syn_mlp_forward(&ld->size, f, h, y);
         stage_in(f, pf);
         syn_softmax(y, LD_SIZES, p);
