@@ -19,7 +19,7 @@
 static void help(void)
 {
     printf("usage: etkit synth fit WORKLOAD... [--list FILE] [--layerdag [--epochs N] [--average E]] -o MODEL\n"
-           "       etkit synth sample MODEL -o PREFIX [--ranks N] [--inner G] [--seed S] [--max-nodes N] [--count]\n"
+           "       etkit synth sample MODEL -o PREFIX [--ranks N] [--inner G] [--seed S] [--max-nodes N | --nodes N] [--count]\n"
            "                          [--label step_time_ns=T --cluster NAME [--tries K] [--attr-tries J] [--refine R]]\n"
            "       etkit synth eval MODEL --real FILE [--samples K] [--seed S] [--cluster NAME [--train FILE]] [--json]\n\n"
            "Learned synthetic workloads (docs/synth.md). Rank graphs (one per rank class) become token\n"
@@ -40,7 +40,8 @@ static void help(void)
            "           histograms against the workloads listed in --real: its two halves against each\n"
            "           other, K count-model samples, K random DAGs of the same sizes (node and edge counts\n"
            "           of half a, edges uniform over forward pairs), K layer-copy DAGs (half a's layer sizes\n"
-           "           and in-degrees kept: an oracle on structure), K LayerDAG samples; with --cluster,\n"
+           "           and in-degrees kept: an oracle on structure), K LayerDAG samples, and K LayerDAG\n"
+           "           samples of half a's node counts (--nodes, the random DAG's sizes); with --cluster,\n"
            "           the KS distance of the simulated step times too; with --cluster and --train,\n"
            "           the step-time regressor protocol and the training graphs' own scores against\n"
            "           half b (what a model reproducing the training split exactly would get)\n\n"
@@ -68,6 +69,8 @@ static void help(void)
            "                       that divides N; 1: every collective on the world group)\n"
            "  --seed S             random seed (default 1): the output is byte-identical for a seed\n"
            "  --max-nodes N        sample: at most N nodes per rank graph (layers are cut)\n"
+           "  --nodes N            sample (LayerDAG): exactly N nodes per rank graph (the drawn training\n"
+           "                       graph's layer count scaled to N nodes; the last layer is cut)\n"
            "  --real FILE          eval: the held-out workloads, one per line\n"
            "  --samples K          eval: synthetic graphs per baseline (default: as many as real ones)\n"
            "  --train FILE         eval --cluster: LayerDAG's regressor protocol: a step-time regressor\n"
@@ -93,7 +96,7 @@ static const char *jnum(char buf[32], double v)
     return buf;
 }
 
-enum { O_LIST = 1000, O_RANKS, O_INNER, O_SEED, O_MAXN, O_REAL, O_SAMPLES, O_CLUSTER, O_JSON, O_LD, O_EPOCHS, O_COUNT, O_LABEL, O_TRIES, O_TRAIN, O_ATRIES, O_REFINE, O_AVERAGE };
+enum { O_LIST = 1000, O_RANKS, O_INNER, O_SEED, O_MAXN, O_REAL, O_SAMPLES, O_CLUSTER, O_JSON, O_LD, O_EPOCHS, O_COUNT, O_LABEL, O_TRIES, O_TRAIN, O_ATRIES, O_REFINE, O_AVERAGE, O_NODES };
 static const struct option longopts[] = {
     {"out", required_argument, 0, 'o'},         {"list", required_argument, 0, O_LIST},
     {"ranks", required_argument, 0, O_RANKS},   {"inner", required_argument, 0, O_INNER},
@@ -103,14 +106,14 @@ static const struct option longopts[] = {
     {"layerdag", no_argument, 0, O_LD},         {"epochs", required_argument, 0, O_EPOCHS},
     {"train", required_argument, 0, O_TRAIN},   {"label", required_argument, 0, O_LABEL},   {"tries", required_argument, 0, O_TRIES},
     {"attr-tries", required_argument, 0, O_ATRIES}, {"refine", required_argument, 0, O_REFINE},
-    {"average", required_argument, 0, O_AVERAGE},
+    {"average", required_argument, 0, O_AVERAGE}, {"nodes", required_argument, 0, O_NODES},
     {"count", no_argument, 0, O_COUNT},         {"quiet", no_argument, 0, 'q'},             {"help", no_argument, 0, 'h'},
     {0, 0, 0, 0},
 };
 
 typedef struct opts {
     const char *out, *list, *real, *cluster, *train;
-    uint64_t ranks, inner, seed, max_nodes, samples, epochs, tries, attr_tries, refine, average;
+    uint64_t ranks, inner, seed, max_nodes, nodes, samples, epochs, tries, attr_tries, refine, average;
     double label_ns;
     bool ranks_set, inner_set, json, quiet, layerdag, count;
 } opts;
@@ -267,6 +270,9 @@ static int do_sample(const opts *o, const char *model)
         return cli_usage_error("synth", "--max-nodes wants at most 4294967295");
     if (o->label_ns > 0 && !o->cluster)
         return cli_usage_error("synth", "--label wants --cluster NAME (the samples are simulated on it)");
+    if (o->nodes && (o->count || o->max_nodes))
+        return cli_usage_error("synth", "--nodes samples the LayerDAG model at a node count: not with %s",
+                               o->count ? "--count" : "--max-nodes");
     if (etk_output_check(o->out, &err))
         return cli_fail("synth", &err);
     etk_synth_model *m = NULL;
@@ -274,6 +280,9 @@ static int do_sample(const opts *o, const char *model)
     etk_workload *w = NULL;
     uint32_t rej = 0;
     int rc = etk_synth_model_load(model, &m, &err);
+    if (!rc && o->nodes && !etk_synth_model_has_layerdag(m))
+        rc = etk_err(&err, ETK_EINVAL, "%s: --nodes wants a LayerDAG model (fit --layerdag); this one is the count model",
+                     model);
     uint32_t ranks = 0;
     double best_ns = 0;
     uint64_t tries = o->label_ns > 0 ? (o->tries ? o->tries : 32) : 1;
@@ -293,7 +302,7 @@ static int do_sample(const opts *o, const char *model)
     bool found = tries == 1;
     for (uint64_t k = 0; !rc && tries > 1 && k < tries; k++) {
         etk_synth_sample_opts so = {.seed = o->seed + k, .max_nodes = (uint32_t)o->max_nodes, .count_only = o->count,
-                                    .label_ns = o->label_ns};
+                                    .label_ns = o->label_ns, .nodes = (uint32_t)o->nodes};
         etk_synth_graph *gk = NULL;
         uint32_t rk = 0;
         rc = etk_synth_sample_graph(m, &so, &gk, &rk, &err);
@@ -314,7 +323,7 @@ static int do_sample(const opts *o, const char *model)
     }
     if (!rc && found) {
         etk_synth_sample_opts so = {.seed = o->seed + best_k, .max_nodes = (uint32_t)o->max_nodes, .count_only = o->count,
-                                    .label_ns = o->label_ns};
+                                    .label_ns = o->label_ns, .nodes = (uint32_t)o->nodes};
         uint32_t rk = 0;
         rc = etk_synth_sample_graph(m, &so, &g, &rk, &err);
         if (tries == 1)
@@ -438,6 +447,10 @@ int cmd_synth(int argc, char **argv)
             if (cli_parse_u64("synth", "--max-nodes", optarg, &o.max_nodes))
                 return 2;
             break;
+        case O_NODES:
+            if (cli_parse_u64_in("synth", "--nodes", optarg, 1, 10000000, &o.nodes))
+                return 2;
+            break;
         case O_SAMPLES:
             if (cli_parse_u64("synth", "--samples", optarg, &o.samples))
                 return 2;
@@ -521,10 +534,10 @@ static int synth_eval(const opts *o, const char *model)
     etk_synth_model *m = NULL;
     char **specs = NULL;
     size_t n_specs = 0, n_real = 0;
-    etk_synth_graph **real = NULL, **syn = NULL, **rnd = NULL, **cpy = NULL, **lds = NULL;
+    etk_synth_graph **real = NULL, **syn = NULL, **rnd = NULL, **cpy = NULL, **lds = NULL, **ldz = NULL;
     uint32_t *world = NULL, *inner = NULL;
     size_t k = 0;
-    double *t_a = NULL, *t_b = NULL, *t_s = NULL, *t_r = NULL, *t_c = NULL, *t_l = NULL;
+    double *t_a = NULL, *t_b = NULL, *t_s = NULL, *t_r = NULL, *t_c = NULL, *t_l = NULL, *t_z = NULL;
     bool has_ld = false;
     int rc = etk_synth_model_load(model, &m, &err);
     if (!rc)
@@ -548,8 +561,9 @@ static int synth_eval(const opts *o, const char *model)
     rnd = calloc(k, sizeof *rnd);
     cpy = calloc(k, sizeof *cpy);
     lds = calloc(k, sizeof *lds);
+    ldz = calloc(k, sizeof *ldz);
     has_ld = etk_synth_model_has_layerdag(m);
-    if (!a || !b || !syn || !rnd || !cpy || !lds) {
+    if (!a || !b || !syn || !rnd || !cpy || !lds || !ldz) {
         free(a), free(b);
         rc = etk_err(&err, ETK_ENOMEM, "out of memory");
         goto done;
@@ -567,6 +581,12 @@ static int synth_eval(const opts *o, const char *model)
             rc = etk_synth_sample_graph(m, &so, &lds[i], &rej, &err);
             rej_all += rej;
         }
+        /* LayerDAG at the random DAG's sizes: half a's node counts */
+        so.nodes = a[i % na]->n;
+        if (!rc && has_ld) {
+            rc = etk_synth_sample_graph(m, &so, &ldz[i], &rej, &err);
+            rej_all += rej;
+        }
         if (!rc)
             rc = etk_synth_random_er(m, a[i % na], o->seed + i, &rnd[i], &err);
         if (!rc)
@@ -576,24 +596,26 @@ static int synth_eval(const opts *o, const char *model)
         free(a), free(b);
         goto done;
     }
-    static const char *cols[5] = {"real_vs_real", "count", "random", "layer_copy", "layerdag"};
-    int nco = has_ld ? 5 : 4;
-    double mmd[ETK_SYNTH_N_DESC][5];
+    static const char *cols[6] = {"real_vs_real", "count", "random", "layer_copy", "layerdag", "layerdag_same_size"};
+    int nco = has_ld ? 6 : 4;
+    double mmd[ETK_SYNTH_N_DESC][6];
     for (int d = 0; d < ETK_SYNTH_N_DESC; d++) {
         mmd[d][0] = etk_synth_mmd2(m, a, na, b, nb, d);
         mmd[d][1] = etk_synth_mmd2(m, syn, k, b, nb, d);
         mmd[d][2] = etk_synth_mmd2(m, rnd, k, b, nb, d);
         mmd[d][3] = etk_synth_mmd2(m, cpy, k, b, nb, d);
         mmd[d][4] = has_ld ? etk_synth_mmd2(m, lds, k, b, nb, d) : NAN;
+        mmd[d][5] = has_ld ? etk_synth_mmd2(m, ldz, k, b, nb, d) : NAN;
     }
-    double ks[5] = {NAN, NAN, NAN, NAN, NAN};
+    double ks[6] = {NAN, NAN, NAN, NAN, NAN, NAN};
     uint32_t n_ranks = etk_synth_model_default_ranks(m);
     if (o->cluster) {
         etk_cluster c;
         rc = cluster_for(o->cluster, n_ranks, &c, &err);
         t_a = calloc(na, sizeof *t_a), t_b = calloc(nb, sizeof *t_b), t_s = calloc(k, sizeof *t_s),
         t_r = calloc(k, sizeof *t_r), t_c = calloc(k, sizeof *t_c), t_l = calloc(k, sizeof *t_l);
-        if (!rc && (!t_a || !t_b || !t_s || !t_r || !t_c || !t_l))
+        t_z = calloc(k, sizeof *t_z);
+        if (!rc && (!t_a || !t_b || !t_s || !t_r || !t_c || !t_l || !t_z))
             rc = etk_err(&err, ETK_ENOMEM, "out of memory");
         if (rc) {
             free(a), free(b);
@@ -607,25 +629,28 @@ static int synth_eval(const opts *o, const char *model)
             t_s[i] = step_ns(m, syn[i], n_ranks, &c);
             t_r[i] = step_ns(m, rnd[i], n_ranks, &c);
             t_c[i] = step_ns(m, cpy[i], n_ranks, &c);
-            if (has_ld)
+            if (has_ld) {
                 t_l[i] = step_ns(m, lds[i], n_ranks, &c);
+                t_z[i] = step_ns(m, ldz[i], n_ranks, &c);
+            }
         }
         ks[0] = etk_synth_ks(t_a, na, t_b, nb);
         ks[1] = etk_synth_ks(t_s, k, t_b, nb);
         ks[2] = etk_synth_ks(t_r, k, t_b, nb);
         ks[3] = etk_synth_ks(t_c, k, t_b, nb);
         ks[4] = has_ld ? etk_synth_ks(t_l, k, t_b, nb) : NAN;
+        ks[5] = has_ld ? etk_synth_ks(t_z, k, t_b, nb) : NAN;
     }
     /* LayerDAG's protocol: the regressor trained on real graphs (--train) and on each model's
      * samples, tested on all the real graphs of --real */
-    double corr[5][2];
+    double corr[6][2];
     bool has_reg = o->train && o->cluster;
     /* the training graphs themselves against half b: what a model that reproduced the training
      * split exactly would score (the family shift between the splits, when they differ) */
     double tr_mmd[ETK_SYNTH_N_DESC], tr_ks = NAN;
     for (int d = 0; d < ETK_SYNTH_N_DESC; d++)
         tr_mmd[d] = NAN;
-    for (int j = 0; j < 5; j++)
+    for (int j = 0; j < 6; j++)
         corr[j][0] = corr[j][1] = NAN;
     if (has_reg) {
         char **tspecs = NULL;
@@ -654,9 +679,9 @@ static int synth_eval(const opts *o, const char *model)
         }
         for (size_t i = 0; !rc && i < n_real; i++)
             yr[i] = i % 2 ? t_b[i / 2] : t_a[i / 2];
-        etk_synth_graph **sets[5] = {tg, syn, rnd, cpy, lds};
-        double *ys[5] = {ty, t_s, t_r, t_c, t_l};
-        size_t ns[5] = {n_tg, k, k, k, k};
+        etk_synth_graph **sets[6] = {tg, syn, rnd, cpy, lds, ldz};
+        double *ys[6] = {ty, t_s, t_r, t_c, t_l, t_z};
+        size_t ns[6] = {n_tg, k, k, k, k, k};
         for (int j = 0; !rc && j < nco; j++) {
             etk_synth_regressor *reg = NULL;
             /* graphs whose simulation failed (step time 0) are left out */
@@ -719,7 +744,7 @@ static int synth_eval(const opts *o, const char *model)
                "to a training graph), %zu random DAGs, %zu layer-copy DAGs\n",
                n_real, na, nb, k, rej_all, k, k);
         printf("%-18s %14s %14s %14s %14s%s\n", "MMD^2 vs half b", "real half a", "count model", "random DAG",
-               "layer copy", has_ld ? "       LayerDAG" : "");
+               "layer copy", has_ld ? "       LayerDAG   LD same size" : "");
         for (int d = 0; d < ETK_SYNTH_N_DESC; d++) {
             printf("%-18s", etk_synth_desc_name(d));
             for (int j = 0; j < nco; j++)
@@ -735,7 +760,7 @@ static int synth_eval(const opts *o, const char *model)
         if (has_reg) {
             printf("step-time regressor trained on (real: --train), tested on the real graphs of --real:\n");
             printf("%-18s %14s %14s %14s %14s%s\n", "", "real (train)", "count model", "random DAG", "layer copy",
-                   has_ld ? "       LayerDAG" : "");
+                   has_ld ? "       LayerDAG   LD same size" : "");
             for (int q = 0; q < 2; q++) {
                 printf("%-18s", q ? "Spearman" : "Pearson");
                 for (int j = 0; j < nco; j++)
@@ -750,10 +775,12 @@ static int synth_eval(const opts *o, const char *model)
     }
     free(a), free(b);
 done:
-    free(t_a), free(t_b), free(t_s), free(t_r), free(t_c), free(t_l);
+    free(t_a), free(t_b), free(t_s), free(t_r), free(t_c), free(t_l), free(t_z);
     for (size_t i = 0; i < k; i++) {
         if (lds)
             etk_synth_graph_free(lds[i]);
+        if (ldz)
+            etk_synth_graph_free(ldz[i]);
         if (syn)
             etk_synth_graph_free(syn[i]);
         if (rnd)
@@ -765,6 +792,7 @@ done:
     free(rnd);
     free(cpy);
     free(lds);
+    free(ldz);
     free_graphs(real, n_real);
     free_list(specs, n_specs);
     free(world);

@@ -76,6 +76,19 @@ expect 0 "(LayerDAG model)" synth sample "$T/ld.json" -o "$T/l" --seed 2 --max-n
 expect 0 "0 errors, 0 warnings" validate "$T/l"
 expect 0 "(count model)" synth sample "$T/ld.json" -o "$T/lc" --seed 2 --count
 expect 2 "--epochs wants 1 to 1000, got 0" synth fit "$T/a" --layerdag --epochs 0 -o "$T/x.json"
+# --nodes N: a LayerDAG rank graph of exactly N nodes (docs/synth.md "Same-size sampling"),
+# valid, deterministic; one rank: no point-to-point twins, so the rank file has the N nodes
+expect 0 "wrote 4 rank files .*: 37 nodes (" synth sample "$T/ld.json" -o "$T/n37" --seed 2 --nodes 37
+expect 0 "0 errors, 0 warnings" validate "$T/n37"
+expect 0 "wrote 1 rank files .*: 523 nodes (" synth sample "$T/ld.json" -o "$T/n523" --seed 2 --nodes 523 --ranks 1
+n=$("$ETKIT" info "$T/n523.0.et" | sed -n 's/.*nodes: \([0-9]*\).*/\1/p' | head -1)
+[ "${n:-0}" = 523 ] || fail "--nodes 523 --ranks 1: rank 0 has ${n:-no} nodes"
+"$ETKIT" synth sample "$T/ld.json" -o "$T/n37b" --seed 2 --nodes 37 -q || fail "second --nodes sample"
+for r in 0 1 2 3; do cmp -s "$T/n37.$r.et" "$T/n37b.$r.et" || fail "--nodes 37: rank $r differs between two runs with one seed"; done
+expect 2 "--nodes samples the LayerDAG model at a node count: not with --count" synth sample "$T/ld.json" -o "$T/x" --nodes 9 --count
+expect 2 "not with --max-nodes" synth sample "$T/ld.json" -o "$T/x" --nodes 9 --max-nodes 20
+expect 2 "--nodes wants 1 to 10000000, got 0" synth sample "$T/ld.json" -o "$T/x" --nodes 0
+expect 2 "m.json: --nodes wants a LayerDAG model (fit --layerdag); this one is the count model" synth sample "$T/m.json" -o "$T/x" --nodes 9
 # --average 0: the last iterate, not the default's mean of the last 4 epochs' iterates
 expect 0 "LayerDAG model: 2 epochs" synth fit "$T/a" "$T/b" --layerdag --epochs 2 --average 0 -o "$T/ld0.json"
 cmp -s "$T/ld.json" "$T/ld0.json" && fail "--average 0 wrote the same model as the default (averaged) fit"
@@ -107,6 +120,10 @@ python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); r=d["regressor"]["r
   fail "synth eval --json with constant step times: not JSON, or a correlation not null: $(head -c 300 "$T/aaa.json")"
 expect 0 "training graphs (--train) vs half b" synth eval "$T/m.json" --real "$T/real.txt" --samples 4 \
   --cluster dgx-h100 --train "$T/real.txt"
+# a LayerDAG model: its samples, and its samples at half a's node counts (the random DAG's sizes)
+expect 0 "LayerDAG   LD same size" synth eval "$T/ld.json" --real "$T/real.txt" --samples 4
+expect 0 '"layerdag": [-0-9.e]*, "layerdag_same_size": [-0-9.e]*}' synth eval "$T/ld.json" --real "$T/real.txt" \
+  --samples 4 --cluster dgx-h100 --json
 
 # conditional generation: --label needs a cluster; the best of K samples is reported
 expect 2 "--label wants --cluster NAME" synth sample "$T/m.json" -o "$T/l" --label step_time_ns=1000000

@@ -7,6 +7,7 @@
  * forms. */
 #include "testutil.h"
 #include "gen_testlib.h"
+#include "synth_testlib.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -1082,29 +1083,7 @@ static void test_profiles(void **state)
     etk_synth_graph *gs[NG];
     etk_error err = {0};
     int gemm = etk_synth_tok_parse("COMP:gemm");
-    for (int g = 0; g < NG; g++) {
-        uint32_t L = g < NG / 2 ? 3 : 12, nn = 0, np = 0, prev_a = 0, prev_b = 0;
-        uint16_t tok[64];
-        double val[64 * ETK_SYNTH_N_ATTR] = {0};
-        uint32_t off[65], par[256];
-        off[0] = 0;
-        for (uint32_t l = 0; l < L; l++) {
-            uint32_t size = 1 + (uint32_t)((g + l * (l + 1) / 2) % 2), a = nn;
-            for (uint32_t k = 0; k < size; k++, nn++) {
-                tok[nn] = (uint16_t)gemm;
-                val[nn * ETK_SYNTH_N_ATTR + 0] = L == 3 ? 1e3 : 1e9;
-                val[nn * ETK_SYNTH_N_ATTR + 1] = 100;
-                for (uint32_t q = prev_a; l && q < prev_b; q++)
-                    par[np++] = q;
-                off[nn + 1] = np;
-            }
-            prev_a = a, prev_b = nn;
-        }
-        gs[g] = NULL;
-        if (etk_synth_graph_build(nn, tok, val, off, par, &gs[g], NULL, &err))
-            fail_msg("build: %s", err.msg);
-        assert_int_equal(gs[g]->n_layers, L);
-    }
+    synth_chain_corpus(gs, NG, 1e3, 1e9);
     uint32_t world = 1;
     etk_synth_model *m = NULL, *m2 = NULL;
     assert_int_equal(etk_synth_fit(gs, NG, &world, 1, NULL, 0, &m, &err), 0);

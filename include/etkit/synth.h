@@ -144,6 +144,11 @@ typedef struct etk_synth_sample_opts {
     uint32_t max_nodes;   /* 0: no limit; else layers are added until the graph would exceed it */
     uint32_t max_tries;   /* WL-hash rejection: re-sample at most this often (0: 100) */
     double label_ns;      /* > 0: the target label (step time, ns) of a labeled LayerDAG model */
+    /* > 0 (LayerDAG only): a graph of exactly this many nodes ("the same sizes", docs/synth.md
+     * "Same-size sampling"): the drawn profile's layer count scaled by nodes / the profile's node
+     * count, layers added until the graph has this many nodes, the last one cut; max_nodes is
+     * ignored */
+    uint32_t nodes;
 } etk_synth_sample_opts;
 
 /* Sample one rank graph (deterministic for the seed); a graph isomorphic to a training graph

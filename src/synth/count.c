@@ -610,7 +610,7 @@ int etk_synth_sample_graph(const etk_synth_model *m, const etk_synth_sample_opts
         etk_synth_graph *g = NULL;
         /* (a LayerDAG sample ends at its drawn profile's layer count since version 4: no
          * autoregressive runaway to reject) */
-        if (m->ld && !o->count_only ? syn_ld_sample(m, o->max_nodes, o->label_ns, &r, &g) : sample_once(m, o, &r, &g))
+        if (m->ld && !o->count_only ? syn_ld_sample(m, o->max_nodes, o->nodes, o->label_ns, &r, &g) : sample_once(m, o, &r, &g))
             return etk_err(err, ETK_ENOMEM, "out of memory sampling a graph");
         if (!syn_wl_rejected(m, etk_synth_graph_wl_hash(g))) {
             *out = g;

@@ -495,6 +495,14 @@ const syn_ld_profile *syn_ld_profile_draw(const syn_layerdag *ld, int bucket, sr
             return &ld->prof[i];
 }
 
+uint32_t syn_ld_prof_nodes(const syn_ld_profile *pf)
+{
+    uint32_t s = 0;
+    for (int t = 0; t < NT; t++)
+        s += pf->tok[t];
+    return s;
+}
+
 int syn_ld_label_bucket(const syn_layerdag *ld, double label_ns)
 {
     int q = 0;
@@ -515,7 +523,8 @@ void syn_ld_attr_values(const etk_synth_model *m, int tok, double label_ns, int 
     syn_bin_values(m, tok, shist_draw(h, r, 0), r, val);
 }
 
-int syn_ld_sample(const etk_synth_model *m, uint32_t max_nodes, double label_ns, srng *r, etk_synth_graph **out)
+int syn_ld_sample(const etk_synth_model *m, uint32_t max_nodes, uint32_t nodes, double label_ns, srng *r,
+                  etk_synth_graph **out)
 {
     const syn_layerdag *ld = m->ld;
     vec tok = {0}, lay = {0}, off = {0}, par = {0}, lstart = {0}, outdeg = {0};
@@ -532,9 +541,28 @@ int syn_ld_sample(const etk_synth_model *m, uint32_t max_nodes, double label_ns,
     const syn_ld_profile *pf = syn_ld_profile_draw(ld, ld->labeled && label_ns > 0 ? syn_ld_label_bucket(ld, label_ns) : -1, r);
     double guide[NT];
     syn_ld_guide(m, pf, guide);
-    for (uint32_t l = 0; l < pf->layers; l++) {
-        features(f, l, n_prev, hist_prev, hist_all, n_prev, n, ld->labeled ? label_ns : 0, ld->label_min_ns,
-                 ld->label_max_ns, pf->layers > l ? pf->layers - l : 0, pf->scale);
+    /* same-size sampling (docs/synth.md "Same-size sampling"): the profile's layer count scaled
+     * by nodes / (the profile's node count), so that its program is laid out over a graph of that
+     * size, and layers added until the graph has `nodes` nodes (the last one cut; past the scaled
+     * count the layers-left feature is held at 1, the last layer's context). The stages see the
+     * profile's program phase: layer index, layers left and prefix node count stretched back by
+     * (profile layers / scaled layers) and (profile nodes / nodes), as a full-length graph of the
+     * profile would present them at that point */
+    uint32_t L = pf->layers;
+    if (nodes) {
+        double pn = (double)syn_ld_prof_nodes(pf);
+        L = (uint32_t)fmax(1.0, round(pf->layers * (double)nodes / (pn > 0 ? pn : 1.0)));
+    }
+    for (uint32_t l = 0; nodes ? n < nodes : l < L; l++) {
+        uint32_t fl = l, fleft = L > l ? L - l : nodes ? 1 : 0, fn = n;
+        if (nodes) {
+            double w = (double)pf->layers / L;
+            fl = (uint32_t)lround(l * w);
+            fleft = L > l ? (uint32_t)fmax(1.0, round((L - l) * w)) : 1;
+            fn = (uint32_t)lround(n * (double)syn_ld_prof_nodes(pf) / nodes);
+        }
+        features(f, fl, n_prev, hist_prev, hist_all, n_prev, fn, ld->labeled ? label_ns : 0, ld->label_min_ns,
+                 ld->label_max_ns, fleft, pf->scale);
         syn_mlp_forward(&ld->size, f, h, y);
         stage_in(f, pf);
         syn_softmax(y, LD_SIZES, p);
@@ -547,7 +575,9 @@ int syn_ld_sample(const etk_synth_model *m, uint32_t max_nodes, double label_ns,
         for (int k = 0; k < LD_SIZES; k++)
             p[k] /= s;
         uint32_t size = (uint32_t)draw_p(p, LD_SIZES, r);
-        if (max_nodes && n + size > max_nodes) {
+        if (nodes && n + size > nodes)
+            size = nodes - n;
+        else if (!nodes && max_nodes && n + size > max_nodes) {
             if (n)
                 break;
             size = max_nodes;

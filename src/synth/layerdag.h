@@ -73,8 +73,13 @@ typedef struct syn_ld_opts {
 
 int syn_ld_train(etk_synth_model *m, etk_synth_graph *const *gs, size_t n, const syn_ld_opts *o, etk_error *err);
 /* label_ns > 0: the target label (models trained with labels). The graph has the layer count of a
- * drawn training-graph profile (syn_ld_profile), or fewer layers when max_nodes cuts it */
-int syn_ld_sample(const etk_synth_model *m, uint32_t max_nodes, double label_ns, srng *r, etk_synth_graph **out);
+ * drawn training-graph profile (syn_ld_profile), or fewer layers when max_nodes cuts it; nodes > 0:
+ * exactly that many nodes, the profile's layer count scaled by nodes / its node count (max_nodes
+ * ignored) */
+int syn_ld_sample(const etk_synth_model *m, uint32_t max_nodes, uint32_t nodes, double label_ns, srng *r,
+                  etk_synth_graph **out);
+/* a profile's node count (the sum of its token counts) */
+uint32_t syn_ld_prof_nodes(const syn_ld_profile *pf);
 void syn_ld_free(syn_layerdag *ld);
 /* a profile drawn uniformly among the training graphs' (those of label bucket `bucket` when
  * some are, bucket -1: all) */
