@@ -159,15 +159,6 @@ static uint64_t h_coll(void *ctx, const etk_cluster *c, etk_coll_type t, uint64_
     (void)n;
     return t == ETK_COLL_ALL_TO_ALL ? *(const uint64_t *)ctx : 0;
 }
-static uint64_t h_p2p(void *ctx, const etk_cluster *c, uint32_t s, uint32_t d, uint64_t bytes)
-{
-    (void)ctx;
-    (void)c;
-    (void)s;
-    (void)d;
-    (void)bytes;
-    return 0;
-}
 
 /* step time of the plan on the hand cost model; *comp: rank 0's compute summed by hand */
 static uint64_t hand_step(const char *line, uint64_t A, bool fold, uint64_t *comp)
@@ -194,7 +185,7 @@ static uint64_t hand_step(const char *line, uint64_t A, bool fold, uint64_t *com
     }
     etk_cluster cl;
     gen_test_cluster(&cl, c.n_ranks);
-    etk_sim_costs costs = {.coll_ns = h_coll, .p2p_ns = h_p2p, .compute_ns = h_compute, .ctx = &A};
+    etk_sim_costs costs = {.coll_ns = h_coll, .p2p_ns = gen_test_p2p_free, .compute_ns = h_compute, .ctx = &A};
     etk_sim_opts o;
     memset(&o, 0, sizeof o);
     o.no_fold = !fold;

@@ -111,15 +111,6 @@ static uint64_t h_coll(void *ctx, const etk_cluster *c, etk_coll_type t, uint64_
         return (uint64_t)llround((n - 1) * (double)bytes / (n * B));
     return 0;
 }
-static uint64_t h_p2p(void *ctx, const etk_cluster *c, uint32_t s, uint32_t d, uint64_t bytes)
-{
-    (void)ctx;
-    (void)c;
-    (void)s;
-    (void)d;
-    (void)bytes;
-    return 0;
-}
 
 typedef struct {
     etk_workload *w;
@@ -168,7 +159,7 @@ static void hsim_run(hsim *h, const char *line, double B)
         fail_msg("%s", err.msg);
     etk_cluster cl;
     gen_test_cluster(&cl, c.n_ranks);
-    etk_sim_costs costs = {.coll_ns = h_coll, .p2p_ns = h_p2p, .compute_ns = h_compute, .ctx = &h->B};
+    etk_sim_costs costs = {.coll_ns = h_coll, .p2p_ns = gen_test_p2p_free, .compute_ns = h_compute, .ctx = &h->B};
     etk_sim_opts o;
     memset(&o, 0, sizeof o);
     o.no_fold = true;

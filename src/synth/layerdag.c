@@ -549,17 +549,16 @@ int syn_ld_sample(const etk_synth_model *m, uint32_t max_nodes, uint32_t nodes, 
      * (profile layers / scaled layers) and (profile nodes / nodes), as a full-length graph of the
      * profile would present them at that point */
     uint32_t L = pf->layers;
-    if (nodes) {
-        double pn = (double)syn_ld_prof_nodes(pf);
+    const double pn = (double)syn_ld_prof_nodes(pf);
+    if (nodes)
         L = (uint32_t)fmax(1.0, round(pf->layers * (double)nodes / (pn > 0 ? pn : 1.0)));
-    }
     for (uint32_t l = 0; nodes ? n < nodes : l < L; l++) {
         uint32_t fl = l, fleft = L > l ? L - l : nodes ? 1 : 0, fn = n;
         if (nodes) {
             double w = (double)pf->layers / L;
             fl = (uint32_t)lround(l * w);
             fleft = L > l ? (uint32_t)fmax(1.0, round((L - l) * w)) : 1;
-            fn = (uint32_t)lround(n * (double)syn_ld_prof_nodes(pf) / nodes);
+            fn = (uint32_t)lround(n * pn / nodes);
         }
         features(f, fl, n_prev, hist_prev, hist_all, n_prev, fn, ld->labeled ? label_ns : 0, ld->label_min_ns,
                  ld->label_max_ns, fleft, pf->scale);
