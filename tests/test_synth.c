@@ -576,6 +576,35 @@ static void test_gradcheck(void **state)
     syn_mlp_free(&m);
 }
 
+/* syn_mlp_forward_sparse (the sampler's edge stage) against syn_mlp_forward on the dense input,
+ * bit for bit: the prefix's sums, then the listed entries in order, zero entries skipped (some
+ * listed values zero, some weights negative, so that -0 products occur) */
+static void test_mlp_sparse(void **state)
+{
+    (void)state;
+    srng r = {11};
+    syn_mlp m;
+    assert_int_equal(syn_mlp_init(&m, 24, 16, 3, &r), 0);
+    for (int trial = 0; trial < 200; trial++) {
+        double x[24] = {0}, pre[16], h[16], y[3], hs[16], ys[3], val[24];
+        int idx[24], k = 0, n = 1 + (int)srng_below(&r, 10);
+        for (int i = 0; i < n; i++)
+            x[i] = 4 * srng_unit(&r) - 2;
+        for (int i = n; i < 24; i++)
+            if (srng_unit(&r) < 0.3) {
+                idx[k] = i;
+                val[k] = srng_unit(&r) < 0.2 ? 0 : 3 * srng_unit(&r) - 1;
+                x[i] = val[k++];
+            }
+        syn_mlp_forward(&m, x, h, y);
+        syn_mlp_prefix(&m, x, n, pre);
+        syn_mlp_forward_sparse(&m, pre, idx, val, k, hs, ys);
+        assert_memory_equal(h, hs, sizeof h);
+        assert_memory_equal(y, ys, sizeof y);
+    }
+    syn_mlp_free(&m);
+}
+
 /* the LayerDAG model trained on the generated corpus: deterministic, its samples valid on 1-8
  * ranks, the same after a model-file round trip, its training losses below the uniform guess */
 static void test_layerdag(void **state)
@@ -1211,7 +1240,7 @@ int main(void)
         cmocka_unit_test(test_extract_fit),     cmocka_unit_test(test_wl_rejection),
         cmocka_unit_test(test_assemble_by_hand), cmocka_unit_test(test_assemble_valid_and_simulated),
         cmocka_unit_test(test_model_file),      cmocka_unit_test(test_metrics), cmocka_unit_test(test_bins),
-        cmocka_unit_test(test_gradcheck), cmocka_unit_test(test_layerdag), cmocka_unit_test(test_random_er),
+        cmocka_unit_test(test_gradcheck), cmocka_unit_test(test_mlp_sparse), cmocka_unit_test(test_layerdag), cmocka_unit_test(test_random_er),
         cmocka_unit_test(test_regressor), cmocka_unit_test(test_label_attrs),
         cmocka_unit_test(test_scale_classes),   cmocka_unit_test(test_profiles), cmocka_unit_test(test_average),
         cmocka_unit_test(test_collapse),

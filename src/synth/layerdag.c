@@ -125,6 +125,26 @@ static void edge_input(double *x, const double *f, int tok_v, int tok_u, uint32_
     syn_sinus((double)t, 4, p + 3);
 }
 
+/* edge_input's entries after the prefix f, those that can be non-zero, as (index, value) in
+ * increasing index order (syn_mlp_forward_sparse); returns their count, LD_EDGE_SPARSE */
+enum { LD_EDGE_SPARSE = 3 + 3 + 4 };
+static int edge_sparse(int *idx, double *val, int tok_v, int tok_u, uint32_t dist, uint32_t outdeg_u, int noisy,
+                       uint32_t noisy_indeg, int t)
+{
+    const int base = LD_F + 2 * NT + LD_WINDOW;
+    idx[0] = LD_F + tok_v;
+    idx[1] = LD_F + NT + tok_u;
+    idx[2] = LD_F + 2 * NT + (int)(dist > LD_WINDOW ? LD_WINDOW : dist) - 1;
+    val[0] = val[1] = val[2] = 1;
+    for (int q = 0; q < 7; q++)
+        idx[3 + q] = base + q;
+    val[3] = (double)outdeg_u / (1.0 + outdeg_u);
+    val[4] = noisy;
+    val[5] = noisy_indeg / 8.0;
+    syn_sinus((double)t, 4, val + 6);
+    return LD_EDGE_SPARSE;
+}
+
 /* far parents: the distance bucket of a layer distance d > LD_WINDOW (9-16: 0, 17-32: 1, ...) and
  * the distances of bucket b */
 static int far_bucket(uint32_t d)
@@ -528,7 +548,8 @@ int syn_ld_sample(const etk_synth_model *m, uint32_t max_nodes, uint32_t nodes, 
 {
     const syn_layerdag *ld = m->ld;
     vec tok = {0}, lay = {0}, off = {0}, par = {0}, lstart = {0}, outdeg = {0};
-    double *val = NULL, *x = malloc(LD_EDGE_IN * sizeof *x), f[LD_F], h[LD_HIDDEN], y[LD_FAR_OUT], p[LD_FAR_OUT];
+    double *val = NULL, *x = malloc(LD_EDGE_IN * sizeof *x), f[LD_F], h[LD_HIDDEN], y[LD_FAR_OUT], p[LD_FAR_OUT],
+           pre_edge[LD_HIDDEN];
     uint32_t hist_prev[NT] = {0}, hist_all[NT] = {0}, n_prev = 0, n = 0;
     int *noisy = NULL, *clean = NULL;
     double *prob = NULL;
@@ -564,6 +585,7 @@ int syn_ld_sample(const etk_synth_model *m, uint32_t max_nodes, uint32_t nodes, 
                  ld->label_max_ns, fleft, pf->scale);
         syn_mlp_forward(&ld->size, f, h, y);
         stage_in(f, pf);
+        syn_mlp_prefix(&ld->edge, f, LD_F, pre_edge); /* f is the layer's: the edge stage's prefix */
         syn_softmax(y, LD_SIZES, p);
         /* the profile's layer count decides the stop: none before it (a graph has a first
          * layer), stop at it */
@@ -631,9 +653,12 @@ int syn_ld_sample(const etk_synth_model *m, uint32_t max_nodes, uint32_t nodes, 
                 deg += nz[c] = srng_unit(r) < ld->edge_prior;
             for (int t = LD_STEPS; t >= 1; t--) {
                 for (uint32_t c = 0; c < nc; c++) {
+                    /* edge_input's x through the edge net, its prefix f summed once per layer */
                     uint32_t u = lo + c;
-                    edge_input(x, f, (int)tok.v[v], (int)tok.v[u], l - lay.v[u], outdeg.v[u], nz[c], deg, t);
-                    syn_mlp_forward(&ld->edge, x, h, y);
+                    int ix[LD_EDGE_SPARSE];
+                    double xv[LD_EDGE_SPARSE];
+                    int k = edge_sparse(ix, xv, (int)tok.v[v], (int)tok.v[u], l - lay.v[u], outdeg.v[u], nz[c], deg, t);
+                    syn_mlp_forward_sparse(&ld->edge, pre_edge, ix, xv, k, h, y);
                     prob[c] = syn_sigmoid(y[0]);
                 }
                 double keep = 1.0 - (double)(t - 1) / LD_STEPS;

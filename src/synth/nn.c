@@ -54,6 +54,38 @@ void syn_mlp_forward(const syn_mlp *m, const double *x, double *h, double *y)
     }
 }
 
+void syn_mlp_prefix(const syn_mlp *m, const double *x, int n, double *pre)
+{
+    const double *w1 = m->w, *b1 = w1 + (size_t)m->n_hid * m->n_in;
+    for (int j = 0; j < m->n_hid; j++) {
+        const double *row = w1 + (size_t)j * m->n_in;
+        double s = b1[j];
+        for (int i = 0; i < n; i++)
+            s += row[i] * x[i];
+        pre[j] = s;
+    }
+}
+
+void syn_mlp_forward_sparse(const syn_mlp *m, const double *pre, const int *idx, const double *val, int k, double *h,
+                            double *y)
+{
+    const double *w1 = m->w, *w2 = w1 + (size_t)m->n_hid * m->n_in + m->n_hid, *b2 = w2 + (size_t)m->n_out * m->n_hid;
+    for (int j = 0; j < m->n_hid; j++) {
+        const double *row = w1 + (size_t)j * m->n_in;
+        double s = pre[j];
+        for (int q = 0; q < k; q++)
+            s += row[idx[q]] * val[q];
+        h[j] = s > 0 ? s : 0;
+    }
+    for (int o = 0; o < m->n_out; o++) {
+        const double *row = w2 + (size_t)o * m->n_hid;
+        double s = b2[o];
+        for (int j = 0; j < m->n_hid; j++)
+            s += row[j] * h[j];
+        y[o] = s;
+    }
+}
+
 void syn_mlp_backward(syn_mlp *m, const double *x, const double *h, const double *dy)
 {
     double *g1 = m->g, *gb1 = g1 + (size_t)m->n_hid * m->n_in, *g2 = gb1 + m->n_hid,

@@ -20,6 +20,14 @@ int syn_mlp_init(syn_mlp *m, int n_in, int n_hid, int n_out, srng *r); /* ETK_EN
 void syn_mlp_free(syn_mlp *m);
 /* h[n_hid]: hidden activations after ReLU; y[n_out]: outputs (logits) */
 void syn_mlp_forward(const syn_mlp *m, const double *x, double *h, double *y);
+/* The first layer's sums over x[0, n), bias first, in syn_mlp_forward's order: pre[n_hid]. */
+void syn_mlp_prefix(const syn_mlp *m, const double *x, int n, double *pre);
+/* syn_mlp_forward of an input whose entries [0, n) gave pre (syn_mlp_prefix) and whose other
+ * entries are zero but for the k at idx[] (increasing, each >= n) with values val[]. The sums
+ * are the same in the same order less the zero entries, whose products (+0 or -0) leave a sum
+ * as it is, so h and y equal syn_mlp_forward's bit for bit (tests/test_synth.c). */
+void syn_mlp_forward_sparse(const syn_mlp *m, const double *pre, const int *idx, const double *val, int k, double *h,
+                            double *y);
 /* add d(loss)/d(params) for one example to m->g, given the forward's h and dy = d(loss)/dy */
 void syn_mlp_backward(syn_mlp *m, const double *x, const double *h, const double *dy);
 /* one Adam step (beta1 0.9, beta2 0.999, eps 1e-8) on the gradients times `scale`; step t >= 1;
