@@ -1,7 +1,7 @@
 /* plan_mpi.c — the plan search over MPI processes (plan_mpi.h, docs/plan.md "Parallel search").
  * Every process enumerates the same rows (etk_plan_begin). Rank 0 hands out work and gathers:
- * phase 1 (validity, memory, bound) in chunks of rows, phase 2 (simulation) one row at a time
- * along the bound order while a row can still reach the top k, so plans that cost 100x more
+ * phase 1 (validity, memory, bound) in chunks of rows, phase 2 (simulation) a few rows per thread
+ * ahead (AHEAD2) along the bound order while a row can still reach the top k, so plans that cost 100x more
  * than others do not leave processes idle (dynamic load balancing). Every process runs -j N
  * worker threads (rank 0's beside its serving main thread); only main threads call MPI
  * (MPI_THREAD_FUNNELED), polling with short sleeps so that they do not take a core from the
@@ -79,8 +79,15 @@ enum { TAG_RESULT = 10, TAG_WORK = 20 };
  * trip, bench/RESULTS.md "s27-plan"). */
 enum { CHUNK1 = 64, LOW1 = CHUNK1 / 2 };
 /* phase 2: a remote process keeps this many rows per thread queued besides the running ones
- * (s33; one before), so a reply may take a whole row's time (rank 0's serving thread naps up to
- * NAP_SLACK while it has work to hand out) */
+ * (s33; one before), so that a reply may take a row's time or two and both main threads poll
+ * seldom (rank 0's serving thread naps half its mean row, up to NAP_SLACK, while it has work to
+ * hand out; the remote main thread as long between polls). Rows held ahead that rank 0's k-th
+ * best score has meanwhile passed are not simulated (remote_worker: rank 0 sends that score and
+ * each row's bound with its replies), and near the end rank 0 hands rows only to threads without
+ * work from 2 * AHEAD2 rows per worker thread left (end_zone). Measured with 1 and 2 rows ahead:
+ * with one, rank 0's naps had to stay short; with two, the remote worker still ran dry ~50 times
+ * a run on llama3-8b (0.19 s; 8b rows ~6 ms), with three 0.03-0.06 s (bench/RESULTS.md
+ * "s33-mpi"). */
 enum { AHEAD2 = 3 };
 
 /* a worker process's message: the results of the rows it finished since its last message; want:
@@ -407,15 +414,17 @@ static void *local_worker(void *arg)
 /* a wait for a message: 50 us, doubling while nothing comes up to cap ns (the caller resets *ns
  * to 0 when one comes), so an idle poller wakes at most 1e9 / cap times a second without delaying
  * a reply that comes soon. NAP_URGENT (1 ms): someone waits for the message (a worker thread
- * without work, rank 0 for a phase's last results). Rank 0 while it has work to hand out:
+ * without work, rank 0 for a phase's last results). Rank 0 while it has work to hand out naps
+ * its whole cap at once (s33: no request is due soon, as the others ask ahead; before, each
+ * message reset the nap to 50 us, ~8 naps to climb back to the cap, every message):
  * NAP_SLACK1 (8 ms) in phase 1, where a remote process asks for its next chunk while it still
- * holds LOW1 rows per thread (~30-100 ms of work); in phase 2, where it asks a whole row ahead
- * (rows take 1-1,000 ms to simulate), an eighth of rank 0's own mean row time so far, at least
- * NAP_URGENT and at most NAP_SLACK (4 ms): a reply that late costs its threads nothing as a
- * rule, and rank 0's server wakes 125-250 times a second instead of 1,000
- * (measured on the issue's llama3-70b case at load 5-13: 0.68-1.91 s of CPU before s29, 0.51-0.73
- * s after, on a core its worker wanted; context switches of the whole run 72,000-120,000 before,
- * 42,000-49,000 after; bench/RESULTS.md "s29-plan"). */
+ * holds LOW1 rows per thread (~30-100 ms of work); in phase 2, where it asks while it holds
+ * AHEAD2 rows per thread queued (rows take 1-1,000 ms to simulate, median ~11 ms on the issue's
+ * case), half of rank 0's own mean row time so far, at least NAP_URGENT and at most NAP_SLACK
+ * (8 ms). Up to s32: an eighth of the mean row, 1-4 ms, with a process asking one row ahead
+ * (s29: 0.68-1.91 s of the server's CPU before s29, 0.51-0.73 s after, at load 5-13; context
+ * switches of the whole run 72,000-120,000 before, 42,000-49,000 after; bench/RESULTS.md
+ * "s29-plan"; s33's figures: bench/RESULTS.md "s33-mpi"). */
 enum { NAP_URGENT = 1000000, NAP_SLACK = 8000000, NAP_SLACK1 = 8000000 };
 static void nap(long *ns, long cap)
 {
@@ -623,8 +632,9 @@ static int serve(queue *q, int size, const etk_plan_opts *o, mpi_stats *st0)
 
 /* ranks > 0: a process of -j N threads. Its main thread (the only one to call MPI) keeps the
  * threads fed: it asks rank 0 for work for as many threads as the local queue lacks (one request
- * in flight; the queue is topped up to one row or chunk per thread ahead while the threads work),
- * and sends the finished rows with each request, or on their own when no request is due. */
+ * in flight; the queue is topped up to a chunk per thread in phase 1 and AHEAD2 rows per thread
+ * beyond the running ones in phase 2 while the threads work), and sends the finished rows with
+ * each request, or on their own when no request is due. */
 typedef struct {
     etk_plan_search_state *s;
     int phase;
@@ -842,16 +852,23 @@ static int work_phase(remote *R, int phase)
         if (event) {
             wait = 0;
         } else if (blocked || (in_flight && (R->lazy || (phase == 2 ? idle > 0 : queued <= started)))) {
-            /* a reply is due: poll (Open MPI's blocking wait spins a core). s29 tried polling
-             * only every 10 ms while every thread still had a row, woken at once by a thread
-             * out of work: this thread's CPU fell by ~0.03 s, its worker's wait for work grew
-             * from ~0.01 to 0.08-0.14 s (the wake-ups in a row on a loaded machine) */
+            /* a reply is urgent (a thread has nothing to do; phase 1: at most a row per thread
+             * queued; the end zone), or a rendezvous send waits for this side: poll (Open MPI's
+             * blocking wait spins a core). s29 tried polling only every 10 ms while every thread
+             * still had a row, woken at once by a thread out of work, with one row ahead: its
+             * worker's wait for work grew from ~0.01 to 0.08-0.14 s; s33 keeps AHEAD2 rows per
+             * thread queued in phase 2, so the reply has a whole row's time or more */
             nap(&wait, NAP_URGENT);
         } else {
-            /* nothing due from rank 0 (in phase 1 finished rows wait for the next request):
-             * sleep until a thread takes or finishes a row (the events that can make a message
-             * due; remote_worker signals only those), so the main thread costs no CPU while rows
-             * run; the 100 ms limit is a safety net only */
+            /* nothing urgent (in phase 1 finished rows wait for the next request): sleep until
+             * a thread takes or finishes a row or runs dry (the events that can make a message
+             * due or a reply urgent; remote_worker signals those, in phase 1 only when its queue
+             * falls below LOW1 rows per thread or to a row per thread), so the main thread costs
+             * no CPU while rows run; with a phase-2 request in flight, at most half its mean row
+             * time (1-8 ms, as rank 0's naps: a reply that comes is taken while a row is still
+             * queued), else 100 ms, a safety net only. Before s33 it polled with naps from 50 us
+             * to 1 ms while any request was in flight (~6,400 of its ~6,400 context switches a run
+             * on the issue's case) */
             struct timespec until;
             clock_gettime(CLOCK_REALTIME, &until);
             long ns = 100000000L;
