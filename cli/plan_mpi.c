@@ -1,7 +1,7 @@
 /* plan_mpi.c — the plan search over MPI processes (plan_mpi.h, docs/plan.md "Parallel search").
  * Every process enumerates the same rows (etk_plan_begin). Rank 0 hands out work and gathers:
- * phase 1 (validity, memory, bound) in chunks of rows, phase 2 (simulation) one row at a time
- * along the bound order while a row can still reach the top k, so plans that cost 100x more
+ * phase 1 (validity, memory, bound) in chunks of rows, phase 2 (simulation) a few rows per thread
+ * ahead (AHEAD2) along the bound order while a row can still reach the top k, so plans that cost 100x more
  * than others do not leave processes idle (dynamic load balancing). Every process runs -j N
  * worker threads (rank 0's beside its serving main thread); only main threads call MPI
  * (MPI_THREAD_FUNNELED), polling with short sleeps so that they do not take a core from the
@@ -49,6 +49,7 @@ int plan_mpi_search(const etk_plan_space *sp, const etk_plan_job *jobs, uint32_t
     return etk_plan_search(sp, jobs, n_jobs, o, res, err);
 }
 #else
+#include <math.h>
 #include <mpi.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -77,6 +78,17 @@ enum { TAG_RESULT = 10, TAG_WORK = 20 };
  * threads) and asked for a chunk only when its queue was empty (its thread idle for the round
  * trip, bench/RESULTS.md "s27-plan"). */
 enum { CHUNK1 = 64, LOW1 = CHUNK1 / 2 };
+/* phase 2: a remote process keeps this many rows per thread queued besides the running ones
+ * (s33; one before), so that a reply may take a row's time or two and both main threads poll
+ * seldom (rank 0's serving thread naps half its mean row, up to NAP_SLACK, while it has work to
+ * hand out; the remote main thread as long between polls). Rows held ahead that rank 0's k-th
+ * best score has meanwhile passed are not simulated (remote_worker: rank 0 sends that score and
+ * each row's bound with its replies), and near the end rank 0 hands rows only to threads without
+ * work from 2 * AHEAD2 rows per worker thread left (end_zone). Measured with 1 and 2 rows ahead:
+ * with one, rank 0's naps had to stay short; with two, the remote worker still ran dry ~50 times
+ * a run on llama3-8b (0.19 s; 8b rows ~6 ms), with three 0.03-0.06 s (bench/RESULTS.md
+ * "s33-mpi"). */
+enum { AHEAD2 = 3 };
 
 /* a worker process's message: the results of the rows it finished since its last message; want:
  * for how many of its threads it asks for work (0: none, the message only carries results, and
@@ -99,6 +111,9 @@ typedef struct {
  * (0.2-0.5 s a run near idle, bench/RESULTS.md "s29-plan"); now the last rows go to whoever
  * is free. */
 enum { LAZY = 0x100 };
+/* the reply's head: [phase | LAZY, rank 0's k-th best score so far (a double, two words)]; then
+ * the rows: phase 1 a flat index each, phase 2 a flat index and the row's lower-bound score (s33) */
+enum { REPLY_HEAD = 3 };
 
 /* -j as the number of workers per process (search.c's bounds) */
 static uint32_t n_threads(const etk_plan_opts *o)
@@ -112,7 +127,26 @@ typedef struct {
     double busy, wait, cpu, main_cpu; /* main_cpu: a remote process's main thread (in cpu too) */
     long msgs, rows, threads; /* threads: worker threads started (the last phase) */
     long msgs1, bare1, rows1;  /* rank 0's server, phase 1: messages, those without a request, rows in them */
+    long csw, main_csw; /* context switches (voluntary + involuntary): the worker threads', the main thread's */
+    long icsw, main_icsw; /* of those, involuntary (preempted) */
+    long skipped; /* a remote process, phase 2: rows past the cut not simulated (remote_worker) */
 } mpi_stats;
+
+/* context switches of the calling thread so far (voluntary + involuntary) */
+static long thread_csw(void)
+{
+    struct rusage ru;
+    if (getrusage(RUSAGE_THREAD, &ru))
+        return 0;
+    return ru.ru_nvcsw + ru.ru_nivcsw;
+}
+
+/* the calling thread's involuntary context switches so far (preempted: the rest are its waits) */
+static long thread_icsw(void)
+{
+    struct rusage ru;
+    return getrusage(RUSAGE_THREAD, &ru) ? 0 : ru.ru_nivcsw;
+}
 
 static double now_s(void)
 {
@@ -280,7 +314,7 @@ static bool end_zone(queue *q)
 {
     if (q->end || q->stop)
         return q->end;
-    size_t lim = q->phase == 1 ? (size_t)q->workers * LOW1 : 2 * (size_t)q->workers, left = 0;
+    size_t lim = q->phase == 1 ? (size_t)q->workers * LOW1 : 2 * AHEAD2 * (size_t)q->workers, left = 0;
     if (q->phase == 1) {
         left = q->end1 - q->next;
     } else {
@@ -354,6 +388,8 @@ static void *local_worker(void *arg)
             q->local.busy += busy;
             q->local.rows += rows;
             q->local.cpu += plan_mpi_thread_cpu_s(); /* threads per phase */
+            q->local.csw += thread_csw();
+            q->local.icsw += thread_icsw();
             pthread_mutex_unlock(&q->mu);
             return NULL;
         }
@@ -378,16 +414,18 @@ static void *local_worker(void *arg)
 /* a wait for a message: 50 us, doubling while nothing comes up to cap ns (the caller resets *ns
  * to 0 when one comes), so an idle poller wakes at most 1e9 / cap times a second without delaying
  * a reply that comes soon. NAP_URGENT (1 ms): someone waits for the message (a worker thread
- * without work, rank 0 for a phase's last results). Rank 0 while it has work to hand out:
+ * without work, rank 0 for a phase's last results). Rank 0 while it has work to hand out naps
+ * its whole cap at once (s33: no request is due soon, as the others ask ahead; before, each
+ * message reset the nap to 50 us, ~8 naps to climb back to the cap, every message):
  * NAP_SLACK1 (8 ms) in phase 1, where a remote process asks for its next chunk while it still
- * holds LOW1 rows per thread (~30-100 ms of work); in phase 2, where it asks a whole row ahead
- * (rows take 1-1,000 ms to simulate), an eighth of rank 0's own mean row time so far, at least
- * NAP_URGENT and at most NAP_SLACK (4 ms): a reply that late costs its threads nothing as a
- * rule, and rank 0's server wakes 125-250 times a second instead of 1,000
- * (measured on the issue's llama3-70b case at load 5-13: 0.68-1.91 s of CPU before s29, 0.51-0.73
- * s after, on a core its worker wanted; context switches of the whole run 72,000-120,000 before,
- * 42,000-49,000 after; bench/RESULTS.md "s29-plan"). */
-enum { NAP_URGENT = 1000000, NAP_SLACK = 4000000, NAP_SLACK1 = 8000000 };
+ * holds LOW1 rows per thread (~30-100 ms of work); in phase 2, where it asks while it holds
+ * AHEAD2 rows per thread queued (rows take 1-1,000 ms to simulate, median ~11 ms on the issue's
+ * case), half of rank 0's own mean row time so far, at least NAP_URGENT and at most NAP_SLACK
+ * (8 ms). Up to s32: an eighth of the mean row, 1-4 ms, with a process asking one row ahead
+ * (s29: 0.68-1.91 s of the server's CPU before s29, 0.51-0.73 s after, at load 5-13; context
+ * switches of the whole run 72,000-120,000 before, 42,000-49,000 after; bench/RESULTS.md
+ * "s29-plan"; s33's figures: bench/RESULTS.md "s33-mpi"). */
+enum { NAP_URGENT = 1000000, NAP_SLACK = 8000000, NAP_SLACK1 = 8000000 };
 static void nap(long *ns, long cap)
 {
     *ns = *ns < 50000 ? 50000 : *ns < cap / 2 ? *ns * 2 : cap;
@@ -411,24 +449,33 @@ static int reserve(void **buf, size_t *cap, size_t need)
     return 0;
 }
 
-/* MPI_Send without Open MPI's busy wait: a message over the shared-memory transport's eager limit
- * (4 KiB with Open MPI 4.1's vader, i.e. ten rows) goes by rendezvous, and a blocking MPI_Send
- * spins in opal_progress (with --oversubscribe: sched_yield, system time) until the receiver has
- * matched it, which takes rank 0's serving thread a nap and, on a loaded machine, a time slice.
- * Measured before this (bench/RESULTS.md "s27-plan"): a remote process's main thread spent 0.8 s
- * of CPU in MPI_Send over an 8 s search, on a core its worker wanted. So the message goes with
- * MPI_Isend and the caller naps while it is in flight. */
-static void send_napped(const void *buf, int count, MPI_Datatype type, int dest, int tag)
+/* A message sent without waiting for it (s33). A blocking MPI_Send spins in opal_progress (with
+ * --oversubscribe: sched_yield) until the receiver has matched it (over the shared-memory
+ * transport's eager limit, 4 KiB with Open MPI 4.1's vader, i.e. ten rows: rendezvous) and even a
+ * small message's send completes only once the receiver has handed the fragment back, i.e. once
+ * it polls (bench/RESULTS.md "s27-plan": 0.8 s of a remote main thread's CPU in MPI_Send over an
+ * 8 s search). Up to s32 the sender then napped (50 us, doubling to 1 ms) until the send was
+ * done, which took until the other main thread's next poll (rank 0's naps of up to 4-8 ms): 2,233
+ * of the 2,818 such naps of one llama3-8b run were for messages of a single row (s33). Now the
+ * sender goes on, and waits only when it needs the buffer again (out_wait), by which time the
+ * other side has as a rule long received it: rank 0 replies to a process only after it asked
+ * again, i.e. after it received the last reply; a process sends at most a bare result message
+ * and a request before the reply to that request, and has a buffer for each. */
+typedef struct {
+    void *buf;
+    size_t cap, bytes; /* bytes: of the message last sent */
+    MPI_Request req;   /* MPI_REQUEST_NULL: the buffer is free */
+} out_msg;
+enum { EAGER_BYTES = 4096 }; /* Open MPI 4.1's vader: btl_vader_eager_limit */
+
+static void out_wait(out_msg *m)
 {
-    MPI_Request req;
-    int flag = 0;
     long wait = 0;
-    MPI_Isend(buf, count, type, dest, tag, MPI_COMM_WORLD, &req);
-    for (;;) {
-        MPI_Test(&req, &flag, MPI_STATUS_IGNORE);
-        if (flag)
-            return;
-        nap(&wait, NAP_URGENT);
+    while (m->req != MPI_REQUEST_NULL) {
+        int flag = 0;
+        MPI_Test(&m->req, &flag, MPI_STATUS_IGNORE); /* done: sets req to MPI_REQUEST_NULL */
+        if (!flag)
+            nap(&wait, NAP_URGENT);
     }
 }
 
@@ -448,6 +495,13 @@ static int serve(queue *q, int size, const etk_plan_opts *o, mpi_stats *st0)
         q->init_rank = -1;
     }
     int active = size - 1, rc = 0;
+    out_msg *replies = malloc((size_t)size * sizeof *replies); /* per process: the last reply */
+    if (!replies) {
+        fprintf(stderr, "etkit plan: error: rank 0: out of memory\n");
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    for (int i = 0; i < size; i++)
+        replies[i] = (out_msg){NULL, 0, 0, MPI_REQUEST_NULL};
     void *buf = NULL, *work = NULL;
     size_t cap = 0, wcap = 0;
     long wait = 0;
@@ -460,15 +514,20 @@ static int serve(queue *q, int size, const etk_plan_opts *o, mpi_stats *st0)
              * out, rank 0 waits for nothing but their last results */
             pthread_mutex_lock(&q->mu);
             long cap = NAP_URGENT;
+            bool slack = false;
             if (end_zone(q)) {
                 cap = NAP_URGENT; /* the requests come from threads without work */
             } else if (!q->stop && q->phase == 1) {
                 cap = NAP_SLACK1;
-            } else if (!q->stop) { /* an eighth of rank 0's mean row so far, 1-4 ms */
-                double eighth = q->row_n ? 0.125e9 * q->row_s / (double)q->row_n : 0;
-                cap = eighth >= NAP_SLACK ? NAP_SLACK : eighth <= NAP_URGENT ? NAP_URGENT : (long)eighth;
+                slack = true;
+            } else if (!q->stop) { /* half of rank 0's mean row so far, 1-8 ms */
+                double half = q->row_n ? 0.5e9 * q->row_s / (double)q->row_n : 0;
+                cap = half >= NAP_SLACK ? NAP_SLACK : half <= NAP_URGENT ? NAP_URGENT : (long)half;
+                slack = true;
             }
             pthread_mutex_unlock(&q->mu);
+            if (slack) /* the next request is not due soon: no short naps first (s33) */
+                wait = cap;
             nap(&wait, cap);
             continue;
         }
@@ -507,6 +566,15 @@ static int serve(queue *q, int size, const etk_plan_opts *o, mpi_stats *st0)
                 MPI_Abort(MPI_COMM_WORLD, 2);
             }
         }
+        out_msg *m = &replies[st.MPI_SOURCE];
+        size_t words = 0; /* of the reply */
+        if (!h.final && h.want) {
+            out_wait(m); /* as a rule done long ago: this process asked again after receiving it */
+            if (reserve(&m->buf, &m->cap, (REPLY_HEAD + 3 * (size_t)max) * sizeof(uint32_t))) {
+                fprintf(stderr, "etkit plan: error: rank 0: out of memory\n");
+                MPI_Abort(MPI_COMM_WORLD, 2);
+            }
+        }
         pthread_mutex_lock(&q->mu);
         for (size_t i = 0; i < h.n && i < n_in; i++)
             merge(q, rows[i].flat, &rows[i].row, o);
@@ -514,6 +582,21 @@ static int serve(queue *q, int size, const etk_plan_opts *o, mpi_stats *st0)
             n = take(q, (uint32_t *)work + 1, max);
         if (lazy && !n && q->stop)
             lazy = 0; /* nothing was to defer: no more work */
+        if (!h.final && h.want) { /* [phase | LAZY, k-th best score (a double), rows] */
+            uint32_t *out = m->buf;
+            double kth = etk_plan_topk_kth(&q->tk);
+            out[0] = (uint32_t)q->phase | lazy;
+            memcpy(&out[1], &kth, sizeof kth);
+            words = REPLY_HEAD;
+            for (uint32_t i = 0; i < n; i++) {
+                uint32_t flat = ((uint32_t *)work)[1 + i];
+                out[words++] = flat;
+                if (q->phase == 2) { /* and its bound (the other process has not assessed it) */
+                    memcpy(&out[words], &etk_plan_rows(q->s)[flat].lb_score, sizeof(double));
+                    words += 2;
+                }
+            }
+        }
         pthread_mutex_unlock(&q->mu);
         if (q->phase == 1) {
             st0->bare1 += !h.want;
@@ -525,13 +608,13 @@ static int serve(queue *q, int size, const etk_plan_opts *o, mpi_stats *st0)
         }
         if (!h.want)
             continue;
-        if (!work && reserve(&work, &wcap, sizeof(uint32_t))) { /* a deferral (no rows asked for) */
-            fprintf(stderr, "etkit plan: error: rank 0: out of memory\n");
-            MPI_Abort(MPI_COMM_WORLD, 2);
-        }
-        ((uint32_t *)work)[0] = (uint32_t)q->phase | lazy;
-        send_napped(work, (int)(n + 1), MPI_UINT32_T, st.MPI_SOURCE, TAG_WORK + q->phase);
+        MPI_Isend(m->buf, (int)words, MPI_UINT32_T, st.MPI_SOURCE, TAG_WORK + q->phase, MPI_COMM_WORLD, &m->req);
     }
+    for (int i = 0; i < size; i++) {
+        out_wait(&replies[i]);
+        free(replies[i].buf);
+    }
+    free(replies);
     for (uint32_t i = 0; i < started; i++)
         pthread_join(th[i], NULL);
     if (!started)
@@ -549,8 +632,9 @@ static int serve(queue *q, int size, const etk_plan_opts *o, mpi_stats *st0)
 
 /* ranks > 0: a process of -j N threads. Its main thread (the only one to call MPI) keeps the
  * threads fed: it asks rank 0 for work for as many threads as the local queue lacks (one request
- * in flight; the queue is topped up to one row or chunk per thread ahead while the threads work),
- * and sends the finished rows with each request, or on their own when no request is due. */
+ * in flight; the queue is topped up to a chunk per thread in phase 1 and AHEAD2 rows per thread
+ * beyond the running ones in phase 2 while the threads work), and sends the finished rows with
+ * each request, or on their own when no request is due. */
 typedef struct {
     etk_plan_search_state *s;
     int phase;
@@ -565,6 +649,10 @@ typedef struct {
     size_t claim0, n_claim; /* phase 1: rows [claim0, claim0 + n_claim) taken before MPI_Init */
     int init_rank, size;    /* init_rank >= 0: MPI_Init after the threads start (init_late) */
     uint32_t busy;     /* threads on a row */
+    double kth;        /* phase 2: rank 0's k-th best score at its last reply (INFINITY: none yet) */
+    double *lb;        /* phase 2: the lower-bound score of each row rank 0 handed out (from its phase 1) */
+    double row_s;      /* this phase's rows done: seconds, count (work_phase's polls) */
+    long row_n;
     wire_row *out;     /* finished, not sent */
     size_t n_out, cap_out;
     bool oom;
@@ -575,31 +663,41 @@ static void *remote_worker(void *arg)
 {
     remote *R = arg;
     double busy = 0, wait = 0;
-    long rows = 0;
+    long rows = 0, skipped = 0;
     pthread_mutex_lock(&R->mu);
     for (;;) {
         double t0 = now_s();
-        if (R->head == R->tail && !R->no_more && R->lazy)
-            pthread_cond_signal(&R->cv_main); /* out of work: the main thread asks for this thread */
+        if (R->head == R->tail && !R->no_more)
+            pthread_cond_signal(&R->cv_main); /* out of work: the main thread asks or polls for this thread */
         while (R->head == R->tail && !R->no_more)
             pthread_cond_wait(&R->cv, &R->mu);
         wait += now_s() - t0;
         if (R->head == R->tail)
             break;
         wire_row w = {R->pend[R->head++], 0, {0}};
+        /* phase 2: a row whose bound rank 0's k-th best score has passed since it was handed out
+         * is past the cut (search.c, "Determinism": k rows before it score better than its bound):
+         * it goes back as it came, unsimulated, as a thread of -j would not have taken it */
+        bool skip = R->phase == 2 && R->lb[w.flat] > R->kth;
         R->busy++;
-        if (R->phase == 2 || R->tail - R->head < (size_t)R->threads * LOW1)
-            pthread_cond_signal(&R->cv_main); /* the queue shrank: more work may be due */
+        size_t left = R->tail - R->head;
+        if (R->phase == 2 || left <= R->threads || left + 1 == (size_t)R->threads * LOW1)
+            pthread_cond_signal(&R->cv_main); /* a request may be due, or the reply urgent (see work_phase) */
         pthread_mutex_unlock(&R->mu);
         w.row = etk_plan_rows(R->s)[w.flat]; /* this process never writes its rows */
         t0 = now_s();
         if (R->phase == 1)
             etk_plan_assess(R->s, &w.row);
-        else
+        else if (!skip)
             etk_plan_simulate(R->s, &w.row);
-        busy += now_s() - t0;
+        else
+            skipped++;
+        double dt = now_s() - t0;
+        busy += dt;
         rows++;
         pthread_mutex_lock(&R->mu);
+        R->row_s += dt;
+        R->row_n++;
         if (R->n_out == R->cap_out) {
             size_t c = R->cap_out ? 2 * R->cap_out : 64;
             wire_row *p = realloc(R->out, c * sizeof *p);
@@ -619,8 +717,11 @@ static void *remote_worker(void *arg)
     }
     R->ms->busy += busy;
     R->ms->wait += wait;
+    R->ms->skipped += skipped;
     R->ms->rows += rows;
     R->ms->cpu += plan_mpi_thread_cpu_s();
+    R->ms->csw += thread_csw();
+    R->ms->icsw += thread_icsw();
     pthread_mutex_unlock(&R->mu);
     return NULL;
 }
@@ -628,10 +729,9 @@ static void *remote_worker(void *arg)
 static int work_phase(remote *R, int phase)
 {
     uint32_t N = R->threads;
-    size_t wcap = 1 + (size_t)N * CHUNK1;
+    size_t wcap = REPLY_HEAD + 3 * (size_t)N * CHUNK1; /* phase 1: N chunks; phase 2: at most 64 rows of 3 words */
     uint32_t *work = malloc(wcap * sizeof *work);
-    void *msg = NULL;
-    size_t msg_cap = 0;
+    out_msg ob[2] = {{NULL, 0, 0, MPI_REQUEST_NULL}, {NULL, 0, 0, MPI_REQUEST_NULL}}; /* messages to rank 0 */
     if (!work)
         return -1;
     R->phase = phase;
@@ -640,6 +740,9 @@ static int work_phase(remote *R, int phase)
     R->lazy = false;
     R->n_out = 0;
     R->busy = 0;
+    R->row_s = 0;
+    R->row_n = 0;
+    R->kth = INFINITY;
     for (size_t i = 0; phase == 1 && i < R->n_claim && R->claim0 + i < etk_plan_n_rows(R->s); i++)
         R->pend[R->tail++] = (uint32_t)(R->claim0 + i);
     pthread_t th[64];
@@ -660,7 +763,15 @@ static int work_phase(remote *R, int phase)
     long wait = 0;
     int rc = 0;
     for (;;) {
-        bool event = false;
+        bool event = false, blocked = false;
+        for (int b = 0; b < 2; b++)
+            if (ob[b].req != MPI_REQUEST_NULL) {
+                int flag = 0;
+                MPI_Test(&ob[b].req, &flag, MPI_STATUS_IGNORE);
+                /* a rendezvous send needs this side's progress once rank 0 matches it (rank 0
+                 * waits in MPI_Recv meanwhile): poll as for a reply */
+                blocked |= !flag && ob[b].bytes > EAGER_BYTES;
+            }
         if (in_flight) {
             int flag = 0;
             MPI_Status st;
@@ -668,13 +779,19 @@ static int work_phase(remote *R, int phase)
             if (flag) {
                 int got = 0;
                 MPI_Get_count(&st, MPI_UINT32_T, &got);
-                size_t n = got > 1 ? (size_t)got - 1 : 0;
+                size_t per = phase == 2 ? 3 : 1, n = got > REPLY_HEAD ? ((size_t)got - REPLY_HEAD) / per : 0;
                 in_flight = false;
                 event = true;
                 bool lazy = got >= 1 && (work[0] & LAZY);
                 pthread_mutex_lock(&R->mu);
-                for (size_t i = 0; i < n && R->tail < etk_plan_n_rows(R->s); i++)
-                    R->pend[R->tail++] = work[1 + i];
+                if (got >= REPLY_HEAD)
+                    memcpy(&R->kth, &work[1], sizeof R->kth);
+                for (size_t i = 0; i < n && R->tail < etk_plan_n_rows(R->s); i++) {
+                    uint32_t flat = work[REPLY_HEAD + per * i];
+                    if (phase == 2 && flat < etk_plan_n_rows(R->s))
+                        memcpy(&R->lb[flat], &work[REPLY_HEAD + per * i + 1], sizeof(double));
+                    R->pend[R->tail++] = flat;
+                }
                 if (lazy)
                     R->lazy = true; /* to the phase's end */
                 else if (!n)
@@ -697,14 +814,19 @@ static int work_phase(remote *R, int phase)
             else if (phase == 1)
                 want = queued < (size_t)started * LOW1 ? started : 0;
             else
-                want = queued < started ? started - (uint32_t)queued : 0;
+                want = held < (AHEAD2 + 1) * started ? (AHEAD2 + 1) * started - (uint32_t)held : 0;
         }
         bool send = done || want || (phase == 2 && n_out && !in_flight);
+        out_msg *m = ob[0].req == MPI_REQUEST_NULL ? &ob[0] : ob[1].req == MPI_REQUEST_NULL ? &ob[1] : NULL;
+        if (send && !m) { /* both buffers still on their way: rank 0 has not polled yet */
+            send = false;
+            blocked = true;
+        }
         if (send && !oom) {
-            oom = reserve(&msg, &msg_cap, sizeof(msg_head) + n_out * sizeof(wire_row)) != 0;
+            oom = reserve(&m->buf, &m->cap, sizeof(msg_head) + n_out * sizeof(wire_row)) != 0;
             if (!oom) {
                 if (n_out) /* R->out is NULL until a row is done */
-                    memcpy((unsigned char *)msg + sizeof(msg_head), R->out, n_out * sizeof(wire_row));
+                    memcpy((unsigned char *)m->buf + sizeof(msg_head), R->out, n_out * sizeof(wire_row));
                 R->n_out = 0;
             }
         }
@@ -716,10 +838,11 @@ static int work_phase(remote *R, int phase)
         }
         if (send) {
             msg_head h = {done, (uint32_t)n_out, want, idle};
-            memcpy(msg, &h, sizeof h);
+            memcpy(m->buf, &h, sizeof h);
             if (want) /* posted before the request goes out */
                 MPI_Irecv(work, (int)wcap, MPI_UINT32_T, 0, TAG_WORK + phase, MPI_COMM_WORLD, &rreq);
-            send_napped(msg, (int)(sizeof h + n_out * sizeof(wire_row)), MPI_BYTE, 0, TAG_RESULT + phase);
+            m->bytes = sizeof h + n_out * sizeof(wire_row);
+            MPI_Isend(m->buf, (int)m->bytes, MPI_BYTE, 0, TAG_RESULT + phase, MPI_COMM_WORLD, &m->req);
             R->ms->msgs++;
             in_flight = want > 0;
             event = true;
@@ -728,20 +851,34 @@ static int work_phase(remote *R, int phase)
         }
         if (event) {
             wait = 0;
-        } else if (in_flight) {
-            /* a reply is due: poll (Open MPI's blocking wait spins a core). s29 tried polling
-             * only every 10 ms while every thread still had a row, woken at once by a thread
-             * out of work: this thread's CPU fell by ~0.03 s, its worker's wait for work grew
-             * from ~0.01 to 0.08-0.14 s (the wake-ups in a row on a loaded machine) */
+        } else if (blocked || (in_flight && (R->lazy || (phase == 2 ? idle > 0 : queued <= started)))) {
+            /* a reply is urgent (a thread has nothing to do; phase 1: at most a row per thread
+             * queued; the end zone), or a rendezvous send waits for this side: poll (Open MPI's
+             * blocking wait spins a core). s29 tried polling only every 10 ms while every thread
+             * still had a row, woken at once by a thread out of work, with one row ahead: its
+             * worker's wait for work grew from ~0.01 to 0.08-0.14 s; s33 keeps AHEAD2 rows per
+             * thread queued in phase 2, so the reply has a whole row's time or more */
             nap(&wait, NAP_URGENT);
         } else {
-            /* nothing due from rank 0 (in phase 1 finished rows wait for the next request):
-             * sleep until a thread takes or finishes a row (the events that can make a message
-             * due; remote_worker signals only those), so the main thread costs no CPU while rows
-             * run; the 100 ms limit is a safety net only */
+            /* nothing urgent (in phase 1 finished rows wait for the next request): sleep until
+             * a thread takes or finishes a row or runs dry (the events that can make a message
+             * due or a reply urgent; remote_worker signals those, in phase 1 only when its queue
+             * falls below LOW1 rows per thread or to a row per thread), so the main thread costs
+             * no CPU while rows run; with a phase-2 request in flight, at most half its mean row
+             * time (1-8 ms, as rank 0's naps: a reply that comes is taken while a row is still
+             * queued), else 100 ms, a safety net only. Before s33 it polled with naps from 50 us
+             * to 1 ms while any request was in flight (~6,400 of its ~6,400 context switches a run
+             * on the issue's case) */
             struct timespec until;
             clock_gettime(CLOCK_REALTIME, &until);
-            until.tv_nsec += 100000000L;
+            long ns = 100000000L;
+            if (in_flight && phase == 2) { /* poll for the reply at half the mean row so far, 1-8 ms */
+                pthread_mutex_lock(&R->mu);
+                double half = R->row_n ? 0.5e9 * R->row_s / (double)R->row_n : 0;
+                pthread_mutex_unlock(&R->mu);
+                ns = half >= NAP_SLACK ? NAP_SLACK : half <= NAP_URGENT ? NAP_URGENT : (long)half;
+            }
+            until.tv_nsec += ns;
             if (until.tv_nsec >= 1000000000L) {
                 until.tv_sec++;
                 until.tv_nsec -= 1000000000L;
@@ -754,8 +891,11 @@ static int work_phase(remote *R, int phase)
     }
     for (uint32_t i = 0; i < started; i++)
         pthread_join(th[i], NULL);
+    for (int b = 0; b < 2; b++) {
+        out_wait(&ob[b]);
+        free(ob[b].buf);
+    }
     free(work);
-    free(msg);
     return rc;
 }
 
@@ -773,10 +913,11 @@ static int work_loop(etk_plan_search_state *s, uint32_t threads, mpi_stats *ms, 
         R.claim0 = etk_plan_n_rows(s) - (size_t)early_rank * R.n_claim;
     }
     R.pend = malloc((etk_plan_n_rows(s) ? etk_plan_n_rows(s) : 1) * sizeof *R.pend);
+    R.lb = calloc(etk_plan_n_rows(s) ? etk_plan_n_rows(s) : 1, sizeof *R.lb);
     pthread_mutex_init(&R.mu, NULL);
     pthread_cond_init(&R.cv, NULL);
     pthread_cond_init(&R.cv_main, NULL);
-    int rc = R.pend ? 0 : -1;
+    int rc = R.pend && R.lb ? 0 : -1;
     for (int phase = 1; !rc && phase <= 2; phase++) {
         rc = work_phase(&R, phase);
         plan_mpi_mark(phase == 1 ? PLAN_MPI_PHASE1 : PLAN_MPI_PHASE2);
@@ -785,6 +926,7 @@ static int work_loop(etk_plan_search_state *s, uint32_t threads, mpi_stats *ms, 
     pthread_cond_destroy(&R.cv_main);
     pthread_mutex_destroy(&R.mu);
     free(R.pend);
+    free(R.lb);
     free(R.out);
     return rc;
 }
@@ -803,8 +945,19 @@ static void print_stats(int rank, const char *who, const mpi_stats *ms, double w
     if (ms->msgs1)
         snprintf(p1, sizeof p1, " (phase 1: %ld, %ld of them without a request, %ld rows)", ms->msgs1, ms->bare1,
                  ms->rows1);
+    char sk[64] = "";
+    if (ms->main_cpu > 0) /* a remote process */
+        snprintf(sk, sizeof sk, ", %ld rows past the cut returned unsimulated", ms->skipped);
+    char cw[128] = "", mw[64] = "";
+    if (ms->main_csw)
+        snprintf(mw, sizeof mw, "%s%ld (%ld involuntary)", ms->csw ? ", main thread " : "", ms->main_csw,
+                 ms->main_icsw);
+    if (ms->csw || ms->main_csw)
+        snprintf(cw, sizeof cw, "; context switches: %s%ld (%ld involuntary)%s", ms->csw ? "workers " : "",
+                 ms->csw ? ms->csw : ms->main_csw, ms->csw ? ms->icsw : ms->main_icsw, ms->csw ? mw : "");
     fprintf(stderr, "etkit plan: rank %d %s%s: %.3f s wall, %.3f s working, %.3f s waiting for work, %.3f s CPU%s, "
-            "%ld rows, %ld messages%s\n", rank, who, th, wall, ms->busy, ms->wait, ms->cpu, mc, ms->rows, ms->msgs, p1);
+            "%ld rows, %ld messages%s%s%s\n", rank, who, th, wall, ms->busy, ms->wait, ms->cpu, mc, ms->rows, ms->msgs, p1,
+            sk, cw);
 }
 
 int plan_mpi_search(const etk_plan_space *sp, const etk_plan_job *jobs, uint32_t n_jobs, const etk_plan_opts *o,
@@ -847,6 +1000,8 @@ int plan_mpi_search(const etk_plan_space *sp, const etk_plan_job *jobs, uint32_t
         }
         g_workers_cpu = ms.cpu;
         ms.main_cpu = plan_mpi_thread_cpu_s(); /* since the process started: MPI_Init, the set-up, the serving */
+        ms.main_csw = thread_csw();
+        ms.main_icsw = thread_icsw();
         ms.cpu += ms.main_cpu; /* the threads' and the main thread's */
         print_stats(rank, "workers", &ms, now_s() - t_start);
         etk_plan_state_free(s);
@@ -883,6 +1038,8 @@ int plan_mpi_search(const etk_plan_space *sp, const etk_plan_job *jobs, uint32_t
         plan_mpi_mark(PLAN_MPI_PHASE2);
     }
     served.cpu = plan_mpi_thread_cpu_s();
+    served.main_csw = thread_csw();
+    served.main_icsw = thread_icsw();
     g_workers_cpu = q.local.cpu;
     print_stats(0, "local workers", &q.local, now_s() - t_start);
     print_stats(0, "server", &served, now_s() - t_start);
