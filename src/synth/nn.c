@@ -34,17 +34,10 @@ void syn_mlp_free(syn_mlp *m)
     memset(m, 0, sizeof *m);
 }
 
-void syn_mlp_forward(const syn_mlp *m, const double *x, double *h, double *y)
+/* the output layer: y = W2 h + b2 */
+static void mlp_out(const syn_mlp *m, const double *h, double *y)
 {
-    const double *w1 = m->w, *b1 = w1 + (size_t)m->n_hid * m->n_in, *w2 = b1 + m->n_hid,
-                 *b2 = w2 + (size_t)m->n_out * m->n_hid;
-    for (int j = 0; j < m->n_hid; j++) {
-        const double *row = w1 + (size_t)j * m->n_in;
-        double s = b1[j];
-        for (int i = 0; i < m->n_in; i++)
-            s += row[i] * x[i];
-        h[j] = s > 0 ? s : 0;
-    }
+    const double *w2 = m->w + (size_t)m->n_hid * m->n_in + m->n_hid, *b2 = w2 + (size_t)m->n_out * m->n_hid;
     for (int k = 0; k < m->n_out; k++) {
         const double *row = w2 + (size_t)k * m->n_hid;
         double s = b2[k];
@@ -52,6 +45,19 @@ void syn_mlp_forward(const syn_mlp *m, const double *x, double *h, double *y)
             s += row[j] * h[j];
         y[k] = s;
     }
+}
+
+void syn_mlp_forward(const syn_mlp *m, const double *x, double *h, double *y)
+{
+    const double *w1 = m->w, *b1 = w1 + (size_t)m->n_hid * m->n_in;
+    for (int j = 0; j < m->n_hid; j++) {
+        const double *row = w1 + (size_t)j * m->n_in;
+        double s = b1[j];
+        for (int i = 0; i < m->n_in; i++)
+            s += row[i] * x[i];
+        h[j] = s > 0 ? s : 0;
+    }
+    mlp_out(m, h, y);
 }
 
 void syn_mlp_prefix(const syn_mlp *m, const double *x, int n, double *pre)
@@ -69,7 +75,7 @@ void syn_mlp_prefix(const syn_mlp *m, const double *x, int n, double *pre)
 void syn_mlp_forward_sparse(const syn_mlp *m, const double *pre, const int *idx, const double *val, int k, double *h,
                             double *y)
 {
-    const double *w1 = m->w, *w2 = w1 + (size_t)m->n_hid * m->n_in + m->n_hid, *b2 = w2 + (size_t)m->n_out * m->n_hid;
+    const double *w1 = m->w;
     for (int j = 0; j < m->n_hid; j++) {
         const double *row = w1 + (size_t)j * m->n_in;
         double s = pre[j];
@@ -77,13 +83,7 @@ void syn_mlp_forward_sparse(const syn_mlp *m, const double *pre, const int *idx,
             s += row[idx[q]] * val[q];
         h[j] = s > 0 ? s : 0;
     }
-    for (int o = 0; o < m->n_out; o++) {
-        const double *row = w2 + (size_t)o * m->n_hid;
-        double s = b2[o];
-        for (int j = 0; j < m->n_hid; j++)
-            s += row[j] * h[j];
-        y[o] = s;
-    }
+    mlp_out(m, h, y);
 }
 
 void syn_mlp_backward(syn_mlp *m, const double *x, const double *h, const double *dy)
