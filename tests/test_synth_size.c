@@ -29,6 +29,13 @@ static etk_synth_model *fit_small(etk_synth_graph **gs)
     return m;
 }
 
+static void free_small(etk_synth_model *m, etk_synth_graph **gs)
+{
+    etk_synth_model_free(m);
+    for (int g = 0; g < NG; g++)
+        etk_synth_graph_free(gs[g]);
+}
+
 /* layers non-decreasing, every parent in an earlier layer, the main parent in the layer just
  * before, no repeated parent */
 static void check_layered(const etk_synth_graph *g)
@@ -93,9 +100,7 @@ static void test_exact_size(void **state)
             fail_msg("unconditioned, seed %d: %u layers (the profiles have 3 or 12)", (int)seed, g->n_layers);
         etk_synth_graph_free(g);
     }
-    etk_synth_model_free(m);
-    for (int g = 0; g < NG; g++)
-        etk_synth_graph_free(gs[g]);
+    free_small(m, gs);
 }
 
 /* a hand-set size stage that always draws layers of 2 nodes: a graph of N nodes has ceil(N / 2)
@@ -126,9 +131,7 @@ static void test_cut_by_hand(void **state)
             check_layered(g);
             etk_synth_graph_free(g);
         }
-    etk_synth_model_free(m);
-    for (int g = 0; g < NG; g++)
-        etk_synth_graph_free(gs[g]);
+    free_small(m, gs);
 }
 
 /* the profiles' node counts: the sum of their token counts, the training graphs' sizes */
@@ -143,9 +146,7 @@ static void test_prof_nodes(void **state)
     syn_ld_profile p = {0};
     p.tok[0] = 5, p.tok[ETK_SYNTH_N_TOKENS - 1] = 7;
     assert_int_equal(syn_ld_prof_nodes(&p), 12);
-    etk_synth_model_free(m);
-    for (int g = 0; g < NG; g++)
-        etk_synth_graph_free(gs[g]);
+    free_small(m, gs);
 }
 
 int main(void)

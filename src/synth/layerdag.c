@@ -77,6 +77,28 @@ static void features(double *f, uint32_t l, uint32_t prev_size, const uint32_t *
     syn_sinus(scale + 1.0, LD_SIN, f + 2 * NT + 5 * LD_SIN);
 }
 
+/* the edge denoiser's input after the prefix f (edge_input), as the entries that can be non-zero,
+ * (index, value) in increasing index order (syn_mlp_forward_sparse): the candidate's and the
+ * node's tokens and the distance one-hot, then the parent's out-degree, the noisy edge, the noisy
+ * in-degree and the step's sinusoid; returns their count, LD_EDGE_SPARSE */
+enum { LD_EDGE_SPARSE = 3 + 3 + 4 };
+static int edge_sparse(int *idx, double *val, int tok_v, int tok_u, uint32_t dist, uint32_t outdeg_u, int noisy,
+                       uint32_t noisy_indeg, int t)
+{
+    const int base = LD_F + 2 * NT + LD_WINDOW;
+    idx[0] = LD_F + tok_v;
+    idx[1] = LD_F + NT + tok_u;
+    idx[2] = LD_F + 2 * NT + (int)(dist > LD_WINDOW ? LD_WINDOW : dist) - 1;
+    val[0] = val[1] = val[2] = 1;
+    for (int q = 0; q < 7; q++)
+        idx[3 + q] = base + q;
+    val[3] = (double)outdeg_u / (1.0 + outdeg_u);
+    val[4] = noisy;
+    val[5] = noisy_indeg / 8.0;
+    syn_sinus((double)t, 4, val + 6);
+    return LD_EDGE_SPARSE;
+}
+
 /* the token, edge and far-parent stages see the prefix encoding without the scale class (with it,
  * the token stage fitted the training graphs' token mix per class and its samples' token
  * histograms moved away from the held-out ones: token MMD 0.0128-0.0151 vs 0.0103-0.0112) and,
@@ -109,40 +131,18 @@ static void tok_input(double *x, const double *f, const uint32_t *noisy_hist, ui
     syn_sinus((double)t, 4, p + 2 * NT);
 }
 
+/* the edge denoiser's whole input (training): f, then edge_sparse's entries over zeros, so that
+ * training and the sampler's sparse pass read one encoding */
 static void edge_input(double *x, const double *f, int tok_v, int tok_u, uint32_t dist, uint32_t outdeg_u, int noisy,
                        uint32_t noisy_indeg, int t)
 {
+    int idx[LD_EDGE_SPARSE];
+    double val[LD_EDGE_SPARSE];
+    int k = edge_sparse(idx, val, tok_v, tok_u, dist, outdeg_u, noisy, noisy_indeg, t);
     memcpy(x, f, LD_F * sizeof *x);
-    double *p = x + LD_F;
-    memset(p, 0, (2 * NT + LD_WINDOW) * sizeof *p);
-    p[tok_v] = 1;
-    p[NT + tok_u] = 1;
-    p[2 * NT + (dist > LD_WINDOW ? LD_WINDOW : dist) - 1] = 1;
-    p += 2 * NT + LD_WINDOW;
-    p[0] = (double)outdeg_u / (1.0 + outdeg_u);
-    p[1] = noisy;
-    p[2] = noisy_indeg / 8.0;
-    syn_sinus((double)t, 4, p + 3);
-}
-
-/* edge_input's entries after the prefix f, those that can be non-zero, as (index, value) in
- * increasing index order (syn_mlp_forward_sparse); returns their count, LD_EDGE_SPARSE */
-enum { LD_EDGE_SPARSE = 3 + 3 + 4 };
-static int edge_sparse(int *idx, double *val, int tok_v, int tok_u, uint32_t dist, uint32_t outdeg_u, int noisy,
-                       uint32_t noisy_indeg, int t)
-{
-    const int base = LD_F + 2 * NT + LD_WINDOW;
-    idx[0] = LD_F + tok_v;
-    idx[1] = LD_F + NT + tok_u;
-    idx[2] = LD_F + 2 * NT + (int)(dist > LD_WINDOW ? LD_WINDOW : dist) - 1;
-    val[0] = val[1] = val[2] = 1;
-    for (int q = 0; q < 7; q++)
-        idx[3 + q] = base + q;
-    val[3] = (double)outdeg_u / (1.0 + outdeg_u);
-    val[4] = noisy;
-    val[5] = noisy_indeg / 8.0;
-    syn_sinus((double)t, 4, val + 6);
-    return LD_EDGE_SPARSE;
+    memset(x + LD_F, 0, (LD_EDGE_IN - LD_F) * sizeof *x);
+    for (int q = 0; q < k; q++)
+        x[idx[q]] = val[q];
 }
 
 /* far parents: the distance bucket of a layer distance d > LD_WINDOW (9-16: 0, 17-32: 1, ...) and

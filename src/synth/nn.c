@@ -47,19 +47,6 @@ static void mlp_out(const syn_mlp *m, const double *h, double *y)
     }
 }
 
-void syn_mlp_forward(const syn_mlp *m, const double *x, double *h, double *y)
-{
-    const double *w1 = m->w, *b1 = w1 + (size_t)m->n_hid * m->n_in;
-    for (int j = 0; j < m->n_hid; j++) {
-        const double *row = w1 + (size_t)j * m->n_in;
-        double s = b1[j];
-        for (int i = 0; i < m->n_in; i++)
-            s += row[i] * x[i];
-        h[j] = s > 0 ? s : 0;
-    }
-    mlp_out(m, h, y);
-}
-
 void syn_mlp_prefix(const syn_mlp *m, const double *x, int n, double *pre)
 {
     const double *w1 = m->w, *b1 = w1 + (size_t)m->n_hid * m->n_in;
@@ -70,6 +57,14 @@ void syn_mlp_prefix(const syn_mlp *m, const double *x, int n, double *pre)
             s += row[i] * x[i];
         pre[j] = s;
     }
+}
+
+void syn_mlp_forward(const syn_mlp *m, const double *x, double *h, double *y)
+{
+    syn_mlp_prefix(m, x, m->n_in, h); /* the whole input: the first layer's sums */
+    for (int j = 0; j < m->n_hid; j++)
+        h[j] = h[j] > 0 ? h[j] : 0;
+    mlp_out(m, h, y);
 }
 
 void syn_mlp_forward_sparse(const syn_mlp *m, const double *pre, const int *idx, const double *val, int k, double *h,
