@@ -156,9 +156,21 @@ EOF
 "$ETKIT" plan --model llama3-8b --layers 4 --seq 2048 --global-batch 32 --cluster dgx-h100,hgx-h200 --nodes 1,2 \
   --gpu-hour-cost dgx-h100=2.5,hgx-h200=3.5 --rank-by cost --tp 2 --json "$T/sw.json" >"$T/sw.txt" 2>&1 ||
   fail "plan sweep failed: $(head -3 "$T/sw.txt")"
+# (a cluster none of whose plans can reach the top k shows "<= N" tokens/s from its best lower
+# bound: checked against the cluster searched alone, whose best plan must not beat it)
 for c in "dgx-h100 x 1" "dgx-h100 x 2" "hgx-h200 x 1" "hgx-h200 x 2"; do
-  grep -q "^$c  *[0-9]" "$T/sw.txt" || fail "sweep: no per-cluster line for $c: $(tail -6 "$T/sw.txt")"
+  grep -q "^$c  *\(<= \)\?[0-9]" "$T/sw.txt" || fail "sweep: no per-cluster line for $c: $(tail -6 "$T/sw.txt")"
+  up=$(sed -n "s/^$c  *<= \([0-9]*\) .*none in the top 10 (lower bound)\$/\1/p" "$T/sw.txt")
+  [ -n "$up" ] || continue
+  cl=${c% x *} n=${c##* x }
+  best=$("$ETKIT" plan --model llama3-8b --layers 4 --seq 2048 --global-batch 32 --cluster "$cl" --nodes "$n" \
+    --tp 2 --rank-by tokens --top 1 --quiet --csv - | awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "tokens_per_s") k = i; next } $5 == 1 { print $k }')
+  [ -n "$best" ] || fail "sweep: $c alone: no best plan"
+  awk -v b="$best" -v u="$up" 'BEGIN { exit !(b <= u + 0.5) }' || fail "sweep: $c alone reaches $best tokens/s, above the sweep's bound $up"
+  bounded=1
 done
+[ -n "${bounded:-}" ] || echo "note: no cluster of the sweep was pruned whole by the bound"
+
 grep -q "tokens/USD" "$T/sw.txt" || fail "sweep: no tokens/USD column"
 python3 - "$T/sw.json" <<'EOF' || fail "sweep JSON (above)"
 import json, sys
@@ -194,6 +206,23 @@ rows = [r for r in csv.DictReader(open(sys.argv[1])) if r["status"] == "simulate
 if len(rows) < 100: print("only %d plans simulated" % len(rows)); sys.exit(1)
 bad = [r for r in rows if int(r["lower_bound_ns"]) > int(r["step_ns"])]
 for r in bad[:5]: print("lower bound %s > step %s: %s" % (r["lower_bound_ns"], r["step_ns"], r["flags"]))
+sys.exit(1 if bad else 0)
+EOF2
+
+# the compute bound is the compute model's time of each stage's kernels (the summary times them as
+# the simulator does; test_plan checks the sum against the simulator's compute stream): below the
+# step of every plan of a MoE space (EP, FP8, every schedule), and tight: the FLOP bound alone
+# (every kernel at the best GEMM efficiency) left MoE plans at 0.1-0.3 of their step
+"$ETKIT" plan --model mixtral-8x7b --layers 2 --seq 4096 --global-batch 16 --cluster dgx-h100 --nodes 1 \
+  --precision fp8 --top 1000000 --quiet --csv "$T/moe.csv" >/dev/null 2>&1 || fail "plan (MoE space) failed"
+python3 - "$T/moe.csv" <<'EOF2' || fail "MoE lower bound"
+import csv, sys
+rows = [r for r in csv.DictReader(open(sys.argv[1])) if r["status"] == "simulated"]
+if len(rows) < 100: print("only %d MoE plans simulated" % len(rows)); sys.exit(1)
+q = sorted(int(r["lower_bound_ns"]) / int(r["step_ns"]) for r in rows)
+bad = [r for r in rows if int(r["lower_bound_ns"]) > int(r["step_ns"])]
+for r in bad[:5]: print("lower bound %s > step %s: %s" % (r["lower_bound_ns"], r["step_ns"], r["flags"]))
+if q[len(q) // 2] < 0.6: print("MoE bound / step median %.3f, want >= 0.6" % q[len(q) // 2]); sys.exit(1)
 sys.exit(1 if bad else 0)
 EOF2
 

@@ -8,7 +8,9 @@
 
 #include "testutil.h"
 
+#include "etkit/compute.h"
 #include "etkit/plan.h"
+#include "etkit/sim.h"
 
 /* the space of the small cases: llama2-7b cut to `layers` layers, `heads` heads and `kv` KV heads */
 static void space(etk_plan_space *sp, int64_t layers, int64_t heads, int64_t kv, uint32_t G)
@@ -333,6 +335,91 @@ static void test_topk(void **st)
     etk_plan_topk_free(&t);
 }
 
+/* ---------- the lower bound's timed summary (src/plan/assess.c) against the simulator ----------
+ * etk_gen_config.comp_node_ns makes the summary add each compute node's time per stage; with
+ * the compute model's time of each node (as the simulator times a generated node) and no overlap
+ * slowdown, the sum must be the compute-stream busy time the simulator reports for the stage's
+ * rank (tp, cp, dp 0): one stream runs the nodes one after another. Checked per stage, for a dense
+ * pipeline (1F1B, TP with SP) and a MoE one (EP, zb-h1, FP8). */
+typedef struct {
+    const etk_cluster *cl;
+    const etk_compute_params *cp;
+    long calls;
+} node_time;
+
+static double node_ns(void *u, const etk_node *n)
+{
+    node_time *t = u;
+    int64_t fl = 0;
+    uint64_t tb = 0;
+    etk_node_i64(n, "num_ops", &fl);
+    etk_node_u64(n, "tensor_size", &tb);
+    t->calls++;
+    if (!fl && !tb)
+        return 0;
+    etk_op_desc op;
+    etk_compute_op_from_node(n, (uint64_t)fl, tb, &op);
+    return (double)etk_compute_op_ns(t->cl, t->cp, &op);
+}
+
+static void timed_case(const char *const *kv)
+{
+    etk_error err = {0};
+    etk_gen_config c;
+    etk_gen_config_init(&c);
+    for (int i = 0; kv[i]; i += 2)
+        if (etk_gen_set(&c, kv[i], kv[i + 1], &err))
+            fail_msg("--%s %s: %s", kv[i], kv[i + 1] ? kv[i + 1] : "", err.msg);
+    etk_cluster cl;
+    assert_int_equal(etk_cluster_preset("dgx-h100", 1, &cl, &err), 0);
+    if (!strcmp(c.precision, "fp8"))
+        cl.precision = ETK_PREC_BF16; /* as etk_run_set_precision: FP8 GEMMs are marked per node */
+    etk_compute_params p;
+    etk_compute_defaults(&cl.gpu, &p);
+    p.overlap_slowdown = 0;
+    node_time t = {&cl, &p, 0};
+    c.comp_node_ns = node_ns;
+    c.comp_node_ns_ctx = &t;
+    etk_gen_summary sum;
+    if (etk_gen_check_summary(&c, &sum, &err))
+        fail_msg("%s", err.msg);
+    assert_true(t.calls > 0);
+    c.comp_node_ns = NULL;
+    etk_workload *w = NULL;
+    if (etk_gen_workload(&c, false, &w, &err))
+        fail_msg("%s", err.msg);
+    etk_sim_opts o = {.compute = &p, .quiet = true, .comm_stream_per_group = true};
+    etk_sim *s = NULL;
+    if (etk_sim_workload(w, &cl, &o, &s, &err))
+        fail_msg("%s", err.msg);
+    const etk_sim_result *r = etk_sim_result_get(s);
+    for (uint32_t i = 0; i < sum.n_stages; i++) {
+        uint32_t rank = etk_gen_rank_cp(&c, 0, 0, 0, i);
+        double want = (double)r->ranks[rank].compute_ns, got = sum.stages[i].compute_ns;
+        if (!(want > 0) || got != want)
+            fail_msg("%s stage %u: summary %.0f ns, simulator's compute stream %.0f ns", kv[1], i, got, want);
+        printf("%s stage %u: compute stream %.0f ns (%ld nodes timed), FLOPs at the BF16 peak %.0f ns\n", kv[1], i,
+               got, t.calls, sum.stages[i].flops / cl.gpu.peak_flops[ETK_PREC_BF16] * 1e9);
+        /* the timed sum exceeds the FLOP bound's kernels at the peak */
+        assert_true(got / 1e9 > sum.stages[i].flops / cl.gpu.peak_flops[ETK_PREC_BF16] / 2);
+    }
+    etk_sim_free(s);
+    etk_workload_free(w);
+    etk_gen_summary_free(&sum);
+}
+
+static void test_timed_summary(void **st)
+{
+    (void)st;
+    static const char *const dense[] = {"model", "llama3-8b", "layers", "4", "seq", "2048", "tp", "2", "sp", NULL,
+                                        "pp", "2", "dp", "2", "micro-batch", "1", "global-batch", "8", NULL};
+    static const char *const moe[] = {"model", "mixtral-8x7b", "layers", "2", "seq", "4096", "pp", "2", "dp", "4",
+                                      "ep", "4", "micro-batch", "1", "global-batch", "8", "schedule", "zb-h1",
+                                      "precision", "fp8", NULL};
+    timed_case(dense);
+    timed_case(moe);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -342,6 +429,7 @@ int main(void)
         cmocka_unit_test(test_meta_405b_in_space),
         cmocka_unit_test(test_topk),
         cmocka_unit_test(test_dominance),
+        cmocka_unit_test(test_timed_summary),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -71,6 +71,8 @@ static int put_node(emitter *E, const char *name, int type, uint64_t *deps, uint
         etk_gen_stage *s = E->st;
         s->nodes++;
         int64_t v;
+        if (type == ETK_NODE_COMP && E->G->cfg->comp_node_ns)
+            s->compute_ns += E->G->cfg->comp_node_ns(E->G->cfg->comp_node_ns_ctx, &n);
         if (type == ETK_NODE_COMP && etk_node_i64(&n, "num_ops", &v)) {
             s->flops += (double)v;
             if (E->phase != P_RECOMP && E->phase != P_OPT)

@@ -69,9 +69,39 @@ static double bound_eff(const etk_cluster *cl, const etk_compute_params *cp, dou
     return e;
 }
 
+/* A compute node's time as the simulator gives it (src/sim/setup.c: a GPU node without a
+ * duration, timed by the compute model from num_ops and tensor_size; generated traces carry no
+ * durations and count FLOPs, not MACs), for the summary's per-stage compute_ns. */
+typedef struct {
+    const etk_cluster *cl;
+    const etk_compute_params *cp;
+} comp_time;
+
+static double comp_node_ns(void *u, const etk_node *n)
+{
+    const comp_time *c = u;
+    bool cpu = false;
+    int64_t fl = 0;
+    uint64_t tb = 0;
+    etk_node_bool(n, "is_cpu_op", &cpu);
+    etk_node_i64(n, "num_ops", &fl);
+    etk_node_u64(n, "tensor_size", &tb);
+    if (fl < 0)
+        fl = 0;
+    if (cpu || (!fl && !tb))
+        return 0;
+    etk_op_desc op;
+    etk_compute_op_from_node(n, (uint64_t)fl, tb, &op);
+    uint64_t t = etk_compute_op_ns(c->cl, c->cp, &op);
+    return t == UINT64_MAX ? 0 : (double)t; /* an overflow: no bound from it (0 is always below) */
+}
+
 /* The compute-only lower bound of the step (docs/plan.md "Lower bound"): a stage's kernels run
- * one after another on its compute stream, each no faster than its FLOPs at the peak x bound_eff
- * (causal attention at half its counted FLOPs, at most the peak): T_i. With 1F1B or GPipe a
+ * one after another on its compute stream (the search simulates one compute stream per rank),
+ * so its compute takes at least the sum of their compute-model times (sum->stages[i].compute_ns,
+ * when the summary was timed: job->compute set) and at least the FLOP bound below, each kernel
+ * no faster than its FLOPs at the peak x bound_eff (causal attention at half its counted FLOPs,
+ * at most the peak): T_i the larger. With 1F1B or GPipe a
  * stage i also waits for micro-batch 1's forward through the stages before it and, after its
  * last backward, for the last backward through them: one micro-batch chunk of each, T_j / (m v),
  * counted for the stages j < i without the embedding or the head (so the chunks are alike). */
@@ -90,8 +120,11 @@ static uint64_t lower_bound_ns(const etk_gen_config *cfg, const etk_gen_summary 
         if (a > st->flops)
             a = st->flops;
         double t = (st->flops - a) / (peak * eff) + 0.5 * a / peak; /* seconds */
-        if (t + chain > best)
-            best = t + chain;
+        double tk = st->compute_ns / 1e9 > t ? st->compute_ns / 1e9 : t;
+        if (tk + chain > best)
+            best = tk + chain;
+        /* the chain stays the FLOP bound's: a micro-batch chunk is 1/(m v) of the stage's
+         * FLOPs, while the timed sum also holds once-a-step kernels (the optimizer) */
         if (pipe && !st->has_embed && !st->has_head)
             chain += t / mv;
     }
@@ -177,7 +210,13 @@ void etk_plan_assess(const etk_plan_search_state *s, etk_plan_row *row)
     etk_gen_config cfg;
     etk_error err = {0};
     etk_gen_summary sum; /* the check's own (it makes one for the FLOPs per step) */
-    if (plan_config_summary(&s->sp, &row->plan, &cfg, &sum, &err)) {
+    etk_cluster cl = job->cluster;
+    etk_run_set_precision(&s->sp.base, &cl); /* the precision is the space's, the same for every plan */
+    /* the summary times each stage's kernels as the simulation will (compute model only: with
+     * the roofline or ASTRA-sim compatibility the FLOP bound stays) */
+    comp_time ct = {&cl, job->compute};
+    bool timed = job->compute && !cl.astra_compat;
+    if (plan_config_summary(&s->sp, &row->plan, timed ? comp_node_ns : NULL, &ct, &cfg, &sum, &err)) {
         row->status = ETK_PLAN_INVALID;
         reason(row, "%s", err.msg);
         return;
@@ -185,8 +224,6 @@ void etk_plan_assess(const etk_plan_search_state *s, etk_plan_row *row)
     row->mem_bytes = sum.peak_bytes;
     const etk_gen_stage *pk = &sum.stages[sum.peak_stage];
     double cap = (double)job->cluster.gpu.hbm_bytes * (1.0 - s->o.memory_margin);
-    etk_cluster cl = job->cluster;
-    etk_run_set_precision(&cfg, &cl);
     row->lb_ns = lower_bound_ns(&cfg, &sum, &cl, job->compute);
     /* the network the simulation uses (etk_plan_simulate: the flow model's presets analytically) */
     if (cl.net_model == ETK_NET_FLOW)

@@ -293,11 +293,16 @@ int etk_plan_config(const etk_plan_space *sp, const etk_plan *p, const char *gpu
     return etk_gen_check(cfg, err);
 }
 
-int plan_config_summary(const etk_plan_space *sp, const etk_plan *p, etk_gen_config *cfg, etk_gen_summary *sum,
-                        etk_error *err)
+int plan_config_summary(const etk_plan_space *sp, const etk_plan *p, double (*node_ns)(void *, const etk_node *),
+                        void *node_ns_ctx, etk_gen_config *cfg, etk_gen_summary *sum, etk_error *err)
 {
     plan_fill(sp, p, NULL, cfg);
-    return etk_gen_check_summary(cfg, sum, err);
+    cfg->comp_node_ns = node_ns;
+    cfg->comp_node_ns_ctx = node_ns_ctx;
+    int rc = etk_gen_check_summary(cfg, sum, err);
+    cfg->comp_node_ns = NULL; /* the context is the caller's, for this call only */
+    cfg->comp_node_ns_ctx = NULL;
+    return rc;
 }
 
 const char *plan_sched_name(int s)

@@ -17,9 +17,10 @@ struct etk_plan_search_state {
     double *job_factor;    /* [n_jobs]: score = step_ns x factor (docs/plan.md "Ranking") */
 };
 
-/* etk_plan_config with the summary etk_gen_check made (etk_gen_check_summary; freed by the caller) */
-int plan_config_summary(const etk_plan_space *sp, const etk_plan *p, etk_gen_config *cfg, etk_gen_summary *sum,
-                        etk_error *err);
+/* etk_plan_config with the summary etk_gen_check made (etk_gen_check_summary; freed by the caller);
+ * node_ns (may be NULL): etk_gen_config.comp_node_ns for the summary's per-stage compute_ns */
+int plan_config_summary(const etk_plan_space *sp, const etk_plan *p, double (*node_ns)(void *, const etk_node *),
+                        void *node_ns_ctx, etk_gen_config *cfg, etk_gen_summary *sum, etk_error *err);
 /* score of a step time for a job (lower is better) and the metric it stands for */
 double plan_score(const etk_plan_search_state *s, uint32_t job, double step_ns);
 /* the ranking metric of a score, in its unit (ms, tokens/s, MFU %, USD per 1M tokens) */

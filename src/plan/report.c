@@ -52,11 +52,30 @@ void etk_plan_print_table(const etk_plan_space *sp, const etk_plan_job *jobs, ui
         return;
     fprintf(f, "\nper cluster, its best plan:\n%-24s %12s %16s %16s  %s\n", "cluster", "tokens/s", "tokens/hour",
             cost ? "tokens/USD" : "", "best rank");
+    /* tokens per step: the same for every plan of the search (one model, one global batch) */
+    const etk_plan_row *r1 = &r->rows[r->ranked[0]];
+    double tok_step = r1->tokens_per_s * (double)r1->step_ns / 1e9;
     for (uint32_t j = 0; j < n_jobs; j++) {
-        const etk_plan_row *b = NULL;
+        const etk_plan_row *b = NULL, *lb = NULL;
         for (size_t k = 0; k < r->n_simulated && !b; k++)
             if (r->rows[r->ranked[k]].job == j)
                 b = &r->rows[r->ranked[k]];
+        for (size_t i = 0; i < r->n_rows && !b; i++)
+            if (r->rows[i].job == j && r->rows[i].status == ETK_PLAN_BOUND && r->rows[i].lb_ns &&
+                (!lb || r->rows[i].lb_ns < lb->lb_ns))
+                lb = &r->rows[i];
+        if (!b && lb) {
+            /* every plan of the cluster fits but none can reach the top k: its lower bound caps
+             * what the cluster can do (--top larger, or the cluster alone, simulates its best) */
+            double tps = tok_step / ((double)lb->lb_ns / 1e9);
+            char a[32], h[32], u[32] = "";
+            snprintf(a, sizeof a, "<= %.0f", tps);
+            snprintf(h, sizeof h, "<= %.4g", tps * 3600.0);
+            if (jobs[j].gpu_hour_usd > 0)
+                snprintf(u, sizeof u, "<= %.0f", tps * 3600.0 / (jobs[j].gpu_hour_usd * jobs[j].cluster.n_npus));
+            fprintf(f, "%-24s %12s %16s %16s  none in the top %u (lower bound)\n", jobs[j].label, a, h, u, o->top);
+            continue;
+        }
         if (!b) {
             fprintf(f, "%-24s %12s %16s %16s  no plan fits\n", jobs[j].label, "-", "-", "");
             continue;
