@@ -340,7 +340,9 @@ static void test_topk(void **st)
  * the compute model's time of each node (as the simulator times a generated node) and no overlap
  * slowdown, the sum must be the compute-stream busy time the simulator reports for the stage's
  * rank (tp, cp, dp 0): one stream runs the nodes one after another. Checked per stage, for a dense
- * pipeline (1F1B, TP with SP) and a MoE one (EP, zb-h1, FP8). */
+ * pipeline (1F1B, TP with SP) and a MoE one (EP, zb-h1, FP8). The summary times each distinct
+ * attribute set once (src/gen/nodes.c comp_ns), so this also checks its memo: its sum must be the
+ * simulator's, which times every node. */
 typedef struct {
     const etk_cluster *cl;
     const etk_compute_params *cp;
@@ -398,7 +400,7 @@ static void timed_case(const char *const *kv)
         double want = (double)r->ranks[rank].compute_ns, got = sum.stages[i].compute_ns;
         if (!(want > 0) || got != want)
             fail_msg("%s stage %u: summary %.0f ns, simulator's compute stream %.0f ns", kv[1], i, got, want);
-        printf("%s stage %u: compute stream %.0f ns (%ld nodes timed), FLOPs at the BF16 peak %.0f ns\n", kv[1], i,
+        printf("%s stage %u: compute stream %.0f ns (%ld distinct nodes timed), FLOPs at the BF16 peak %.0f ns\n", kv[1], i,
                got, t.calls, sum.stages[i].flops / cl.gpu.peak_flops[ETK_PREC_BF16] * 1e9);
         /* the timed sum exceeds the FLOP bound's kernels at the peak */
         assert_true(got / 1e9 > sum.stages[i].flops / cl.gpu.peak_flops[ETK_PREC_BF16] / 2);

@@ -29,9 +29,102 @@ int gen_push(uint64_t **v, size_t *n, size_t *cap, uint64_t x)
     return 0;
 }
 
+/* The summary's compute-node times (etk_gen_config.comp_node_ns) by the node's own attributes: a
+ * stage repeats each op per layer and micro-batch with the same attributes, and a node's time
+ * depends only on them, so each distinct set is timed once per summary (the lower bound of
+ * `etkit plan` times every candidate's stages: s34). Keys are the attribute arrays gen_put_comp
+ * makes (at most MEMO_ATTRS, names and string values literals), compared in full; a full table
+ * or a longer array is timed every time. */
+enum { MEMO_SLOTS = 256, MEMO_ATTRS = 18 };
+typedef struct {
+    uint32_t n; /* 0: empty slot */
+    etk_attr a[MEMO_ATTRS];
+    double ns;
+} memo_slot;
+struct comp_memo {
+    uint32_t used;
+    memo_slot slot[MEMO_SLOTS];
+};
+
+static uint64_t attr_hash(const etk_attr *a, uint32_t n)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (uint32_t i = 0; i < n; i++) {
+        uint64_t v = a[i].kind == ETK_ATTR_STRING ? 0 : a[i].v.u;
+        if (a[i].kind == ETK_ATTR_STRING)
+            for (const char *c = a[i].v.s; c && *c; c++)
+                v = v * 31 + (unsigned char)*c;
+        else if (a[i].kind == ETK_ATTR_BOOL)
+            v = a[i].v.b;
+        h = (h ^ (uint64_t)(uintptr_t)a[i].name) * 1099511628211ull;
+        h = (h ^ (uint64_t)a[i].kind) * 1099511628211ull;
+        h = (h ^ v) * 1099511628211ull;
+    }
+    return h;
+}
+
+static bool attr_same(const etk_attr *x, const etk_attr *y, uint32_t n)
+{
+    for (uint32_t i = 0; i < n; i++) {
+        if (x[i].kind != y[i].kind || strcmp(x[i].name, y[i].name))
+            return false;
+        switch (x[i].kind) {
+        case ETK_ATTR_STRING:
+            if (strcmp(x[i].v.s, y[i].v.s))
+                return false;
+            break;
+        case ETK_ATTR_BOOL:
+            if (x[i].v.b != y[i].v.b)
+                return false;
+            break;
+        case ETK_ATTR_INT32: case ETK_ATTR_INT64: case ETK_ATTR_UINT32: case ETK_ATTR_UINT64:
+            if (x[i].v.u != y[i].v.u)
+                return false;
+            break;
+        default:
+            return false; /* never among gen_put_comp's */
+        }
+    }
+    return true;
+}
+
+/* the time of a compute node with these attributes (n: the node with them and any memory
+ * attributes, which a node's time does not depend on) */
+static double comp_ns(gen *G, const etk_attr *attr, uint32_t nattr, const etk_node *n)
+{
+    const etk_gen_config *c = G->cfg;
+    bool key_ok = nattr <= MEMO_ATTRS;
+    for (uint32_t i = 0; i < nattr && key_ok; i++)
+        key_ok = attr[i].kind == ETK_ATTR_STRING || attr[i].kind == ETK_ATTR_BOOL || attr[i].kind == ETK_ATTR_INT32 ||
+                 attr[i].kind == ETK_ATTR_INT64 || attr[i].kind == ETK_ATTR_UINT32 || attr[i].kind == ETK_ATTR_UINT64;
+    if (!key_ok)
+        return c->comp_node_ns(c->comp_node_ns_ctx, n);
+    if (!G->memo && !(G->memo = calloc(1, sizeof *G->memo)))
+        return c->comp_node_ns(c->comp_node_ns_ctx, n);
+    uint64_t h = attr_hash(attr, nattr);
+    for (uint32_t k = 0; k < MEMO_SLOTS; k++) {
+        memo_slot *s = &G->memo->slot[(h + k) % MEMO_SLOTS];
+        if (!s->n) {
+            double t = c->comp_node_ns(c->comp_node_ns_ctx, n);
+            if (G->memo->used < MEMO_SLOTS * 3 / 4) {
+                memcpy(s->a, attr, nattr * sizeof *attr);
+                s->n = nattr;
+                s->ns = t;
+                G->memo->used++;
+            }
+            return t;
+        }
+        if (s->n == nattr && attr_same(s->a, attr, nattr))
+            return s->ns;
+    }
+    return c->comp_node_ns(c->comp_node_ns_ctx, n);
+}
+
 static int put_node(emitter *E, const char *name, int type, uint64_t *deps, uint32_t ndeps, etk_attr *attr,
                     uint32_t nattr)
 {
+    const etk_attr *attr0 = attr; /* the node's own attributes, without the memory ones added below */
+    uint32_t nattr0 = nattr;
     if (E->rc)
         return E->rc;
     etk_node n;
@@ -72,7 +165,7 @@ static int put_node(emitter *E, const char *name, int type, uint64_t *deps, uint
         s->nodes++;
         int64_t v;
         if (type == ETK_NODE_COMP && E->G->cfg->comp_node_ns)
-            s->compute_ns += E->G->cfg->comp_node_ns(E->G->cfg->comp_node_ns_ctx, &n);
+            s->compute_ns += comp_ns(E->G, attr0, nattr0, &n);
         if (type == ETK_NODE_COMP && etk_node_i64(&n, "num_ops", &v)) {
             s->flops += (double)v;
             if (E->phase != P_RECOMP && E->phase != P_OPT)

@@ -57,6 +57,7 @@ void gen_free(gen *G)
     etk_arena_free(G->a);
     free(G->first);
     free(G->nl);
+    free(G->memo);
 }
 
 int gen_init(gen *G, const etk_gen_config *cfg, etk_error *err)

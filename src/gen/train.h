@@ -52,6 +52,7 @@ typedef struct gen {
     uint64_t sec_own[G_N_SEC + 1];   /* weights owned by the section (its gradients), per TP rank */
     uint64_t sec_x[G_N_SEC + 1];     /* --ep: the expert weights among them (this rank's experts),
                                       * sharded over EDP instead of DP */
+    struct comp_memo *memo; /* the summary's compute-node times by attributes (nodes.c), or NULL */
 } gen;
 
 typedef int (*put_fn)(void *u, const etk_node *n, etk_error *err);
