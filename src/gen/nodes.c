@@ -35,57 +35,42 @@ int gen_push(uint64_t **v, size_t *n, size_t *cap, uint64_t x)
  * `etkit plan` times every candidate's stages: s34). Keys are the attribute arrays gen_put_comp
  * makes (at most MEMO_ATTRS, names and string values literals), compared in full; a full table
  * or a longer array is timed every time. */
-enum { MEMO_SLOTS = 256, MEMO_ATTRS = 18 };
+enum { MEMO_SLOTS = 256, MEMO_ENTRIES = MEMO_SLOTS * 3 / 4, MEMO_ATTRS = 18 };
 typedef struct {
-    uint32_t n; /* 0: empty slot */
+    uint32_t n;
     etk_attr a[MEMO_ATTRS];
     double ns;
-} memo_slot;
+} memo_ent;
 struct comp_memo {
+    uint16_t slot[MEMO_SLOTS]; /* 0: empty, else 1 + the entry's index */
     uint32_t used;
-    memo_slot slot[MEMO_SLOTS];
+    memo_ent ent[MEMO_ENTRIES]; /* not zeroed: only the first `used` are read */
 };
+
+/* Keys compare as bytes: equal bytes are equal attributes (names and string values by address:
+ * gen_put_comp's are string literals, and the same text at another address only costs a second
+ * entry); an etk_attr has no padding and its constructors zero the union's unused bytes, so the
+ * same attributes give the same bytes. Only kinds whose value lies in the union itself may be
+ * keys (key_kind), never lists, whose buffers could be reused. */
+_Static_assert(sizeof(etk_attr) % 8 == 0, "attr_hash reads an etk_attr as 64-bit words");
 
 static uint64_t attr_hash(const etk_attr *a, uint32_t n)
 {
     uint64_t h = 1469598103934665603ull;
-    for (uint32_t i = 0; i < n; i++) {
-        uint64_t v = a[i].kind == ETK_ATTR_STRING ? 0 : a[i].v.u;
-        if (a[i].kind == ETK_ATTR_STRING)
-            for (const char *c = a[i].v.s; c && *c; c++)
-                v = v * 31 + (unsigned char)*c;
-        else if (a[i].kind == ETK_ATTR_BOOL)
-            v = a[i].v.b;
-        h = (h ^ (uint64_t)(uintptr_t)a[i].name) * 1099511628211ull;
-        h = (h ^ (uint64_t)a[i].kind) * 1099511628211ull;
-        h = (h ^ v) * 1099511628211ull;
+    const unsigned char *p = (const unsigned char *)a;
+    for (size_t i = 0; i < n * sizeof *a; i += 8) {
+        uint64_t w;
+        memcpy(&w, p + i, 8);
+        h = (h ^ w) * 1099511628211ull;
     }
-    return h;
+    return h ^ (h >> 29);
 }
 
-static bool attr_same(const etk_attr *x, const etk_attr *y, uint32_t n)
+/* kinds a key may hold (integers held in v.u's 8 bytes, bools, strings) */
+static bool key_kind(int32_t k)
 {
-    for (uint32_t i = 0; i < n; i++) {
-        if (x[i].kind != y[i].kind || strcmp(x[i].name, y[i].name))
-            return false;
-        switch (x[i].kind) {
-        case ETK_ATTR_STRING:
-            if (strcmp(x[i].v.s, y[i].v.s))
-                return false;
-            break;
-        case ETK_ATTR_BOOL:
-            if (x[i].v.b != y[i].v.b)
-                return false;
-            break;
-        case ETK_ATTR_INT32: case ETK_ATTR_INT64: case ETK_ATTR_UINT32: case ETK_ATTR_UINT64:
-            if (x[i].v.u != y[i].v.u)
-                return false;
-            break;
-        default:
-            return false; /* never among gen_put_comp's */
-        }
-    }
-    return true;
+    return k == ETK_ATTR_STRING || k == ETK_ATTR_BOOL || k == ETK_ATTR_INT32 || k == ETK_ATTR_INT64 ||
+           k == ETK_ATTR_UINT32 || k == ETK_ATTR_UINT64;
 }
 
 /* the time of a compute node with these attributes (n: the node with them and any memory
@@ -95,27 +80,33 @@ static double comp_ns(gen *G, const etk_attr *attr, uint32_t nattr, const etk_no
     const etk_gen_config *c = G->cfg;
     bool key_ok = nattr <= MEMO_ATTRS;
     for (uint32_t i = 0; i < nattr && key_ok; i++)
-        key_ok = attr[i].kind == ETK_ATTR_STRING || attr[i].kind == ETK_ATTR_BOOL || attr[i].kind == ETK_ATTR_INT32 ||
-                 attr[i].kind == ETK_ATTR_INT64 || attr[i].kind == ETK_ATTR_UINT32 || attr[i].kind == ETK_ATTR_UINT64;
+        key_ok = key_kind(attr[i].kind);
     if (!key_ok)
         return c->comp_node_ns(c->comp_node_ns_ctx, n);
-    if (!G->memo && !(G->memo = calloc(1, sizeof *G->memo)))
-        return c->comp_node_ns(c->comp_node_ns_ctx, n);
+    if (!G->memo) {
+        if (!(G->memo = malloc(sizeof *G->memo)))
+            return c->comp_node_ns(c->comp_node_ns_ctx, n);
+        memset(G->memo->slot, 0, sizeof G->memo->slot);
+        G->memo->used = 0;
+    }
+    struct comp_memo *m = G->memo;
     uint64_t h = attr_hash(attr, nattr);
     for (uint32_t k = 0; k < MEMO_SLOTS; k++) {
-        memo_slot *s = &G->memo->slot[(h + k) % MEMO_SLOTS];
-        if (!s->n) {
+        uint16_t *sl = &m->slot[(h + k) % MEMO_SLOTS];
+        if (!*sl) {
             double t = c->comp_node_ns(c->comp_node_ns_ctx, n);
-            if (G->memo->used < MEMO_SLOTS * 3 / 4) {
-                memcpy(s->a, attr, nattr * sizeof *attr);
-                s->n = nattr;
-                s->ns = t;
-                G->memo->used++;
+            if (m->used < MEMO_ENTRIES) {
+                memo_ent *e = &m->ent[m->used++];
+                memcpy(e->a, attr, nattr * sizeof *attr);
+                e->n = nattr;
+                e->ns = t;
+                *sl = (uint16_t)m->used;
             }
             return t;
         }
-        if (s->n == nattr && attr_same(s->a, attr, nattr))
-            return s->ns;
+        const memo_ent *e = &m->ent[*sl - 1];
+        if (e->n == nattr && !memcmp(e->a, attr, nattr * sizeof *attr))
+            return e->ns;
     }
     return c->comp_node_ns(c->comp_node_ns_ctx, n);
 }
