@@ -230,9 +230,10 @@ EOF2
 "$ETKIT" plan $W >/dev/null 2>"$T/err.txt" || fail "plan failed"
 [ -s "$T/err.txt" ] && fail "plan wrote to a non-terminal stderr: $(head -2 "$T/err.txt")"
 if command -v script >/dev/null; then
-  # etkit/progress.h's line (drawn from the first update with ETK_PROGRESS_DELAY_MS=0), the best
-  # plan so far in its label
-  ETK_PROGRESS_DELAY_MS=0 script -qec "$ETKIT plan $W" /dev/null >"$T/tty.txt" 2>&1
+  # etkit/progress.h's line (drawn from the first update with ETK_PROGRESS_DELAY_MS=0, and on every
+  # update with ETK_PROGRESS_INTERVAL_MS=0: the search takes ~0.3 s, and at ten lines a second the
+  # line could miss the first simulated plan), the best plan so far in its label
+  ETK_PROGRESS_DELAY_MS=0 ETK_PROGRESS_INTERVAL_MS=0 script -qec "$ETKIT plan $W" /dev/null >"$T/tty.txt" 2>&1
   grep -Eq "plans decided [0-9]+/320 \(" "$T/tty.txt" || fail "no progress on a terminal: $(head -c 300 "$T/tty.txt")"
   grep -Eq "plans decided \(best [0-9.]+ ms: tp [0-9]+ cp [0-9]+ pp [0-9]+ dp [0-9]+\) [0-9]+/320 \([0-9.]+%\)" "$T/tty.txt" ||
     fail "no best plan in the progress line: $(head -c 600 "$T/tty.txt")"

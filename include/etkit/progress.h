@@ -3,6 +3,8 @@
  * left. Draws only when the stream is a terminal and the caller did not ask for quiet, at most
  * ten times a second and only once the work has run for ETK_PROGRESS_DELAY_MS (500 ms by default;
  * the environment variable ETK_PROGRESS_DELAY_MS overrides it), so short work prints nothing.
+ * The environment variable ETK_PROGRESS_INTERVAL_MS overrides the 100 ms between lines (tests:
+ * 0 draws on every update).
  * Updates may come from several threads (done is a count, the largest seen wins).
  *
  *     etk_progress p;
@@ -32,6 +34,7 @@ typedef struct etk_progress {
     _Atomic uint64_t next_ns;    /* monotonic time of the next draw */
     atomic_flag drawing;         /* one thread draws at a time */
     uint64_t start_ns, delay_ns;
+    uint64_t interval_ns;        /* between two lines (100 ms) */
     bool drawn;                  /* a line is on the screen (end erases it) */
 } etk_progress;
 

@@ -57,6 +57,14 @@ void etk_progress_begin(etk_progress *p, FILE *f, bool quiet, const char *what, 
         if (!*end && v < 3600000)
             p->delay_ns = (uint64_t)v * 1000000u;
     }
+    p->interval_ns = 100000000u; /* at most ten lines a second */
+    const char *iv = getenv("ETK_PROGRESS_INTERVAL_MS");
+    if (iv && *iv) {
+        char *end;
+        unsigned long long v = strtoull(iv, &end, 10);
+        if (!*end && v < 3600000)
+            p->interval_ns = (uint64_t)v * 1000000u;
+    }
     atomic_store(&p->next_ns, p->start_ns + p->delay_ns);
 }
 
@@ -65,7 +73,7 @@ static void draw(etk_progress *p)
     uint64_t t = now_ns();
     if (t < atomic_load(&p->next_ns) || atomic_flag_test_and_set(&p->drawing))
         return;
-    atomic_store(&p->next_ns, t + 100000000u); /* at most ten lines a second */
+    atomic_store(&p->next_ns, t + p->interval_ns);
     char line[256];
     etk_progress_format(line, sizeof line, p->what, atomic_load(&p->done), p->total,
                         (double)(t - p->start_ns) / 1e9);
