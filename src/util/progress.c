@@ -41,6 +41,20 @@ void etk_progress_format(char *buf, size_t n, const char *what, uint64_t done, u
     }
 }
 
+/* milliseconds from the environment variable `name` (a whole number below an hour), in ns; def_ms
+ * when it is unset or not such a number */
+static uint64_t env_ms_ns(const char *name, uint64_t def_ms)
+{
+    const char *d = getenv(name);
+    if (d && *d) {
+        char *end;
+        unsigned long long v = strtoull(d, &end, 10);
+        if (!*end && v < 3600000)
+            return (uint64_t)v * 1000000u;
+    }
+    return def_ms * 1000000u;
+}
+
 void etk_progress_begin(etk_progress *p, FILE *f, bool quiet, const char *what, uint64_t total)
 {
     memset(p, 0, sizeof *p);
@@ -49,22 +63,8 @@ void etk_progress_begin(etk_progress *p, FILE *f, bool quiet, const char *what, 
     p->total = total;
     p->f = !quiet && f && fileno(f) >= 0 && isatty(fileno(f)) ? f : NULL;
     p->start_ns = now_ns();
-    p->delay_ns = (uint64_t)ETK_PROGRESS_DELAY_MS * 1000000u;
-    const char *d = getenv("ETK_PROGRESS_DELAY_MS");
-    if (d && *d) {
-        char *end;
-        unsigned long long v = strtoull(d, &end, 10);
-        if (!*end && v < 3600000)
-            p->delay_ns = (uint64_t)v * 1000000u;
-    }
-    p->interval_ns = 100000000u; /* at most ten lines a second */
-    const char *iv = getenv("ETK_PROGRESS_INTERVAL_MS");
-    if (iv && *iv) {
-        char *end;
-        unsigned long long v = strtoull(iv, &end, 10);
-        if (!*end && v < 3600000)
-            p->interval_ns = (uint64_t)v * 1000000u;
-    }
+    p->delay_ns = env_ms_ns("ETK_PROGRESS_DELAY_MS", ETK_PROGRESS_DELAY_MS);
+    p->interval_ns = env_ms_ns("ETK_PROGRESS_INTERVAL_MS", 100); /* at most ten lines a second */
     atomic_store(&p->next_ns, p->start_ns + p->delay_ns);
 }
 
