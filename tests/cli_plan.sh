@@ -226,6 +226,25 @@ if q[len(q) // 2] < 0.6: print("MoE bound / step median %.3f, want >= 0.6" % q[l
 sys.exit(1 if bad else 0)
 EOF2
 
+# inference: the bound is the timed compute of the whole request (prefill and every decode step);
+# below every plan's step, and equal to it where nothing else takes time (TP 1, PP 1: no
+# collective, no pipeline; the simulator's step is its compute stream)
+"$ETKIT" plan --model llama3-8b --mode inference --global-batch 16 --cluster dgx-h100 --nodes 1 --top 1000000 \
+  --quiet --csv "$T/inf.csv" >/dev/null 2>&1 || fail "plan (inference space) failed"
+python3 - "$T/inf.csv" <<'EOF2' || fail "inference lower bound"
+import csv, sys
+rows = [r for r in csv.DictReader(open(sys.argv[1])) if r["status"] == "simulated"]
+if len(rows) < 8: print("only %d inference plans simulated" % len(rows)); sys.exit(1)
+bad = [r for r in rows if int(r["lower_bound_ns"]) > int(r["step_ns"])]
+for r in bad[:5]: print("lower bound %s > step %s: %s" % (r["lower_bound_ns"], r["step_ns"], r["flags"]))
+solo = [r for r in rows if r["tp"] == "1" and r["pp"] == "1"]
+if not solo: print("no TP 1 PP 1 plan"); sys.exit(1)
+for r in solo:
+    if r["lower_bound_ns"] != r["step_ns"]:
+        print("TP 1 PP 1: bound %s, step %s: %s" % (r["lower_bound_ns"], r["step_ns"], r["flags"])); sys.exit(1)
+sys.exit(1 if bad else 0)
+EOF2
+
 # progress: silent when stderr is not a terminal; on one (script(1) gives a pty) plans done/total
 "$ETKIT" plan $W >/dev/null 2>"$T/err.txt" || fail "plan failed"
 [ -s "$T/err.txt" ] && fail "plan wrote to a non-terminal stderr: $(head -2 "$T/err.txt")"

@@ -155,9 +155,10 @@ typedef struct etk_gen_config {
     uint32_t infer_micro_batches; /* M, pipeline micro-batches the batch is split into (default 1) */
     uint32_t kv_bytes;       /* bytes per KV-cache element: 2 (default) or 1 (--kv-precision fp8) */
     char train_flag[24];     /* first training-only flag given (refused with --mode inference) */
-    /* optional, for the training summary (etkit plan's lower bound, src/plan/assess.c): called on
-     * every compute node of each stage's representative rank, its time in ns summed into
-     * etk_gen_stage.compute_ns; NULL: compute_ns stays 0. Not an option; copied with the config. */
+    /* optional, for the summary (etkit plan's lower bound, src/plan/assess.c): called on the
+     * compute nodes of each stage's representative rank (training: once per distinct attribute
+     * set, src/gen/nodes.c), their times in ns summed into etk_gen_stage.compute_ns; NULL:
+     * compute_ns stays 0. Not an option; copied with the config. */
     double (*comp_node_ns)(void *ctx, const etk_node *n);
     void *comp_node_ns_ctx;
     char infer_flag[24];     /* first inference-only flag given (refused with --mode training) */
@@ -206,8 +207,8 @@ typedef struct etk_gen_stage {
     uint64_t nodes;              /* nodes in each rank file of this stage */
     double flops;                /* per rank per step, with recompute */
     double model_flops;          /* per rank per step, without recompute */
-    double compute_ns;           /* training, with etk_gen_config.comp_node_ns set: the sum of its
-                                  * time over the compute nodes of a rank of the stage (tp, cp, dp 0) */
+    double compute_ns;           /* with etk_gen_config.comp_node_ns set: the sum of its time over
+                                  * the compute nodes of a rank of the stage (tp, cp, dp 0) */
     /* collectives per rank per step: [ETK_GEN_GROUP_*][etk_coll_type] */
     uint64_t coll_count[ETK_GEN_N_GROUP_KINDS][ETK_COLL_TYPE_COUNT];
     uint64_t coll_bytes[ETK_GEN_N_GROUP_KINDS][ETK_COLL_TYPE_COUNT];

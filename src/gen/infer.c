@@ -308,6 +308,8 @@ static uint64_t put(iemit *E, const char *name, int type, const uint64_t *deps, 
     int64_t v = 0;
     if (s) {
         s->nodes++;
+        if (type == ETK_NODE_COMP && E->I->cfg->comp_node_ns) /* etkit plan's bound (every node) */
+            s->compute_ns += E->I->cfg->comp_node_ns(E->I->cfg->comp_node_ns_ctx, &n);
         if (type == ETK_NODE_COMP && etk_node_i64(&n, "num_ops", &v)) {
             s->flops += (double)v;
             s->model_flops += (double)v;
