@@ -65,7 +65,7 @@ void etk_plan_print_table(const etk_plan_space *sp, const etk_plan_job *jobs, ui
                 (!lb || r->rows[i].lb_ns < lb->lb_ns))
                 lb = &r->rows[i];
         if (!b && lb) {
-            /* every plan of the cluster fits but none can reach the top k: its lower bound caps
+            /* none of the cluster's plans that fit can reach the top k: its best lower bound caps
              * what the cluster can do (--top larger, or the cluster alone, simulates its best) */
             double tps = tok_step / ((double)lb->lb_ns / 1e9);
             char a[32], h[32], u[32] = "";
