@@ -209,6 +209,8 @@ typedef struct etk_gen_stage {
     double model_flops;          /* per rank per step, without recompute */
     double compute_ns;           /* with etk_gen_config.comp_node_ns set: the sum of its time over
                                   * the compute nodes of a rank of the stage (tp, cp, dp 0) */
+    double fwd_compute_ns;       /* training: the forward passes' share of compute_ns (every
+                                  * micro-batch's, without recompute) */
     /* collectives per rank per step: [ETK_GEN_GROUP_*][etk_coll_type] */
     uint64_t coll_count[ETK_GEN_N_GROUP_KINDS][ETK_COLL_TYPE_COUNT];
     uint64_t coll_bytes[ETK_GEN_N_GROUP_KINDS][ETK_COLL_TYPE_COUNT];

@@ -155,8 +155,12 @@ static int put_node(emitter *E, const char *name, int type, uint64_t *deps, uint
         etk_gen_stage *s = E->st;
         s->nodes++;
         int64_t v;
-        if (type == ETK_NODE_COMP && E->G->cfg->comp_node_ns)
-            s->compute_ns += comp_ns(E->G, attr0, nattr0, &n);
+        if (type == ETK_NODE_COMP && E->G->cfg->comp_node_ns) {
+            double t = comp_ns(E->G, attr0, nattr0, &n);
+            s->compute_ns += t;
+            if (E->phase == P_FWD)
+                s->fwd_compute_ns += t;
+        }
         if (type == ETK_NODE_COMP && etk_node_i64(&n, "num_ops", &v)) {
             s->flops += (double)v;
             if (E->phase != P_RECOMP && E->phase != P_OPT)

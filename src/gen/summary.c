@@ -71,6 +71,7 @@ int gen_train_summarize(const etk_gen_config *cfg, etk_gen_summary *out, etk_err
             st->flops = ps->flops;
             st->model_flops = ps->model_flops;
             st->compute_ns = ps->compute_ns;
+            st->fwd_compute_ns = ps->fwd_compute_ns;
             memcpy(st->coll_count, ps->coll_count, sizeof st->coll_count);
             memcpy(st->coll_bytes, ps->coll_bytes, sizeof st->coll_bytes);
             st->send_count = ps->send_count;

@@ -111,9 +111,10 @@ static uint64_t lower_bound_ns(const etk_gen_config *cfg, const etk_gen_summary 
     double peak = bound_peak(cfg, cl);
     if (!(peak > 0))
         return 0;
-    double eff = bound_eff(cl, cp, peak), best = 0, chain = 0;
+    double eff = bound_eff(cl, cp, peak), best = 0, chain = 0, chain_f = 0;
     double mv = (double)sum->micro_batches * (cfg->vpp > 1 ? cfg->vpp : 1);
-    bool pipe = cfg->mode != ETK_GEN_MODE_INFERENCE && cfg->schedule != ETK_SCHED_ZBH1 && mv > 0;
+    bool train = cfg->mode != ETK_GEN_MODE_INFERENCE && mv > 0;
+    bool pipe = train && cfg->schedule != ETK_SCHED_ZBH1;
     for (uint32_t i = 0; i < sum->n_stages; i++) {
         const etk_gen_stage *st = &sum->stages[i];
         double a = attn_flops_bound(cfg, st->layers);
@@ -121,12 +122,19 @@ static uint64_t lower_bound_ns(const etk_gen_config *cfg, const etk_gen_summary 
             a = st->flops;
         double t = (st->flops - a) / (peak * eff) + 0.5 * a / peak; /* seconds */
         double tk = st->compute_ns / 1e9 > t ? st->compute_ns / 1e9 : t;
-        if (tk + chain > best)
-            best = tk + chain;
+        double wait = chain > chain_f ? chain : chain_f;
+        if (tk + wait > best)
+            best = tk + wait;
         /* the chain stays the FLOP bound's: a micro-batch chunk is 1/(m v) of the stage's
          * FLOPs, while the timed sum also holds once-a-step kernels (the optimizer) */
         if (pipe && !st->has_embed && !st->has_head)
             chain += t / mv;
+        /* every schedule, zb-h1 too: the stage's first kernel waits for micro-batch 1's forward
+         * on each stage before it, 1/m of that stage's timed forward passes (every micro-batch's
+         * forward runs the same kernels). Without interleaving only: a stage's model chunks may
+         * differ in layers (uneven ends), and the first chunk's share is not 1/v */
+        if (train && cfg->vpp <= 1 && !st->has_embed && !st->has_head)
+            chain_f += st->fwd_compute_ns / 1e9 / mv;
     }
     return (uint64_t)floor(best * 1e9);
 }
