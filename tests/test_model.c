@@ -126,9 +126,34 @@ static void test_presets(void **state)
     assert_non_null(strstr(err.msg, "models/blocks/llama.yaml"));
 }
 
+/* The block graphs are parsed once and copied for each load (src/model/graph.c, s35); tying the
+ * embedding edits the copy, never the cached tree: the parameter count alternates between the
+ * untied and the tied figure, which differ by the output layer's vocab x hidden weight. */
+static void test_graph_cache(void **state)
+{
+    (void)state;
+    etk_model m;
+    etk_error err = {0};
+    assert_int_equal(etk_model_preset("llama3-8b", &m, &err), 0);
+    uint64_t untied[2], tied[2];
+    for (int k = 0; k < 2; k++) {
+        m.tie_embeddings = false;
+        if (etk_model_params(&m, &untied[k], &err))
+            fail_msg("untied: %s", err.msg);
+        m.tie_embeddings = true;
+        if (etk_model_params(&m, &tied[k], &err))
+            fail_msg("tied: %s", err.msg);
+    }
+    assert_true(untied[0] == untied[1] && tied[0] == tied[1]);
+    assert_true(untied[0] > tied[0]);
+    assert_int_equal(untied[0] - tied[0], (uint64_t)m.vocab * (uint64_t)m.hidden);
+    /* Llama 3 8B: 8,030,261,248 parameters untied (Meta's model card: 8.03B) */
+    assert_int_equal(untied[0], 8030261248ull);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_model_file), cmocka_unit_test(test_hf_config),
-                                       cmocka_unit_test(test_presets)};
+                                       cmocka_unit_test(test_presets), cmocka_unit_test(test_graph_cache)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

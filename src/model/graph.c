@@ -5,6 +5,7 @@
 #include <ctype.h>
 #include <stddef.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -490,6 +491,47 @@ static int tie_head(const char *file, json_t *secs, etk_error *err)
     return 0;
 }
 
+/* The block graphs parsed, by embedded file (their data never changes): a plan search loads
+ * the same graph ~5 times per candidate (the check, the parameter counts, the generator), and
+ * libyaml's parse (twice: the depth check, the events) was ~0.4 ms of a candidate's ~1 ms
+ * (s35). Each load gets a deep copy (the loader edits the tree: a tied table). Shared by the
+ * search's threads under the lock; the trees live to the exit. */
+enum { ROOT_CACHE = 16 };
+static struct {
+    const etk_embedded *e;
+    json_t *root;
+} root_cache[ROOT_CACHE];
+static pthread_mutex_t root_cache_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static int load_root(const etk_embedded *e, json_t **out, etk_error *err)
+{
+    *out = NULL;
+    pthread_mutex_lock(&root_cache_mu);
+    for (int i = 0; i < ROOT_CACHE && root_cache[i].e; i++)
+        if (root_cache[i].e == e) {
+            *out = json_deep_copy(root_cache[i].root);
+            pthread_mutex_unlock(&root_cache_mu);
+            return *out ? 0 : etk_err(err, ETK_ENOMEM, "%s: out of memory", e->name);
+        }
+    pthread_mutex_unlock(&root_cache_mu);
+    int rc = etk_yaml_to_json((const char *)e->data, e->len, e->name, out, err);
+    if (rc)
+        return rc;
+    pthread_mutex_lock(&root_cache_mu);
+    int i = 0;
+    while (i < ROOT_CACHE && root_cache[i].e && root_cache[i].e != e)
+        i++;
+    if (i < ROOT_CACHE && !root_cache[i].e) { /* else full, or another thread was first */
+        json_t *c = json_deep_copy(*out);
+        if (c) {
+            root_cache[i].root = c;
+            root_cache[i].e = e;
+        }
+    }
+    pthread_mutex_unlock(&root_cache_mu);
+    return 0;
+}
+
 int etk_graph_load(const etk_model *m, int64_t batch, etk_graph **out, etk_error *err)
 {
     *out = NULL;
@@ -499,7 +541,7 @@ int etk_graph_load(const etk_model *m, int64_t batch, etk_graph **out, etk_error
     if (!e)
         return etk_err(err, ETK_ENOTFOUND, "model %s: no block graph for arch '%s' (%s)", m->name, m->arch, rel);
     json_t *root;
-    int rc = etk_yaml_to_json((const char *)e->data, e->len, e->name, &root, err);
+    int rc = load_root(e, &root, err);
     if (rc)
         return rc;
     etk_graph *g = calloc(1, sizeof *g);
