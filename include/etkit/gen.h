@@ -145,6 +145,10 @@ typedef struct etk_gen_config {
     int rank_order[ETK_GEN_N_AXES]; /* axes fastest first (ETK_GEN_TP, ...) */
     char gpu[32];            /* GPU for the memory verdict (default "h100") */
     bool no_sync;            /* etk_gen_write: skip the final syncfs (scratch output, benchmarks) */
+    bool no_names;           /* training: every node's name "" (etkit plan's simulations, whose
+                              * results need none: formatting them was ~15% of a search's
+                              * simulations, s35); inference keeps its names, which mark its
+                              * phases. Not an option; traces written so have no names. */
     struct etk_progress *progress; /* etk_gen_write: rank files written (etkit/progress.h); NULL: none */
     /* inference (--mode inference; docs/gen.md "Inference"): prefill of `batch` prompts of
      * prompt_len tokens, then decode_steps steps of one token per sequence with a KV cache */

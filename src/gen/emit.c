@@ -41,7 +41,7 @@ static uint64_t emit_fwd(emitter *E, int si, uint32_t j, uint64_t input)
         }
         if (ag && nd < 64 && gen_inst_uses_weight(I))
             deps[nd++] = ag;
-        if (E->put) /* names only for traces that are kept */
+        if (E->names) /* names only for traces that are kept and named */
             snprintf(name, sizeof name, "mb%u.%s.%s", j, lab, I->name);
         E->phase = I->phase;
         gen_put_inst(E, I, name, deps, nd);
@@ -52,9 +52,11 @@ static uint64_t emit_fwd(emitter *E, int si, uint32_t j, uint64_t input)
 }
 
 /* "mb<j>.<what>", or "mb<j>.chunk<c>.<what>" with interleaving */
-static void p2p_name(char *buf, size_t n, uint32_t j, int chunk, const char *what)
+static void p2p_name(const emitter *E, char *buf, size_t n, uint32_t j, int chunk, const char *what)
 {
-    if (chunk >= 0)
+    if (!E->names)
+        buf[0] = 0;
+    else if (chunk >= 0)
         snprintf(buf, n, "mb%u.chunk%d.%s", j, chunk, what);
     else
         snprintf(buf, n, "mb%u.%s", j, what);
@@ -87,7 +89,7 @@ static uint64_t fwd_recv(emitter *E, uint32_t k)
         return 0;
     char name[96];
     uint64_t in = E->next_id;
-    p2p_name(name, sizeof name, j, G->v > 1 ? (int)ch : -1, "recv_activation");
+    p2p_name(E, name, sizeof name, j, G->v > 1 ? (int)ch : -1, "recv_activation");
     E->phase = P_FWD;
     gen_put_p2p(E, name, false, E->prev_rank, (int64_t)G->prog[G_SEC_LAYER].out_bytes,
                 (int32_t)(2 * ((q - 1) * G->m + j)), NULL, 0);
@@ -103,7 +105,7 @@ static void fwd_send(emitter *E, uint32_t k, uint64_t in)
         return;
     char name[96];
     uint64_t d = in;
-    p2p_name(name, sizeof name, j, G->v > 1 ? (int)ch : -1, "send_activation");
+    p2p_name(E, name, sizeof name, j, G->v > 1 ? (int)ch : -1, "send_activation");
     gen_put_p2p(E, name, true, E->next_rank, (int64_t)G->prog[G_SEC_LAYER].out_bytes, (int32_t)(2 * (q * G->m + j)),
                 &d, d ? 1 : 0);
 }
@@ -117,7 +119,7 @@ static int bwd_start(emitter *E, uint32_t k, uint64_t *gd)
     if (q + 1 < G->p * G->v) {
         char name[96];
         gd[0] = E->next_id;
-        p2p_name(name, sizeof name, j, G->v > 1 ? (int)ch : -1, "recv_gradient");
+        p2p_name(E, name, sizeof name, j, G->v > 1 ? (int)ch : -1, "recv_gradient");
         E->phase = P_BWD;
         gen_put_p2p(E, name, false, E->next_rank, (int64_t)G->prog[G_SEC_LAYER].out_bytes,
                     (int32_t)(2 * (q * G->m + j) + 1), NULL, 0);
@@ -149,7 +151,7 @@ static void bwd_send(emitter *E, uint32_t k, uint64_t *gd, int ngd)
     if (q == 0)
         return;
     char name[96];
-    p2p_name(name, sizeof name, j, G->v > 1 ? (int)ch : -1, "send_gradient");
+    p2p_name(E, name, sizeof name, j, G->v > 1 ? (int)ch : -1, "send_gradient");
     E->phase = P_BWD;
     gen_put_p2p(E, name, true, E->prev_rank, (int64_t)G->prog[G_SEC_LAYER].out_bytes,
                 (int32_t)(2 * ((q - 1) * G->m + j) + 1), gd, (uint32_t)ngd);
@@ -216,6 +218,7 @@ int gen_emit_stage(gen *G, uint32_t stage, uint32_t tp_i, uint32_t cp_i, uint32_
     E.tp_i = tp_i;
     E.dp_i = dp_i;
     E.put = put;
+    E.names = put && !c->no_names;
     E.u = u;
     E.err = err;
     E.st = st;

@@ -29,7 +29,7 @@ static bool xfold(const gen *G, int t)
 
 static bool is_w(const ginst *I)
 {
-    return I->type == ETK_NODE_COMP && I->nw > 0 && strstr(I->name, ".wgrad");
+    return I->type == ETK_NODE_COMP && I->nw > 0 && I->wgrad_name;
 }
 
 /* ZeRO-3: node `id` (instruction I of section instance si) produces weight gradients: they are
@@ -58,7 +58,7 @@ static void z3_reduce(emitter *E, int si, uint32_t j, bool expert, bool last)
     if (d > 1) {
         char lab[32], name[160] = "";
         gen_si_label(E, si, lab, sizeof lab);
-        if (E->put)
+        if (E->names)
             snprintf(name, sizeof name, "mb%u.%s.%sgrad_reduce_scatter", j, lab, expert ? "expert_" : "");
         E->phase = P_BWD;
         id = E->next_id;
@@ -140,7 +140,7 @@ int gen_emit_bwd(emitter *E, int si, uint32_t j, const uint64_t *gd, int ngd, ui
             deps[nd++] = pbi[k - P->nfwd];
         if (ag && gen_inst_uses_weight(I))
             deps[nd++] = ag;
-        if (E->put)
+        if (E->names)
             snprintf(name, sizeof name, "mb%u.%s.%s", j, lab, I->name);
         E->phase = I->phase;
         uint64_t id = E->next_id;

@@ -35,6 +35,7 @@
 #include <string.h>
 
 #include "etkit/gen.h"
+#include "gen/attrs.h"
 #include "gen/infer.h"
 #include "gen/lower.h"
 #include "gen/train.h"
@@ -299,7 +300,7 @@ static uint64_t put(iemit *E, const char *name, int type, const uint64_t *deps, 
         E->ctrl = 0;
     }
     if (E->mem_alloc) { /* the static memory (weights, KV cache, buffers) from the first node on */
-        attr[na++] = etk_attr_u64("mem_alloc_bytes", E->mem_alloc);
+        attr[na++] = ga_u64("mem_alloc_bytes", E->mem_alloc);
         E->mem_alloc = 0;
     }
     n.attr = attr;
@@ -338,17 +339,17 @@ static uint64_t put_comp(iemit *E, const char *name, double flops, uint64_t byte
      * stalls on 0 / 0); the summary's FLOPs leave it out */
     int64_t ops = (int64_t)(flops + 0.5);
     bool min_op = ops == 0 && bytes > 0;
-    etk_attr a[8] = {etk_attr_bool("is_cpu_op", false), etk_attr_i64("num_ops", min_op ? 1 : ops),
-                     etk_attr_u64("tensor_size", bytes)};
+    etk_attr a[8] = {ga_bool("is_cpu_op", false), ga_i64("num_ops", min_op ? 1 : ops),
+                     ga_u64("tensor_size", bytes)};
     uint32_t n = 3;
     if (fp8)
-        a[n++] = etk_attr_str("precision", "fp8");
+        a[n++] = ga_str("precision", "fp8");
     if (attn)
-        a[n++] = etk_attr_str("op_kind", "attention");
+        a[n++] = ga_str("op_kind", "attention");
     if (attn && causal)
-        a[n++] = etk_attr_bool("attn_causal", true);
+        a[n++] = ga_bool("attn_causal", true);
     if (grouped)
-        a[n++] = etk_attr_bool("gemm_grouped", true);
+        a[n++] = ga_bool("gemm_grouped", true);
     uint64_t id = put(E, name, ETK_NODE_COMP, deps, nd, a, n);
     etk_gen_stage *s = E->st;
     if (min_op && s) { /* not a real FLOP: the summary leaves it out */
@@ -367,8 +368,8 @@ static uint64_t put_comp(iemit *E, const char *name, double flops, uint64_t byte
 static uint64_t put_coll(iemit *E, const char *name, int coll, int64_t bytes, int group, const uint64_t *deps,
                          uint32_t nd)
 {
-    etk_attr a[5] = {etk_attr_bool("is_cpu_op", false), etk_attr_i64("comm_type", coll), etk_attr_i64("comm_size", bytes),
-                     etk_attr_str("pg_name", E->pg[group])};
+    etk_attr a[5] = {ga_bool("is_cpu_op", false), ga_i64("comm_type", coll), ga_i64("comm_size", bytes),
+                     ga_str("pg_name", E->pg[group])};
     if (E->st && !E->rc) {
         E->st->coll_count[group][coll]++;
         E->st->coll_bytes[group][coll] += (uint64_t)bytes;
@@ -379,8 +380,8 @@ static uint64_t put_coll(iemit *E, const char *name, int coll, int64_t bytes, in
 static uint64_t put_p2p(iemit *E, const char *name, bool send, uint32_t peer, int64_t bytes, int32_t tag,
                         const uint64_t *deps, uint32_t nd)
 {
-    etk_attr a[5] = {etk_attr_bool("is_cpu_op", false), etk_attr_i32(send ? "comm_dst" : "comm_src", (int32_t)peer),
-                     etk_attr_i64("comm_size", bytes), etk_attr_i32("comm_tag", tag)};
+    etk_attr a[5] = {ga_bool("is_cpu_op", false), ga_i32(send ? "comm_dst" : "comm_src", (int32_t)peer),
+                     ga_i64("comm_size", bytes), ga_i32("comm_tag", tag)};
     if (E->st && !E->rc) {
         *(send ? &E->st->send_count : &E->st->recv_count) += 1;
         *(send ? &E->st->send_bytes : &E->st->recv_bytes) += (uint64_t)bytes;

@@ -42,6 +42,9 @@ typedef struct ginst {
     int nw;
     int w[4];           /* weights whose gradient this node produces (tensor indices) */
     bool uses_w;        /* reads a weight (forward or recompute of an op with weights; dgrad) */
+    bool wgrad_name, dgrad_name; /* the name holds ".wgrad" / ".dgrad" (set by low_emit;
+                                    the generator asks per node emitted: a strstr each was ~4% of
+                                    a plan search's phase 1, s35) */
     bool expert;        /* COMP: work of the experts on their tokens (expert GEMMs, their activation) */
     int64_t gemm_m, gemm_n, gemm_k; /* expert GEMMs: the shape of one expert's GEMM (m tokens per
                                      * expert forward and dgrad; k tokens for wgrad), 0: not set */

@@ -79,6 +79,8 @@ int low_emit(ctx *c, const char *name, int type, int phase, int ndeps, const int
     ginst *I = &p->v[p->n];
     memset(I, 0, sizeof *I);
     I->name = etk_arena_strdup(c->a, name);
+    I->wgrad_name = strstr(name, ".wgrad") != NULL;
+    I->dgrad_name = strstr(name, ".dgrad") != NULL;
     I->type = (uint8_t)type;
     I->phase = (uint8_t)phase;
     /* keep deps unique and drop NONE */

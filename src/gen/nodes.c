@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "etkit/gen.h"
+#include "gen/attrs.h"
 #include "gen/fastwrite.h"
 #include "gen/infer.h"
 #include "gen/lower.h"
@@ -52,16 +53,15 @@ struct comp_memo {
  * entry); an etk_attr has no padding and its constructors zero the union's unused bytes, so the
  * same attributes give the same bytes. Only kinds whose value lies in the union itself may be
  * keys (key_kind), never lists, whose buffers could be reused. */
-_Static_assert(sizeof(etk_attr) % 8 == 0, "attr_hash reads an etk_attr as 64-bit words");
 
+/* of each attribute its name's address and its value (the kind goes with the name in
+ * gen_put_comp; comp_ns compares all the bytes): half the words, half the time (s35) */
 static uint64_t attr_hash(const etk_attr *a, uint32_t n)
 {
     uint64_t h = 1469598103934665603ull;
-    const unsigned char *p = (const unsigned char *)a;
-    for (size_t i = 0; i < n * sizeof *a; i += 8) {
-        uint64_t w;
-        memcpy(&w, p + i, 8);
-        h = (h ^ w) * 1099511628211ull;
+    for (uint32_t i = 0; i < n; i++) {
+        h = (h ^ (uint64_t)(uintptr_t)a[i].name) * 1099511628211ull;
+        h = (h ^ a[i].v.u) * 1099511628211ull;
     }
     return h ^ (h >> 29);
 }
@@ -111,8 +111,11 @@ static double comp_ns(gen *G, const etk_attr *attr, uint32_t nattr, const etk_no
     return c->comp_node_ns(c->comp_node_ns_ctx, n);
 }
 
+/* A node out (E->put) and into the summary (E->st). The summary's figures come from the caller,
+ * which made the attributes: num_ops (compute), comm_type (collective) and comm_size (collective,
+ * send, recv); looking them up by name in the attributes was ~5% of a plan search's phase 1 (s35). */
 static int put_node(emitter *E, const char *name, int type, uint64_t *deps, uint32_t ndeps, etk_attr *attr,
-                    uint32_t nattr)
+                    uint32_t nattr, int64_t num_ops, int64_t comm_type, int64_t comm_size)
 {
     const etk_attr *attr0 = attr; /* the node's own attributes, without the memory ones added below */
     uint32_t nattr0 = nattr;
@@ -143,9 +146,9 @@ static int put_node(emitter *E, const char *name, int type, uint64_t *deps, uint
     if ((E->mem_alloc_pending || E->mem_free_pending) && nattr + 2 <= 16) {
         memcpy(ma, attr, nattr * sizeof *attr);
         if (E->mem_alloc_pending)
-            ma[nattr++] = etk_attr_u64("mem_alloc_bytes", E->mem_alloc_pending);
+            ma[nattr++] = ga_u64("mem_alloc_bytes", E->mem_alloc_pending);
         if (E->mem_free_pending)
-            ma[nattr++] = etk_attr_u64("mem_free_bytes", E->mem_free_pending);
+            ma[nattr++] = ga_u64("mem_free_bytes", E->mem_free_pending);
         E->mem_alloc_pending = E->mem_free_pending = 0;
         attr = ma;
     }
@@ -154,27 +157,22 @@ static int put_node(emitter *E, const char *name, int type, uint64_t *deps, uint
     if (E->st) {
         etk_gen_stage *s = E->st;
         s->nodes++;
-        int64_t v;
         if (type == ETK_NODE_COMP && E->G->cfg->comp_node_ns) {
             double t = comp_ns(E->G, attr0, nattr0, &n);
             s->compute_ns += t;
             if (E->phase == P_FWD)
                 s->fwd_compute_ns += t;
         }
-        if (type == ETK_NODE_COMP && etk_node_i64(&n, "num_ops", &v)) {
-            s->flops += (double)v;
+        if (type == ETK_NODE_COMP) {
+            s->flops += (double)num_ops;
             if (E->phase != P_RECOMP && E->phase != P_OPT)
-                s->model_flops += (double)v;
+                s->model_flops += (double)num_ops;
         } else if (type == ETK_NODE_COLL) {
-            int64_t ct = 0, sz = 0;
-            etk_node_i64(&n, "comm_type", &ct);
-            etk_node_i64(&n, "comm_size", &sz);
-            s->coll_count[E->axis][ct]++;
-            s->coll_bytes[E->axis][ct] += (uint64_t)sz;
+            s->coll_count[E->axis][comm_type]++;
+            s->coll_bytes[E->axis][comm_type] += (uint64_t)comm_size;
         } else if (type == ETK_NODE_SEND || type == ETK_NODE_RECV) {
             /* the pipeline's, or the CP ring's */
-            int64_t sz = 0;
-            etk_node_i64(&n, "comm_size", &sz);
+            int64_t sz = comm_size;
             bool snd = type == ETK_NODE_SEND;
             uint64_t *cnt = E->p2p_cp ? (snd ? &s->cp_send_count : &s->cp_recv_count) : snd ? &s->send_count : &s->recv_count;
             uint64_t *byt = E->p2p_cp ? (snd ? &s->cp_send_bytes : &s->cp_recv_bytes) : snd ? &s->send_bytes : &s->recv_bytes;
@@ -205,38 +203,40 @@ int gen_put_comp(emitter *E, const char *name, const ginst *I, uint64_t *deps, u
      * either way (docs/astra-compat.md); the summary's FLOPs leave it out */
     int64_t ops = (int64_t)(I->flops + 0.5);
     bool min_op = ops == 0 && I->bytes > 0;
-    etk_attr a[18] = {etk_attr_bool("is_cpu_op", false), etk_attr_i64("num_ops", min_op ? 1 : ops),
-                      etk_attr_u64("tensor_size", I->bytes)};
+    etk_attr a[18]; /* not zeroed: only the first n are set and read */
+    ga_set_bool(&a[0], "is_cpu_op", false);
+    ga_set(&a[1], "num_ops", ETK_ATTR_INT64, (uint64_t)(min_op ? 1 : ops));
+    ga_set(&a[2], "tensor_size", ETK_ATTR_UINT64, I->bytes);
     uint32_t n = 3;
     if (I->gemm_m > 0) { /* an expert GEMM: one expert's shape, the rank's experts (grouped GEMM) */
-        a[n++] = etk_attr_i64("gemm_m", I->gemm_m);
-        a[n++] = etk_attr_i64("gemm_n", I->gemm_n);
-        a[n++] = etk_attr_i64("gemm_k", I->gemm_k);
-        a[n++] = etk_attr_i64("gemm_groups", I->gemm_groups);
+        ga_set(&a[n++], "gemm_m", ETK_ATTR_INT64, (uint64_t)I->gemm_m);
+        ga_set(&a[n++], "gemm_n", ETK_ATTR_INT64, (uint64_t)I->gemm_n);
+        ga_set(&a[n++], "gemm_k", ETK_ATTR_INT64, (uint64_t)I->gemm_k);
+        ga_set(&a[n++], "gemm_groups", ETK_ATTR_INT64, (uint64_t)I->gemm_groups);
     }
     if (I->fp8)
-        a[n++] = etk_attr_str("precision", "fp8");
+        ga_set_str(&a[n++], "precision", "fp8");
     if (I->scores)
-        a[n++] = etk_attr_bool("attn_scores", true);
+        ga_set_bool(&a[n++], "attn_scores", true);
     if (I->attn)
-        a[n++] = etk_attr_str("op_kind", "attention");
+        ga_set_str(&a[n++], "op_kind", "attention");
     if (I->grouped) /* a grouped GEMM over the rank's experts: small groups reach less */
-        a[n++] = etk_attr_bool("gemm_grouped", true);
+        ga_set_bool(&a[n++], "gemm_grouped", true);
     if (I->grouped && I->wgrad && I->fp8) /* its FP8 weight gradient (grouped_fp8_wgrad_factor) */
-        a[n++] = etk_attr_bool("gemm_wgrad", true);
+        ga_set_bool(&a[n++], "gemm_wgrad", true);
     if (I->attn && I->causal) /* the kernel skips the masked blocks: half the s^2 FLOPs */
-        a[n++] = etk_attr_bool("attn_causal", true);
+        ga_set_bool(&a[n++], "attn_causal", true);
     if (I->attn && I->causal && I->attn_w > 0) /* a sliding window: the tiles it computes */
-        a[n++] = etk_attr_i64("attn_window", I->attn_w);
+        ga_set(&a[n++], "attn_window", ETK_ATTR_INT64, (uint64_t)I->attn_w);
     if (I->attn && I->phase == P_BWD)
-        a[n++] = etk_attr_bool("attn_bwd", true);
+        ga_set_bool(&a[n++], "attn_bwd", true);
     if (I->attn && I->attn_s > 0) /* the kernel's key length and head dim: attn_half_seq/_dim */
-        a[n++] = etk_attr_i64("attn_s", I->attn_s);
+        ga_set(&a[n++], "attn_s", ETK_ATTR_INT64, (uint64_t)I->attn_s);
     if (I->attn && I->attn_d > 0)
-        a[n++] = etk_attr_i64("attn_d", I->attn_d);
+        ga_set(&a[n++], "attn_d", ETK_ATTR_INT64, (uint64_t)I->attn_d);
     if (I->host_sync) /* the host waits for it (the MoE token counts; the host model) */
-        a[n++] = etk_attr_bool("host_sync", true);
-    int rc = put_node(E, name, ETK_NODE_COMP, deps, nd, a, n);
+        ga_set_bool(&a[n++], "host_sync", true);
+    int rc = put_node(E, name, ETK_NODE_COMP, deps, nd, a, n, min_op ? 1 : ops, 0, 0);
     if (!rc && min_op && E->st) { /* not a real FLOP: the summary leaves it out */
         E->st->flops -= 1;
         if (E->phase != P_RECOMP && E->phase != P_OPT)
@@ -250,20 +250,25 @@ int gen_put_comp(emitter *E, const char *name, const ginst *I, uint64_t *deps, u
 
 int gen_put_coll(emitter *E, const char *name, int coll, int64_t bytes, int axis, uint64_t *deps, uint32_t nd)
 {
-    etk_attr a[4] = {etk_attr_bool("is_cpu_op", false), etk_attr_i64("comm_type", coll),
-                     etk_attr_i64("comm_size", bytes),
-                     etk_attr_str("pg_name", E->pg[axis])};
+    etk_attr a[4];
+    ga_set_bool(&a[0], "is_cpu_op", false);
+    ga_set(&a[1], "comm_type", ETK_ATTR_INT64, (uint64_t)(int64_t)coll);
+    ga_set(&a[2], "comm_size", ETK_ATTR_INT64, (uint64_t)bytes);
+    ga_set_str(&a[3], "pg_name", E->pg[axis]);
     E->axis = axis;
-    return put_node(E, name, ETK_NODE_COLL, deps, nd, a, 4);
+    return put_node(E, name, ETK_NODE_COLL, deps, nd, a, 4, 0, coll, bytes);
 }
 
 int gen_put_p2p(emitter *E, const char *name, bool send, uint32_t peer, int64_t bytes, int32_t tag,
                 uint64_t *deps, uint32_t nd)
 {
-    etk_attr a[4] = {etk_attr_bool("is_cpu_op", false), etk_attr_i32(send ? "comm_dst" : "comm_src", (int32_t)peer),
-                     etk_attr_i64("comm_size", bytes), etk_attr_i32("comm_tag", tag)};
+    etk_attr a[4];
+    ga_set_bool(&a[0], "is_cpu_op", false);
+    ga_set(&a[1], send ? "comm_dst" : "comm_src", ETK_ATTR_INT32, (uint64_t)(int64_t)(int32_t)peer);
+    ga_set(&a[2], "comm_size", ETK_ATTR_INT64, (uint64_t)bytes);
+    ga_set(&a[3], "comm_tag", ETK_ATTR_INT32, (uint64_t)(int64_t)tag);
     E->last_p2p = E->next_id;
-    return put_node(E, name, send ? ETK_NODE_SEND : ETK_NODE_RECV, deps, nd, a, 4);
+    return put_node(E, name, send ? ETK_NODE_SEND : ETK_NODE_RECV, deps, nd, a, 4, 0, 0, bytes);
 }
 
 static int sec_group(const ginst *I);
@@ -302,7 +307,7 @@ static int sec_group(const ginst *I)
 /* ZeRO-3: a node that needs the gathered parameters */
 bool gen_inst_uses_weight(const ginst *I)
 {
-    return I->type == ETK_NODE_COMP && (I->uses_w || I->nw > 0 || strstr(I->name, ".dgrad"));
+    return I->type == ETK_NODE_COMP && (I->uses_w || I->nw > 0 || I->dgrad_name);
 }
 
 /* ZeRO-3: all-gather of the 16-bit parameters a section instance uses (comm_size = the per-rank
@@ -324,7 +329,7 @@ uint64_t gen_emit_gather(emitter *E, int si, uint32_t j, const char *what)
             continue;
         char lab[32], name[160] = "";
         gen_si_label(E, si, lab, sizeof lab);
-        if (E->put)
+        if (E->names)
             snprintf(name, sizeof name, "mb%u.%s.%s%s", j, lab, k ? "expert_" : "", what);
         E->pending_ctrl2 = E->last_gather;
         E->pending_ctrl3 = E->prev_sec_base;

@@ -71,6 +71,7 @@ typedef struct emitter {
     bool p2p_cp;               /* the send/recv being put is the CP ring's (summary counters) */
     char pg[ETK_GEN_N_GROUP_KINDS][16]; /* communicator group ids by ETK_GEN_GROUP_* */
     put_fn put;
+    bool names;                /* name the nodes: put set and not etk_gen_config.no_names */
     void *u;
     etk_error *err;
     uint64_t next_id;

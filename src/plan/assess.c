@@ -265,6 +265,7 @@ void etk_plan_simulate(const etk_plan_search_state *s, etk_plan_row *row)
     row->status = ETK_PLAN_FAILED;
     if (etk_plan_config(&s->sp, &row->plan, NULL, &cfg, &err))
         goto fail;
+    cfg.no_names = true; /* the step, MFU and tokens/s need no node names (inference keeps them) */
     etk_cluster cl = job->cluster;
     /* folded: the flow model simulates every rank, so the search uses the analytical one */
     if (cl.net_model == ETK_NET_FLOW)
