@@ -204,7 +204,7 @@ int gen_put_comp(emitter *E, const char *name, const ginst *I, uint64_t *deps, u
     int64_t ops = (int64_t)(I->flops + 0.5);
     bool min_op = ops == 0 && I->bytes > 0;
     etk_attr a[18]; /* not zeroed: only the first n are set and read */
-    ga_set_bool(&a[0], "is_cpu_op", false);
+    ga_set(&a[0], "is_cpu_op", ETK_ATTR_BOOL, false);
     ga_set(&a[1], "num_ops", ETK_ATTR_INT64, (uint64_t)(min_op ? 1 : ops));
     ga_set(&a[2], "tensor_size", ETK_ATTR_UINT64, I->bytes);
     uint32_t n = 3;
@@ -215,27 +215,27 @@ int gen_put_comp(emitter *E, const char *name, const ginst *I, uint64_t *deps, u
         ga_set(&a[n++], "gemm_groups", ETK_ATTR_INT64, (uint64_t)I->gemm_groups);
     }
     if (I->fp8)
-        ga_set_str(&a[n++], "precision", "fp8");
+        ga_set(&a[n++], "precision", ETK_ATTR_STRING, (uint64_t)(uintptr_t)"fp8");
     if (I->scores)
-        ga_set_bool(&a[n++], "attn_scores", true);
+        ga_set(&a[n++], "attn_scores", ETK_ATTR_BOOL, true);
     if (I->attn)
-        ga_set_str(&a[n++], "op_kind", "attention");
+        ga_set(&a[n++], "op_kind", ETK_ATTR_STRING, (uint64_t)(uintptr_t)"attention");
     if (I->grouped) /* a grouped GEMM over the rank's experts: small groups reach less */
-        ga_set_bool(&a[n++], "gemm_grouped", true);
+        ga_set(&a[n++], "gemm_grouped", ETK_ATTR_BOOL, true);
     if (I->grouped && I->wgrad && I->fp8) /* its FP8 weight gradient (grouped_fp8_wgrad_factor) */
-        ga_set_bool(&a[n++], "gemm_wgrad", true);
+        ga_set(&a[n++], "gemm_wgrad", ETK_ATTR_BOOL, true);
     if (I->attn && I->causal) /* the kernel skips the masked blocks: half the s^2 FLOPs */
-        ga_set_bool(&a[n++], "attn_causal", true);
+        ga_set(&a[n++], "attn_causal", ETK_ATTR_BOOL, true);
     if (I->attn && I->causal && I->attn_w > 0) /* a sliding window: the tiles it computes */
         ga_set(&a[n++], "attn_window", ETK_ATTR_INT64, (uint64_t)I->attn_w);
     if (I->attn && I->phase == P_BWD)
-        ga_set_bool(&a[n++], "attn_bwd", true);
+        ga_set(&a[n++], "attn_bwd", ETK_ATTR_BOOL, true);
     if (I->attn && I->attn_s > 0) /* the kernel's key length and head dim: attn_half_seq/_dim */
         ga_set(&a[n++], "attn_s", ETK_ATTR_INT64, (uint64_t)I->attn_s);
     if (I->attn && I->attn_d > 0)
         ga_set(&a[n++], "attn_d", ETK_ATTR_INT64, (uint64_t)I->attn_d);
     if (I->host_sync) /* the host waits for it (the MoE token counts; the host model) */
-        ga_set_bool(&a[n++], "host_sync", true);
+        ga_set(&a[n++], "host_sync", ETK_ATTR_BOOL, true);
     int rc = put_node(E, name, ETK_NODE_COMP, deps, nd, a, n, min_op ? 1 : ops, 0, 0);
     if (!rc && min_op && E->st) { /* not a real FLOP: the summary leaves it out */
         E->st->flops -= 1;
@@ -251,10 +251,10 @@ int gen_put_comp(emitter *E, const char *name, const ginst *I, uint64_t *deps, u
 int gen_put_coll(emitter *E, const char *name, int coll, int64_t bytes, int axis, uint64_t *deps, uint32_t nd)
 {
     etk_attr a[4];
-    ga_set_bool(&a[0], "is_cpu_op", false);
+    ga_set(&a[0], "is_cpu_op", ETK_ATTR_BOOL, false);
     ga_set(&a[1], "comm_type", ETK_ATTR_INT64, (uint64_t)(int64_t)coll);
     ga_set(&a[2], "comm_size", ETK_ATTR_INT64, (uint64_t)bytes);
-    ga_set_str(&a[3], "pg_name", E->pg[axis]);
+    ga_set(&a[3], "pg_name", ETK_ATTR_STRING, (uint64_t)(uintptr_t)E->pg[axis]);
     E->axis = axis;
     return put_node(E, name, ETK_NODE_COLL, deps, nd, a, 4, 0, coll, bytes);
 }
@@ -263,7 +263,7 @@ int gen_put_p2p(emitter *E, const char *name, bool send, uint32_t peer, int64_t 
                 uint64_t *deps, uint32_t nd)
 {
     etk_attr a[4];
-    ga_set_bool(&a[0], "is_cpu_op", false);
+    ga_set(&a[0], "is_cpu_op", ETK_ATTR_BOOL, false);
     ga_set(&a[1], send ? "comm_dst" : "comm_src", ETK_ATTR_INT32, (uint64_t)(int64_t)(int32_t)peer);
     ga_set(&a[2], "comm_size", ETK_ATTR_INT64, (uint64_t)bytes);
     ga_set(&a[3], "comm_tag", ETK_ATTR_INT32, (uint64_t)(int64_t)tag);
