@@ -236,12 +236,8 @@ int gen_put_comp(emitter *E, const char *name, const ginst *I, uint64_t *deps, u
         ga_set(&a[n++], "attn_d", ETK_ATTR_INT64, (uint64_t)I->attn_d);
     if (I->host_sync) /* the host waits for it (the MoE token counts; the host model) */
         ga_set(&a[n++], "host_sync", ETK_ATTR_BOOL, true);
-    int rc = put_node(E, name, ETK_NODE_COMP, deps, nd, a, n, min_op ? 1 : ops, 0, 0);
-    if (!rc && min_op && E->st) { /* not a real FLOP: the summary leaves it out */
-        E->st->flops -= 1;
-        if (E->phase != P_RECOMP && E->phase != P_OPT)
-            E->st->model_flops -= 1;
-    }
+    /* the summary counts the op's real FLOPs (0 for a min_op: not a real FLOP) */
+    int rc = put_node(E, name, ETK_NODE_COMP, deps, nd, a, n, ops, 0, 0);
     /* recomputed work inside a backward node is hardware, not model, FLOPs */
     if (!rc && E->st && I->recomp_flops > 0 && E->phase != P_RECOMP && E->phase != P_OPT)
         E->st->model_flops -= (double)(int64_t)(I->recomp_flops + 0.5);

@@ -503,30 +503,35 @@ static struct {
 } root_cache[ROOT_CACHE];
 static pthread_mutex_t root_cache_mu = PTHREAD_MUTEX_INITIALIZER;
 
+/* the cache's slot of e, or the first free one; -1: full (under root_cache_mu) */
+static int root_slot(const etk_embedded *e)
+{
+    for (int i = 0; i < ROOT_CACHE; i++)
+        if (!root_cache[i].e || root_cache[i].e == e)
+            return i;
+    return -1;
+}
+
 static int load_root(const etk_embedded *e, json_t **out, etk_error *err)
 {
     *out = NULL;
     pthread_mutex_lock(&root_cache_mu);
-    for (int i = 0; i < ROOT_CACHE && root_cache[i].e; i++)
-        if (root_cache[i].e == e) {
-            *out = json_deep_copy(root_cache[i].root);
-            pthread_mutex_unlock(&root_cache_mu);
-            return *out ? 0 : etk_err(err, ETK_ENOMEM, "%s: out of memory", e->name);
-        }
+    int i = root_slot(e);
+    if (i >= 0 && root_cache[i].e) {
+        *out = json_deep_copy(root_cache[i].root);
+        pthread_mutex_unlock(&root_cache_mu);
+        return *out ? 0 : etk_err(err, ETK_ENOMEM, "%s: out of memory", e->name);
+    }
     pthread_mutex_unlock(&root_cache_mu);
     int rc = etk_yaml_to_json((const char *)e->data, e->len, e->name, out, err);
     if (rc)
         return rc;
     pthread_mutex_lock(&root_cache_mu);
-    int i = 0;
-    while (i < ROOT_CACHE && root_cache[i].e && root_cache[i].e != e)
-        i++;
-    if (i < ROOT_CACHE && !root_cache[i].e) { /* else full, or another thread was first */
-        json_t *c = json_deep_copy(*out);
-        if (c) {
-            root_cache[i].root = c;
-            root_cache[i].e = e;
-        }
+    i = root_slot(e);
+    json_t *c = i >= 0 && !root_cache[i].e ? json_deep_copy(*out) : NULL; /* else full, or cached meanwhile */
+    if (c) {
+        root_cache[i].root = c;
+        root_cache[i].e = e;
     }
     pthread_mutex_unlock(&root_cache_mu);
     return 0;
